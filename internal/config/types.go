@@ -1,0 +1,173 @@
+// Package config is the gateway.yaml schema: strict decoding, defaults,
+// validation with go-playground/validator/v10 plus cross-field checks, and
+// secrets resolved from environment variables or files.
+//
+// Loading has no side effects: it reads the file (and the secret files it
+// names) and returns a *Config or every problem found, each with its YAML
+// path. It never opens sockets.
+package config
+
+import (
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Defaults applied by Load before validation. Each names the key it fills.
+const (
+	DefaultListenAddress     = ":8080"          // listen.address
+	DefaultReadHeaderTimeout = 10 * time.Second // listen.read_header_timeout
+	DefaultReadTimeout       = 60 * time.Second // listen.read_timeout
+	DefaultWriteTimeout      = 90 * time.Second // listen.write_timeout (longer than the broker timeout)
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10 // listen.max_header_bytes
+	DefaultMaxBodyBytes      = 1 << 20  // listen.max_body_bytes
+	DefaultShutdownGrace     = 30 * time.Second
+
+	DefaultAdminAddress = "127.0.0.1:9090" // admin.address
+
+	DefaultLogFormat = "json" // log.format
+	DefaultLogLevel  = "info" // log.level
+
+	DefaultMissingVersionStatus = 412 // tenants[].missing_version_status
+
+	DefaultBrokerTimeout          = 60 * time.Second // brokers[].timeout, as Cloud Controller
+	DefaultDialTimeout            = 5 * time.Second
+	DefaultTLSHandshakeTimeout    = 10 * time.Second
+	DefaultMaxIdleConnsPerBroker  = 256 // brokers[].max_idle_conns
+	DefaultIdleConnTimeout        = 90 * time.Second
+	DefaultBrokerMinVersionString = "2.0"  // brokers[].api_version.min
+	DefaultBrokerMaxVersionString = "2.17" // brokers[].api_version.max
+
+	DefaultGOGC = 200 // runtime.gogc
+)
+
+// Config is the whole gateway.yaml.
+type Config struct {
+	Listen  Listen   `yaml:"listen"`
+	Admin   Admin    `yaml:"admin"`
+	Log     Log      `yaml:"log"`
+	Runtime Runtime  `yaml:"runtime"`
+	Tenants []Tenant `yaml:"tenants" validate:"required,min=1,dive"`
+	Brokers []Broker `yaml:"brokers" validate:"required,min=1,dive"`
+}
+
+// Listen is the platform-facing HTTP server.
+type Listen struct {
+	// Address is host:port; zero value: DefaultListenAddress.
+	Address           string        `yaml:"address" validate:"required,hostname_port"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" validate:"gt=0"`
+	ReadTimeout       time.Duration `yaml:"read_timeout" validate:"gt=0"`
+	WriteTimeout      time.Duration `yaml:"write_timeout" validate:"gt=0"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout" validate:"gt=0"`
+	// MaxHeaderBytes caps request headers; zero value: DefaultMaxHeaderBytes.
+	MaxHeaderBytes int `yaml:"max_header_bytes" validate:"gte=4096,lte=1048576"`
+	// MaxBodyBytes caps a request body; a larger one gets 413.
+	MaxBodyBytes  int64         `yaml:"max_body_bytes" validate:"gte=1024,lte=104857600"`
+	ShutdownGrace time.Duration `yaml:"shutdown_grace" validate:"gte=0"`
+}
+
+// Admin is the operator-facing listener: health, readiness, later metrics.
+type Admin struct {
+	// Address is host:port; zero value: DefaultAdminAddress (loopback).
+	// "off" disables the admin listener.
+	Address string `yaml:"address" validate:"required"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Format string `yaml:"format" validate:"oneof=json text"`
+	Level  string `yaml:"level" validate:"oneof=debug info warn error"`
+}
+
+// Runtime sets Go runtime knobs at start.
+type Runtime struct {
+	// GOGC is the GC target percentage; zero value: DefaultGOGC. The GOGC
+	// environment variable, when set, wins.
+	GOGC int `yaml:"gogc" validate:"gte=0,lte=10000"`
+	// MemoryLimit is a soft memory limit such as "512MiB" (GOMEMLIMIT
+	// syntax); empty means none. The GOMEMLIMIT environment variable wins.
+	MemoryLimit string `yaml:"memory_limit"`
+}
+
+// Tenant is one platform (for example one Cloud Foundry foundation).
+type Tenant struct {
+	Name        string       `yaml:"name" validate:"required,max=63"`
+	Credentials []Credential `yaml:"credentials" validate:"required,min=1,dive"`
+	// MissingVersionStatus is the status for a missing X-Broker-API-Version:
+	// 412 (default) or 400 (allowed since OSB 2.16).
+	MissingVersionStatus int     `yaml:"missing_version_status" validate:"oneof=400 412"`
+	Routes               []Route `yaml:"routes" validate:"required,min=1,dive"`
+}
+
+// Credential is one basic-auth username and password a tenant may present.
+// Several allow rotation. Password may be plain (resolved from ${ENV} or
+// PasswordFile) or a bcrypt hash ("$2a$", "$2b$", "$2y$").
+type Credential struct {
+	Username     string `yaml:"username" validate:"required"`
+	Password     Secret `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// Route gives a tenant access to one broker.
+type Route struct {
+	Broker string `yaml:"broker" validate:"required"`
+	// Prefix is the URL path prefix; zero value: "/<tenant>/<broker>".
+	Prefix string `yaml:"prefix"`
+}
+
+// Broker is one upstream OSB broker.
+type Broker struct {
+	Name         string `yaml:"name" validate:"required,max=63"`
+	URL          string `yaml:"url" validate:"required"`
+	Username     string `yaml:"username"`
+	Password     Secret `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+	// APIVersion is the range of X-Broker-API-Version the broker accepts.
+	APIVersion VersionRange `yaml:"api_version"`
+	// Timeout bounds a whole broker call; zero value: DefaultBrokerTimeout.
+	Timeout             time.Duration `yaml:"timeout" validate:"gt=0,lte=1h"`
+	DialTimeout         time.Duration `yaml:"dial_timeout" validate:"gt=0"`
+	TLSHandshakeTimeout time.Duration `yaml:"tls_handshake_timeout" validate:"gt=0"`
+	// ResponseHeaderTimeout; zero value: Timeout.
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout" validate:"gte=0"`
+	MaxIdleConns          int           `yaml:"max_idle_conns" validate:"gte=1,lte=100000"`
+	IdleConnTimeout       time.Duration `yaml:"idle_conn_timeout" validate:"gt=0"`
+	TLS                   UpstreamTLS   `yaml:"tls"`
+}
+
+// VersionRange bounds the API versions a broker accepts. The header sent to
+// the broker is the platform's, capped at Max.
+type VersionRange struct {
+	Min osb.Version `yaml:"min"`
+	Max osb.Version `yaml:"max"`
+}
+
+// UpstreamTLS is how the gateway talks TLS to a broker.
+type UpstreamTLS struct {
+	// CAFile is a PEM bundle of roots; empty: the system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate for mTLS; both or none.
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+}
+
+// Secret is a string that never prints: String, GoString, MarshalText and
+// slog's LogValue all return a redaction marker.
+type Secret string
+
+// Redacted is what a Secret prints as.
+const Redacted = "[REDACTED]"
+
+// String implements fmt.Stringer.
+func (Secret) String() string { return Redacted }
+
+// GoString implements fmt.GoStringer.
+func (Secret) GoString() string { return Redacted }
+
+// MarshalText implements encoding.TextMarshaler (used by JSON and YAML).
+func (Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
+
+// Reveal returns the secret value.
+func (s Secret) Reveal() string { return string(s) }
