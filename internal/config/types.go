@@ -55,7 +55,7 @@ type Config struct {
 // Listen is the platform-facing HTTP server.
 type Listen struct {
 	// Address is host:port; zero value: DefaultListenAddress.
-	Address           string        `yaml:"address" validate:"required,hostname_port"`
+	Address           string        `yaml:"address" validate:"required,hostport"`
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" validate:"gt=0"`
 	ReadTimeout       time.Duration `yaml:"read_timeout" validate:"gt=0"`
 	WriteTimeout      time.Duration `yaml:"write_timeout" validate:"gt=0"`
@@ -71,7 +71,7 @@ type Listen struct {
 type Admin struct {
 	// Address is host:port; zero value: DefaultAdminAddress (loopback).
 	// "off" disables the admin listener.
-	Address string `yaml:"address" validate:"required"`
+	Address string `yaml:"address" validate:"required,hostport_or_off"`
 }
 
 // Log configures log/slog.

@@ -1,6 +1,7 @@
 package osb
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,8 +68,11 @@ func AsError(err error) *Error {
 // (Allow, WWW-Authenticate, Retry-After) are kept.
 func WriteError(w http.ResponseWriter, err error) {
 	e := AsError(err)
-	b, _ := json.Marshal(Body{Error: e.Code, Description: e.Description})
-	b = append(b, '\n')
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // descriptions quote paths like /<tenant>/<broker>
+	_ = enc.Encode(Body{Error: e.Code, Description: e.Description})
+	b := buf.Bytes()
 	h := w.Header()
 	for k, vs := range e.Header {
 		h[k] = vs

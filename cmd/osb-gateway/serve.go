@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy"
+)
+
+func runServe(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "gateway.yaml", "configuration file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "osb-gateway: %s: configuration refused:\n%v\n", *path, err)
+		return 1
+	}
+	log, level := newLogger(cfg.Log, stderr)
+	srv, err := newServer(cfg, *path, log, level)
+	if err != nil {
+		log.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
+	return srv.runUntilSignal()
+}
+
+// newLogger builds the process logger from log settings; the level can be
+// changed by a reload.
+func newLogger(lc config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	setLevel(level, lc.Level)
+	opts := &slog.HandlerOptions{Level: level}
+	if lc.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts)), level
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), level
+}
+
+func setLevel(v *slog.LevelVar, name string) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(name)); err == nil {
+		v.Set(l)
+	}
+}
+
+// server owns the listeners, the live Gateway and its reloads.
+type server struct {
+	path    string
+	log     *slog.Logger
+	level   *slog.LevelVar
+	sw      *proxy.Switch
+	main    *http.Server
+	admin   *http.Server
+	mainLn  net.Listener
+	adminLn net.Listener
+	ready   atomic.Bool
+	reloads sync.Mutex
+	// load reads the configuration on reload; config.Load unless a test or
+	// the demo replaces it.
+	load func(path string) (*config.Config, error)
+}
+
+// newServer builds the Gateway and opens both listeners; it does not serve
+// yet.
+func newServer(cfg *config.Config, path string, log *slog.Logger, level *slog.LevelVar) (*server, error) {
+	if err := applyRuntime(cfg.Runtime, log); err != nil {
+		return nil, err
+	}
+	g, err := proxy.New(cfg, proxy.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{path: path, log: log, level: level, sw: proxy.NewSwitch(g),
+		load: func(p string) (*config.Config, error) { return config.Load(p) }}
+	l := cfg.Listen
+	s.main = &http.Server{
+		Handler:           s.sw,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if s.mainLn, err = net.Listen("tcp", l.Address); err != nil {
+		return nil, fmt.Errorf("listen.address: %w", err)
+	}
+	if cfg.Admin.Address != "off" {
+		s.admin = &http.Server{
+			Handler:           proxy.NewAdmin(s.readiness),
+			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: l.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		if s.adminLn, err = net.Listen("tcp", cfg.Admin.Address); err != nil {
+			s.mainLn.Close()
+			return nil, fmt.Errorf("admin.address: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func (s *server) readiness() error {
+	if !s.ready.Load() {
+		return errors.New("listeners are not serving yet, or the gateway is shutting down")
+	}
+	return nil
+}
+
+// serve serves both listeners until shutdown; it returns the first serve
+// error other than http.ErrServerClosed.
+func (s *server) serve() error {
+	errc := make(chan error, 2)
+	n := 1
+	go func() { errc <- s.main.Serve(s.mainLn) }()
+	if s.admin != nil {
+		n++
+		go func() { errc <- s.admin.Serve(s.adminLn) }()
+	}
+	s.ready.Store(true)
+	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
+		slog.String("version", version)}
+	if s.adminLn != nil {
+		attrs = append(attrs, slog.String("admin", s.adminLn.Addr().String()))
+	}
+	s.log.Info("serving", attrs...)
+	var first error
+	for range n {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && first == nil {
+			first = err
+			go s.shutdown(context.Background()) // one listener failed: stop the other
+		}
+	}
+	return first
+}
+
+// reload reads the configuration again and swaps in a new Gateway. A file
+// that does not load keeps the running Gateway and logs every problem.
+// Listener addresses and timeouts need a restart; a change is logged.
+func (s *server) reload() error {
+	s.reloads.Lock()
+	defer s.reloads.Unlock()
+	cfg, err := s.load(s.path)
+	if err != nil {
+		s.log.Error("reload refused; the running configuration stays", slog.String("config", s.path),
+			slog.String("error", err.Error()))
+		return err
+	}
+	old := s.sw.Load()
+	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, Previous: old})
+	if err != nil {
+		s.log.Error("reload refused; the running configuration stays", slog.String("error", err.Error()))
+		return err
+	}
+	if cfg.Listen != old.Config().Listen || cfg.Admin != old.Config().Admin {
+		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
+	}
+	setLevel(s.level, cfg.Log.Level)
+	s.sw.Store(g)
+	old.Close(g)
+	s.log.Info("configuration reloaded", slog.String("config", s.path),
+		slog.Int("tenants", len(cfg.Tenants)), slog.Int("brokers", len(cfg.Brokers)))
+	return nil
+}
+
+// shutdown stops accepting, then waits for in-flight requests until ctx
+// ends; what is still running then is cut.
+func (s *server) shutdown(ctx context.Context) error {
+	s.ready.Store(false)
+	var err error
+	if e := s.main.Shutdown(ctx); e != nil {
+		err = e
+		s.main.Close()
+	}
+	if s.admin != nil {
+		if e := s.admin.Shutdown(ctx); e != nil {
+			s.admin.Close()
+		}
+	}
+	s.sw.Load().Close(nil)
+	return err
+}
+
+// runUntilSignal serves until SIGINT or SIGTERM, reloading on SIGHUP, and
+// returns the exit code.
+func (s *server) runUntilSignal() int {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- s.serve() }()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				s.log.Error("serving failed", slog.String("error", err.Error()))
+				return 1
+			}
+			return 0
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				_ = s.reload()
+				continue
+			}
+			grace := s.sw.Load().Config().Listen.ShutdownGrace
+			s.log.Info("shutting down", slog.String("signal", sig.String()), slog.Duration("grace", grace))
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			err := s.shutdown(ctx)
+			cancel()
+			<-done
+			if err != nil {
+				s.log.Warn("grace period over; remaining requests were cut", slog.String("error", err.Error()))
+				return 1
+			}
+			s.log.Info("stopped")
+			return 0
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Default API version range of a broker, parsed from the string constants.
+var (
+	defaultBrokerMinVersion = osb.MustParseVersion(DefaultBrokerMinVersionString)
+	defaultBrokerMaxVersion = osb.MustParseVersion(DefaultBrokerMaxVersionString)
+)
+
+// ApplyDefaults fills every zero-valued field that has a default with it
+// (see the Default constants). Parse calls it; tests that build a Config by
+// hand may too. It is idempotent.
+//
+// A route without a prefix gets "/<tenant>/<broker>" when both names are
+// valid names; otherwise its prefix stays empty and only the names are
+// reported.
+func (c *Config) ApplyDefaults() {
+	c.Listen.applyDefaults()
+	if c.Admin.Address == "" {
+		c.Admin.Address = DefaultAdminAddress
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Runtime.GOGC == 0 {
+		c.Runtime.GOGC = DefaultGOGC
+	}
+	for i := range c.Tenants {
+		c.Tenants[i].applyDefaults()
+	}
+	for i := range c.Brokers {
+		c.Brokers[i].applyDefaults()
+	}
+}
+
+func (l *Listen) applyDefaults() {
+	if l.Address == "" {
+		l.Address = DefaultListenAddress
+	}
+	setDuration(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDuration(&l.ReadTimeout, DefaultReadTimeout)
+	setDuration(&l.WriteTimeout, DefaultWriteTimeout)
+	setDuration(&l.IdleTimeout, DefaultIdleTimeout)
+	setDuration(&l.ShutdownGrace, DefaultShutdownGrace)
+	if l.MaxHeaderBytes == 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+}
+
+func (t *Tenant) applyDefaults() {
+	if t.MissingVersionStatus == 0 {
+		t.MissingVersionStatus = DefaultMissingVersionStatus
+	}
+	for i := range t.Routes {
+		r := &t.Routes[i]
+		if r.Prefix == "" && validName(t.Name) && validName(r.Broker) {
+			r.Prefix = "/" + t.Name + "/" + r.Broker
+		}
+	}
+}
+
+func (b *Broker) applyDefaults() {
+	setDuration(&b.Timeout, DefaultBrokerTimeout)
+	setDuration(&b.DialTimeout, DefaultDialTimeout)
+	setDuration(&b.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	setDuration(&b.IdleConnTimeout, DefaultIdleConnTimeout)
+	setDuration(&b.ResponseHeaderTimeout, b.Timeout)
+	if b.MaxIdleConns == 0 {
+		b.MaxIdleConns = DefaultMaxIdleConnsPerBroker
+	}
+	if b.APIVersion.Min.IsZero() {
+		b.APIVersion.Min = defaultBrokerMinVersion
+	}
+	if b.APIVersion.Max.IsZero() {
+		b.APIVersion.Max = defaultBrokerMaxVersion
+	}
+}
+
+// setDuration sets *d to def when *d is zero.
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}

@@ -1,0 +1,289 @@
+// Package samplebroker is an honest, in-memory Open Service Broker API 2.17
+// broker written on net/http. The gateway's demo, integration tests, fault
+// tests and load benchmark run against it.
+//
+// It offers a bindable service "sample" with a synchronous and an
+// asynchronous plan and a non-bindable service "sample-nobind" (see the ID
+// constants). It answers with the status codes and bodies the specification
+// prescribes, completes asynchronous operations lazily from its clock (no
+// goroutine per operation), and in legacy mode behaves like an OSB 2.8 broker.
+// Fault injection and per-endpoint request counters are reachable from Go and
+// over HTTP under /_sample/ (see ControlPrefix).
+//
+// A Broker is safe for concurrent use. Its state lives in memory only.
+package samplebroker
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Defaults for the command and the demo. Options left empty disable
+// authentication; these are what cmd/osb-sample-broker uses when no flag or
+// environment variable says otherwise.
+const (
+	DefaultUsername   = "sample"
+	DefaultPassword   = "sample-secret"
+	DefaultAsyncDelay = 2 * time.Second
+)
+
+// Options configures a Broker. The zero value is a valid, unauthenticated,
+// non-legacy broker.
+type Options struct {
+	// Username and Password are the basic-auth credentials every request
+	// (under /v2 and the control endpoints) must carry. An empty Username
+	// disables authentication.
+	Username string
+	Password string
+
+	// AsyncDelay is how long an asynchronous operation stays "in progress".
+	// Zero means DefaultAsyncDelay (2s); a negative value makes asynchronous
+	// operations finish at once (the first poll reports the outcome).
+	AsyncDelay time.Duration
+
+	// Legacy makes the broker behave like an OSB 2.8 broker: the catalog
+	// leaves out fields newer than 2.8, provision requires top-level
+	// organization_guid and space_guid, there are no GET instance, GET
+	// binding or binding last_operation endpoints (404), binds and unbinds
+	// are always synchronous, async responses carry no "operation", and
+	// X-Broker-API-Request-Identity is not echoed. Zero value: a 2.17 broker.
+	Legacy bool
+
+	// Latency is added to every /v2 request before it is handled. Zero adds
+	// nothing.
+	Latency time.Duration
+
+	// Now is the broker's clock, used for asynchronous operations. Nil means
+	// time.Now.
+	Now func() time.Time
+
+	// MinVersion is the oldest X-Broker-API-Version accepted; older ones, a
+	// missing header and a major version other than 2 get 412. The zero
+	// value means 2.0.
+	MinVersion osb.Version
+}
+
+// Broker is an in-memory OSB broker; it implements http.Handler. Create one
+// with New.
+type Broker struct {
+	opts       Options
+	now        func() time.Time
+	asyncDelay time.Duration
+	minVersion osb.Version
+	authHeader string // "Basic <base64>", "" when authentication is off
+	defs       catalogDefs
+	catalog    catalogResponse
+	lastOp     lastOpBodies
+	store      store
+	opSeq      atomic.Uint64
+	counts     [numEndpoints]atomic.Int64
+
+	faultMu sync.Mutex
+	faults  []*Fault     // guarded by faultMu
+	nFaults atomic.Int32 // len(faults), read without the lock on the hot path
+}
+
+// New returns a Broker with empty state. It marshals the catalog once.
+func New(opts Options) *Broker {
+	b := &Broker{
+		opts:       opts,
+		now:        opts.Now,
+		asyncDelay: opts.AsyncDelay,
+		minVersion: opts.MinVersion,
+		defs:       newCatalogDefs(),
+		catalog:    newCatalogResponse(opts.Legacy),
+		lastOp:     newLastOpBodies(opts.Legacy),
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	switch {
+	case b.asyncDelay == 0:
+		b.asyncDelay = DefaultAsyncDelay
+	case b.asyncDelay < 0:
+		b.asyncDelay = 0
+	}
+	if b.minVersion.IsZero() {
+		b.minVersion = osb.Oldest
+	}
+	if opts.Username != "" {
+		b.authHeader = "Basic " + base64.StdEncoding.EncodeToString([]byte(opts.Username+":"+opts.Password))
+	}
+	b.store.init()
+	return b
+}
+
+// Canonical header keys, to index http.Header maps without canonicalizing on
+// every request.
+var (
+	keyVersion         = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
+	keyRequestIdentity = http.CanonicalHeaderKey(osb.HeaderRequestIdentity)
+	jsonContentType    = []string{"application/json"}
+	basicChallenge     = []string{`Basic realm="osb-sample-broker"`}
+)
+
+// call is one routed /v2 request.
+type call struct {
+	ep         endpoint
+	instanceID string
+	bindingID  string
+	version    osb.Version
+	now        time.Time
+	failOp     bool // an injected fault asks the async operation to fail
+}
+
+// ServeHTTP routes /v2 requests to the OSB endpoints and /_sample/ requests
+// to the control endpoints; anything else is a 404 OSB error.
+func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, ControlPrefix) {
+		if b.authorized(r) {
+			b.serveControl(w, r)
+		} else {
+			b.unauthorized(w)
+		}
+		return
+	}
+	if !b.opts.Legacy {
+		if id := r.Header[keyRequestIdentity]; len(id) > 0 {
+			w.Header()[keyRequestIdentity] = id
+		}
+	}
+	c := call{ep: epUnknown}
+	var allow string
+	c.ep, c.instanceID, c.bindingID, allow = route(r.Method, r.URL.Path)
+	b.counts[c.ep].Add(1)
+	if b.opts.Latency > 0 && !sleep(r, b.opts.Latency) {
+		return
+	}
+	if !b.authorized(r) {
+		b.unauthorized(w)
+		return
+	}
+	if b.nFaults.Load() > 0 {
+		f, ok := b.takeFault(c.ep)
+		if ok && f.apply(w, r) {
+			return
+		}
+		c.failOp = ok && f.FailOperation
+	}
+	switch {
+	case c.ep == epUnknown && allow != "":
+		w.Header().Set("Allow", allow)
+		osb.WriteError(w, osb.Errorf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+		return
+	case c.ep == epUnknown || b.opts.Legacy && c.ep.since214():
+		osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "no endpoint %s %s", r.Method, r.URL.Path))
+		return
+	}
+	v, err := b.checkVersion(r)
+	if err != nil {
+		osb.WriteError(w, err)
+		return
+	}
+	c.version = v
+	c.now = b.now()
+	if err := b.dispatch(w, r, c); err != nil {
+		osb.WriteError(w, err)
+	}
+}
+
+// dispatch runs the endpoint's handler.
+func (b *Broker) dispatch(w http.ResponseWriter, r *http.Request, c call) error {
+	switch c.ep {
+	case epCatalog:
+		b.serveCatalog(w, r)
+		return nil
+	case epProvision:
+		return b.provision(w, r, c)
+	case epUpdate:
+		return b.update(w, r, c)
+	case epDeprovision:
+		return b.deprovision(w, r, c)
+	case epGetInstance:
+		return b.getInstance(w, c)
+	case epInstanceLastOperation:
+		return b.instanceLastOperation(w, r, c)
+	case epBind:
+		return b.bind(w, r, c)
+	case epUnbind:
+		return b.unbind(w, r, c)
+	case epGetBinding:
+		return b.getBinding(w, c)
+	case epBindingLastOperation:
+		return b.bindingLastOperation(w, r, c)
+	}
+	return osb.Errorf(http.StatusNotFound, "", "no endpoint %s %s", r.Method, r.URL.Path)
+}
+
+// authorized reports whether r carries the broker's credentials. The common
+// case, an Authorization header byte-identical to the expected one, costs no
+// allocation; other spellings ("basic" in lower case) are decoded.
+func (b *Broker) authorized(r *http.Request) bool {
+	if b.authHeader == "" {
+		return true
+	}
+	if h := r.Header["Authorization"]; len(h) > 0 && constantTimeEqual(h[0], b.authHeader) {
+		return true
+	}
+	u, p, ok := r.BasicAuth()
+	return ok && constantTimeEqual(u, b.opts.Username) && constantTimeEqual(p, b.opts.Password)
+}
+
+// unauthorized writes 401 with a basic-auth challenge and an OSB error body.
+func (b *Broker) unauthorized(w http.ResponseWriter) {
+	w.Header()["Www-Authenticate"] = basicChallenge
+	osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "missing or wrong basic-auth credentials"))
+}
+
+// checkVersion parses X-Broker-API-Version and holds it against MinVersion.
+func (b *Broker) checkVersion(r *http.Request) (osb.Version, error) {
+	h := r.Header[keyVersion]
+	if len(h) == 0 || h[0] == "" {
+		return osb.Version{}, osb.Errorf(http.StatusPreconditionFailed, "",
+			"%s is missing; this broker needs %s or newer", osb.HeaderAPIVersion, b.minVersion)
+	}
+	v, err := osb.ParseVersion(h[0])
+	switch {
+	case err != nil:
+		return v, osb.Errorf(http.StatusPreconditionFailed, "", "%s: %v", osb.HeaderAPIVersion, err)
+	case v.Major != osb.Latest.Major:
+		return v, osb.Errorf(http.StatusPreconditionFailed, "",
+			"%s %s has major version %d; this broker speaks %d.x", osb.HeaderAPIVersion, v, v.Major, osb.Latest.Major)
+	case v.Less(b.minVersion):
+		return v, osb.Errorf(http.StatusPreconditionFailed, "",
+			"%s %s is below %s, the lowest this broker accepts", osb.HeaderAPIVersion, v, b.minVersion)
+	}
+	return v, nil
+}
+
+// sleep waits d or until the request's context ends; it reports whether the
+// full time passed.
+func sleep(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// constantTimeEqual compares two strings in time that depends only on their
+// lengths.
+func constantTimeEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := 0; i < len(a); i++ {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
+}

@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// tenant is one platform's identity at run time.
+type tenant struct {
+	name          string
+	creds         []credential
+	missingStatus int
+
+	// verified remembers bcrypt credentials already checked, keyed by a
+	// SHA-256 of the presented username and password, so only the first
+	// request with a credential pays for bcrypt. Only successes are stored,
+	// so it holds at most one entry per bcrypt credential.
+	verified sync.Map // [32]byte → struct{}
+}
+
+// credential holds SHA-256 digests, so comparisons run in constant time
+// over fixed-length values whatever the lengths presented.
+type credential struct {
+	user   [32]byte
+	pass   [32]byte
+	bcrypt []byte // non-nil: pass is unused, compare with bcrypt
+}
+
+func newTenant(tc *config.Tenant) *tenant {
+	t := &tenant{name: tc.Name, missingStatus: tc.MissingVersionStatus}
+	for i := range tc.Credentials {
+		c := &tc.Credentials[i]
+		cr := credential{user: sha256.Sum256([]byte(c.Username))}
+		if c.IsBcrypt() {
+			cr.bcrypt = []byte(c.Password.Reveal())
+		} else {
+			cr.pass = sha256.Sum256([]byte(c.Password.Reveal()))
+		}
+		t.creds = append(t.creds, cr)
+	}
+	return t
+}
+
+// authenticate reports whether user and pass match one of the tenant's
+// credentials. Every plain credential is compared, so timing does not tell
+// which one (or whether a username) matched.
+func (t *tenant) authenticate(user, pass string) bool {
+	u := sha256.Sum256([]byte(user))
+	p := sha256.Sum256([]byte(pass))
+	ok := 0
+	for i := range t.creds {
+		c := &t.creds[i]
+		um := subtle.ConstantTimeCompare(u[:], c.user[:])
+		if c.bcrypt == nil {
+			ok |= um & subtle.ConstantTimeCompare(p[:], c.pass[:])
+			continue
+		}
+		if um == 1 && t.bcryptOK(c, user, pass) {
+			ok = 1
+		}
+	}
+	return ok == 1
+}
+
+func (t *tenant) bcryptOK(c *credential, user, pass string) bool {
+	h := sha256.New()
+	h.Write(c.bcrypt)
+	h.Write([]byte{0})
+	h.Write([]byte(user))
+	h.Write([]byte{0})
+	h.Write([]byte(pass))
+	var key [32]byte
+	h.Sum(key[:0])
+	if _, ok := t.verified.Load(key); ok {
+		return true
+	}
+	if bcrypt.CompareHashAndPassword(c.bcrypt, []byte(pass)) != nil {
+		return false
+	}
+	t.verified.Store(key, struct{}{})
+	return true
+}
+
+// Realm is the basic-auth realm the gateway announces.
+const Realm = "osb-gateway"
+
+var challenge = []string{`Basic realm="` + Realm + `"`}
+
+// withAuth is the auth stage: the route's tenant credentials, by HTTP basic
+// auth. The platform's Authorization header is never forwarded: the upstream
+// stage replaces it with the broker's own credentials.
+func withAuth() Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeFrom(r.Context())
+			t := s.route.tenant
+			user, pass, ok := r.BasicAuth()
+			var err *osb.Error
+			switch {
+			case !ok && r.Header.Get("Authorization") == "":
+				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got no Authorization header", t.name)
+			case !ok:
+				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(r.Header.Get("Authorization")))
+			case !t.authenticate(user, pass):
+				err = osb.Errorf(http.StatusUnauthorized, "", "the basic-auth credentials are not valid for tenant %q", t.name)
+			}
+			if err != nil {
+				err.Header = http.Header{"Www-Authenticate": challenge}
+				s.fail(w, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// describeAuth names what an Authorization header that is not valid basic
+// auth holds, without repeating any of its credentials.
+func describeAuth(h string) string {
+	scheme, _, _ := strings.Cut(h, " ")
+	if strings.EqualFold(scheme, "Basic") {
+		return "malformed basic credentials (expected base64 of user:password)"
+	}
+	if len(scheme) > 20 || strings.ContainsFunc(scheme, func(r rune) bool { return r < '!' || r > '~' }) {
+		return "an Authorization header of an unknown scheme"
+	}
+	return fmt.Sprintf("the %q scheme", scheme)
+}

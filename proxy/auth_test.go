@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+)
+
+func TestAuth(t *testing.T) {
+	gw, b1, _ := twoTenants(t)
+	url := gw.URL + "/t1/b1/v2/catalog"
+	tests := []struct {
+		name   string
+		header string // raw Authorization value; "" sends none
+		status int
+		golden string
+	}{
+		{"current credential", basic(t1User, t1Pass), 200, ""},
+		{"older credential still valid for rotation", basic("old-user", "old-pass"), 200, ""},
+		{"no header", "", 401, "auth_missing"},
+		{"bearer scheme", "Bearer abc", 401, "auth_other_scheme"},
+		{"wrong password", basic(t1User, "nope"), 401, "auth_wrong"},
+		{"password of the other credential", basic(t1User, "old-pass"), 401, ""},
+		{"other tenant's credential", basic(t2User, t2Pass), 401, ""},
+		{"broker's credential", basic(brokerUser, brokerPass), 401, ""},
+		{"empty password", basic(t1User, ""), 401, ""},
+		{"malformed base64", "Basic !!!", 401, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(b1.requests())
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("X-Broker-API-Version", "2.14")
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			res, body := send(t, req)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			reached := len(b1.requests()) > n
+			if reached != (tc.status == 200) {
+				t.Errorf("broker reached = %v for status %d", reached, tc.status)
+			}
+			if tc.status == 401 {
+				if got := res.Header.Get("WWW-Authenticate"); got != `Basic realm="osb-gateway"` {
+					t.Errorf("WWW-Authenticate = %q", got)
+				}
+				if !strings.HasPrefix(body, `{"description":`) {
+					t.Errorf("401 body is not an OSB error: %s", body)
+				}
+			}
+			if tc.golden != "" {
+				checkGolden(t, tc.golden, res, body)
+			}
+		})
+	}
+}
+
+func TestAuthBcrypt(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("hashed-pass"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := newTenant(&config.Tenant{Name: "t", Credentials: []config.Credential{
+		{Username: "plain", Password: "plain-pass"},
+		{Username: "hashed", Password: config.Secret(hash)},
+	}})
+	for _, tc := range []struct {
+		user, pass string
+		want       bool
+	}{
+		{"hashed", "hashed-pass", true},
+		{"hashed", "hashed-pass", true}, // second time from the cache
+		{"hashed", "wrong", false},
+		{"plain", "hashed-pass", false},
+		{"plain", "plain-pass", true},
+		{"hashed", "plain-pass", false},
+	} {
+		if got := tn.authenticate(tc.user, tc.pass); got != tc.want {
+			t.Errorf("authenticate(%q, %q) = %v, want %v", tc.user, tc.pass, got, tc.want)
+		}
+	}
+	n := 0
+	tn.verified.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("verified cache holds %d entries, want 1 (successes only)", n)
+	}
+}
+
+func basic(user, pass string) string {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth(user, pass)
+	return r.Header.Get("Authorization")
+}
+
+func send(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}

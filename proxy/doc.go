@@ -1,0 +1,28 @@
+// Package proxy is the gateway's HTTP surface: the middleware chain every
+// platform request passes through, the per-broker reverse proxies, and the
+// admin API.
+//
+// A request passes, outermost first: recover, scope, access log, body limit,
+// route, auth, version, classify, upstream. Each stage is a small
+// Middleware that reads and fills the request's *Scope and never mutates the
+// inbound *http.Request; later stages (validate, guard, catalog, trace,
+// audit) slot into the same Stack.
+//
+// A Gateway is built once from a *config.Config and never changes; a reload
+// builds a new Gateway and swaps it into a Switch, so in-flight requests
+// finish on the configuration they started with.
+package proxy
+
+import "net/http"
+
+// Middleware wraps a handler with one stage of the request path.
+type Middleware func(http.Handler) http.Handler
+
+// Stack wraps h in mws so that mws[0] is outermost: Stack(h, a, b) serves a
+// request through a, then b, then h.
+func Stack(h http.Handler, mws ...Middleware) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}

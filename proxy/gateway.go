@@ -1,0 +1,131 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+)
+
+// Options are what a Gateway needs besides its configuration.
+type Options struct {
+	// Logger receives access lines and errors; nil: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Previous is the Gateway being replaced by a reload, or nil. Upstreams
+	// of brokers whose settings did not change are taken over from it, idle
+	// connections included.
+	Previous *Gateway
+}
+
+// Gateway is the platform-facing handler built from one configuration. It
+// is immutable and safe for concurrent use.
+type Gateway struct {
+	cfg       *config.Config
+	upstreams map[string]*upstream
+	handler   http.Handler
+}
+
+// New builds a Gateway from a loaded, valid configuration.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	g := &Gateway{cfg: cfg, upstreams: make(map[string]*upstream, len(cfg.Brokers))}
+	pool := newBufferPool()
+	var errs []error
+	for i := range cfg.Brokers {
+		b := &cfg.Brokers[i]
+		if opts.Previous != nil {
+			if old := opts.Previous.upstreams[b.Name]; old != nil && old.sameAs(b) {
+				g.upstreams[b.Name] = old
+				continue
+			}
+		}
+		u, err := newUpstream(b, opts.Logger, pool)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		g.upstreams[b.Name] = u
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	routes := routeTable{}
+	for i := range cfg.Tenants {
+		tc := &cfg.Tenants[i]
+		t := newTenant(tc)
+		for _, rc := range tc.Routes {
+			u := g.upstreams[rc.Broker]
+			if u == nil {
+				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
+			}
+			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u}
+		}
+	}
+	g.handler = Stack(dispatch{},
+		withScope(opts.Now),
+		withRecover(opts.Logger),
+		withAccessLog(opts.Logger, opts.Now),
+		withBodyLimit(cfg.Listen.MaxBodyBytes),
+		withRoute(routes),
+		withAuth(),
+		withVersion(),
+		withClassify(),
+	)
+	return g, nil
+}
+
+// ServeHTTP serves one platform request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// Config returns the configuration g was built from; callers must not
+// modify it.
+func (g *Gateway) Config() *config.Config { return g.cfg }
+
+// Close releases idle broker connections of upstreams that next does not
+// use. In-flight requests are not interrupted. next may be nil.
+func (g *Gateway) Close(next *Gateway) {
+	for name, u := range g.upstreams {
+		if next != nil && next.upstreams[name] == u {
+			continue
+		}
+		u.transport.CloseIdleConnections()
+	}
+}
+
+// dispatch is the innermost handler: the matched route's upstream.
+type dispatch struct{}
+
+func (dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ScopeFrom(r.Context()).route.up.ServeHTTP(w, r)
+}
+
+// Switch serves each request with the Gateway current when the request
+// arrived; Store swaps in a new one atomically.
+type Switch struct{ cur atomic.Pointer[Gateway] }
+
+// NewSwitch returns a Switch serving g.
+func NewSwitch(g *Gateway) *Switch {
+	s := &Switch{}
+	s.cur.Store(g)
+	return s
+}
+
+// Load returns the current Gateway.
+func (s *Switch) Load() *Gateway { return s.cur.Load() }
+
+// Store makes g current and returns the Gateway it replaced.
+func (s *Switch) Store(g *Gateway) *Gateway { return s.cur.Swap(g) }
+
+// ServeHTTP serves r with the current Gateway.
+func (s *Switch) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.cur.Load().ServeHTTP(w, r) }

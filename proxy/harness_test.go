@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+)
+
+// backend is a fake broker that records what reached it.
+type backend struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []*http.Request
+	// respond writes the answer; nil: 200 {"seen":"<path>"}.
+	respond func(w http.ResponseWriter, r *http.Request)
+}
+
+func newBackend(t *testing.T, respond func(w http.ResponseWriter, r *http.Request)) *backend {
+	t.Helper()
+	b := &backend{respond: respond}
+	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r2 := r.Clone(r.Context())
+		r2.Body = io.NopCloser(strings.NewReader(string(body)))
+		b.mu.Lock()
+		b.seen = append(b.seen, r2)
+		b.mu.Unlock()
+		if b.respond != nil {
+			b.respond(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"seen":%q}`, r.URL.RequestURI())
+	}))
+	t.Cleanup(b.Close)
+	return b
+}
+
+// requests returns what reached the backend so far.
+func (b *backend) requests() []*http.Request {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*http.Request(nil), b.seen...)
+}
+
+func (b *backend) last(t *testing.T) *http.Request {
+	t.Helper()
+	rs := b.requests()
+	if len(rs) == 0 {
+		t.Fatal("no request reached the broker")
+	}
+	return rs[len(rs)-1]
+}
+
+// Credentials used by the test configurations.
+const (
+	brokerUser = "broker-user"
+	brokerPass = "broker-s3cret-never-shown"
+	t1User     = "t1-user"
+	t1Pass     = "t1-pass"
+	t2User     = "t2-user"
+	t2Pass     = "t2-pass"
+)
+
+// twoTenantYAML is a configuration with tenants t1 (brokers b1, b2) and t2
+// (broker b2 only, and missing_version_status 400), and brokers b1 (2.13 to
+// 2.15, 300ms timeout) and b2.
+const twoTenantYAML = `
+listen: {address: "127.0.0.1:0", max_body_bytes: 4096}
+admin: {address: "off"}
+brokers:
+  - name: b1
+    url: ${B1_URL}
+    username: broker-user
+    password: ${BROKER_PASS}
+    api_version: {min: "2.13", max: "2.15"}
+    timeout: 300ms
+  - name: b2
+    url: ${B2_URL}/base/
+tenants:
+  - name: t1
+    credentials:
+      - {username: old-user, password: old-pass}
+      - {username: t1-user, password: t1-pass}
+    routes: [{broker: b1}, {broker: b2}]
+  - name: t2
+    credentials: [{username: t2-user, password: t2-pass}]
+    missing_version_status: 400
+    routes: [{broker: b2, prefix: /platform-two/shared}]
+`
+
+// testGateway builds a Gateway from yaml with env and serves it on a real
+// loopback socket.
+func testGateway(t *testing.T, yaml string, env map[string]string) (*Gateway, *httptest.Server) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), config.Options{LookupEnv: func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}})
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	return g, srv
+}
+
+// twoTenants starts two backends and a gateway for twoTenantYAML.
+func twoTenants(t *testing.T) (gw *httptest.Server, b1, b2 *backend) {
+	t.Helper()
+	b1, b2 = newBackend(t, nil), newBackend(t, nil)
+	_, gw = testGateway(t, twoTenantYAML, map[string]string{"B1_URL": b1.URL, "B2_URL": b2.URL, "BROKER_PASS": brokerPass})
+	return gw, b1, b2
+}
+
+// do sends a request through the real client with basic auth and version.
+func do(t *testing.T, method, url, user, pass, version string, body io.Reader) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	if version != "" {
+		req.Header.Set("X-Broker-API-Version", version)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+// raw sends request bytes as written over a fresh TCP connection, so paths
+// reach the gateway exactly as a hostile client would send them.
+func raw(t *testing.T, addr, request string) (*http.Response, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading response to %q: %v", request, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}

@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// withRecover is the outermost stage: a panic in any inner stage becomes a
+// 500 OSB error body (when nothing was written yet) and one log line with the
+// stack. http.ErrAbortHandler is re-panicked: it is net/http's way to abort a
+// response on purpose.
+func withRecover(log *slog.Logger) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				err := fmt.Errorf("panic: %v", v)
+				log.LogAttrs(r.Context(), slog.LevelError, "panic serving request",
+					slog.String("method", r.Method), slog.String("error", err.Error()),
+					slog.String("stack", string(debug.Stack())))
+				e := &osb.Error{Status: http.StatusInternalServerError,
+					Description: "The gateway failed while handling the request; the cause is in the gateway's log.", Err: err}
+				if s := ScopeFrom(r.Context()); s != nil {
+					if s.Status != 0 {
+						return // headers are out; nothing more can be said
+					}
+					s.Err = e
+				}
+				osb.WriteError(w, e)
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

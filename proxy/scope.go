@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// Scope is the per-request record. The scope middleware creates it; inner
+// stages fill it as they learn things (route, version, call, outcome), and
+// outer stages (access log, and later tracing, metrics and audit) read it
+// after the inner handlers return. A Scope belongs to one request and is not
+// safe for use by other goroutines.
+type Scope struct {
+	// Start is when the gateway received the request.
+	Start time.Time
+	// RequestID is the platform's X-Broker-API-Request-Identity, or one the
+	// gateway generated when the platform sent none.
+	RequestID string
+	// Tenant and Broker name the route; empty until route matched.
+	Tenant string
+	Broker string
+	// Path is the request's escaped path with the route prefix stripped,
+	// e.g. "/v2/catalog"; empty until route matched.
+	Path string
+	// Version is the platform's negotiated X-Broker-API-Version; zero until
+	// the version stage accepted it. Forward is the value sent to the broker
+	// (Version capped at the broker's maximum).
+	Version osb.Version
+	Forward string
+	// Call is the classified OSB call; Endpoint is rules.Unknown until the
+	// classify stage ran.
+	Call rules.Call
+	// Status is the status sent to the platform (0 until written) and Bytes
+	// the body bytes written.
+	Status int
+	Bytes  int64
+	// Err is the error the gateway answered with itself (an *osb.Error for
+	// refusals), or the upstream failure; nil when the broker's answer was
+	// passed through.
+	Err error
+
+	route *route
+}
+
+type scopeKey struct{}
+
+// ScopeFrom returns the request's Scope, or nil outside the gateway chain.
+func ScopeFrom(ctx context.Context) *Scope {
+	s, _ := ctx.Value(scopeKey{}).(*Scope)
+	return s
+}
+
+// fail records err as the gateway's answer and writes it as an OSB error.
+func (s *Scope) fail(w http.ResponseWriter, err error) {
+	s.Err = err
+	osb.WriteError(w, err)
+}
+
+// withScope is the scope stage: it creates the request's Scope, fixes the
+// request identity, echoes it on the response and records status and size.
+func withScope(now func() time.Time) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := &Scope{Start: now()}
+			if ids := r.Header[headerRequestIdentity]; len(ids) > 0 && ids[0] != "" {
+				s.RequestID = ids[0]
+			} else {
+				s.RequestID = newRequestID()
+			}
+			w.Header()[headerRequestIdentity] = []string{s.RequestID}
+			sw := &statusWriter{ResponseWriter: w, scope: s}
+			next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), scopeKey{}, s)))
+			if s.Status == 0 {
+				s.Status = http.StatusOK
+			}
+		})
+	}
+}
+
+// Canonical header keys, precomputed so hot paths index maps directly.
+var (
+	headerRequestIdentity = http.CanonicalHeaderKey(osb.HeaderRequestIdentity)
+	headerAPIVersion      = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
+)
+
+// newRequestID returns a random RFC 4122 version 4 UUID.
+func newRequestID() string {
+	const hex = "0123456789abcdef"
+	var u [16]byte
+	a, b := rand.Uint64(), rand.Uint64()
+	for i := 0; i < 8; i++ {
+		u[i] = byte(a >> (8 * i))
+		u[8+i] = byte(b >> (8 * i))
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var out [36]byte
+	j := 0
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hex[c>>4], hex[c&0x0f]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// statusWriter records the status and body size in the Scope. It forwards
+// Flush and exposes the underlying writer to http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	scope *Scope
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.scope.Status == 0 && code >= 200 {
+		w.scope.Status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.scope.Status == 0 {
+		w.scope.Status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.scope.Bytes += int64(n)
+	return n, err
+}
+
+// Flush implements http.Flusher.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

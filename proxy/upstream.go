@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	gwtls "github.com/osb-gateway/osb-gateway/tls"
+)
+
+// upstream is one broker: its reverse proxy and transport, built once and
+// shared by every route and tenant that reaches the broker. A reload keeps
+// an upstream whose broker settings did not change, with its idle
+// connections.
+type upstream struct {
+	name      string
+	cfg       config.Broker
+	target    *url.URL
+	auth      []string // the Authorization value for the broker, or nil
+	min, max  osb.Version
+	maxString string
+	timeout   time.Duration
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+	log       *slog.Logger
+}
+
+func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (*upstream, error) {
+	target, err := url.Parse(b.URL)
+	if err != nil {
+		return nil, fmt.Errorf("broker %q: url: %w", b.Name, err)
+	}
+	tc, err := gwtls.Upstream(b.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("broker %q: tls: %w", b.Name, err)
+	}
+	u := &upstream{
+		name: b.Name, cfg: *b, target: target, min: b.APIVersion.Min, max: b.APIVersion.Max,
+		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
+	}
+	if b.Username != "" {
+		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
+	}
+	dialer := &net.Dialer{Timeout: b.DialTimeout, KeepAlive: 30 * time.Second}
+	u.transport = &http.Transport{
+		Proxy:                 nil, // brokers are reached directly, never through HTTP(S)_PROXY
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   b.TLSHandshakeTimeout,
+		ResponseHeaderTimeout: b.ResponseHeaderTimeout,
+		IdleConnTimeout:       b.IdleConnTimeout,
+		MaxIdleConns:          b.MaxIdleConns,
+		MaxIdleConnsPerHost:   b.MaxIdleConns,
+		ForceAttemptHTTP2:     true,
+		ExpectContinueTimeout: time.Second,
+	}
+	u.proxy = &httputil.ReverseProxy{
+		Rewrite:        u.rewrite,
+		Transport:      u.transport,
+		BufferPool:     pool,
+		ModifyResponse: u.modifyResponse,
+		ErrorHandler:   u.errorHandler,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return u, nil
+}
+
+// sameAs reports whether u was built from exactly the broker settings b.
+func (u *upstream) sameAs(b *config.Broker) bool { return reflect.DeepEqual(u.cfg, *b) }
+
+// ServeHTTP is the upstream stage, the innermost handler: it forwards the
+// request to the broker within the broker's timeout.
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
+	defer cancel()
+	u.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// rewrite sets the broker's URL, its credentials in place of the
+// platform's, the negotiated version and the request identity.
+func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
+	s := ScopeFrom(pr.In.Context())
+	out := pr.Out
+	out.URL.Scheme = u.target.Scheme
+	out.URL.Host = u.target.Host
+	out.Host = u.target.Host
+	rest := s.Path // escaped, prefix stripped
+	out.URL.Path, out.URL.RawPath = joinPath(u.target, rest)
+	h := out.Header
+	delete(h, "Authorization")
+	if u.auth != nil {
+		h["Authorization"] = u.auth
+	}
+	h[headerAPIVersion] = []string{s.Forward}
+	h[headerRequestIdentity] = []string{s.RequestID}
+	pr.SetXForwarded()
+}
+
+// joinPath appends the escaped rest to the broker URL's path and returns
+// the decoded Path and, when it differs, RawPath.
+func joinPath(target *url.URL, rest string) (path, rawPath string) {
+	base := strings.TrimSuffix(target.EscapedPath(), "/")
+	raw := base + rest
+	if strings.IndexByte(raw, '%') < 0 {
+		return raw, ""
+	}
+	dec, err := url.PathUnescape(raw)
+	if err != nil {
+		return raw, ""
+	}
+	return dec, raw
+}
+
+// modifyResponse echoes the request identity when the broker did not.
+func (u *upstream) modifyResponse(res *http.Response) error {
+	if _, ok := res.Header[headerRequestIdentity]; !ok {
+		if s := ScopeFrom(res.Request.Context()); s != nil {
+			res.Header[headerRequestIdentity] = []string{s.RequestID}
+		}
+	}
+	return nil
+}
+
+// errorHandler turns a failed broker call into an OSB error body: 413 for a
+// body over the limit, 504 for a timeout, 502 for anything else. A platform
+// that went away gets nothing; the log and scope record it.
+func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	s := ScopeFrom(r.Context())
+	var e *osb.Error
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		e = tooLarge(-1, mbe.Limit)
+	case errors.Is(err, context.Canceled) && r.Context().Err() == context.Canceled:
+		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
+		return
+	case isTimeout(err, r.Context()):
+		e = u.timeoutError()
+	default:
+		e = osb.Errorf(http.StatusBadGateway, "", "broker %q is unreachable or answered with something that is not HTTP: %s", u.name, describe(err))
+	}
+	e.Err = err
+	s.fail(w, e)
+}
+
+// StatusClientClosed is recorded (never sent) when the platform closed the
+// connection before the broker answered.
+const StatusClientClosed = 499
+
+func isTimeout(err error, ctx context.Context) bool {
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (u *upstream) timeoutError() *osb.Error {
+	if rh := u.cfg.ResponseHeaderTimeout; rh > 0 && rh < u.timeout {
+		return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer in time (response headers are due within %s, the whole call within %s)", u.name, rh, u.timeout)
+	}
+	return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer within %s", u.name, u.timeout)
+}
+
+// describe shortens a transport error for a platform: the chain of causes,
+// which names the broker's address but never its credentials (broker URLs
+// carry none; config refuses userinfo).
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// bufferPool is a BufferPool of 32 KiB copy buffers shared by all
+// upstreams.
+type bufferPool struct{ p sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
+func (b *bufferPool) Put(x []byte) { b.p.Put(&x) }

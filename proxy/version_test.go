@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"net/http"
+	"testing"
+)
+
+func TestVersionNegotiation(t *testing.T) {
+	gw, b1, b2 := twoTenants(t)
+	tests := []struct {
+		name    string
+		path    string
+		user    string
+		pass    string
+		header  []string // values sent; nil sends none
+		status  int
+		forward string // what the broker must see
+		golden  string
+	}{
+		{"missing", "/t1/b1/v2/catalog", t1User, t1Pass, nil, 412, "", "version_missing"},
+		{"empty", "/t1/b1/v2/catalog", t1User, t1Pass, []string{""}, 412, "", ""},
+		{"missing, tenant answers 400", "/platform-two/shared/v2/catalog", t2User, t2Pass, nil, 400, "", "version_missing_400"},
+		{"not MAJOR.MINOR", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"latest"}, 412, "", "version_syntax"},
+		{"three parts", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14.1"}, 412, "", ""},
+		{"major 3", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"3.0"}, 412, "", "version_major"},
+		{"below the broker's minimum", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.8"}, 412, "", "version_below"},
+		{"sent twice", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14", "2.15"}, 412, "", ""},
+		{"minimum", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.13"}, 200, "2.13", ""},
+		{"inside the range", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14"}, 200, "2.14", ""},
+		{"above the maximum is capped", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.17"}, 200, "2.15", ""},
+		{"far above is capped", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.99"}, 200, "2.15", ""},
+		{"default range accepts 2.0", "/t1/b2/v2/catalog", t1User, t1Pass, []string{"2.0"}, 200, "2.0", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(b1.requests()) + len(b2.requests())
+			req, _ := http.NewRequest("GET", gw.URL+tc.path, nil)
+			req.SetBasicAuth(tc.user, tc.pass)
+			for _, v := range tc.header {
+				req.Header.Add("X-Broker-API-Version", v)
+			}
+			res, body := send(t, req)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			reached := len(b1.requests())+len(b2.requests()) > n
+			if reached != (tc.status == 200) {
+				t.Fatalf("broker reached = %v", reached)
+			}
+			if tc.forward != "" {
+				b := b1
+				if tc.path[:6] == "/t1/b2" {
+					b = b2
+				}
+				if got := b.last(t).Header.Values("X-Broker-API-Version"); len(got) != 1 || got[0] != tc.forward {
+					t.Errorf("broker saw X-Broker-API-Version %q, want %q", got, tc.forward)
+				}
+			}
+			if tc.golden != "" {
+				checkGolden(t, tc.golden, res, body)
+			}
+		})
+	}
+}
