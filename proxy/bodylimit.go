@@ -1,29 +1,66 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
-// withBodyLimit caps request bodies at max bytes: a declared Content-Length
-// above it gets 413 at once; a chunked body is cut by http.MaxBytesReader,
-// and the upstream stage turns that into 413.
+// withBodyLimit is the body stage: it reads a request body whole, up to max
+// bytes, before anything is forwarded. A larger body (declared or chunked)
+// gets 413 and never reaches a broker, not even in part; a body the
+// platform fails to send gets 400. The bytes are kept in Scope.Body for the
+// validation stage, and forwarded with a Content-Length, which legacy
+// brokers that do not read chunked bodies need.
 func withBodyLimit(max int64) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.ContentLength > max {
-				ScopeFrom(r.Context()).fail(w, tooLarge(r.ContentLength, max))
+			if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+				next.ServeHTTP(w, r)
 				return
 			}
-			if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-				r2 := *r // never mutate the inbound request
-				r2.Body = http.MaxBytesReader(w, r.Body, max)
-				r = &r2
+			s := ScopeFrom(r.Context())
+			if r.ContentLength > max {
+				s.fail(w, tooLarge(r.ContentLength, max))
+				return
 			}
-			next.ServeHTTP(w, r)
+			body, err := readBody(r, max)
+			if err != nil {
+				s.fail(w, err)
+				return
+			}
+			s.Body = body
+			r2 := *r // never mutate the inbound request
+			r2.Body = io.NopCloser(bytes.NewReader(body))
+			r2.ContentLength = int64(len(body))
+			r2.TransferEncoding = nil
+			next.ServeHTTP(w, &r2)
 		})
 	}
+}
+
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	size := r.ContentLength
+	if size < 0 || size > max {
+		size = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(-1, max)
+		}
+		return nil, &osb.Error{Status: http.StatusBadRequest,
+			Description: "the request body could not be read completely: " + err.Error(), Err: err}
+	}
+	if int64(buf.Len()) > max {
+		return nil, tooLarge(-1, max)
+	}
+	return buf.Bytes(), nil
 }
 
 func tooLarge(got, max int64) *osb.Error {

@@ -123,7 +123,7 @@ func testGateway(t *testing.T, yaml string, env map[string]string) (*Gateway, *h
 func twoTenants(t *testing.T) (gw *httptest.Server, b1, b2 *backend) {
 	t.Helper()
 	b1, b2 = newBackend(t, nil), newBackend(t, nil)
-	_, gw = testGateway(t, twoTenantYAML, map[string]string{"B1_URL": b1.URL, "B2_URL": b2.URL, "BROKER_PASS": brokerPass})
+	_, gw = testGateway(t, twoTenantYAML, env(b1.URL, b2.URL))
 	return gw, b1, b2
 }
 
@@ -169,4 +169,10 @@ func raw(t *testing.T, addr, request string) (*http.Response, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res, string(b)
+}
+
+// env is the environment for twoTenantYAML with brokers b1 and b2 at the
+// given URLs.
+func env(b1URL, b2URL string) map[string]string {
+	return map[string]string{"B1_URL": b1URL, "B2_URL": b2URL, "BROKER_PASS": brokerPass}
 }

@@ -32,6 +32,9 @@ type Scope struct {
 	// (Version capped at the broker's maximum).
 	Version osb.Version
 	Forward string
+	// Body is the request body, read whole by the body stage; nil when the
+	// request has none.
+	Body []byte
 	// Call is the classified OSB call; Endpoint is rules.Unknown until the
 	// classify stage ran.
 	Call rules.Call

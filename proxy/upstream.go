@@ -133,16 +133,13 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	return nil
 }
 
-// errorHandler turns a failed broker call into an OSB error body: 413 for a
-// body over the limit, 504 for a timeout, 502 for anything else. A platform
+// errorHandler turns a failed broker call into an OSB error body: 504 for a
+// timeout, 502 for anything else. A platform
 // that went away gets nothing; the log and scope record it.
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
-		e = tooLarge(-1, mbe.Limit)
 	case errors.Is(err, context.Canceled) && r.Context().Err() == context.Canceled:
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
 		return

@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -74,7 +75,7 @@ func checkName(name, path, list string, seen map[string]int, i int, probs *Probl
 func checkRoutes(c *Config, probs *Problems) {
 	var known []string
 	for _, b := range c.Brokers {
-		if b.Name != "" {
+		if validName(b.Name) && !slices.Contains(known, b.Name) {
 			known = append(known, b.Name)
 		}
 	}
@@ -149,7 +150,7 @@ func checkPrefix(p string) string {
 		case ".", "..":
 			return `must not contain "." or ".." segments`
 		case "v2":
-			return `must not contain a "v2" segment: the gateway matches <prefix>/v2/… itself`
+			return `must not contain a "v2" segment: the gateway matches <prefix>/v2/... itself`
 		}
 	}
 	return ""
@@ -210,10 +211,14 @@ func checkVersions(r VersionRange, path string, probs *Problems) {
 }
 
 // checkWriteTimeout checks that the listener's write timeout leaves every
-// broker its whole timeout to answer.
+// broker its whole timeout to answer. It names the broker with the longest
+// timeout; brokers whose timeout is already reported are left out.
 func checkWriteTimeout(c *Config, probs *Problems) {
 	longest := -1
 	for i, b := range c.Brokers {
+		if probs.seen[joinIndex("brokers", i)+".timeout"] {
+			continue // out of range already
+		}
 		if b.Timeout > c.Listen.WriteTimeout && (longest < 0 || b.Timeout > c.Brokers[longest].Timeout) {
 			longest = i
 		}

@@ -156,7 +156,7 @@ func checkBcrypt(hash string) string {
 	if _, err := bcrypt.Cost([]byte(hash)); err != nil {
 		var ce bcrypt.InvalidCostError
 		if errors.As(err, &ce) {
-			return fmt.Sprintf(bad+"its cost %d is outside %d–%d", int(ce), bcrypt.MinCost, bcrypt.MaxCost)
+			return fmt.Sprintf(bad+"its cost %d is outside %d to %d", int(ce), bcrypt.MinCost, bcrypt.MaxCost)
 		}
 		return bad + `it must be "$2a$", "$2b$" or "$2y$", a two-digit cost, "$" and 53 characters of salt and hash`
 	}

@@ -76,6 +76,9 @@ func tagMessage(fe validator.FieldError) string {
 	case "required":
 		return "is required"
 	case "min", "gte":
+		if param == "0" {
+			return "must not be negative"
+		}
 		return "must be at least " + quantity(kind, param)
 	case "max", "lte":
 		return "must be at most " + quantity(kind, param)
@@ -86,9 +89,9 @@ func tagMessage(fe validator.FieldError) string {
 	case "oneof":
 		return "must be one of " + strings.Join(strings.Fields(param), ", ")
 	case "hostport":
-		return "must be host:port " + hostPortExamples + ": " + checkHostPort(fmt.Sprint(fe.Value()))
+		return "must be host:port " + hostPortExamples + " (" + checkHostPort(fmt.Sprint(fe.Value())) + ")"
 	case "hostport_or_off":
-		return `must be "off" or host:port ` + hostPortExamples + ": " + checkHostPort(fmt.Sprint(fe.Value()))
+		return `must be "off" or host:port ` + hostPortExamples + " (" + checkHostPort(fmt.Sprint(fe.Value())) + ")"
 	}
 	return fmt.Sprintf("fails the %q check", fe.Tag())
 }

@@ -174,8 +174,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case c.ep == epUnknown && allow != "":
-		w.Header().Set("Allow", allow)
-		osb.WriteError(w, osb.Errorf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+		osb.WriteError(w, methodNotAllowed(w, r, allow))
 		return
 	case c.ep == epUnknown || b.opts.Legacy && c.ep.since214():
 		osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "no endpoint %s %s", r.Method, r.URL.Path))

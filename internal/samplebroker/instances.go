@@ -298,35 +298,17 @@ func (b *Broker) getInstanceLocked(sh *shard, c call) (reply, error) {
 	return reply{status: http.StatusOK, value: v}, nil
 }
 
-// instanceLastOperation is a hot path: no marshalling, no allocation beyond
-// what net/http does.
+// instanceLastOperation is a hot path: the body is precomputed, nothing is
+// marshalled.
 func (b *Broker) instanceLastOperation(w http.ResponseWriter, r *http.Request, c call) error {
 	sh := b.store.lock(c.instanceID)
 	in := sh.get(c.instanceID, c.now)
-	var (
-		o   *operation
-		err error
-	)
-	switch {
-	case in == nil:
-		err = errInstanceNotFound
-	default:
+	var o *operation
+	if in != nil {
 		o = in.op
-		err = b.checkOperation(r, o)
 	}
 	gone := in != nil && in.deleted
-	var body []byte
-	if err == nil && !gone {
-		body = b.lastOpBody(w, o, c)
-	}
+	body, inProgress := b.lastOpBody(o, c.now)
 	sh.mu.Unlock()
-	switch {
-	case err != nil:
-		return err
-	case gone:
-		writeJSON(w, http.StatusGone, emptyObject)
-		return nil
-	}
-	writeJSON(w, http.StatusOK, body)
-	return nil
+	return b.answerLastOperation(w, r, in != nil, gone, o, body, inProgress, errInstanceNotFound)
 }

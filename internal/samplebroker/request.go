@@ -164,15 +164,6 @@ type asyncJSON struct {
 	Operation    string `json:"operation,omitempty"`
 }
 
-// writeAccepted writes 202 for a started or repeated asynchronous operation.
-func (b *Broker) writeAccepted(w http.ResponseWriter, o *operation, dashboard string) error {
-	v := asyncJSON{DashboardURL: dashboard}
-	if !b.opts.Legacy {
-		v.Operation = o.id
-	}
-	return writeValue(w, http.StatusAccepted, v)
-}
-
 // checkOperation compares the last_operation "operation" query parameter,
 // when sent, with the operation on record. Legacy brokers predate the
 // parameter and ignore it.
@@ -190,18 +181,42 @@ func (b *Broker) checkOperation(r *http.Request, o *operation) error {
 	return nil
 }
 
-// writeLastOperation answers last_operation for o; nil means no async
-// operation was ever started. In progress adds Retry-After (OSB 2.15).
-func (b *Broker) writeLastOperation(w http.ResponseWriter, o *operation, now time.Time) {
+// lastOpBody picks the precomputed last_operation body for o at now; nil
+// means no asynchronous operation was ever started.
+func (b *Broker) lastOpBody(o *operation, now time.Time) (body []byte, inProgress bool) {
 	if o == nil {
-		writeJSON(w, http.StatusOK, noOperation)
-		return
+		return noOperation, false
 	}
 	s := o.state(now)
-	if s == stateInProgress && !b.opts.Legacy {
+	return b.lastOp[o.kind][s], s == stateInProgress
+}
+
+// writeLastOperation writes 200 with body, suggesting a polling interval
+// while the operation is in progress (Retry-After, OSB 2.15).
+func (b *Broker) writeLastOperation(w http.ResponseWriter, body []byte, inProgress bool) {
+	if inProgress && !b.opts.Legacy {
 		w.Header()["Retry-After"] = retryAfter
 	}
-	writeJSON(w, http.StatusOK, b.lastOp[o.kind][s])
+	writeJSON(w, http.StatusOK, body)
+}
+
+// answerLastOperation finishes a last_operation request once the shard is
+// unlocked: notFound when the resource is unknown, 400 for a foreign
+// operation string, 410 once an asynchronous deletion finished, else 200.
+func (b *Broker) answerLastOperation(w http.ResponseWriter, r *http.Request, exists, gone bool,
+	o *operation, body []byte, inProgress bool, notFound error) error {
+	if !exists {
+		return notFound
+	}
+	if err := b.checkOperation(r, o); err != nil {
+		return err
+	}
+	if gone {
+		writeJSON(w, http.StatusGone, emptyObject)
+		return nil
+	}
+	b.writeLastOperation(w, body, inProgress)
+	return nil
 }
 
 // retryAfter is the polling interval suggested while an operation runs.

@@ -1,0 +1,210 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// TestLoadFull checks every key of testdata/good/full.yaml lands in its
+// field, with defaults filling only what the file leaves out.
+func TestLoadFull(t *testing.T) {
+	got, err := Load("testdata/good/full.yaml", WithLookupEnv(lookupTestEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Listen: Listen{
+			Address:           "[::1]:8443",
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      3 * time.Minute,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    32768,
+			MaxBodyBytes:      2097152,
+			ShutdownGrace:     10 * time.Second,
+		},
+		Admin:   Admin{Address: "off"},
+		Log:     Log{Format: "text", Level: "debug"},
+		Runtime: Runtime{GOGC: 100, MemoryLimit: "512MiB"},
+		Tenants: []Tenant{{
+			Name:                 "cf-prod",
+			MissingVersionStatus: 400,
+			Credentials: []Credential{
+				{Username: "cc", Password: "current-password"},
+				{Username: "cc", Password: "next-password"},
+			},
+			Routes: []Route{{Broker: "mysql", Prefix: "/prod/mysql"}, {Broker: "legacy", Prefix: "/cf-prod/legacy"}},
+		}, {
+			Name:                 "cf-dev",
+			MissingVersionStatus: DefaultMissingVersionStatus,
+			Credentials:          []Credential{{Username: "cc-dev", Password: "dev-password"}},
+			Routes:               []Route{{Broker: "mysql", Prefix: "/dev/mysql"}},
+		}},
+		Brokers: []Broker{{
+			Name:                  "mysql",
+			URL:                   "https://mysql-broker.example.com/osb",
+			Username:              "gateway",
+			Password:              "broker-password",
+			APIVersion:            VersionRange{Min: osb.Version{Major: 2, Minor: 10}, Max: osb.Version{Major: 2, Minor: 15}},
+			Timeout:               2 * time.Minute,
+			DialTimeout:           3 * time.Second,
+			TLSHandshakeTimeout:   4 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+			MaxIdleConns:          64,
+			IdleConnTimeout:       time.Minute,
+			TLS:                   UpstreamTLS{ServerName: "mysql.internal"},
+		}, {
+			Name:                  "legacy",
+			URL:                   "http://10.0.0.7:9000",
+			APIVersion:            VersionRange{Min: osb.Version{Major: 2, Minor: 0}, Max: osb.Version{Major: 2, Minor: 8}},
+			Timeout:               2 * time.Minute,
+			DialTimeout:           time.Second,
+			TLSHandshakeTimeout:   DefaultTLSHandshakeTimeout,
+			ResponseHeaderTimeout: 2 * time.Minute,
+			MaxIdleConns:          DefaultMaxIdleConnsPerBroker,
+			IdleConnTimeout:       DefaultIdleConnTimeout,
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(full.yaml) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestLoadDefaults checks the defaults a minimal file gets.
+func TestLoadDefaults(t *testing.T) {
+	got, err := Load("testdata/good/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantListen := Listen{
+		Address:           DefaultListenAddress,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		ShutdownGrace:     DefaultShutdownGrace,
+	}
+	if diff := cmp.Diff(wantListen, got.Listen); diff != "" {
+		t.Errorf("listen (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"admin.address", got.Admin.Address, DefaultAdminAddress},
+		{"log.format", got.Log.Format, DefaultLogFormat},
+		{"log.level", got.Log.Level, DefaultLogLevel},
+		{"prefix", got.Tenants[0].Routes[0].Prefix, "/cf-prod/mysql"},
+		{"api_version.min", got.Brokers[0].APIVersion.Min.String(), DefaultBrokerMinVersionString},
+		{"api_version.max", got.Brokers[0].APIVersion.Max.String(), DefaultBrokerMaxVersionString},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if got.Runtime.GOGC != DefaultGOGC || got.Tenants[0].MissingVersionStatus != DefaultMissingVersionStatus {
+		t.Errorf("gogc %d, missing_version_status %d; want defaults", got.Runtime.GOGC, got.Tenants[0].MissingVersionStatus)
+	}
+	if b := got.Brokers[0]; b.ResponseHeaderTimeout != b.Timeout || b.Timeout != DefaultBrokerTimeout {
+		t.Errorf("timeout %v, response_header_timeout %v; want both %v", b.Timeout, b.ResponseHeaderTimeout, DefaultBrokerTimeout)
+	}
+}
+
+func TestLoadEnv(t *testing.T) {
+	got, err := Load("testdata/good/env.yaml", WithLookupEnv(lookupTestEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := got.Brokers[0]
+	for _, c := range []struct{ name, got, want string }{
+		{"listen.address", got.Listen.Address, "127.0.0.1:8081"},
+		{"tenant password", got.Tenants[0].Credentials[0].Password.Reveal(), "env-platform-password"},
+		{"prefix", got.Tenants[0].Routes[0].Prefix, "/prod/mysql"},
+		{"broker url", b.URL, "https://mysql-broker.example.com:8443/osb"},
+		{"broker password", b.Password.Reveal(), "env-broker-password"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if b.Timeout != 45*time.Second || b.MaxIdleConns != 32 {
+		t.Errorf("timeout %v, max_idle_conns %d; want 45s, 32 from the environment", b.Timeout, b.MaxIdleConns)
+	}
+}
+
+func TestLoadPasswordFile(t *testing.T) {
+	got, err := Load("testdata/good/password-file.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := got.Tenants[0].Credentials[0].Password.Reveal(); pw != "file-password" {
+		t.Errorf("tenant password = %q, want %q (trailing newline trimmed)", pw, "file-password")
+	}
+	if pw := got.Brokers[0].Password.Reveal(); pw != "broker-file-password" {
+		t.Errorf("broker password = %q, want %q (trailing CRLF trimmed)", pw, "broker-file-password")
+	}
+}
+
+func TestLoadBaseDir(t *testing.T) {
+	// From another base directory the relative password files are missing.
+	_, err := Load("testdata/good/password-file.yaml", WithBaseDir(t.TempDir()))
+	var probs *Problems
+	if !errors.As(err, &probs) || !strings.Contains(err.Error(), "password_file: cannot read") {
+		t.Fatalf("Load with another base dir = %v, want password_file problems", err)
+	}
+	// Parse resolves against Options.BaseDir.
+	data := []byte(strings.ReplaceAll(minimalYAML, "password: platform-password", "password_file: cf-prod-password"))
+	cfg, err := Parse(data, Options{BaseDir: filepath.Join("testdata", "good", "secrets")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw := cfg.Tenants[0].Credentials[0].Password.Reveal(); pw != "file-password" {
+		t.Errorf("password = %q, want %q", pw, "file-password")
+	}
+}
+
+func TestLoadUnreadable(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
+	var probs *Problems
+	if errors.As(err, &probs) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing file) = %v, want an fs.ErrNotExist error that is not *Problems", err)
+	}
+}
+
+func TestLoadBcrypt(t *testing.T) {
+	got, err := Load("testdata/good/bcrypt.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cr := range got.Tenants[0].Credentials {
+		if !cr.IsBcrypt() || !strings.HasSuffix(cr.Password.Reveal(), "LOsxoQhC") {
+			t.Errorf("credentials[%d]: IsBcrypt %v, password changed by expansion", i, cr.IsBcrypt())
+		}
+	}
+}
+
+func TestConfigLookups(t *testing.T) {
+	cfg, err := Load("testdata/good/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Broker("legacy"); b != &cfg.Brokers[1] {
+		t.Errorf(`Broker("legacy") = %p, want &Brokers[1]`, b)
+	}
+	if b := cfg.Broker("nope"); b != nil {
+		t.Errorf(`Broker("nope") = %v, want nil`, b)
+	}
+	if tn := cfg.Tenant("cf-dev"); tn != &cfg.Tenants[1] {
+		t.Errorf(`Tenant("cf-dev") = %p, want &Tenants[1]`, tn)
+	}
+	if n := cfg.RouteCount(); n != 3 {
+		t.Errorf("RouteCount = %d, want 3", n)
+	}
+}
