@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -54,8 +56,12 @@ func newTenant(tc *config.Tenant) *tenant {
 // credentials. Every plain credential is compared, so timing does not tell
 // which one (or whether a username) matched.
 func (t *tenant) authenticate(user, pass string) bool {
-	u := sha256.Sum256([]byte(user))
-	p := sha256.Sum256([]byte(pass))
+	return t.authenticateBytes([]byte(user), []byte(pass))
+}
+
+func (t *tenant) authenticateBytes(user, pass []byte) bool {
+	u := sha256.Sum256(user)
+	p := sha256.Sum256(pass)
 	ok := 0
 	for i := range t.creds {
 		c := &t.creds[i]
@@ -71,13 +77,13 @@ func (t *tenant) authenticate(user, pass string) bool {
 	return ok == 1
 }
 
-func (t *tenant) bcryptOK(c *credential, user, pass string) bool {
+func (t *tenant) bcryptOK(c *credential, user, pass []byte) bool {
 	h := sha256.New()
 	h.Write(c.bcrypt)
 	h.Write([]byte{0})
-	h.Write([]byte(user))
+	h.Write(user)
 	h.Write([]byte{0})
-	h.Write([]byte(pass))
+	h.Write(pass)
 	var key [32]byte
 	h.Sum(key[:0])
 	if _, ok := t.verified.Load(key); ok {
@@ -103,14 +109,16 @@ func withAuth() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeFrom(r.Context())
 			t := s.route.tenant
-			user, pass, ok := r.BasicAuth()
+			var buf [256]byte
+			header := r.Header.Get("Authorization")
+			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
 			switch {
-			case !ok && r.Header.Get("Authorization") == "":
+			case header == "":
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got no Authorization header", t.name)
 			case !ok:
-				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(r.Header.Get("Authorization")))
-			case !t.authenticate(user, pass):
+				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(header))
+			case !t.authenticateBytes(user, pass):
 				err = osb.Errorf(http.StatusUnauthorized, "", "the basic-auth credentials are not valid for tenant %q", t.name)
 			}
 			if err != nil {
@@ -134,4 +142,23 @@ func describeAuth(h string) string {
 		return "an Authorization header of an unknown scheme"
 	}
 	return fmt.Sprintf("the %q scheme", scheme)
+}
+
+// parseBasic decodes "Basic base64(user:pass)" into buf (so short
+// credentials cost no allocation), as http.Request.BasicAuth does.
+func parseBasic(h string, buf []byte) (user, pass []byte, ok bool) {
+	const prefix = "Basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return nil, nil, false
+	}
+	enc := h[len(prefix):]
+	if n := base64.StdEncoding.DecodedLen(len(enc)); n > len(buf) {
+		buf = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(buf, []byte(enc))
+	if err != nil {
+		return nil, nil, false
+	}
+	user, pass, ok = bytes.Cut(buf[:n], []byte{':'})
+	return user, pass, ok
 }

@@ -48,6 +48,13 @@ type Scope struct {
 	Err error
 
 	route *route
+	// idHeader is []string{RequestID}, shared by the response and the
+	// broker request (never appended to: cap 1).
+	idHeader []string
+	w        statusWriter
+	// hdrs backs idHeader and the X-Forwarded-* values, so they cost no
+	// allocation of their own.
+	hdrs [3]string
 }
 
 type scopeKey struct{}
@@ -70,14 +77,16 @@ func withScope(now func() time.Time) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := &Scope{Start: now()}
-			if ids := r.Header[headerRequestIdentity]; len(ids) > 0 && ids[0] != "" {
-				s.RequestID = ids[0]
+			if ids := r.Header[headerRequestIdentity]; len(ids) == 1 && ids[0] != "" {
+				s.RequestID, s.idHeader = ids[0], ids[:1:1]
 			} else {
 				s.RequestID = newRequestID()
+				s.hdrs[0] = s.RequestID
+				s.idHeader = s.hdrs[0:1:1]
 			}
-			w.Header()[headerRequestIdentity] = []string{s.RequestID}
-			sw := &statusWriter{ResponseWriter: w, scope: s}
-			next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), scopeKey{}, s)))
+			w.Header()[headerRequestIdentity] = s.idHeader
+			s.w = statusWriter{ResponseWriter: w, scope: s}
+			next.ServeHTTP(&s.w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, s)))
 			if s.Status == 0 {
 				s.Status = http.StatusOK
 			}

@@ -31,6 +31,7 @@ type upstream struct {
 	auth      []string // the Authorization value for the broker, or nil
 	min, max  osb.Version
 	maxString string
+	maxHeader []string // []string{maxString}, shared: never appended to
 	timeout   time.Duration
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -50,6 +51,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (
 		name: b.Name, cfg: *b, target: target, min: b.APIVersion.Min, max: b.APIVersion.Max,
 		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
 	}
+	u.maxHeader = []string{u.maxString}
 	if b.Username != "" {
 		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
 	}
@@ -103,9 +105,32 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	if u.auth != nil {
 		h["Authorization"] = u.auth
 	}
-	h[headerAPIVersion] = []string{s.Forward}
-	h[headerRequestIdentity] = []string{s.RequestID}
-	pr.SetXForwarded()
+	if s.Forward == u.maxString {
+		h[headerAPIVersion] = u.maxHeader
+	} // else the platform's own single value, cloned into out
+	h[headerRequestIdentity] = s.idHeader
+	setForwarded(h, pr.In, s)
+}
+
+var (
+	protoHTTP  = []string{"http"}
+	protoHTTPS = []string{"https"}
+)
+
+// setForwarded sets X-Forwarded-For, -Host and -Proto for the broker, as
+// httputil.ProxyRequest.SetXForwarded does, with fewer allocations.
+func setForwarded(h http.Header, in *http.Request, s *Scope) {
+	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		s.hdrs[1] = ip
+		h["X-Forwarded-For"] = s.hdrs[1:2:2]
+	}
+	s.hdrs[2] = in.Host
+	h["X-Forwarded-Host"] = s.hdrs[2:3:3]
+	if in.TLS != nil {
+		h["X-Forwarded-Proto"] = protoHTTPS
+	} else {
+		h["X-Forwarded-Proto"] = protoHTTP
+	}
 }
 
 // joinPath appends the escaped rest to the broker URL's path and returns
@@ -127,7 +152,7 @@ func joinPath(target *url.URL, rest string) (path, rawPath string) {
 func (u *upstream) modifyResponse(res *http.Response) error {
 	if _, ok := res.Header[headerRequestIdentity]; !ok {
 		if s := ScopeFrom(res.Request.Context()); s != nil {
-			res.Header[headerRequestIdentity] = []string{s.RequestID}
+			res.Header[headerRequestIdentity] = s.idHeader
 		}
 	}
 	return nil
@@ -183,12 +208,19 @@ func describe(err error) string {
 }
 
 // bufferPool is a BufferPool of 32 KiB copy buffers shared by all
-// upstreams.
+// upstreams. It pools array pointers, so Put allocates nothing.
 type bufferPool struct{ p sync.Pool }
 
+const copyBufferSize = 32 << 10
+
 func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
 }
 
-func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
-func (b *bufferPool) Put(x []byte) { b.p.Put(&x) }
+func (b *bufferPool) Get() []byte { return b.p.Get().(*[copyBufferSize]byte)[:] }
+
+func (b *bufferPool) Put(x []byte) {
+	if cap(x) == copyBufferSize {
+		b.p.Put((*[copyBufferSize]byte)(x[:copyBufferSize]))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -130,10 +131,16 @@ func checkHostPort(s string) string {
 	if err != nil || n < 0 || n > 65535 || port != strconv.Itoa(n) {
 		return "the port must be a number from 0 to 65535"
 	}
-	if host == "" || net.ParseIP(host) != nil || validHostname(host) {
+	if host == "" || isIPAddr(host) || validHostname(host) {
 		return ""
 	}
 	return "the host must be empty, a host name or an IP address"
+}
+
+// isIPAddr reports whether s is an IP address, IPv6 with an optional zone.
+func isIPAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 // validHostname reports whether s is a DNS host name: dot-separated labels

@@ -1,0 +1,43 @@
+//go:build !race
+
+package proxy
+
+import (
+	"net/http"
+	"testing"
+)
+
+// Budgets for a proxied pass-through GET, measured with the upstream's
+// server side included (it runs in this process), so the gateway's own
+// share is smaller. CI runs this without -race, where counts are exact.
+const (
+	maxAllocsPerGET = 110
+	maxBytesPerGET  = 12 << 10
+)
+
+func TestProxiedGETAllocationBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation budget is measured in full runs")
+	}
+	for _, path := range []string{"/t1/b1/v2/catalog", "/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"} {
+		res := testing.Benchmark(func(b *testing.B) {
+			g := benchGateway(b)
+			r := benchRequest(path)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				g.ServeHTTP(w, r)
+				if w.status != 200 {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+		allocs, bytes := res.AllocsPerOp(), res.AllocedBytesPerOp()
+		t.Logf("%s: %d allocs, %d B per request", path, allocs, bytes)
+		if allocs > maxAllocsPerGET || bytes > maxBytesPerGET {
+			t.Errorf("%s: %d allocs and %d B per request; the budget is %d allocs and %d B",
+				path, allocs, bytes, maxAllocsPerGET, maxBytesPerGET)
+		}
+	}
+}
