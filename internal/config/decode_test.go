@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -215,4 +217,37 @@ func TestExpandEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDecodeAliasBomb(t *testing.T) {
+	// 300 aliases of a tenant with 1000 aliases of a credential: a million
+	// values from a file of a few kilobytes.
+	doc := "tenants:\n  - &t\n    name: x\n    credentials: [&c {username: u, password: p}" +
+		strings.Repeat(", *c", 999) + "]\n" + strings.Repeat("  - *t\n", 299)
+	_, err := Parse([]byte(doc), Options{})
+	if err == nil || !strings.Contains(err.Error(), "too many aliases") {
+		t.Fatalf("Parse(alias bomb) = %.500v, want a too-many-values problem", err)
+	}
+}
+
+// FuzzParse checks that Parse never panics and fails only with *Problems.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*/*.yaml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("a: &a [*a]\ntenants: *a\n"))
+	f.Add([]byte("tenants: [{name: x, routes: [{<<: {broker: y}}]}]"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := Parse(data, Options{BaseDir: dir, LookupEnv: func(string) (string, bool) { return "", false }})
+		var probs *Problems
+		if err != nil && (!errors.As(err, &probs) || probs.Len() == 0) {
+			t.Fatalf("Parse error %T %v, want non-empty *Problems", err, err)
+		}
+	})
 }

@@ -79,11 +79,14 @@ func Parse(data []byte, opts Options) (*Config, error) {
 	if !ok {
 		return nil, probs
 	}
-	d := &decoder{lookupEnv: opts.LookupEnv, probs: probs, pos: map[string]position{"": {}}}
+	d := &decoder{lookupEnv: opts.LookupEnv, probs: probs, pos: map[string]position{"": {}}, budget: maxValues}
 	var cfg Config
 	if root != nil {
 		d.pos[""] = position{root.Line, root.Column}
 		d.decode(root, reflect.ValueOf(&cfg).Elem(), "")
+		if d.budget < 0 {
+			return nil, probs // checking the expansion would take as long
+		}
 	}
 	cfg.ApplyDefaults()
 	resolveSecrets(&cfg, opts.BaseDir, probs)

@@ -149,7 +149,10 @@ func fileError(err error) string {
 // checkBcrypt returns why hash, which starts like a bcrypt hash, is not a
 // usable one, or "" if it is. The message never quotes the hash.
 func checkBcrypt(hash string) string {
-	const bad = "starts like a bcrypt hash but is not one: "
+	const (
+		bad    = "starts like a bcrypt hash but is not one: "
+		layout = `it must be "$2a$", "$2b$" or "$2y$", a two-digit cost, "$" and 53 characters of salt and hash`
+	)
 	if len(hash) != 60 {
 		return fmt.Sprintf(bad+"it has %d characters, not 60", len(hash))
 	}
@@ -158,10 +161,10 @@ func checkBcrypt(hash string) string {
 		if errors.As(err, &ce) {
 			return fmt.Sprintf(bad+"its cost %d is outside %d to %d", int(ce), bcrypt.MinCost, bcrypt.MaxCost)
 		}
-		return bad + `it must be "$2a$", "$2b$" or "$2y$", a two-digit cost, "$" and 53 characters of salt and hash`
+		return bad + layout
 	}
 	if hash[6] != '$' {
-		return bad + `it must be "$2a$", "$2b$" or "$2y$", a two-digit cost, "$" and 53 characters of salt and hash`
+		return bad + layout
 	}
 	for i := 7; i < len(hash); i++ {
 		if !isBcryptBase64(hash[i]) {

@@ -21,7 +21,7 @@ func runRows(t *testing.T, opts Options, rows []row) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, opts)
 			for _, s := range tt.setup {
-				if s == tick {
+				if s.method == tick.method {
 					f.clock.Advance(DefaultAsyncDelay)
 					continue
 				}

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// serveStage runs one request through scope + the stages under test + a
+// terminal handler, on a recorder: each middleware tested on its own.
+func serveStage(r *http.Request, terminal http.HandlerFunc, mws ...Middleware) (*httptest.ResponseRecorder, *Scope) {
+	var got *Scope
+	last := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = ScopeFrom(r.Context())
+			next.ServeHTTP(w, r)
+		})
+	}
+	w := httptest.NewRecorder()
+	all := append([]Middleware{withScope(time.Now)}, mws...)
+	all = append(all, last)
+	Stack(terminal, all...).ServeHTTP(w, r)
+	return w, got
+}
+
+func ok200(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{}`)) }
+
+func TestStackOrder(t *testing.T) {
+	var order []string
+	mw := func(name string) Middleware {
+		return func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				order = append(order, name)
+				next.ServeHTTP(w, r)
+			})
+		}
+	}
+	Stack(http.HandlerFunc(ok200), mw("a"), mw("b"), mw("c")).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if got := strings.Join(order, ","); got != "a,b,c" {
+		t.Errorf("order %s, want a,b,c", got)
+	}
+}
+
+func TestScopeRequestIdentity(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	w, s := serveStage(r, ok200)
+	if len(s.RequestID) != 36 || s.RequestID[14] != '4' || w.Header().Get("X-Broker-API-Request-Identity") != s.RequestID {
+		t.Errorf("generated id %q, echoed %q", s.RequestID, w.Header().Get("X-Broker-API-Request-Identity"))
+	}
+	r.Header.Set("X-Broker-API-Request-Identity", "abc")
+	w, s = serveStage(r, ok200)
+	if s.RequestID != "abc" || w.Header().Get("X-Broker-API-Request-Identity") != "abc" {
+		t.Errorf("platform id not kept: %q", s.RequestID)
+	}
+	if s.Status != 200 || s.Bytes != 2 {
+		t.Errorf("scope recorded status %d, %d bytes", s.Status, s.Bytes)
+	}
+	if a, b := newRequestID(), newRequestID(); a == b {
+		t.Errorf("two generated ids are equal: %s", a)
+	}
+}
+
+func TestRecover(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	r := httptest.NewRequest("GET", "/", nil)
+	w, s := serveStage(r, func(http.ResponseWriter, *http.Request) { panic("boom with secret-value") }, withRecover(log))
+	if w.Code != 500 || !strings.HasPrefix(w.Body.String(), `{"description":`) {
+		t.Fatalf("got %d %s", w.Code, w.Body)
+	}
+	if strings.Contains(w.Body.String(), "boom") {
+		t.Errorf("panic detail leaked to the platform: %s", w.Body)
+	}
+	if s.Err == nil || !strings.Contains(logs.String(), "boom") || strings.Count(logs.String(), "\n") != 1 {
+		t.Errorf("panic not logged once with its cause: %s", logs.String())
+	}
+
+	// After the headers are out, recover must not write a second answer.
+	w, _ = serveStage(r, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(202)
+		panic("late")
+	}, withRecover(log))
+	if w.Code != 202 {
+		t.Errorf("status rewritten to %d", w.Code)
+	}
+}
+
+func TestAccessLogLine(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	r := httptest.NewRequest("PUT", "/t/b/v2/service_instances/i1", strings.NewReader(`{"parameters":{"password":"p4ss"}}`))
+	r.SetBasicAuth("platform-user", "platform-pass")
+	_, _ = serveStage(r, func(w http.ResponseWriter, r *http.Request) {
+		s := ScopeFrom(r.Context())
+		s.Tenant, s.Broker = "t", "b"
+		s.Call.InstanceID = "i1"
+		w.WriteHeader(201)
+	}, withAccessLog(log, time.Now))
+	line := logs.String()
+	for _, want := range []string{`"tenant":"t"`, `"broker":"b"`, `"instance_id":"i1"`, `"status":201`, `"request_id":"`, `"duration_ms":`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("access line lacks %s: %s", want, line)
+		}
+	}
+	for _, secret := range []string{"platform-pass", "p4ss", basic("platform-user", "platform-pass")[6:]} {
+		if strings.Contains(line, secret) {
+			t.Errorf("access line leaks %q: %s", secret, line)
+		}
+	}
+}
+
+func TestBodyStage(t *testing.T) {
+	var seen []byte
+	capture := func(w http.ResponseWriter, r *http.Request) {
+		seen = ScopeFrom(r.Context()).Body
+		w.WriteHeader(204)
+	}
+	w, _ := serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("12345")), capture, withBodyLimit(5))
+	if w.Code != 204 || string(seen) != "12345" {
+		t.Errorf("at the limit: %d, body %q", w.Code, seen)
+	}
+	w, _ = serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("123456")), capture, withBodyLimit(5))
+	if w.Code != 413 {
+		t.Errorf("over the limit: %d", w.Code)
+	}
+}
+
+func TestOSBErrorBodyShape(t *testing.T) {
+	w := httptest.NewRecorder()
+	osb.WriteError(w, &osb.Error{Status: 422, Code: osb.CodeAsyncRequired, Description: "needs <async>"})
+	if got, want := w.Body.String(), `{"error":"AsyncRequired","description":"needs <async>"}`+"\n"; got != want {
+		t.Errorf("body %q, want %q", got, want)
+	}
+}
