@@ -154,9 +154,8 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header()[keyRequestIdentity] = id
 		}
 	}
-	c := call{ep: epUnknown}
-	var allow string
-	c.ep, c.instanceID, c.bindingID, allow = route(r.Method, r.URL.Path)
+	ep, instanceID, bindingID, allow := route(r.Method, r.URL.Path)
+	c := call{ep: ep, instanceID: instanceID, bindingID: bindingID}
 	b.counts[c.ep].Add(1)
 	if b.opts.Latency > 0 && !sleep(r, b.opts.Latency) {
 		return
@@ -166,11 +165,10 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.nFaults.Load() > 0 {
-		f, ok := b.takeFault(c.ep)
-		if ok && f.apply(w, r) {
+		var handled bool
+		if handled, c.failOp = b.applyFault(w, r, c.ep); handled {
 			return
 		}
-		c.failOp = ok && f.FailOperation
 	}
 	switch {
 	case c.ep == epUnknown && allow != "":

@@ -29,7 +29,8 @@ type Fault struct {
 	// real answer; its status is Status, or 200 when Status is zero.
 	Body string
 	// Hang blocks the request until its context ends (the client gives up
-	// or the server shuts down); nothing is written.
+	// or the server closes the connection); nothing is written. A graceful
+	// http.Server.Shutdown waits for it like for any active request.
 	Hang bool
 	// Latency delays the request by this much before the rest of the fault
 	// or the real answer. Zero adds nothing.
@@ -152,6 +153,20 @@ func (b *Broker) takeFault(ep endpoint) (Fault, bool) {
 		return taken, true
 	}
 	return Fault{}, false
+}
+
+// applyFault carries out the first fault matching ep, if any. handled
+// reports that the fault answered (or abandoned) the request; failOp that
+// the request's asynchronous operation is to fail.
+func (b *Broker) applyFault(w http.ResponseWriter, r *http.Request, ep endpoint) (handled, failOp bool) {
+	f, ok := b.takeFault(ep)
+	if !ok {
+		return false, false
+	}
+	if f.apply(w, r) {
+		return true, false
+	}
+	return false, f.FailOperation
 }
 
 // apply carries out the fault and reports whether it answered the request

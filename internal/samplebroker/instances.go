@@ -282,8 +282,7 @@ func (b *Broker) getInstanceLocked(sh *shard, c call) (reply, error) {
 		// Also while provisioning is in progress, as the specification asks.
 		return reply{}, errInstanceNotFound
 	case in.op.busy() && in.op.kind == opUpdate:
-		return reply{}, &osb.Error{Status: http.StatusUnprocessableEntity, Code: osb.CodeConcurrencyError,
-			Description: "The service instance is being updated and cannot be fetched now."}
+		return reply{}, errConcurrency
 	}
 	v := instanceJSON{
 		ServiceID: in.plan.service.id, PlanID: in.plan.id,

@@ -26,7 +26,7 @@ func TestLegacy(t *testing.T) {
 			req: unbindReq(PlanAsyncID, true), want: check{status: 200}},
 		{name: "last_operation ignores operation", setup: []req{async}, req: lastOpWith(id, "whatever"), want: check{status: 200}},
 		{name: "concurrency without code", setup: []req{async},
-			req: req{method: "PATCH", path: instancePath(id) + "?accepts_incomplete=true", body: `{"service_id":"` + ServiceID + `"}`},
+			req:  req{method: "PATCH", path: instancePath(id) + "?accepts_incomplete=true", body: `{"service_id":"` + ServiceID + `"}`},
 			want: check{status: 422}},
 		{name: "maintenance_info ignored",
 			req:  put(`{"service_id":"` + ServiceID + `","plan_id":"` + PlanSyncID + `","organization_guid":"o","space_guid":"s","maintenance_info":{"version":"9"}}`),

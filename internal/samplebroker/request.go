@@ -120,6 +120,10 @@ func (b *Broker) checkMaintenance(p *planDef, mi *maintenanceInfo) error {
 var (
 	errAsyncRequired = &osb.Error{Status: http.StatusUnprocessableEntity, Code: osb.CodeAsyncRequired,
 		Description: "This service plan requires client support for asynchronous service operations."}
+	// errConcurrency carries the description the specification gives for
+	// the code; clients (go-open-service-broker-client) match on both.
+	errConcurrency = &osb.Error{Status: http.StatusUnprocessableEntity, Code: osb.CodeConcurrencyError,
+		Description: "The Service Broker does not support concurrent requests that mutate the same resource."}
 	errInstanceNotFound = osb.Errorf(http.StatusNotFound, "", "the service instance does not exist")
 	errBindingNotFound  = osb.Errorf(http.StatusNotFound, "", "the service binding does not exist")
 	errUnknownOperation = osb.Errorf(http.StatusBadRequest, "", "operation names no operation of this resource")
@@ -127,14 +131,14 @@ var (
 
 // concurrencyError is the 422 for a request that collides with an
 // asynchronous operation in progress. The ConcurrencyError code exists
-// since OSB 2.14; older platforms (and legacy mode) get the status alone.
+// since OSB 2.14; older platforms (and legacy mode) get the status and a
+// description alone.
 func (b *Broker) concurrencyError(c call) error {
-	e := &osb.Error{Status: http.StatusUnprocessableEntity,
-		Description: "Another operation for this service instance is in progress."}
-	if !b.opts.Legacy && c.version.AtLeast(osb.Version{Major: 2, Minor: 14}) {
-		e.Code = osb.CodeConcurrencyError
+	if !b.opts.Legacy && c.version.AtLeast(v2_14) {
+		return errConcurrency
 	}
-	return e
+	return &osb.Error{Status: http.StatusUnprocessableEntity,
+		Description: "Another operation for this service instance is in progress."}
 }
 
 // emptyObject is the body "{}".

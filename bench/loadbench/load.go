@@ -1,0 +1,272 @@
+// This file is the load generator: N goroutines, each on its own keep-alive
+// connection, send one request over and over for a warm-up and then a
+// measured period, and record status, latency and the process's CPU time.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"net/http"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// run is what one load run needs: where to send, how hard and how long.
+type run struct {
+	url     string      // absolute URL of the request
+	header  http.Header // sent with every request; never modified
+	conns   int         // concurrent connections (one goroutine each)
+	warmup  time.Duration
+	measure time.Duration
+	// extraCPU, when not nil, returns CPU time used so far outside this
+	// process (nginx); it is sampled at both ends of the measured period.
+	extraCPU func() (time.Duration, error)
+}
+
+// sample is what one load run measured.
+type sample struct {
+	requests int64            // 200 answers completed in the measured period
+	errors   map[string]int64 // other outcomes by description ("status 412", transport errors)
+	elapsed  time.Duration    // length of the measured period
+	cpu      time.Duration    // user+system CPU of this process (and extraCPU) in the period
+	hist     histogram        // latency of the 200 answers
+}
+
+// add merges o into s, for a cell measured in several rounds.
+func (s *sample) add(o *sample) {
+	s.requests += o.requests
+	s.elapsed += o.elapsed
+	s.cpu += o.cpu
+	s.hist.merge(&o.hist)
+	for k, v := range o.errors {
+		if s.errors == nil {
+			s.errors = map[string]int64{}
+		}
+		s.errors[k] += v
+	}
+}
+
+// Phases of a run, read by every worker after each request.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseStop
+)
+
+// worker is one connection's loop and the tallies it keeps, merged after
+// the run so the hot loop shares nothing but the phase.
+type worker struct {
+	requests int64
+	errors   map[string]int64
+	hist     histogram
+}
+
+// load runs r and returns what it measured. Workers carry the pprof label
+// role=load, so a CPU profile can leave the load generator out.
+func load(ctx context.Context, r run) (*sample, error) {
+	tr := &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        r.conns,
+		MaxIdleConnsPerHost: r.conns,
+		MaxConnsPerHost:     r.conns,
+		DisableCompression:  true,
+		IdleConnTimeout:     time.Minute,
+	}
+	defer tr.CloseIdleConnections()
+	runtime.GC() // garbage of the previous run is not billed to this one
+
+	var phase atomic.Int32
+	workers := make([]*worker, r.conns)
+	var wg sync.WaitGroup
+	pprof.Do(ctx, pprof.Labels("role", "load"), func(ctx context.Context) {
+		for i := range workers {
+			w := &worker{}
+			workers[i] = w
+			wg.Go(func() { w.loop(ctx, tr, r, &phase) })
+		}
+	})
+
+	time.Sleep(r.warmup)
+	cpu0, err := cpuTime(r.extraCPU)
+	if err != nil {
+		phase.Store(phaseStop)
+		wg.Wait()
+		return nil, err
+	}
+	start := time.Now()
+	phase.Store(phaseMeasure)
+	time.Sleep(r.measure)
+	cpu1, err := cpuTime(r.extraCPU)
+	elapsed := time.Since(start)
+	phase.Store(phaseStop)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0}
+	for _, w := range workers {
+		s.add(&sample{requests: w.requests, errors: w.errors, hist: w.hist})
+	}
+	return s, nil
+}
+
+// loop sends requests until the phase is phaseStop, counting those that
+// complete while it is phaseMeasure.
+func (w *worker) loop(ctx context.Context, tr *http.Transport, r run, phase *atomic.Int32) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
+	if err != nil {
+		w.fail(err.Error())
+		return
+	}
+	req.Header = r.header.Clone()
+	for {
+		t0 := time.Now()
+		status, err := roundTrip(tr, req)
+		d := time.Since(t0)
+		switch phase.Load() {
+		case phaseWarmup:
+			continue
+		case phaseStop:
+			return
+		}
+		switch {
+		case err != nil:
+			w.fail(err.Error())
+			time.Sleep(10 * time.Millisecond) // do not spin on a dead target
+		case status != http.StatusOK:
+			w.fail(fmt.Sprintf("status %d", status))
+		default:
+			w.requests++
+			w.hist.record(d)
+		}
+	}
+}
+
+func (w *worker) fail(what string) {
+	if w.errors == nil {
+		w.errors = map[string]int64{}
+	}
+	w.errors[what]++
+}
+
+// roundTrip sends req and reads the whole body, so the connection goes back
+// to the pool. req may be sent again once roundTrip returned.
+func roundTrip(tr *http.Transport, req *http.Request) (int, error) {
+	res, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, err
+}
+
+// cpuTime returns the user+system CPU time of this process (all threads),
+// plus extra's when extra is not nil.
+func cpuTime(extra func() (time.Duration, error)) (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if extra != nil {
+		e, err := extra()
+		if err != nil {
+			return 0, err
+		}
+		t += e
+	}
+	return t, nil
+}
+
+// histogram counts latencies in log-linear buckets: exact below 128 ns,
+// then 128 buckets per power of two, so any value is off by less than 0.4%.
+// The zero value is empty and ready; recording allocates nothing.
+type histogram struct {
+	counts [histBuckets]int64
+	n      int64
+}
+
+const (
+	histSub     = 128 // buckets per power of two; a power of two itself
+	histShift   = 7   // log2(histSub)
+	histBuckets = (64 - histShift + 1) * histSub
+)
+
+// record adds one latency.
+func (h *histogram) record(d time.Duration) {
+	h.counts[bucketOf(uint64(max(d, 0)))]++
+	h.n++
+}
+
+// merge adds o's counts to h.
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+}
+
+// bucketOf returns the bucket of v nanoseconds.
+func bucketOf(v uint64) int {
+	if v < histSub {
+		return int(v)
+	}
+	e := bits.Len64(v) - histShift - 1 // v>>e is in [histSub, 2*histSub)
+	return (e+1)*histSub + int(v>>e) - histSub
+}
+
+// bucketMid returns the middle of bucket i, in nanoseconds.
+func bucketMid(i int) float64 {
+	if i < histSub {
+		return float64(i)
+	}
+	e := i/histSub - 1
+	lo := uint64(i%histSub+histSub) << e
+	return float64(lo) + float64(uint64(1)<<e)/2
+}
+
+// quantile returns the latency at quantile q (0 < q ≤ 1), or 0 when the
+// histogram is empty.
+func (h *histogram) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := int64(q*float64(h.n) + 0.5)
+	rank = min(max(rank, 1), h.n)
+	var seen int64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return time.Duration(bucketMid(i))
+		}
+	}
+	return 0
+}
+
+// sortedErrors lists errors as "what ×n", most frequent first.
+func sortedErrors(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return out
+}
