@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -85,8 +86,8 @@ func basic(user, pass string) string {
 // credentials, which every proxy replaces with the broker's.
 func platformHeader() http.Header {
 	return http.Header{
-		"Authorization":        {basic(tenantUser, tenantPass)},
-		"X-Broker-Api-Version": {apiVersion},
+		"Authorization": {basic(tenantUser, tenantPass)},
+		versionHeader:   {apiVersion},
 	}
 }
 
@@ -150,8 +151,8 @@ func newEnv() (*env, error) {
 	}
 	e.closers = append(e.closers, stop)
 	e.broker = &target{name: targetDirect, base: base, header: http.Header{
-		"Authorization":        {basic(brokerUser, brokerPass)},
-		"X-Broker-Api-Version": {apiVersion},
+		"Authorization": {basic(brokerUser, brokerPass)},
+		versionHeader:   {apiVersion},
 	}}
 	if e.operation, err = provision(e.broker); err != nil {
 		return nil, err
@@ -341,3 +342,15 @@ func (b *bufferPool) Put(x []byte) {
 
 // versionHeader is X-Broker-API-Version in canonical form.
 var versionHeader = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
+
+// decodeJSON requires status and decodes the JSON body of res into v.
+func decodeJSON(res *http.Response, status int, v any) error {
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != status {
+		return fmt.Errorf("status %d, want %d: %.200s", res.StatusCode, status, body)
+	}
+	return json.Unmarshal(body, v)
+}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+
 	"bytes"
 	"context"
+	"gopkg.in/yaml.v3"
 	"log/slog"
 	"os/exec"
 	"strings"
@@ -65,6 +68,34 @@ func TestShippedConfigurationsLoad(t *testing.T) {
 		if _, err := config.Load(path); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
+	}
+	// The Kubernetes example: the ConfigMap's gateway.yaml with the Secret's
+	// values as its environment.
+	raw, err := os.ReadFile("../../deploy/kubernetes/osb-gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gw string
+	env := map[string]string{}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var doc struct {
+			Kind       string            `yaml:"kind"`
+			Data       map[string]string `yaml:"data"`
+			StringData map[string]string `yaml:"stringData"`
+		}
+		if dec.Decode(&doc) != nil {
+			break
+		}
+		if doc.Kind == "ConfigMap" {
+			gw = doc.Data["gateway.yaml"]
+		}
+		for k, v := range doc.StringData {
+			env[k] = v
+		}
+	}
+	if _, err := config.Parse([]byte(gw), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}); err != nil {
+		t.Errorf("deploy/kubernetes ConfigMap: %v", err)
 	}
 	var out, errs bytes.Buffer
 	if code := runCheck([]string{"-config", "../../gateway.yaml"}, &out, &errs); code != 0 {
