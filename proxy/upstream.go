@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -171,7 +173,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
 	default:
-		e = osb.Errorf(http.StatusBadGateway, "", "broker %q is unreachable or answered with something that is not HTTP: %s", u.name, describe(err))
+		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
 	}
 	e.Err = err
 	s.fail(w, e)
@@ -196,15 +198,40 @@ func (u *upstream) timeoutError() *osb.Error {
 	return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer within %s", u.name, u.timeout)
 }
 
-// describe shortens a transport error for a platform: the chain of causes,
-// which names the broker's address but never its credentials (broker URLs
-// carry none; config refuses userinfo).
-func describe(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
+// describe says what went wrong with a broker call, for a platform and an
+// operator: TLS failures by kind, with the setting that fixes them, then
+// connection failures. Transport errors name the broker's address, never
+// its credentials (broker URLs carry none; config refuses userinfo).
+func (u *upstream) describe(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		verify    *tls.CertificateVerificationError
+		op        *net.OpError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return "failed the TLS handshake: its certificate is signed by an unknown authority (brokers[].tls.ca_file names the CA to trust): " + err.Error()
+	case errors.As(err, &hostname):
+		return "failed the TLS handshake: its certificate does not cover the name the gateway checks (the URL's host, or brokers[].tls.server_name): " + hostname.Error()
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return "failed the TLS handshake: its certificate has expired or is not yet valid: " + invalid.Error()
+	case errors.As(err, &verify):
+		return "failed the TLS handshake: its certificate was not accepted: " + verify.Error()
+	case errors.As(err, &record):
+		return "does not speak TLS at this address (is the URL's scheme right?): " + err.Error()
+	case errors.As(err, &op) && op.Op == "remote error":
+		hint := ""
+		if len(u.transport.TLSClientConfig.Certificates) == 0 {
+			hint = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
+		}
+		return "refused the TLS handshake" + hint + ": " + op.Err.Error()
+	case errors.As(err, &op) && op.Op == "dial":
+		return "is unreachable: " + err.Error()
 	}
-	return err.Error()
+	return "failed or answered with something that is not HTTP: " + err.Error()
 }
 
 // bufferPool is a BufferPool of 32 KiB copy buffers shared by all

@@ -19,8 +19,8 @@ import (
 	"time"
 )
 
-// run is what one load run needs: where to send, how hard and how long.
-type run struct {
+// spec is what one load run needs: where to send, how hard and how long.
+type spec struct {
 	url     string      // absolute URL of the request
 	header  http.Header // sent with every request; never modified
 	conns   int         // concurrent connections (one goroutine each)
@@ -71,7 +71,7 @@ type worker struct {
 
 // load runs r and returns what it measured. Workers carry the pprof label
 // role=load, so a CPU profile can leave the load generator out.
-func load(ctx context.Context, r run) (*sample, error) {
+func load(ctx context.Context, r spec) (*sample, error) {
 	tr := &http.Transport{
 		Proxy:               nil,
 		MaxIdleConns:        r.conns,
@@ -94,20 +94,28 @@ func load(ctx context.Context, r run) (*sample, error) {
 		}
 	})
 
-	time.Sleep(r.warmup)
-	cpu0, err := cpuTime(r.extraCPU)
-	if err != nil {
+	stop := func() {
 		phase.Store(phaseStop)
 		wg.Wait()
+	}
+	if err := sleep(ctx, r.warmup); err != nil {
+		stop()
+		return nil, err
+	}
+	cpu0, err := cpuTime(r.extraCPU)
+	if err != nil {
+		stop()
 		return nil, err
 	}
 	start := time.Now()
 	phase.Store(phaseMeasure)
-	time.Sleep(r.measure)
+	if err := sleep(ctx, r.measure); err != nil {
+		stop()
+		return nil, err
+	}
 	cpu1, err := cpuTime(r.extraCPU)
 	elapsed := time.Since(start)
-	phase.Store(phaseStop)
-	wg.Wait()
+	stop()
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +126,21 @@ func load(ctx context.Context, r run) (*sample, error) {
 	return s, nil
 }
 
+// sleep waits d, or until ctx is done and returns its error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // loop sends requests until the phase is phaseStop, counting those that
 // complete while it is phaseMeasure.
-func (w *worker) loop(ctx context.Context, tr *http.Transport, r run, phase *atomic.Int32) {
+func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *atomic.Int32) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
 		w.fail(err.Error())

@@ -81,6 +81,12 @@ func startNginx(brokerURL string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Workers run as an unprivileged user when nginx starts as root; they
+	// must reach the temporary directories nginx creates here.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	listen, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)
@@ -214,7 +220,7 @@ func procCPU(pid int) (cpu time.Duration, ppid int, err error) {
 	if len(f) < 13 {
 		return 0, 0, errors.New("short /proc stat")
 	}
-	ppid, err1 := strconv.Atoi(f[1])        // field 4
+	ppid, err1 := strconv.Atoi(f[1])               // field 4
 	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
 	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
 	if err := errors.Join(err1, err2, err3); err != nil {

@@ -1,0 +1,247 @@
+// Command loadbench measures what the gateway costs on loopback. In one
+// invocation it reaches the in-memory sample broker four ways — directly, through a
+// bare tuned httputil.ReverseProxy (the floor any Go proxy pays), through the
+// real gateway (proxy.New with a realistic configuration), and through nginx
+// when an nginx binary is on PATH — and sends each pass-through GETs
+// (GET /v2/catalog and GET .../last_operation) at several connection counts
+// for a fixed time.
+//
+// It prints, per request kind and connection count, each target's
+// requests per second, p50 and p99 latency, CPU time per request (this
+// process's, which includes the load generator and the broker, plus nginx's
+// processes for nginx), the CPU each proxy adds over direct, and throughput
+// ratios; then the gateway's chain cost over the bare proxy and the stage
+// verdict. Figures are meant to be read as ratios within one run: the
+// machine is shared.
+//
+// Usage:
+//
+//	go run ./bench/loadbench [-duration 3s] [-warmup 500ms] [-conns 1,16,64]
+//		[-requests catalog,last_operation] [-nginx auto|off] [-rounds 1]
+//		[-json] [-cpuprofile file]
+//
+// All traffic stays on 127.0.0.1, and the program stops by itself after
+// about (warmup+duration) × rounds × targets × kinds × connection counts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+)
+
+// Request kinds, as named by -requests.
+const (
+	kindCatalog       = "catalog"
+	kindLastOperation = "last_operation"
+)
+
+// options are the command's flags.
+type options struct {
+	duration   time.Duration
+	warmup     time.Duration
+	conns      []int
+	kinds      []string
+	nginx      string // "auto" or "off"
+	rounds     int
+	json       bool
+	cpuprofile string
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, opts, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadbench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads and checks the command line.
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured `time` per target, request kind and connection count")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up `time` before each measured run")
+	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
+	kinds := fs.String("requests", kindCatalog+","+kindLastOperation, "comma-separated request `kinds`: "+kindCatalog+", "+kindLastOperation)
+	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
+	fs.IntVar(&o.rounds, "rounds", 1, "`number` of interleaved rounds per cell (more rounds even out a noisy machine)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `file` (samples carry the label role=load|broker|bare|gateway)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var errs []error
+	if o.duration <= 0 || o.warmup < 0 {
+		errs = append(errs, errors.New("-duration must be positive and -warmup not negative"))
+	}
+	for _, f := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxConnsPerTarget {
+			errs = append(errs, fmt.Errorf("-conns: %q is not a count from 1 to %d", f, maxConnsPerTarget))
+			continue
+		}
+		o.conns = append(o.conns, n)
+	}
+	for _, k := range strings.Split(*kinds, ",") {
+		k = strings.TrimSpace(k)
+		if k != kindCatalog && k != kindLastOperation {
+			errs = append(errs, fmt.Errorf("-requests: %q is not %s or %s", k, kindCatalog, kindLastOperation))
+			continue
+		}
+		o.kinds = append(o.kinds, k)
+	}
+	if o.nginx != "auto" && o.nginx != "off" {
+		errs = append(errs, fmt.Errorf("-nginx: %q is not auto or off", o.nginx))
+	}
+	if o.rounds < 1 {
+		errs = append(errs, errors.New("-rounds must be at least 1"))
+	}
+	return o, errors.Join(errs...)
+}
+
+// run sets up the targets, measures every cell and prints the report to
+// out; progress goes to progress.
+func run(ctx context.Context, o options, out, progress io.Writer) error {
+	gogc := applyGOGC()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	e, err := newEnv()
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	m := meta{GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+		GOGC: gogc, Duration: o.duration.String(), Warmup: o.warmup.String(), Rounds: o.rounds}
+	var notes []string
+	if note := e.addNginx(o.nginx, &m); note != "" {
+		notes = append(notes, note)
+		fmt.Fprintln(progress, "note:", note)
+	}
+	for _, t := range e.targets {
+		m.Targets = append(m.Targets, t.name)
+	}
+	if err := e.check(o.kinds); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "GOGC=%d (the gateway's runtime.gogc default), GOMAXPROCS=%d; targets: %s\n",
+		gogc, m.GOMAXPROCS, strings.Join(m.Targets, ", "))
+	samples, err := e.measure(ctx, o, progress)
+	if err != nil {
+		return err
+	}
+	rep := buildReport(m, o.kinds, o.conns, samples)
+	rep.Notes = notes
+	if o.json {
+		return rep.writeJSON(out)
+	}
+	rep.writeMarkdown(out)
+	return nil
+}
+
+// applyGOGC sets the GC target the gateway sets by default (config key
+// runtime.gogc), unless the GOGC environment variable is set, which wins
+// there too; it returns the target in force. Every target runs in this
+// process, so all get the same.
+func applyGOGC() int {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(config.DefaultGOGC)
+	}
+	cur := debug.SetGCPercent(100)
+	debug.SetGCPercent(cur)
+	return cur
+}
+
+// addNginx adds the nginx target when mode allows and nginx is on PATH; it
+// returns a note when nginx is skipped.
+func (e *env) addNginx(mode string, m *meta) string {
+	if mode == "off" {
+		return "nginx skipped (-nginx off)"
+	}
+	v := nginxVersion()
+	if v == "" {
+		return "nginx skipped: no nginx binary on PATH"
+	}
+	t, err := startNginx(e.broker.base)
+	if err != nil {
+		return fmt.Sprintf("nginx skipped: %v", err)
+	}
+	e.closers = append(e.closers, t.close)
+	e.targets = append(e.targets, t)
+	m.Nginx = v
+	return ""
+}
+
+// measure runs every cell: per request kind and connection count, every
+// target in turn, rounds times, starting each round with the next target so
+// that no target always runs first.
+func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[cell]*sample, error) {
+	samples := map[cell]*sample{}
+	for _, kind := range o.kinds {
+		path, err := e.requestPath(kind)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range o.conns {
+			for round := range o.rounds {
+				for i := range e.targets {
+					t := e.targets[(i+round)%len(e.targets)]
+					s, err := load(ctx, spec{url: t.url(path), header: t.header, conns: n,
+						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU})
+					if err != nil {
+						return nil, fmt.Errorf("%s, %d conns, %s: %w", kind, n, t.name, err)
+					}
+					fmt.Fprintf(progress, "%-14s %3d conns  %-10s %8.0f req/s  p50 %-9s p99 %-9s errors %d\n",
+						kind, n, t.name, float64(s.requests)/s.elapsed.Seconds(),
+						fmtUS(us(s.hist.quantile(0.5))), fmtUS(us(s.hist.quantile(0.99))), total(s.errors))
+					c := cell{kind, n, t.name}
+					if samples[c] == nil {
+						samples[c] = &sample{}
+					}
+					samples[c].add(s)
+				}
+			}
+		}
+	}
+	return samples, nil
+}
+
+// total sums the counts in m.
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

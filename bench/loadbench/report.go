@@ -1,0 +1,281 @@
+// This file turns samples into the report: a markdown table for the
+// README, the gateway's chain cost, the stage verdict, and the same as JSON.
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Stage targets the verdict holds the gateway to.
+const (
+	// minGatewayShare is the least share of the bare proxy's throughput the
+	// gateway keeps at verdictConns connections.
+	minGatewayShare = 0.85
+	verdictConns    = 64
+	// maxChainCPU is the most CPU per request the gateway's chain may add
+	// to what the bare proxy costs.
+	maxChainCPU = 15 * time.Microsecond
+)
+
+// report is everything the benchmark prints; its JSON form is the -json
+// output.
+type report struct {
+	Meta     meta      `json:"meta"`
+	Rows     []row     `json:"rows"`
+	Chain    []chain   `json:"gateway_chain"`
+	Verdicts []verdict `json:"verdicts"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+// meta describes the run.
+type meta struct {
+	GoVersion  string   `json:"go_version"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	NumCPU     int      `json:"num_cpu"`
+	GOGC       int      `json:"gogc"`
+	Duration   string   `json:"duration"`
+	Warmup     string   `json:"warmup"`
+	Rounds     int      `json:"rounds"`
+	Nginx      string   `json:"nginx,omitempty"`
+	Targets    []string `json:"targets"`
+}
+
+// row is one target at one request kind and connection count. Per-request
+// CPU is in microseconds (zero when no request succeeded); it includes the
+// in-process load generator and broker, which AddedCPU (CPU minus direct's)
+// leaves out.
+type row struct {
+	Request     string           `json:"request"`
+	Conns       int              `json:"conns"`
+	Target      string           `json:"target"`
+	Requests    int64            `json:"requests"`
+	Errors      map[string]int64 `json:"errors,omitempty"`
+	Seconds     float64          `json:"seconds"`
+	RPS         float64          `json:"req_per_s"`
+	P50         float64          `json:"p50_us"`
+	P99         float64          `json:"p99_us"`
+	CPU         float64          `json:"cpu_per_req_us"`
+	AddedCPU    *float64         `json:"added_cpu_per_req_us,omitempty"`
+	RatioDirect float64          `json:"ratio_to_direct"`
+	RatioBare   *float64         `json:"ratio_to_bare,omitempty"`
+}
+
+// chain is the CPU per request the gateway adds over the bare proxy.
+type chain struct {
+	Request string  `json:"request"`
+	Conns   int     `json:"conns"`
+	CPU     float64 `json:"cpu_per_req_us"`
+	Pass    bool    `json:"pass"`
+}
+
+// verdict is the stage target for one request kind.
+type verdict struct {
+	Request    string  `json:"request"`
+	Conns      int     `json:"conns"`
+	GatewayRPS float64 `json:"gateway_req_per_s"`
+	BareRPS    float64 `json:"bare_req_per_s"`
+	Ratio      float64 `json:"ratio"`
+	Pass       bool    `json:"pass"`
+}
+
+// cell identifies one measurement.
+type cell struct {
+	kind   string
+	conns  int
+	target string
+}
+
+// buildReport derives rows, chain costs and verdicts from the samples.
+func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) *report {
+	rep := &report{Meta: m}
+	for _, kind := range kinds {
+		for _, n := range conns {
+			rows := map[string]*row{}
+			for _, t := range m.Targets {
+				s := samples[cell{kind, n, t}]
+				if s == nil {
+					continue
+				}
+				r := newRow(kind, n, t, s)
+				rows[t] = &r
+			}
+			relate(rows)
+			for _, t := range m.Targets {
+				if r := rows[t]; r != nil {
+					rep.Rows = append(rep.Rows, *r)
+				}
+			}
+			if g, b := rows[targetGateway], rows[targetBare]; g != nil && b != nil && g.AddedCPU != nil && b.AddedCPU != nil {
+				c := *g.AddedCPU - *b.AddedCPU
+				rep.Chain = append(rep.Chain, chain{Request: kind, Conns: n, CPU: c, Pass: c < us(maxChainCPU)})
+			}
+		}
+		if v, ok := verdictFor(kind, conns, rep.Rows); ok {
+			rep.Verdicts = append(rep.Verdicts, v)
+		}
+	}
+	return rep
+}
+
+// newRow computes one target's figures.
+func newRow(kind string, n int, t string, s *sample) row {
+	r := row{Request: kind, Conns: n, Target: t, Requests: s.requests, Errors: s.errors,
+		Seconds: s.elapsed.Seconds(), P50: us(s.hist.quantile(0.50)), P99: us(s.hist.quantile(0.99))}
+	if s.elapsed > 0 {
+		r.RPS = float64(s.requests) / s.elapsed.Seconds()
+	}
+	if s.requests > 0 {
+		r.CPU = us(s.cpu) / float64(s.requests)
+	}
+	return r
+}
+
+// relate fills the columns that compare a row with direct and bare proxy
+// rows of the same cell.
+func relate(rows map[string]*row) {
+	d, b := rows[targetDirect], rows[targetBare]
+	for name, r := range rows {
+		if d == nil {
+			break
+		}
+		r.RatioDirect = ratio(r.RPS, d.RPS)
+		if name != targetDirect && r.Requests > 0 && d.Requests > 0 {
+			added := r.CPU - d.CPU
+			r.AddedCPU = &added
+		}
+		if name == targetGateway && b != nil {
+			x := ratio(r.RPS, b.RPS)
+			r.RatioBare = &x
+		}
+	}
+}
+
+// verdictFor holds the gateway to minGatewayShare of the bare proxy's
+// throughput at verdictConns connections, or at the highest count run.
+func verdictFor(kind string, conns []int, rows []row) (verdict, bool) {
+	n := conns[0]
+	for _, c := range conns {
+		if c == verdictConns || (n != verdictConns && c > n) {
+			n = c
+		}
+	}
+	v := verdict{Request: kind, Conns: n}
+	found := 0
+	for _, r := range rows {
+		if r.Request != kind || r.Conns != n {
+			continue
+		}
+		switch r.Target {
+		case targetGateway:
+			v.GatewayRPS, found = r.RPS, found+1
+		case targetBare:
+			v.BareRPS, found = r.RPS, found+1
+		}
+	}
+	v.Ratio = ratio(v.GatewayRPS, v.BareRPS)
+	v.Pass = v.Ratio >= minGatewayShare
+	return v, found == 2
+}
+
+// writeMarkdown prints the report as markdown.
+func (rep *report) writeMarkdown(w io.Writer) {
+	m := rep.Meta
+	fmt.Fprintf(w, "## Load benchmark\n\n")
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d (%d CPUs), GOGC=%d for every target; %s per run after %s warm-up, %d round(s); loopback; ",
+		m.GoVersion, m.GOMAXPROCS, m.NumCPU, m.GOGC, m.Duration, m.Warmup, m.Rounds)
+	fmt.Fprintf(w, "load generator and sample broker in-process, so CPU/req includes them; added CPU/req is CPU/req minus direct's.\n")
+	if m.Nginx != "" {
+		fmt.Fprintf(w, "nginx %s: its master and workers' CPU is added to this process's.\n", m.Nginx)
+	}
+	fmt.Fprintf(w, "\n| request | conns | target | req/s | p50 | p99 | CPU/req | added CPU/req | × direct | × bare proxy |\n")
+	fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
+			r.Request, r.Conns, r.Target, r.RPS, fmtUS(r.P50), fmtUS(r.P99), fmtCPU(r.CPU),
+			fmtOptCPU(r.AddedCPU), r.RatioDirect, fmtOptRatio(r.RatioBare))
+	}
+	if len(rep.Chain) > 0 {
+		fmt.Fprintf(w, "\nGateway chain: CPU per request the gateway adds over the bare proxy (target < %s):\n\n", maxChainCPU)
+		fmt.Fprintf(w, "| request | conns | gateway − bare proxy CPU/req | < %s |\n| --- | ---: | ---: | --- |\n", maxChainCPU)
+		for _, c := range rep.Chain {
+			fmt.Fprintf(w, "| %s | %d | %s | %s |\n", c.Request, c.Conns, fmtCPU(c.CPU), passFail(c.Pass))
+		}
+	}
+	fmt.Fprintln(w)
+	for _, v := range rep.Verdicts {
+		fmt.Fprintf(w, "Verdict (%s): at %d connections on pass-through GETs the gateway keeps ≥ %.0f%% of the bare reverse proxy's throughput: %s (gateway %.0f req/s, bare proxy %.0f req/s, %.1f%%)\n",
+			v.Request, v.Conns, minGatewayShare*100, passFail(v.Pass), v.GatewayRPS, v.BareRPS, v.Ratio*100)
+	}
+	errs := false
+	for _, r := range rep.Rows {
+		if len(r.Errors) > 0 {
+			if !errs {
+				fmt.Fprintf(w, "\nNon-200 answers and transport errors (not counted in req/s):\n\n")
+				errs = true
+			}
+			fmt.Fprintf(w, "- %s, %d conns, %s: %s\n", r.Request, r.Conns, r.Target, strings.Join(sortedErrors(r.Errors), "; "))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "\nNote: %s\n", n)
+	}
+}
+
+// writeJSON prints the report as indented JSON.
+func (rep *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// us returns d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// fmtUS formats a latency given in microseconds.
+func fmtUS(v float64) string {
+	switch {
+	case v >= 10000:
+		return fmt.Sprintf("%.1f ms", v/1000)
+	case v >= 1000:
+		return fmt.Sprintf("%.2f ms", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0f µs", v)
+	}
+	return fmt.Sprintf("%.1f µs", v)
+}
+
+// fmtCPU formats a CPU time per request given in microseconds.
+func fmtCPU(v float64) string { return fmt.Sprintf("%.1f µs", v) }
+
+func fmtOptCPU(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f µs", *v)
+}
+
+func fmtOptRatio(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
