@@ -5,12 +5,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 )
 
 func TestAdmin(t *testing.T) {
-	var notReady error = errors.New("draining")
-	a := NewAdmin(func() error { return notReady })
+	var ready atomic.Bool
+	a := NewAdmin(func() error {
+		if !ready.Load() {
+			return errors.New("draining")
+		}
+		return nil
+	})
 	srv := httptest.NewServer(a)
 	defer srv.Close()
 	get := func(path string) (int, string) {
@@ -28,7 +34,7 @@ func TestAdmin(t *testing.T) {
 	if code, body := get("/readyz"); code != 503 || body != "{\"reason\":\"draining\",\"status\":\"not ready\"}\n" {
 		t.Errorf("/readyz while not ready: %d %s", code, body)
 	}
-	notReady = nil
+	ready.Store(true)
 	if code, body := get("/readyz"); code != 200 || body != "{\"status\":\"ready\"}\n" {
 		t.Errorf("/readyz when ready: %d %s", code, body)
 	}
