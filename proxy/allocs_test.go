@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net/http"
 	"testing"
 )
 
@@ -19,19 +18,7 @@ func TestProxiedGETAllocationBudget(t *testing.T) {
 		t.Skip("the race detector changes allocation counts; run without -race (the README's test command does)")
 	}
 	for _, path := range []string{"/t1/b1/v2/catalog", "/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"} {
-		res := testing.Benchmark(func(b *testing.B) {
-			g := benchGateway(b)
-			r := benchRequest(path)
-			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
-			for b.Loop() {
-				w.reset()
-				g.ServeHTTP(w, r)
-				if w.status != 200 {
-					b.Fatalf("status %d", w.status)
-				}
-			}
-		})
+		res := testing.Benchmark(func(b *testing.B) { benchProxiedGET(b, path) })
 		allocs, bytes := res.AllocsPerOp(), res.AllocedBytesPerOp()
 		t.Logf("%s: %d allocs, %d B per request", path, allocs, bytes)
 		if allocs > maxAllocsPerGET || bytes > maxBytesPerGET {

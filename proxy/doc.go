@@ -2,7 +2,7 @@
 // platform request passes through, the per-broker reverse proxies, and the
 // admin API.
 //
-// A request passes, outermost first: recover, scope, access log, body limit,
+// A request passes, outermost first: scope, recover, access log, body,
 // route, auth, version, classify, upstream. Each stage is a small
 // Middleware that reads and fills the request's *Scope and never mutates the
 // inbound *http.Request; later stages (validate, guard, catalog, trace,
