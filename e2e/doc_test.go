@@ -15,4 +15,8 @@
 //
 // Asynchronous operations complete on a clock the tests advance, so polling is
 // deterministic and takes no wall time.
+//
+// The OSB client needs k8s.io/klog/v2; go.mod selects v2.140.0 because the
+// v2.0.0 the client asks for does not build against the go-logr/logr v1.4.2
+// that brokerapi v13 needs.
 package e2e

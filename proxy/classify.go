@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -8,14 +9,15 @@ import (
 
 // withClassify is the classify stage: it names the OSB call (endpoint, ids,
 // flags) with rules.Classify, answers 404/405 for what is no OSB endpoint,
-// and 412 for an endpoint that does not exist at the negotiated version.
+// and 412 for an endpoint that does not exist at the negotiated version or
+// at the newest version the broker speaks (it would not understand it).
 func withClassify() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeFrom(r.Context())
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
 			if err == nil {
-				err = rules.CheckVersion(call, s.Version)
+				err = checkVersions(call, s)
 			}
 			s.Call = call
 			if err != nil {
@@ -25,4 +27,15 @@ func withClassify() Middleware {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+func checkVersions(call rules.Call, s *Scope) error {
+	if err := rules.CheckVersion(call, s.Version); err != nil {
+		return err
+	}
+	if what, need := rules.NeedVersion(call); s.route.up.max.Less(need) {
+		return osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
+			what, osb.HeaderAPIVersion, need, s.Broker, s.route.up.max)
+	}
+	return nil
 }

@@ -62,3 +62,40 @@ func TestVersionNegotiation(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionGateAtTheBrokersMaximum: an endpoint newer than the newest
+// version a broker speaks is refused, though the platform's version has it;
+// the broker would get a header that does not know the endpoint.
+func TestVersionGateAtTheBrokersMaximum(t *testing.T) {
+	legacy := newBackend(t, nil)
+	_, gw := testGateway(t, `
+admin: {address: "off"}
+brokers: [{name: legacy, url: "${URL}", api_version: {min: "2.0", max: "2.8"}}]
+tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: legacy}]}]
+`, map[string]string{"URL": legacy.URL})
+	tests := []struct {
+		name, method, path string
+		status             int
+		golden             string
+	}{
+		{"GET instance", "GET", "/t1/legacy/v2/service_instances/i1", 412, "version_broker_max"},
+		{"async bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1?accepts_incomplete=true", 412, ""},
+		{"sync bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1", 200, ""},
+		{"async provision exists at 2.8", "PUT", "/t1/legacy/v2/service_instances/i1?accepts_incomplete=true", 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(legacy.requests())
+			res, body := do(t, tc.method, gw.URL+tc.path, t1User, t1Pass, "2.14", nil)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			if reached := len(legacy.requests()) > n; reached != (tc.status == 200) {
+				t.Errorf("broker reached = %v", reached)
+			}
+			if tc.golden != "" {
+				checkGolden(t, tc.golden, res, body)
+			}
+		})
+	}
+}

@@ -187,14 +187,23 @@ func (e Endpoint) describe() string {
 //
 // An Unknown endpoint passes; Classify refuses those before.
 func CheckVersion(c Call, v osb.Version) error {
-	info := c.Endpoint.info()
-	if v.Less(info.since) {
-		return versionError(c.Endpoint.describe(), info.since, v)
-	}
-	if c.AcceptsIncomplete && !info.asyncSince.IsZero() && v.Less(info.asyncSince) {
-		return versionError("asynchronous "+c.Endpoint.describe()+" (accepts_incomplete=true)", info.asyncSince, v)
+	what, need := NeedVersion(c)
+	if v.Less(need) {
+		return versionError(what, need, v)
 	}
 	return nil
+}
+
+// NeedVersion returns what the call is, for a person ("GET binding",
+// "asynchronous PUT binding (accepts_incomplete=true)"), and the oldest API
+// version at which it exists.
+func NeedVersion(c Call) (what string, need osb.Version) {
+	info := c.Endpoint.info()
+	what, need = c.Endpoint.describe(), info.since
+	if c.AcceptsIncomplete && !info.asyncSince.IsZero() && need.Less(info.asyncSince) {
+		what, need = "asynchronous "+what+" (accepts_incomplete=true)", info.asyncSince
+	}
+	return what, need
 }
 
 // versionError builds the 412 for a feature that needs version need when the

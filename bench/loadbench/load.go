@@ -10,9 +10,12 @@ import (
 	"io"
 	"math/bits"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +40,9 @@ type sample struct {
 	errors   map[string]int64 // other outcomes by description ("status 412", transport errors)
 	elapsed  time.Duration    // length of the measured period
 	cpu      time.Duration    // user+system CPU of this process (and extraCPU) in the period
+	allocs   uint64           // heap allocations of this process in the period
+	bytes    uint64           // heap bytes allocated by this process in the period
+	io       procIO           // read and write system calls of this process in the period
 	hist     histogram        // latency of the 200 answers
 }
 
@@ -45,6 +51,9 @@ func (s *sample) add(o *sample) {
 	s.requests += o.requests
 	s.elapsed += o.elapsed
 	s.cpu += o.cpu
+	s.allocs += o.allocs
+	s.bytes += o.bytes
+	s.io = s.io.plus(o.io)
 	s.hist.merge(&o.hist)
 	for k, v := range o.errors {
 		if s.errors == nil {
@@ -107,6 +116,9 @@ func load(ctx context.Context, r spec) (*sample, error) {
 		stop()
 		return nil, err
 	}
+	var mem0, mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
+	io0 := readProcIO()
 	start := time.Now()
 	phase.Store(phaseMeasure)
 	if err := sleep(ctx, r.measure); err != nil {
@@ -115,11 +127,15 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	}
 	cpu1, err := cpuTime(r.extraCPU)
 	elapsed := time.Since(start)
+	io1 := readProcIO()
+	runtime.ReadMemStats(&mem1)
 	stop()
 	if err != nil {
 		return nil, err
 	}
-	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0}
+	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0,
+		allocs: mem1.Mallocs - mem0.Mallocs, bytes: mem1.TotalAlloc - mem0.TotalAlloc,
+		io: io1.minus(io0)}
 	for _, w := range workers {
 		s.add(&sample{requests: w.requests, errors: w.errors, hist: w.hist})
 	}
@@ -205,6 +221,33 @@ func cpuTime(extra func() (time.Duration, error)) (time.Duration, error) {
 		t += e
 	}
 	return t, nil
+}
+
+// procIO counts system calls that read and write (sockets included), from
+// /proc/self/io; zero where that file cannot be read.
+type procIO struct{ reads, writes int64 }
+
+func (a procIO) plus(b procIO) procIO  { return procIO{a.reads + b.reads, a.writes + b.writes} }
+func (a procIO) minus(b procIO) procIO { return procIO{a.reads - b.reads, a.writes - b.writes} }
+
+// readProcIO returns this process's syscr and syscw counts.
+func readProcIO() procIO {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return procIO{}
+	}
+	var p procIO
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			p.reads = n
+		case "syscw":
+			p.writes = n
+		}
+	}
+	return p
 }
 
 // histogram counts latencies in log-linear buckets: exact below 128 ns,

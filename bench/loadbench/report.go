@@ -61,6 +61,10 @@ type row struct {
 	P99         float64          `json:"p99_us"`
 	CPU         float64          `json:"cpu_per_req_us"`
 	AddedCPU    *float64         `json:"added_cpu_per_req_us,omitempty"`
+	Allocs      float64          `json:"allocs_per_req"`
+	Bytes       float64          `json:"bytes_per_req"`
+	Reads       float64          `json:"read_syscalls_per_req"`
+	Writes      float64          `json:"write_syscalls_per_req"`
 	RatioDirect float64          `json:"ratio_to_direct"`
 	RatioBare   *float64         `json:"ratio_to_bare,omitempty"`
 }
@@ -130,7 +134,10 @@ func newRow(kind string, n int, t string, s *sample) row {
 		r.RPS = float64(s.requests) / s.elapsed.Seconds()
 	}
 	if s.requests > 0 {
-		r.CPU = us(s.cpu) / float64(s.requests)
+		n := float64(s.requests)
+		r.CPU = us(s.cpu) / n
+		r.Allocs, r.Bytes = float64(s.allocs)/n, float64(s.bytes)/n
+		r.Reads, r.Writes = float64(s.io.reads)/n, float64(s.io.writes)/n
 	}
 	return r
 }
@@ -192,12 +199,12 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	if m.Nginx != "" {
 		fmt.Fprintf(w, "nginx %s: its master and workers' CPU is added to this process's.\n", m.Nginx)
 	}
-	fmt.Fprintf(w, "\n| request | conns | target | req/s | p50 | p99 | CPU/req | added CPU/req | × direct | × bare proxy |\n")
-	fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "\n| request | conns | target | req/s | p50 | p99 | CPU/req | added CPU/req | × direct | × bare proxy | allocs/req |\n")
+	fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s | %.0f |\n",
 			r.Request, r.Conns, r.Target, r.RPS, fmtUS(r.P50), fmtUS(r.P99), fmtCPU(r.CPU),
-			fmtOptCPU(r.AddedCPU), r.RatioDirect, fmtOptRatio(r.RatioBare))
+			fmtOptCPU(r.AddedCPU), r.RatioDirect, fmtOptRatio(r.RatioBare), r.Allocs)
 	}
 	if len(rep.Chain) > 0 {
 		fmt.Fprintf(w, "\nGateway chain: CPU per request the gateway adds over the bare proxy (target < %s):\n\n", maxChainCPU)

@@ -1,10 +1,3 @@
-//go:build osbclient
-
-// This test needs a k8s.io/klog/v2 newer than the v2.0.0 go.mod selects
-// today: v2.0.0 does not build against go-logr/logr v1.4.2, so neither does
-// sigs.k8s.io/go-open-service-broker-client/v2. With klog v2.140.0 it passes;
-// run it with -tags osbclient, and drop the tag once go.mod is fixed.
-
 package samplebroker
 
 import (
