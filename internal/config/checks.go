@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	pathpkg "path"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ func checkFields(c *Config, probs *Problems) {
 		checkVersions(b.APIVersion, path+".api_version", probs)
 	}
 	checkWriteTimeout(c, probs)
+	checkFilters(c, probs)
 	if m := c.Runtime.MemoryLimit; m != "" && !memoryLimitRE.MatchString(m) {
 		probs.addf("runtime.memory_limit", `must be a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"`)
 	}
@@ -228,4 +230,28 @@ func checkWriteTimeout(c *Config, probs *Problems) {
 	}
 	probs.addf("listen.write_timeout", "%s is shorter than %s (%s); the responses of slow calls would be cut off",
 		c.Listen.WriteTimeout, joinIndex("brokers", longest)+".timeout", c.Brokers[longest].Timeout)
+}
+
+// checkFilters checks that every catalog filter pattern is a valid glob.
+func checkFilters(c *Config, probs *Problems) {
+	for i, t := range c.Tenants {
+		for j, r := range t.Routes {
+			path := joinIndex(joinIndex("tenants", i)+".routes", j)
+			for _, f := range []struct {
+				name   string
+				filter Filter
+			}{{"services", r.Services}, {"plans", r.Plans}} {
+				for _, l := range []struct {
+					name string
+					pats []string
+				}{{"allow", f.filter.Allow}, {"deny", f.filter.Deny}} {
+					for k, pat := range l.pats {
+						if _, err := pathpkg.Match(pat, ""); err != nil || pat == "" {
+							probs.addf(joinIndex(path+"."+f.name+"."+l.name, k), "%q is not a glob pattern (use *, ? and [a-z])", pat)
+						}
+					}
+				}
+			}
+		}
+	}
 }

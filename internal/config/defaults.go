@@ -33,6 +33,15 @@ func (c *Config) ApplyDefaults() {
 	if c.Runtime.GOGC == 0 {
 		c.Runtime.GOGC = DefaultGOGC
 	}
+	if c.Catalog.MaxEntries == 0 {
+		c.Catalog.MaxEntries = DefaultCatalogMaxEntries
+	}
+	if c.Catalog.MaxBytes == 0 {
+		c.Catalog.MaxBytes = DefaultCatalogMaxBytes
+	}
+	if c.Catalog.RequireWarm {
+		c.Catalog.Warm = true
+	}
 	for i := range c.Tenants {
 		c.Tenants[i].applyDefaults()
 	}
@@ -76,6 +85,7 @@ func (b *Broker) applyDefaults() {
 	setDuration(&b.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 	setDuration(&b.IdleConnTimeout, DefaultIdleConnTimeout)
 	setDuration(&b.ResponseHeaderTimeout, b.Timeout)
+	setDuration(&b.Catalog.TTL, DefaultCatalogTTL)
 	if b.MaxIdleConns == 0 {
 		b.MaxIdleConns = DefaultMaxIdleConnsPerBroker
 	}

@@ -34,6 +34,7 @@ func TestLoadFull(t *testing.T) {
 		Admin:   Admin{Address: "off"},
 		Log:     Log{Format: "text", Level: "debug"},
 		Runtime: Runtime{GOGC: 100, MemoryLimit: "512MiB"},
+		Catalog: Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Tenants: []Tenant{{
 			Name:                 "cf-prod",
 			MissingVersionStatus: 400,
@@ -41,7 +42,9 @@ func TestLoadFull(t *testing.T) {
 				{Username: "cc", Password: "current-password"},
 				{Username: "cc", Password: "next-password"},
 			},
-			Routes: []Route{{Broker: "mysql", Prefix: "/prod/mysql"}, {Broker: "legacy", Prefix: "/cf-prod/legacy"}},
+			Routes: []Route{{Broker: "mysql", Prefix: "/prod/mysql",
+				Services: Filter{Allow: []string{"mysql*"}}, Plans: Filter{Deny: []string{"*-large", "mysql/legacy-?"}}},
+				{Broker: "legacy", Prefix: "/cf-prod/legacy"}},
 		}, {
 			Name:                 "cf-dev",
 			MissingVersionStatus: DefaultMissingVersionStatus,
@@ -61,6 +64,7 @@ func TestLoadFull(t *testing.T) {
 			MaxIdleConns:          64,
 			IdleConnTimeout:       time.Minute,
 			TLS:                   UpstreamTLS{ServerName: "mysql.internal"},
+			Catalog:               BrokerCatalog{TTL: time.Minute, VaryByPlatform: true},
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -71,6 +75,7 @@ func TestLoadFull(t *testing.T) {
 			ResponseHeaderTimeout: 2 * time.Minute,
 			MaxIdleConns:          DefaultMaxIdleConnsPerBroker,
 			IdleConnTimeout:       DefaultIdleConnTimeout,
+			Catalog:               BrokerCatalog{TTL: DefaultCatalogTTL},
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

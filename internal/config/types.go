@@ -40,6 +40,10 @@ const (
 	DefaultBrokerMaxVersionString = "2.17" // brokers[].api_version.max
 
 	DefaultGOGC = 200 // runtime.gogc
+
+	DefaultCatalogMaxEntries = 1000     // catalog.max_entries
+	DefaultCatalogMaxBytes   = 64 << 20 // catalog.max_bytes
+	DefaultCatalogTTL        = 5 * time.Minute
 )
 
 // Config is the whole gateway.yaml.
@@ -48,6 +52,7 @@ type Config struct {
 	Admin   Admin    `yaml:"admin"`
 	Log     Log      `yaml:"log"`
 	Runtime Runtime  `yaml:"runtime"`
+	Catalog Catalog  `yaml:"catalog"`
 	Tenants []Tenant `yaml:"tenants" validate:"required,min=1,dive"`
 	Brokers []Broker `yaml:"brokers" validate:"required,min=1,dive"`
 }
@@ -90,6 +95,23 @@ type Runtime struct {
 	MemoryLimit string `yaml:"memory_limit"`
 }
 
+// Catalog sizes the catalog cache, shared by all brokers. Catalogs are
+// cached per broker, negotiated API version and (for brokers with
+// catalog.vary_by_platform) originating platform.
+type Catalog struct {
+	// MaxEntries bounds the number of cached catalogs; zero value:
+	// DefaultCatalogMaxEntries.
+	MaxEntries int `yaml:"max_entries" validate:"gte=1,lte=1000000"`
+	// MaxBytes bounds the cached catalogs' total size; the least recently
+	// used are dropped first. Zero value: DefaultCatalogMaxBytes.
+	MaxBytes int64 `yaml:"max_bytes" validate:"gte=1024"`
+	// Warm fetches every broker's catalog at start and after a reload.
+	Warm bool `yaml:"warm"`
+	// RequireWarm makes /readyz answer 503 until every broker's catalog was
+	// fetched once (implies Warm).
+	RequireWarm bool `yaml:"require_warm"`
+}
+
 // Tenant is one platform (for example one Cloud Foundry foundation).
 type Tenant struct {
 	Name        string       `yaml:"name" validate:"required,max=63"`
@@ -114,7 +136,24 @@ type Route struct {
 	Broker string `yaml:"broker" validate:"required"`
 	// Prefix is the URL path prefix; zero value: "/<tenant>/<broker>".
 	Prefix string `yaml:"prefix"`
+	// Services and Plans restrict the tenant's view of the broker's
+	// catalog. Empty: everything is visible.
+	Services Filter `yaml:"services"`
+	Plans    Filter `yaml:"plans"`
 }
+
+// Filter selects catalog services or plans by name or id with glob
+// patterns (path.Match syntax: *, ?, [a-z]). An item is visible when Allow
+// is empty or one of its patterns matches, and no Deny pattern matches.
+// Plan patterns match the plan's name, its id, or "<service name>/<plan
+// name>".
+type Filter struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+}
+
+// Empty reports whether f lets everything through.
+func (f Filter) Empty() bool { return len(f.Allow) == 0 && len(f.Deny) == 0 }
 
 // Broker is one upstream OSB broker.
 type Broker struct {
@@ -134,6 +173,19 @@ type Broker struct {
 	MaxIdleConns          int           `yaml:"max_idle_conns" validate:"gte=1,lte=100000"`
 	IdleConnTimeout       time.Duration `yaml:"idle_conn_timeout" validate:"gt=0"`
 	TLS                   UpstreamTLS   `yaml:"tls"`
+	Catalog               BrokerCatalog `yaml:"catalog"`
+}
+
+// BrokerCatalog is how one broker's catalog is cached.
+type BrokerCatalog struct {
+	// TTL is how long a fetched catalog is fresh; after it, the stale one is
+	// served while one background refresh runs. Zero value:
+	// DefaultCatalogTTL.
+	TTL time.Duration `yaml:"ttl" validate:"gt=0"`
+	// VaryByPlatform caches a catalog per originating platform (the first
+	// word of X-Broker-API-Originating-Identity), for brokers whose catalog
+	// differs by platform.
+	VaryByPlatform bool `yaml:"vary_by_platform"`
 }
 
 // VersionRange bounds the API versions a broker accepts. The header sent to
