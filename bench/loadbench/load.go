@@ -167,6 +167,9 @@ func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *at
 		t0 := time.Now()
 		status, err := roundTrip(tr, req)
 		d := time.Since(t0)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // do not spin on a dead target
+		}
 		switch phase.Load() {
 		case phaseWarmup:
 			continue
@@ -176,7 +179,6 @@ func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *at
 		switch {
 		case err != nil:
 			w.fail(err.Error())
-			time.Sleep(10 * time.Millisecond) // do not spin on a dead target
 		case status != http.StatusOK:
 			w.fail(fmt.Sprintf("status %d", status))
 		default:
