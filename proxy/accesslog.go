@@ -7,10 +7,12 @@ import (
 )
 
 // withAccessLog writes one line per request, after it was served, from the
-// Scope: tenant, broker, endpoint, instance id, status, duration and request
-// id. It never logs headers, bodies or credentials. Server errors log at
-// warn level, the rest at info.
-func withAccessLog(log *slog.Logger, now func() time.Time) Middleware {
+// Scope: request id, method, tenant, broker, endpoint, instance id (when
+// there is one), status, duration in microseconds, body bytes, and the
+// gateway's own error (descriptions, which never carry secrets). It never
+// logs headers, bodies or credentials. Server errors log at warn level, the
+// rest at info.
+func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
@@ -19,31 +21,42 @@ func withAccessLog(log *slog.Logger, now func() time.Time) Middleware {
 			if s.Status >= 500 {
 				level = slog.LevelWarn
 			}
-			if !log.Enabled(r.Context(), level) {
+			var fields [10]accessField
+			n := 0
+			add := func(k, v string) { fields[n] = accessField{key: k, str: v}; n++ }
+			addN := func(k string, v int64) { fields[n] = accessField{key: k, num: v, isN: true}; n++ }
+			add("request_id", s.RequestID)
+			add("method", r.Method)
+			add("tenant", s.Tenant)
+			add("broker", s.Broker)
+			add("endpoint", s.Call.Endpoint.String())
+			if s.Call.InstanceID != "" {
+				add("instance_id", s.Call.InstanceID)
+			}
+			addN("status", int64(s.Status))
+			t := now()
+			addN("duration_us", t.Sub(s.Start).Microseconds())
+			addN("bytes", s.Bytes)
+			if s.Err != nil {
+				add("error", s.Err.Error())
+			}
+			if access != nil {
+				access.write(t, level, fields[:n])
 				return
 			}
-			attrs := [...]slog.Attr{
-				slog.String("request_id", s.RequestID),
-				slog.String("method", r.Method),
-				slog.String("tenant", s.Tenant),
-				slog.String("broker", s.Broker),
-				slog.String("endpoint", s.Call.Endpoint.String()),
-				slog.String("instance_id", s.Call.InstanceID),
-				slog.Int("status", s.Status),
-				slog.Float64("duration_ms", float64(now().Sub(s.Start).Microseconds())/1000),
-				slog.Int64("bytes", s.Bytes),
-				slog.String("error", errText(s.Err)),
+			h := log.Handler()
+			if !h.Enabled(r.Context(), level) {
+				return
 			}
-			log.LogAttrs(r.Context(), level, "request", attrs[:]...)
+			rec := slog.NewRecord(t, level, "request", 0)
+			for _, f := range fields[:n] {
+				if f.isN {
+					rec.AddAttrs(slog.Int64(f.key, f.num))
+				} else {
+					rec.AddAttrs(slog.String(f.key, f.str))
+				}
+			}
+			_ = h.Handle(r.Context(), rec)
 		})
 	}
-}
-
-// errText is the description of the gateway's own answer, "" when the
-// broker's answer passed through. Descriptions never carry secrets.
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -42,7 +42,7 @@ func benchGateway(b *testing.B) *Gateway {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AccessLog: NewAccessLog(io.Discard, "json", nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +105,8 @@ func BenchmarkStage(b *testing.B) {
 	}{
 		{"baseline", func(h http.Handler) http.Handler { return h }},
 		{"recover", withRecover(slog.New(slog.DiscardHandler))},
-		{"accesslog", withAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now)},
+		{"accesslog slog", withAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now)},
+		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now)},
 		{"bodylimit", withBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
 		{"auth", withAuth()},

@@ -15,6 +15,9 @@ import (
 type Options struct {
 	// Logger receives access lines and errors; nil: slog.Default().
 	Logger *slog.Logger
+	// AccessLog receives the access lines; nil: they go to Logger at info
+	// (warn for 5xx).
+	AccessLog *AccessLog
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Previous is the Gateway being replaced by a reload, or nil. Upstreams
@@ -75,7 +78,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.handler = Stack(dispatch{},
 		withScope(opts.Now),
 		withRecover(opts.Logger),
-		withAccessLog(opts.Logger, opts.Now),
+		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
 		withBodyLimit(cfg.Listen.MaxBodyBytes),
 		withRoute(routes),
 		withAuth(),

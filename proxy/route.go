@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
@@ -63,26 +62,37 @@ func withRoute(routes routeTable) Middleware {
 	}
 }
 
-// uncleanPath says why the escaped path p may not be routed, or "".
+// uncleanPath says why the escaped path p may not be routed, or "". It
+// refuses empty segments, dot segments (literal or percent-encoded),
+// backslashes and encoded separators, in one pass without allocating.
 func uncleanPath(p string) string {
 	if p == "" || p[0] != '/' {
 		return "it does not start with \"/\""
 	}
-	if strings.Contains(p, "//") {
-		return "it has an empty segment (\"//\")"
-	}
-	if strings.IndexByte(p, '\\') >= 0 {
-		return "it contains a backslash"
-	}
-	for seg := range strings.SplitSeq(p[1:], "/") {
+	segStart := 1
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) {
+			switch p[i] {
+			case '/':
+			case '\\':
+				return "it contains a backslash"
+			case '%':
+				if why := badEscape(p[i:]); why != "" {
+					return why
+				}
+				continue
+			default:
+				continue
+			}
+		}
+		seg := p[segStart:i]
+		if seg == "" && i < len(p) {
+			return "it has an empty segment (\"//\")"
+		}
 		if isDotSegment(seg) {
 			return fmt.Sprintf("it has a dot segment (%q)", seg)
 		}
-		if i := strings.IndexByte(seg, '%'); i >= 0 {
-			if why := badEscape(seg[i:]); why != "" {
-				return why
-			}
-		}
+		segStart = i + 1
 	}
 	return ""
 }
@@ -90,28 +100,34 @@ func uncleanPath(p string) string {
 // isDotSegment reports whether seg is "." or "..", literally or
 // percent-encoded ("%2e", "%2E%2e", ".%2e").
 func isDotSegment(seg string) bool {
-	if len(seg) > 6 {
-		return false
+	dots := 0
+	for i := 0; i < len(seg); {
+		switch {
+		case seg[i] == '.':
+			i++
+		case i+3 <= len(seg) && seg[i] == '%' && seg[i+1] == '2' && (seg[i+2] == 'e' || seg[i+2] == 'E'):
+			i += 3
+		default:
+			return false
+		}
+		dots++
 	}
-	s := strings.ReplaceAll(strings.ReplaceAll(seg, "%2e", "."), "%2E", ".")
-	return s == "." || s == ".."
+	return dots == 1 || dots == 2
 }
 
-// badEscape refuses encoded separators: "%2f", "%5c" and "%00".
+// badEscape says why the escape at the start of s is refused: "%2f",
+// "%5c" and "%00" encode separators or NUL.
 func badEscape(s string) string {
-	for {
-		i := strings.IndexByte(s, '%')
-		if i < 0 || i+3 > len(s) {
-			return ""
-		}
-		switch strings.ToLower(s[i+1 : i+3]) {
-		case "2f":
-			return "it contains an encoded slash (\"%2f\")"
-		case "5c":
-			return "it contains an encoded backslash (\"%5c\")"
-		case "00":
-			return "it contains an encoded NUL (\"%00\")"
-		}
-		s = s[i+3:]
+	if len(s) < 3 {
+		return ""
 	}
+	switch {
+	case s[1] == '2' && (s[2] == 'f' || s[2] == 'F'):
+		return "it contains an encoded slash (\"%2f\")"
+	case s[1] == '5' && (s[2] == 'c' || s[2] == 'C'):
+		return "it contains an encoded backslash (\"%5c\")"
+	case s[1] == '0' && s[2] == '0':
+		return "it contains an encoded NUL (\"%00\")"
+	}
+	return ""
 }

@@ -150,3 +150,22 @@ func TestRouteTableMatch(t *testing.T) {
 }
 
 var _ = http.StatusOK
+
+func TestUncleanPath(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		bad  bool
+	}{
+		{"/t/b/v2/catalog", false},
+		{"/t/b/v2/service_instances/a%20b", false},
+		{"/t/b/v2/x.y/..z/...", false},
+		{"/t/b/", false}, // a trailing slash is left to the router and classifier
+		{"", true}, {"t/b", true}, {"//t", true}, {"/t//b", true}, {"/t/./b", true}, {"/t/../b", true},
+		{"/t/..", true}, {"/t/.", true}, {"/t/%2e%2E", true}, {"/t/.%2e/x", true}, {"/t/%2e", true},
+		{"/t%2fb", true}, {"/t%2Fb", true}, {"/t%5cb", true}, {"/t%00", true}, {"/t\\b", true},
+	} {
+		if got := uncleanPath(tc.path) != ""; got != tc.bad {
+			t.Errorf("uncleanPath(%q) refuses = %v, want %v (%s)", tc.path, got, tc.bad, uncleanPath(tc.path))
+		}
+	}
+}

@@ -52,9 +52,9 @@ type Scope struct {
 	// broker request (never appended to: cap 1).
 	idHeader []string
 	w        statusWriter
-	// hdrs backs idHeader and the X-Forwarded-* values, so they cost no
+	// hdrs backs idHeader and X-Forwarded-For, so they cost no
 	// allocation of their own.
-	hdrs [3]string
+	hdrs [2]string
 }
 
 type scopeKey struct{}

@@ -269,7 +269,8 @@ func newGateway(brokerURL string) (*target, error) {
 		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	g, err := proxy.New(cfg, proxy.Options{Logger: log})
+	// The access log as osb-gateway serve writes it (JSON), to io.Discard.
+	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo)})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

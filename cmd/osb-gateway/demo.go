@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -40,8 +39,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log, level := newLogger(config.Log{Format: "text", Level: "info"}, stderr)
-	d, err := startDemo(*addr, *adminAddr, *asyncDelay, log, level)
+	d, err := startDemo(*addr, *adminAddr, *asyncDelay, newLogs(config.Log{Format: "text", Level: "info"}, stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "osb-gateway demo: %v\n", err)
 		return 1
@@ -54,7 +52,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 // startDemo starts the sample brokers and the gateway; it returns once all
 // listeners are open.
-func startDemo(addr, adminAddr string, asyncDelay time.Duration, log *slog.Logger, level *slog.LevelVar) (*demo, error) {
+func startDemo(addr, adminAddr string, asyncDelay time.Duration, l logs) (*demo, error) {
 	d := &demo{env: map[string]string{
 		"DEMO_ADDR":            addr,
 		"DEMO_ADMIN_ADDR":      adminAddr,
@@ -84,7 +82,7 @@ func startDemo(addr, adminAddr string, asyncDelay time.Duration, log *slog.Logge
 		return nil, fmt.Errorf("embedded configuration: %w", err)
 	}
 	d.cfg = cfg
-	srv, err := newServer(cfg, "(embedded demo configuration)", log, level)
+	srv, err := newServer(cfg, "(embedded demo configuration)", l)
 	if err != nil {
 		d.stopBrokers()
 		return nil, err

@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"context"
 	"gopkg.in/yaml.v3"
-	"log/slog"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,7 +18,7 @@ import (
 // TestDemoGuideWorksAsPrinted starts the demo and runs every curl command
 // it prints, exactly as printed, through a shell.
 func TestDemoGuideWorksAsPrinted(t *testing.T) {
-	d, err := startDemo("127.0.0.1:0", "127.0.0.1:0", 100*time.Millisecond, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	d, err := startDemo("127.0.0.1:0", "127.0.0.1:0", 100*time.Millisecond, newLogs(config.Log{Format: "text", Level: "error"}, io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,25 +32,35 @@ func runServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "osb-gateway: %s: configuration refused:\n%v\n", *path, err)
 		return 1
 	}
-	log, level := newLogger(cfg.Log, stderr)
-	srv, err := newServer(cfg, *path, log, level)
+	logs := newLogs(cfg.Log, stderr)
+	srv, err := newServer(cfg, *path, logs)
 	if err != nil {
-		log.Error("cannot start", slog.String("error", err.Error()))
+		logs.log.Error("cannot start", slog.String("error", err.Error()))
 		return 1
 	}
 	return srv.runUntilSignal()
 }
 
-// newLogger builds the process logger from log settings; the level can be
-// changed by a reload.
-func newLogger(lc config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+// logs are the process logger and the access log, writing to one writer
+// in one format; a reload may change the level, not the format.
+type logs struct {
+	log    *slog.Logger
+	level  *slog.LevelVar
+	access *proxy.AccessLog
+}
+
+// newLogs builds the loggers from log settings.
+func newLogs(lc config.Log, w io.Writer) logs {
 	level := new(slog.LevelVar)
 	setLevel(level, lc.Level)
 	opts := &slog.HandlerOptions{Level: level}
+	l := logs{level: level, access: proxy.NewAccessLog(w, lc.Format, level)}
 	if lc.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts)), level
+		l.log = slog.New(slog.NewTextHandler(w, opts))
+	} else {
+		l.log = slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts)), level
+	return l
 }
 
 func setLevel(v *slog.LevelVar, name string) {
@@ -65,6 +75,7 @@ type server struct {
 	path    string
 	log     *slog.Logger
 	level   *slog.LevelVar
+	access  *proxy.AccessLog
 	sw      *proxy.Switch
 	main    *http.Server
 	admin   *http.Server
@@ -79,15 +90,16 @@ type server struct {
 
 // newServer builds the Gateway and opens both listeners; it does not serve
 // yet.
-func newServer(cfg *config.Config, path string, log *slog.Logger, level *slog.LevelVar) (*server, error) {
+func newServer(cfg *config.Config, path string, lg logs) (*server, error) {
+	log := lg.log
 	if err := applyRuntime(cfg.Runtime, log); err != nil {
 		return nil, err
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: log})
+	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access})
 	if err != nil {
 		return nil, err
 	}
-	s := &server{path: path, log: log, level: level, sw: proxy.NewSwitch(g),
+	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g),
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
 	l := cfg.Listen
 	s.main = &http.Server{
@@ -164,7 +176,7 @@ func (s *server) reload() error {
 		return err
 	}
 	old := s.sw.Load()
-	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, Previous: old})
+	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old})
 	if err != nil {
 		s.log.Error("reload refused; the running configuration stays", slog.String("error", err.Error()))
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -47,8 +46,7 @@ func startServer(t *testing.T, path string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, level := newLogger(cfg.Log, io.Discard)
-	s, err := newServer(cfg, path, log, level)
+	s, err := newServer(cfg, path, newLogs(cfg.Log, io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +190,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newServer(cfg, path, slog.New(slog.DiscardHandler), new(slog.LevelVar))
+	s, err := newServer(cfg, path, newLogs(cfg.Log, io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

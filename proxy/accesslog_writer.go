@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// AccessLog writes access lines straight to a writer, in the same JSON or
+// text shape as log/slog's handlers, without slog's generic machinery: the
+// access line is the one log line every request pays for. It is safe for
+// concurrent use; each line is one Write.
+type AccessLog struct {
+	w     io.Writer
+	text  bool
+	level slog.Leveler
+	mu    sync.Mutex
+}
+
+// NewAccessLog returns an AccessLog writing format ("json" or "text") to
+// w, dropping lines below level (nil: info).
+func NewAccessLog(w io.Writer, format string, level slog.Leveler) *AccessLog {
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	return &AccessLog{w: w, text: format == "text", level: level}
+}
+
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// accessField is one key and value of an access line.
+type accessField struct {
+	key string
+	str string
+	num int64
+	isN bool
+}
+
+// write formats and writes one line.
+func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
+	if level < a.level.Level() {
+		return
+	}
+	bp := lineBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	if a.text {
+		b = append(b, "time="...)
+		b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, " level="...)
+		b = append(b, level.String()...)
+		b = append(b, " msg=request"...)
+		for _, f := range fields {
+			b = append(b, ' ')
+			b = append(b, f.key...)
+			b = append(b, '=')
+			if f.isN {
+				b = strconv.AppendInt(b, f.num, 10)
+			} else {
+				b = appendTextValue(b, f.str)
+			}
+		}
+	} else {
+		b = append(b, `{"time":"`...)
+		b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, `","level":"`...)
+		b = append(b, level.String()...)
+		b = append(b, `","msg":"request"`...)
+		for _, f := range fields {
+			b = append(b, ',', '"')
+			b = append(b, f.key...)
+			b = append(b, '"', ':')
+			if f.isN {
+				b = strconv.AppendInt(b, f.num, 10)
+			} else {
+				b = appendJSONString(b, f.str)
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	_, _ = a.w.Write(b)
+	a.mu.Unlock()
+	*bp = b
+	lineBufs.Put(bp)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendTextValue appends s bare when it is safe to, else quoted, as
+// slog's text handler does.
+func appendTextValue(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, `""`...)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == '=' || c == '"' || c >= utf8.RuneSelf {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	return append(b, s...)
+}
