@@ -13,7 +13,7 @@ import (
 
 func TestAuth(t *testing.T) {
 	gw, b1, _ := twoTenants(t)
-	url := gw.URL + "/t1/b1/v2/catalog"
+	url := gw.URL + "/t1/b1/v2/service_instances/x/last_operation"
 	tests := []struct {
 		name   string
 		header string // raw Authorization value; "" sends none

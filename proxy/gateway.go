@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,8 +23,12 @@ type Options struct {
 	Now func() time.Time
 	// Previous is the Gateway being replaced by a reload, or nil. Upstreams
 	// of brokers whose settings did not change are taken over from it, idle
-	// connections included.
+	// connections included; its catalog cache too, less the entries of
+	// brokers whose settings changed.
 	Previous *Gateway
+	// Catalogs is the catalog cache; nil: Previous's, else a new one sized
+	// by the configuration.
+	Catalogs *CatalogCache
 }
 
 // Gateway is the platform-facing handler built from one configuration. It
@@ -31,6 +36,7 @@ type Options struct {
 type Gateway struct {
 	cfg       *config.Config
 	upstreams map[string]*upstream
+	catalogs  *CatalogCache
 	handler   http.Handler
 }
 
@@ -42,7 +48,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, upstreams: make(map[string]*upstream, len(cfg.Brokers))}
+	g := &Gateway{cfg: cfg, upstreams: make(map[string]*upstream, len(cfg.Brokers)), catalogs: opts.Catalogs}
+	if g.catalogs == nil && opts.Previous != nil {
+		g.catalogs = opts.Previous.catalogs
+	}
+	if g.catalogs == nil {
+		g.catalogs = NewCatalogCache(cfg.Catalog, opts.Logger, opts.Now)
+	}
 	pool := newBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -53,6 +65,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				continue
 			}
 		}
+		g.catalogs.Forget(b.Name) // new or changed settings: nothing cached is theirs
 		u, err := newUpstream(b, opts.Logger, pool)
 		if err != nil {
 			errs = append(errs, err)
@@ -72,7 +85,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u}
+			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc)}
 		}
 	}
 	g.handler = Stack(dispatch{},
@@ -84,6 +97,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withAuth(),
 		withVersion(),
 		withClassify(),
+		withCatalog(g.catalogs),
 	)
 	return g, nil
 }
@@ -94,6 +108,45 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.
 // Config returns the configuration g was built from; callers must not
 // modify it.
 func (g *Gateway) Config() *config.Config { return g.cfg }
+
+// Catalogs returns the catalog cache g serves from.
+func (g *Gateway) Catalogs() *CatalogCache { return g.catalogs }
+
+// WarmCatalogs fetches every broker's catalog at WarmVersion (capped at the
+// broker's maximum) and returns what failed.
+func (g *Gateway) WarmCatalogs(ctx context.Context) error {
+	var errs []error
+	for _, b := range g.cfg.Brokers {
+		u := g.upstreams[b.Name]
+		v := WarmVersion
+		if u.max.Less(v) {
+			v = u.max
+		}
+		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: v.String()}, reqID: newRequestID()}, nil); err != nil {
+			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CatalogsReady reports nil once every broker's catalog was fetched at
+// least once, or which were not.
+func (g *Gateway) CatalogsReady() error {
+	var missing []string
+	for _, b := range g.cfg.Brokers {
+		st := g.catalogs.statsFor(b.Name)
+		st.mu.Lock()
+		ok := st.fetchedOnce
+		st.mu.Unlock()
+		if !ok {
+			missing = append(missing, b.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no catalog fetched yet from brokers %q", missing)
+	}
+	return nil
+}
 
 // Close releases idle broker connections of upstreams that next does not
 // use. In-flight requests are not interrupted. next may be nil.

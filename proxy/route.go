@@ -12,6 +12,7 @@ type route struct {
 	prefix string
 	tenant *tenant
 	up     *upstream
+	filter *catalogFilter // the tenant's view of the broker's catalog; nil: all
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

@@ -38,6 +38,8 @@ type Scope struct {
 	// Call is the classified OSB call; Endpoint is rules.Unknown until the
 	// classify stage ran.
 	Call rules.Call
+	// FromCache is set when the gateway answered from its catalog cache.
+	FromCache bool
 	// Status is the status sent to the platform (0 until written) and Bytes
 	// the body bytes written.
 	Status int

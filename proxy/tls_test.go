@@ -116,7 +116,7 @@ tenants:
 			settings := strings.NewReplacer("CA", ca.file, "CERT", clientCert, "KEY", clientKey).Replace(tc.tls)
 			y := strings.Replace(yamlTmpl, "{TLS}", settings, 1)
 			_, gw := testGateway(t, y, map[string]string{"URL": broker.URL})
-			res, body := do(t, "GET", gw.URL+"/t1/secure/v2/catalog", t1User, t1Pass, "2.14", nil)
+			res, body := do(t, "GET", gw.URL+"/t1/secure/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
 			}

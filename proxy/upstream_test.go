@@ -20,7 +20,7 @@ func TestHeaderHygiene(t *testing.T) {
 	b2 := newBackend(t, nil)
 	_, gw := testGateway(t, twoTenantYAML, env(b1.URL, b2.URL))
 
-	req, _ := http.NewRequest("GET", gw.URL+"/t1/b1/v2/catalog", nil)
+	req, _ := http.NewRequest("GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", nil)
 	req.SetBasicAuth(t1User, t1Pass)
 	req.Header.Set("X-Broker-API-Version", "2.14")
 	req.Header.Set("X-Broker-API-Originating-Identity", "cloudfoundry eyJ1c2VyX2lkIjoiNjgzZWE3NDgifQ==")
@@ -48,7 +48,7 @@ func TestHeaderHygiene(t *testing.T) {
 	}
 
 	// The broker without credentials (b2) must get no Authorization at all.
-	req, _ = http.NewRequest("GET", gw.URL+"/t1/b2/v2/catalog", nil)
+	req, _ = http.NewRequest("GET", gw.URL+"/t1/b2/v2/service_instances/x/last_operation", nil)
 	req.SetBasicAuth(t1User, t1Pass)
 	req.Header.Set("X-Broker-API-Version", "2.14")
 	res, _ = send(t, req)
@@ -67,7 +67,7 @@ func TestHeaderHygiene(t *testing.T) {
 func TestBrokerCredentialsNeverReachThePlatform(t *testing.T) {
 	gw, _, _ := twoTenants(t)
 	encoded := basic(brokerUser, brokerPass)[len("Basic "):]
-	for _, path := range []string{"/t1/b1/v2/catalog", "/t1/b1/v2/nothing", "/t1/b9/v2/catalog", "/t1/b1/../b2"} {
+	for _, path := range []string{"/t1/b1/v2/service_instances/x/last_operation", "/t1/b1/v2/nothing", "/t1/b9/v2/catalog", "/t1/b1/../b2"} {
 		for _, version := range []string{"", "2.14", "2.1"} {
 			res, body := do(t, "GET", gw.URL+path, t1User, t1Pass, version, nil)
 			var all bytes.Buffer
@@ -145,7 +145,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	ln.Close() // nothing listens there now
 	b2 := newBackend(t, nil)
 	_, gw := testGateway(t, twoTenantYAML, env(dead, b2.URL))
-	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/catalog", t1User, t1Pass, "2.14", nil)
+	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)
 	if res.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -171,7 +171,7 @@ func TestBrokerGarbage(t *testing.T) {
 		}
 	}()
 	_, gw := testGateway(t, twoTenantYAML, env("http://"+ln.Addr().String(), "http://"+ln.Addr().String()))
-	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/catalog", t1User, t1Pass, "2.14", nil)
+	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)
 	if res.StatusCode != http.StatusBadGateway || !strings.Contains(body, `\"b1\"`) {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -188,7 +188,7 @@ func TestBrokerTimeout(t *testing.T) {
 	defer close(release)
 	_, gw := testGateway(t, twoTenantYAML, env(b1.URL, b1.URL))
 	start := time.Now()
-	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/catalog", t1User, t1Pass, "2.14", nil)
+	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)
 	if res.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}

@@ -17,19 +17,19 @@ func TestVersionNegotiation(t *testing.T) {
 		forward string // what the broker must see
 		golden  string
 	}{
-		{"missing", "/t1/b1/v2/catalog", t1User, t1Pass, nil, 412, "", "version_missing"},
-		{"empty", "/t1/b1/v2/catalog", t1User, t1Pass, []string{""}, 412, "", ""},
+		{"missing", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, nil, 412, "", "version_missing"},
+		{"empty", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{""}, 412, "", ""},
 		{"missing, tenant answers 400", "/platform-two/shared/v2/catalog", t2User, t2Pass, nil, 400, "", "version_missing_400"},
-		{"not MAJOR.MINOR", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"latest"}, 412, "", "version_syntax"},
-		{"three parts", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14.1"}, 412, "", ""},
-		{"major 3", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"3.0"}, 412, "", "version_major"},
-		{"below the broker's minimum", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.8"}, 412, "", "version_below"},
-		{"sent twice", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14", "2.15"}, 412, "", ""},
-		{"minimum", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.13"}, 200, "2.13", ""},
-		{"inside the range", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.14"}, 200, "2.14", ""},
-		{"above the maximum is capped", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.17"}, 200, "2.15", ""},
-		{"far above is capped", "/t1/b1/v2/catalog", t1User, t1Pass, []string{"2.99"}, 200, "2.15", ""},
-		{"default range accepts 2.0", "/t1/b2/v2/catalog", t1User, t1Pass, []string{"2.0"}, 200, "2.0", ""},
+		{"not MAJOR.MINOR", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"latest"}, 412, "", "version_syntax"},
+		{"three parts", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.14.1"}, 412, "", ""},
+		{"major 3", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"3.0"}, 412, "", "version_major"},
+		{"below the broker's minimum", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.8"}, 412, "", "version_below"},
+		{"sent twice", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.14", "2.15"}, 412, "", ""},
+		{"minimum", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.13"}, 200, "2.13", ""},
+		{"inside the range", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.14"}, 200, "2.14", ""},
+		{"above the maximum is capped", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.17"}, 200, "2.15", ""},
+		{"far above is capped", "/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.99"}, 200, "2.15", ""},
+		{"default range accepts 2.0", "/t1/b2/v2/service_instances/x/last_operation", t1User, t1Pass, []string{"2.0"}, 200, "2.0", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

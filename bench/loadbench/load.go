@@ -32,6 +32,10 @@ type spec struct {
 	// extraCPU, when not nil, returns CPU time used so far outside this
 	// process (nginx); it is sampled at both ends of the measured period.
 	extraCPU func() (time.Duration, error)
+	// upstream, when not nil, returns how many catalog requests the broker
+	// behind the target has received so far; it is sampled at both ends of
+	// the measured period.
+	upstream func() int64
 }
 
 // sample is what one load run measured.
@@ -44,6 +48,10 @@ type sample struct {
 	bytes    uint64           // heap bytes allocated by this process in the period
 	io       procIO           // read and write system calls of this process in the period
 	hist     histogram        // latency of the 200 answers
+	// upstream counts the catalog requests the broker behind the target
+	// received in the period; counted says whether it was counted at all.
+	upstream int64
+	counted  bool
 }
 
 // add merges o into s, for a cell measured in several rounds.
@@ -54,6 +62,8 @@ func (s *sample) add(o *sample) {
 	s.allocs += o.allocs
 	s.bytes += o.bytes
 	s.io = s.io.plus(o.io)
+	s.upstream += o.upstream
+	s.counted = s.counted || o.counted
 	s.hist.merge(&o.hist)
 	for k, v := range o.errors {
 		if s.errors == nil {
@@ -119,6 +129,7 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
 	io0 := readProcIO()
+	up0 := count(r.upstream)
 	start := time.Now()
 	phase.Store(phaseMeasure)
 	if err := sleep(ctx, r.measure); err != nil {
@@ -127,6 +138,7 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	}
 	cpu1, err := cpuTime(r.extraCPU)
 	elapsed := time.Since(start)
+	up1 := count(r.upstream)
 	io1 := readProcIO()
 	runtime.ReadMemStats(&mem1)
 	stop()
@@ -135,11 +147,19 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	}
 	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0,
 		allocs: mem1.Mallocs - mem0.Mallocs, bytes: mem1.TotalAlloc - mem0.TotalAlloc,
-		io: io1.minus(io0)}
+		io: io1.minus(io0), upstream: up1 - up0, counted: r.upstream != nil}
 	for _, w := range workers {
 		s.add(&sample{requests: w.requests, errors: w.errors, hist: w.hist})
 	}
 	return s, nil
+}
+
+// count returns f(), or 0 when f is nil.
+func count(f func() int64) int64 {
+	if f == nil {
+		return 0
+	}
+	return f()
 }
 
 // sleep waits d, or until ctx is done and returns its error.
@@ -163,9 +183,10 @@ func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *at
 		return
 	}
 	req.Header = r.header.Clone()
+	buf := make([]byte, readBufferSize)
 	for {
 		t0 := time.Now()
-		status, err := roundTrip(tr, req)
+		status, err := roundTrip(tr, req, buf)
 		d := time.Since(t0)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond) // do not spin on a dead target
@@ -195,16 +216,30 @@ func (w *worker) fail(what string) {
 	w.errors[what]++
 }
 
-// roundTrip sends req and reads the whole body, so the connection goes back
-// to the pool. req may be sent again once roundTrip returned.
-func roundTrip(tr *http.Transport, req *http.Request) (int, error) {
+// readBufferSize is the size of a worker's body buffer: reads larger than
+// the transport's 4 KiB buffer go straight to the socket, so a 1 MiB body
+// takes a few dozen read calls rather than the hundred-odd that io.Discard's
+// 8 KiB buffer needs, and the load generator's cost stays small beside the
+// target's.
+const readBufferSize = 64 << 10
+
+// roundTrip sends req and reads the whole body into buf, so the connection
+// goes back to the pool. req may be sent again once roundTrip returned.
+func roundTrip(tr *http.Transport, req *http.Request, buf []byte) (int, error) {
 	res, err := tr.RoundTrip(req)
 	if err != nil {
 		return 0, err
 	}
-	_, err = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res.StatusCode, err
+	defer res.Body.Close()
+	for {
+		_, err := res.Body.Read(buf)
+		if err == io.EOF {
+			return res.StatusCode, nil
+		}
+		if err != nil {
+			return res.StatusCode, err
+		}
+	}
 }
 
 // cpuTime returns the user+system CPU time of this process (all threads),

@@ -1,5 +1,6 @@
-// Quick checks that the benchmark works: every in-process target answers
-// 200 under a short load, and the report prints. Nothing here asserts on
+// Quick checks that the benchmark works: every in-process target of every
+// request kind answers 200 under a short load, the catalog cache's counts
+// and byte checks hold, and the report prints. Nothing here asserts on
 // performance.
 
 package main
@@ -11,30 +12,33 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 func TestInProcessTargetsAnswerAndReportPrints(t *testing.T) {
-	e, err := newEnv()
+	// A smaller catalog-1mb catalog keeps the test quick under -race: the
+	// gateway indexes it (decodes it and compiles its schemas) on the miss.
+	e, err := newEnv(testLargeSize)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.close)
-	kinds := []string{kindCatalog, kindLastOperation}
-	if err := e.check(kinds); err != nil {
+	infos, err := e.check(allKinds)
+	if err != nil {
 		t.Fatal(err)
 	}
 	const conns = 2
-	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1}
+	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1, Targets: e.targetNames(allKinds), Catalogs: infos}
 	samples := map[cell]*sample{}
-	for _, tg := range e.targets {
-		m.Targets = append(m.Targets, tg.name)
-		for _, kind := range kinds {
-			path, err := e.requestPath(kind)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, kind := range allKinds {
+		path, err := e.requestPath(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range e.targetsFor(kind) {
 			s, err := load(context.Background(), spec{url: tg.url(path), header: tg.header, conns: conns,
-				warmup: 20 * time.Millisecond, measure: 150 * time.Millisecond})
+				warmup: 20 * time.Millisecond, measure: 150 * time.Millisecond, upstream: tg.catalogRequests})
 			if err != nil {
 				t.Fatalf("%s %s: %v", tg.name, kind, err)
 			}
@@ -45,20 +49,32 @@ func TestInProcessTargetsAnswerAndReportPrints(t *testing.T) {
 			samples[cell{kind, conns, tg.name}] = s
 		}
 	}
-	if got, want := strings.Join(m.Targets, ","), "direct,bare proxy,gateway"; got != want {
+	if got, want := strings.Join(m.Targets, ","), "direct,bare proxy,gateway,direct 5 ms,gateway cached"; got != want {
 		t.Fatalf("targets %q, want %q", got, want)
 	}
 
-	rep := buildReport(m, kinds, []int{conns}, samples)
+	rep := buildReport(m, allKinds, []int{conns}, samples)
 	var md bytes.Buffer
 	rep.writeMarkdown(&md)
 	for _, want := range []string{
 		"| request | conns | target | req/s |",
 		"| catalog | 2 | gateway |",
 		"| last_operation | 2 | bare proxy |",
+		"| catalog-cache | 2 | direct 5 ms |",
+		"| catalog-cache | 2 | gateway cached |",
+		"| catalog-1mb | 2 | gateway cached |",
 		"Verdict (catalog): at 2 connections",
 		"Verdict (last_operation): at 2 connections",
 		"| gateway − bare proxy CPU/req |",
+		"| request | conns | gateway cached req/s | × direct | × direct 5 ms |",
+		"| catalog-cache | 2 |",
+		"| catalog-1mb | 2 |",
+		"Verdict (catalog-cache): at 2 connections a cached catalog through the gateway keeps",
+		"Verdict (catalog-cache): at 2 connections a cached catalog through the gateway reaches",
+		"Verdict (catalog-1mb): at 2 connections the ",
+		"catalog is served from the cache without being re-encoded",
+		"Verdict (catalog-1mb): a cache hit makes no upstream request: PASS",
+		"Verdict (catalog-cache): the catalog arrives through the gateway byte-identical to the broker's: PASS",
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
@@ -72,14 +88,63 @@ func TestInProcessTargetsAnswerAndReportPrints(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON report does not decode: %v", err)
 	}
-	if len(back.Rows) != 6 || len(back.Verdicts) != 2 || len(back.Chain) != 2 {
-		t.Errorf("JSON report has %d rows, %d verdicts, %d chain rows; want 6, 2, 2",
-			len(back.Rows), len(back.Verdicts), len(back.Chain))
+	if len(back.Rows) != 11 || len(back.Verdicts) != 2 || len(back.Chain) != 2 || len(back.Cache) != 2 || len(back.CacheVerdicts) != 7 {
+		t.Errorf("JSON report has %d rows, %d verdicts, %d chain rows, %d cache rows, %d cache verdicts; want 11, 2, 2, 2, 7",
+			len(back.Rows), len(back.Verdicts), len(back.Chain), len(back.Cache), len(back.CacheVerdicts))
 	}
 	for _, r := range back.Rows {
 		if r.RPS <= 0 {
 			t.Errorf("%s %s: rate %v, want > 0", r.Request, r.Target, r.RPS)
 		}
+	}
+	checkCacheSection(t, back)
+}
+
+// checkCacheSection checks the facts of the cache section that do not
+// depend on speed: the bytes arrive unchanged, the brokers' counts move for
+// direct requests, and cache hits reach no broker.
+func checkCacheSection(t *testing.T, rep report) {
+	t.Helper()
+	for _, c := range rep.Meta.Catalogs {
+		if !c.Identical || c.Bytes == 0 {
+			t.Errorf("%s: catalog of %d bytes, identical %v (%v); want identical bytes", c.Request, c.Bytes, c.Identical, c.Different)
+		}
+	}
+	for _, r := range rep.Rows {
+		switch {
+		case r.Request != kindCatalogCache && r.Request != kindCatalogLarge:
+		case r.BrokerCatalogRequests == nil:
+			t.Errorf("%s %s: broker catalog requests not counted", r.Request, r.Target)
+		case r.Target == targetCached && *r.BrokerCatalogRequests != 0:
+			t.Errorf("%s %s: %d catalog requests reached the broker; want 0 (cache hits)", r.Request, r.Target, *r.BrokerCatalogRequests)
+		case r.Target != targetCached && *r.BrokerCatalogRequests == 0:
+			t.Errorf("%s %s: no catalog request reached the broker; want one per request", r.Request, r.Target)
+		}
+	}
+}
+
+// testLargeSize is the size of catalog-1mb's catalog in tests.
+const testLargeSize = 64 << 10
+
+func TestLargeCatalogIsValidAndAtLeastItsSize(t *testing.T) {
+	for _, size := range []int{testLargeSize, largeCatalogSize} {
+		body := largeCatalog(size)
+		if len(body) < size || len(body) > size+size/10 {
+			t.Errorf("%d bytes, want from %d to 10%% more", len(body), size)
+		}
+	}
+	body := largeCatalog(testLargeSize)
+	if !bytes.Equal(body, largeCatalog(testLargeSize)) {
+		t.Error("two calls return different bytes; want a fixed catalog")
+	}
+	// Every service has the same shape, so a smaller catalog is checked as
+	// well as the large one, in less time.
+	_, findings, err := rules.NewIndex(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Errorf("finding: %s", f)
 	}
 }
 
@@ -120,6 +185,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "all flags", args: []string{"-duration", "1s", "-warmup", "0s", "-conns", "2, 8", "-requests", "catalog",
 			"-nginx", "off", "-rounds", "2", "-json"}},
 		{name: "bad conns", args: []string{"-conns", "1,0,x"}, wantErr: `-conns: "0"`},
+		{name: "cache kinds", args: []string{"-requests", "catalog-cache, catalog-1mb"}},
 		{name: "bad request kind", args: []string{"-requests", "bind"}, wantErr: `-requests: "bind"`},
 		{name: "bad nginx mode", args: []string{"-nginx", "on"}, wantErr: `-nginx: "on"`},
 	} {

@@ -14,14 +14,24 @@
 // verdict. Figures are meant to be read as ratios within one run: the
 // machine is shared.
 //
+// Two more request kinds measure the gateway's catalog cache, each against
+// its own brokers (see cache.go): catalog-cache compares the sample broker
+// (precomputed catalog bytes) and a second sample broker that takes 5 ms per
+// request, as a broker composing its catalog would, with the gateway in
+// front of the 5 ms broker, and counts the catalog requests that reach the
+// broker while the gateway is measured; catalog-1mb serves a 1 MiB catalog
+// from precomputed bytes directly and through the gateway, checks that the
+// bytes arrive unchanged, and reports the heap allocated per request.
+//
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 3s] [-warmup 500ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation] [-nginx auto|off] [-rounds 1]
-//		[-json] [-cpuprofile file]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb]
+//		[-nginx auto|off] [-rounds 1] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
-// about (warmup+duration) × rounds × targets × kinds × connection counts.
+// about (warmup+duration) × rounds × connection counts × the targets of
+// every kind.
 package main
 
 import (
@@ -35,6 +45,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +58,13 @@ import (
 const (
 	kindCatalog       = "catalog"
 	kindLastOperation = "last_operation"
+	kindCatalogCache  = "catalog-cache" // the cached catalog against a 5 ms broker (cache.go)
+	kindCatalogLarge  = "catalog-1mb"   // a 1 MiB cached catalog (cache.go)
 )
+
+// allKinds are the request kinds, in the order -requests lists them by
+// default.
+var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCatalogLarge}
 
 // options are the command's flags.
 type options struct {
@@ -82,7 +99,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured `time` per target, request kind and connection count")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", kindCatalog+","+kindLastOperation, "comma-separated request `kinds`: "+kindCatalog+", "+kindLastOperation)
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(allKinds, ", "))
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
 	fs.IntVar(&o.rounds, "rounds", 1, "`number` of interleaved rounds per cell (more rounds even out a noisy machine)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
@@ -107,8 +124,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	for _, k := range strings.Split(*kinds, ",") {
 		k = strings.TrimSpace(k)
-		if k != kindCatalog && k != kindLastOperation {
-			errs = append(errs, fmt.Errorf("-requests: %q is not %s or %s", k, kindCatalog, kindLastOperation))
+		if !slices.Contains(allKinds, k) {
+			errs = append(errs, fmt.Errorf("-requests: %q is not one of %s", k, strings.Join(allKinds, ", ")))
 			continue
 		}
 		o.kinds = append(o.kinds, k)
@@ -137,7 +154,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	e, err := newEnv()
+	e, err := newEnv(largeCatalogSize)
 	if err != nil {
 		return err
 	}
@@ -149,10 +166,8 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		notes = append(notes, note)
 		fmt.Fprintln(progress, "note:", note)
 	}
-	for _, t := range e.targets {
-		m.Targets = append(m.Targets, t.name)
-	}
-	if err := e.check(o.kinds); err != nil {
+	m.Targets = e.targetNames(o.kinds)
+	if m.Catalogs, err = e.check(o.kinds); err != nil {
 		return err
 	}
 	fmt.Fprintf(progress, "GOGC=%d (the gateway's runtime.gogc default), GOMAXPROCS=%d; targets: %s\n",
@@ -197,6 +212,7 @@ func (e *env) addNginx(mode string, m *meta) string {
 	if err != nil {
 		return fmt.Sprintf("nginx skipped: %v", err)
 	}
+	t.catalogRequests = e.broker.catalogRequests
 	e.closers = append(e.closers, t.close)
 	e.targets = append(e.targets, t)
 	m.Nginx = v
@@ -204,8 +220,8 @@ func (e *env) addNginx(mode string, m *meta) string {
 }
 
 // measure runs every cell: per request kind and connection count, every
-// target in turn, rounds times, starting each round with the next target so
-// that no target always runs first.
+// target of the kind in turn, rounds times, starting each round with the
+// next target so that no target always runs first.
 func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[cell]*sample, error) {
 	samples := map[cell]*sample{}
 	for _, kind := range o.kinds {
@@ -214,15 +230,16 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 			return nil, err
 		}
 		for _, n := range o.conns {
+			targets := e.targetsFor(kind)
 			for round := range o.rounds {
-				for i := range e.targets {
-					t := e.targets[(i+round)%len(e.targets)]
+				for i := range targets {
+					t := targets[(i+round)%len(targets)]
 					s, err := load(ctx, spec{url: t.url(path), header: t.header, conns: n,
-						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU})
+						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: t.catalogRequests})
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d conns, %s: %w", kind, n, t.name, err)
 					}
-					fmt.Fprintf(progress, "%-14s %3d conns  %-10s %8.0f req/s  p50 %-9s p99 %-9s errors %d\n",
+					fmt.Fprintf(progress, "%-14s %3d conns  %-14s %8.0f req/s  p50 %-9s p99 %-9s errors %d\n",
 						kind, n, t.name, float64(s.requests)/s.elapsed.Seconds(),
 						fmtUS(us(s.hist.quantile(0.5))), fmtUS(us(s.hist.quantile(0.99))), total(s.errors))
 					c := cell{kind, n, t.name}

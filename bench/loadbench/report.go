@@ -1,5 +1,6 @@
 // This file turns samples into the report: a markdown table for the
 // README, the gateway's chain cost, the stage verdict, and the same as JSON.
+// The catalog cache's section is in report_cache.go.
 
 package main
 
@@ -25,11 +26,13 @@ const (
 // report is everything the benchmark prints; its JSON form is the -json
 // output.
 type report struct {
-	Meta     meta      `json:"meta"`
-	Rows     []row     `json:"rows"`
-	Chain    []chain   `json:"gateway_chain"`
-	Verdicts []verdict `json:"verdicts"`
-	Notes    []string  `json:"notes,omitempty"`
+	Meta          meta           `json:"meta"`
+	Rows          []row          `json:"rows"`
+	Chain         []chain        `json:"gateway_chain"`
+	Verdicts      []verdict      `json:"verdicts"`
+	Cache         []cacheRow     `json:"catalog_cache,omitempty"`
+	CacheVerdicts []cacheVerdict `json:"catalog_cache_verdicts,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
 }
 
 // meta describes the run.
@@ -43,6 +46,8 @@ type meta struct {
 	Rounds     int      `json:"rounds"`
 	Nginx      string   `json:"nginx,omitempty"`
 	Targets    []string `json:"targets"`
+	// Catalogs are the cache kinds' catalogs, as check found them.
+	Catalogs []catalogInfo `json:"catalogs,omitempty"`
 }
 
 // row is one target at one request kind and connection count. Per-request
@@ -67,6 +72,9 @@ type row struct {
 	Writes      float64          `json:"write_syscalls_per_req"`
 	RatioDirect float64          `json:"ratio_to_direct"`
 	RatioBare   *float64         `json:"ratio_to_bare,omitempty"`
+	// BrokerCatalogRequests counts the catalog requests that reached the
+	// broker behind the target in the measured period, where counted.
+	BrokerCatalogRequests *int64 `json:"broker_catalog_requests,omitempty"`
 }
 
 // chain is the CPU per request the gateway adds over the bare proxy.
@@ -123,6 +131,7 @@ func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) 
 			rep.Verdicts = append(rep.Verdicts, v)
 		}
 	}
+	rep.Cache, rep.CacheVerdicts = buildCache(m.Catalogs, kinds, conns, rep.Rows)
 	return rep
 }
 
@@ -138,6 +147,10 @@ func newRow(kind string, n int, t string, s *sample) row {
 		r.CPU = us(s.cpu) / n
 		r.Allocs, r.Bytes = float64(s.allocs)/n, float64(s.bytes)/n
 		r.Reads, r.Writes = float64(s.io.reads)/n, float64(s.io.writes)/n
+	}
+	if s.counted {
+		u := s.upstream
+		r.BrokerCatalogRequests = &u
 	}
 	return r
 }
@@ -162,15 +175,22 @@ func relate(rows map[string]*row) {
 	}
 }
 
-// verdictFor holds the gateway to minGatewayShare of the bare proxy's
-// throughput at verdictConns connections, or at the highest count run.
-func verdictFor(kind string, conns []int, rows []row) (verdict, bool) {
+// verdictConnsOf returns the connection count verdicts are given at:
+// verdictConns, or the highest count run.
+func verdictConnsOf(conns []int) int {
 	n := conns[0]
 	for _, c := range conns {
 		if c == verdictConns || (n != verdictConns && c > n) {
 			n = c
 		}
 	}
+	return n
+}
+
+// verdictFor holds the gateway to minGatewayShare of the bare proxy's
+// throughput at verdictConnsOf(conns) connections.
+func verdictFor(kind string, conns []int, rows []row) (verdict, bool) {
+	n := verdictConnsOf(conns)
 	v := verdict{Request: kind, Conns: n}
 	found := 0
 	for _, r := range rows {
@@ -218,6 +238,7 @@ func (rep *report) writeMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "Verdict (%s): at %d connections on pass-through GETs the gateway keeps ≥ %.0f%% of the bare reverse proxy's throughput: %s (gateway %.0f req/s, bare proxy %.0f req/s, %.1f%%)\n",
 			v.Request, v.Conns, minGatewayShare*100, passFail(v.Pass), v.GatewayRPS, v.BareRPS, v.Ratio*100)
 	}
+	rep.writeCacheMarkdown(w)
 	errs := false
 	for _, r := range rep.Rows {
 		if len(r.Errors) > 0 {

@@ -1,10 +1,12 @@
 // This file builds the in-process targets: the sample broker itself
 // (direct), a bare tuned httputil.ReverseProxy, and the real gateway, each on
 // its own loopback http.Server with the gateway's default server settings.
+// The catalog cache's brokers and targets are in cache.go.
 
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +26,6 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
-	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // Target names, in the order they are run and reported.
@@ -56,18 +58,52 @@ type target struct {
 	header http.Header // what the platform sends: credentials and version
 	// extraCPU returns CPU time used outside this process, or is nil.
 	extraCPU func() (time.Duration, error)
-	close    func()
+	// catalogRequests returns how many catalog requests the broker behind
+	// t has received so far, or is nil.
+	catalogRequests func() int64
+	close           func()
 }
 
 // url returns the absolute URL of path ("/v2/...") at t.
 func (t *target) url(path string) string { return t.base + path }
 
-// env is the benchmark's world: the broker and every target in front of it.
+// env is the benchmark's world: the brokers and every target in front of
+// them.
 type env struct {
-	broker    *target // direct
-	targets   []*target
-	operation string // the operation string of instanceID's provision
-	closers   []func()
+	broker    *target   // direct
+	targets   []*target // the pass-through kinds' (catalog, last_operation)
+	cache     []*target // catalog-cache's
+	large     []*target // catalog-1mb's
+	operation string    // the operation string of instanceID's provision
+	// refs are the catalog bytes the cache kinds' targets must answer with.
+	refs    map[string][]byte
+	closers []func()
+}
+
+// targetsFor returns the targets a request kind is sent to, in report
+// order.
+func (e *env) targetsFor(kind string) []*target {
+	switch kind {
+	case kindCatalogCache:
+		return e.cache
+	case kindCatalogLarge:
+		return e.large
+	}
+	return e.targets
+}
+
+// targetNames lists the names of the kinds' targets, each once, in report
+// order.
+func (e *env) targetNames(kinds []string) []string {
+	var names []string
+	for _, kind := range kinds {
+		for _, t := range e.targetsFor(kind) {
+			if !slices.Contains(names, t.name) {
+				names = append(names, t.name)
+			}
+		}
+	}
+	return names
 }
 
 // close stops every server and process env started, last first.
@@ -130,10 +166,11 @@ func serve(role string, h http.Handler) (string, func(), error) {
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// newEnv starts the sample broker, provisions instanceID, and starts the
-// bare proxy and the gateway in front of the broker. nginx is added by the
-// caller when wanted.
-func newEnv() (*env, error) {
+// newEnv starts the sample broker, provisions instanceID, starts the
+// catalog cache's brokers (catalog-1mb's catalog of at least largeSize
+// bytes), and starts the bare proxy and the gateway in front of them. nginx
+// is added by the caller when wanted.
+func newEnv(largeSize int) (*env, error) {
 	e := &env{}
 	ok := false
 	defer func() {
@@ -150,25 +187,41 @@ func newEnv() (*env, error) {
 		return nil, fmt.Errorf("sample broker: %w", err)
 	}
 	e.closers = append(e.closers, stop)
-	e.broker = &target{name: targetDirect, base: base, header: http.Header{
-		"Authorization": {basic(brokerUser, brokerPass)},
-		versionHeader:   {apiVersion},
-	}}
+	counter := func() int64 { return b.Count(samplebroker.EndpointCatalog) }
+	e.broker = &target{name: targetDirect, base: base, header: brokerHeader(), catalogRequests: counter}
 	if e.operation, err = provision(e.broker); err != nil {
 		return nil, err
 	}
 	e.targets = append(e.targets, e.broker)
-
-	for _, mk := range []func(brokerURL string) (*target, error){newBare, newGateway} {
-		t, err := mk(base)
-		if err != nil {
-			return nil, err
-		}
-		e.closers = append(e.closers, t.close)
-		e.targets = append(e.targets, t)
+	cb, err := e.startCacheBrokers(b.Catalog(), largeSize)
+	if err != nil {
+		return nil, err
 	}
+
+	bare, err := newBare(base)
+	if err != nil {
+		return nil, err
+	}
+	bare.catalogRequests = counter
+	e.closers = append(e.closers, bare.close)
+	gw, stop, err := newGateway(map[string]string{"BROKER_URL": base, "COMPOSED_URL": cb.composed, "LARGE_URL": cb.large})
+	if err != nil {
+		return nil, err
+	}
+	e.closers = append(e.closers, stop)
+	e.targets = append(e.targets, bare, &target{name: targetGateway, base: gw + "/" + tenantName + "/" + brokerName,
+		header: platformHeader(), catalogRequests: counter})
+	e.addCacheTargets(gw, cb)
 	ok = true
 	return e, nil
+}
+
+// brokerHeader is what a platform sends to a broker directly.
+func brokerHeader() http.Header {
+	return http.Header{
+		"Authorization": {basic(brokerUser, brokerPass)},
+		versionHeader:   {apiVersion},
+	}
 }
 
 // provision creates instanceID on the async plan and returns the operation
@@ -235,92 +288,70 @@ func newBare(brokerURL string) (*target, error) {
 // connection count the benchmark is meant for.
 const maxConnsPerTarget = 256
 
-// gatewayYAML is a realistic configuration: one tenant with basic auth, one
-// broker with credentials, JSON access logs at info level.
-const gatewayYAML = `
-listen: {address: "127.0.0.1:0"}
-admin: {address: "off"}
-log: {format: json, level: info}
-brokers:
-  - name: ` + brokerName + `
-    url: ${BROKER_URL}
-    username: ` + brokerUser + `
-    password: ${BROKER_PASSWORD}
-    api_version: {min: "2.13", max: "2.17"}
-    timeout: 30s
-tenants:
-  - name: ` + tenantName + `
-    credentials:
-      - username: ` + tenantUser + `
-        password: ${TENANT_PASSWORD}
-    routes:
-      - broker: ` + brokerName + `
-`
-
-// newGateway returns the real gateway (proxy.New) in front of the broker,
-// logging access lines as JSON to io.Discard, as in production.
-func newGateway(brokerURL string) (*target, error) {
-	vars := map[string]string{"BROKER_URL": brokerURL, "BROKER_PASSWORD": brokerPass, "TENANT_PASSWORD": tenantPass}
-	cfg, err := config.Parse([]byte(gatewayYAML), config.Options{LookupEnv: func(k string) (string, bool) {
-		v, ok := vars[k]
-		return v, ok
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("gateway config: %w", err)
-	}
-	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// The access log as osb-gateway serve writes it (JSON), to io.Discard.
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo)})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	base, stop, err := serve("gateway", g)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	return &target{name: targetGateway, base: base + "/" + tenantName + "/" + brokerName,
-		header: platformHeader(), close: func() { stop(); g.Close(nil) }}, nil
-}
-
 // requestPath returns the path ("/v2/...") of a request kind.
 func (e *env) requestPath(kind string) (string, error) {
 	switch kind {
-	case kindCatalog:
+	case kindCatalog, kindCatalogCache, kindCatalogLarge:
 		return "/v2/catalog", nil
 	case kindLastOperation:
 		q := url.Values{"service_id": {samplebroker.ServiceID}, "plan_id": {samplebroker.PlanAsyncID},
 			"operation": {e.operation}}
 		return "/v2/service_instances/" + instanceID + "/last_operation?" + q.Encode(), nil
 	}
-	return "", fmt.Errorf("unknown request kind %q (want %s or %s)", kind, kindCatalog, kindLastOperation)
+	return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(allKinds, ", "))
 }
 
-// check sends each kind of request once to every target and requires 200,
-// so a misconfigured target fails before any load is sent.
-func (e *env) check(kinds []string) error {
-	for _, t := range e.targets {
-		for _, kind := range kinds {
-			p, err := e.requestPath(kind)
+// check sends each kind of request once to every target of the kind and
+// requires 200, so a misconfigured target fails before any load is sent.
+// The cache kinds' answers are compared with the broker's catalog bytes;
+// check returns what it found. Through the gateway, this first request
+// fills the catalog cache.
+func (e *env) check(kinds []string) ([]catalogInfo, error) {
+	var infos []catalogInfo
+	for _, kind := range kinds {
+		p, err := e.requestPath(kind)
+		if err != nil {
+			return nil, err
+		}
+		ref, compare := e.refs[kind]
+		info := newCatalogInfo(kind, ref)
+		for _, t := range e.targetsFor(kind) {
+			body, err := get(t, p)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("%s %s: %w", t.name, kind, err)
 			}
-			req, err := http.NewRequest(http.MethodGet, t.url(p), nil)
-			if err != nil {
-				return err
-			}
-			req.Header = t.header.Clone()
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", t.name, kind, err)
-			}
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				return fmt.Errorf("%s %s: status %d: %.200s", t.name, kind, res.StatusCode, body)
+			if compare && !bytes.Equal(body, ref) {
+				info.Identical = false
+				info.Different = append(info.Different, fmt.Sprintf("%s: %d bytes, sha256 %s", t.name, len(body), sha256Hex(body)))
 			}
 		}
+		if compare {
+			infos = append(infos, info)
+		}
 	}
-	return nil
+	return infos, nil
+}
+
+// get sends GET path to t and returns the body of a 200 answer.
+func get(t *target, path string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodGet, t.url(path), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = t.header.Clone()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d: %.200s", res.StatusCode, body)
+	}
+	return body, nil
 }
 
 // bufferPool is an httputil.BufferPool of 32 KiB copy buffers; it pools

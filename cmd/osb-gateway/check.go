@@ -5,15 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
 // runCheck validates a configuration file and returns the exit code:
 //
 //	0  the file is valid; a summary goes to stdout
-//	1  the file has problems; each goes to stderr on its own line, prefixed
-//	   by the file name, followed by a count
+//	1  the file has problems, or a certificate or key file it names does
+//	   (unreadable, key mismatch, expired, names not covered); each goes to
+//	   stderr on its own line, prefixed by the file name, followed by a
+//	   count. Certificates ending within 30 days are warned about on
+//	   stderr without failing.
 //	2  bad flags, or the file cannot be read
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
@@ -48,6 +53,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "osb-gateway check: %v\n", err)
 		return 2
 	}
+	if n := reportCertFiles(cfg, *path, stderr); n > 0 {
+		fmt.Fprintf(stderr, "%s: %s\n", *path, plural(n, "certificate problem"))
+		return 1
+	}
 	fmt.Fprintf(stdout, "%s: valid (%s, %s, %s)\n", *path,
 		plural(len(cfg.Tenants), "tenant"), plural(len(cfg.Brokers), "broker"), plural(cfg.RouteCount(), "route"))
 	return 0
@@ -59,4 +68,18 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("1 %s", noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// reportCertFiles writes what gwtls.CheckFiles finds in the certificate
+// and key files cfg names to w, one line each, and returns the number of
+// errors (warnings are written but not counted).
+func reportCertFiles(cfg *config.Config, path string, w io.Writer) int {
+	errs := 0
+	for _, f := range gwtls.CheckFiles(cfg, time.Now()) {
+		fmt.Fprintf(w, "%s: %s\n", path, f)
+		if f.Severity == gwtls.SeverityError {
+			errs++
+		}
+	}
+	return errs
 }

@@ -74,14 +74,14 @@ func TestProcessSignals(t *testing.T) {
 	waitReady(t, "http://"+admin)
 	base := "http://" + listen
 
-	if code, _ := catalog(t, base, "first"); code != 200 {
+	if code, _ := poll(t, base, "first"); code != 200 {
 		t.Fatalf("before SIGHUP: %d", code)
 	}
 	write("second")
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if code, _ := catalog(t, base, "second"); code == 200 {
+		if code, _ := poll(t, base, "second"); code == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -92,7 +92,7 @@ func TestProcessSignals(t *testing.T) {
 
 	got := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest("GET", base+"/t/b/v2/catalog?slow=1", nil)
+		req, _ := http.NewRequest("GET", base+"/t/b/v2/service_instances/i/last_operation?slow=1", nil)
 		req.SetBasicAuth("u", "second")
 		req.Header.Set("X-Broker-API-Version", "2.14")
 		res, err := http.DefaultClient.Do(req)
@@ -103,7 +103,11 @@ func TestProcessSignals(t *testing.T) {
 		res.Body.Close()
 		got <- res.StatusCode
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow request never reached the broker")
+	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if code := <-got; code != 200 {
 		t.Errorf("request in flight at SIGTERM got %d", code)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy"
+	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
 func runServe(args []string, stderr io.Writer) int {
@@ -83,6 +85,11 @@ type server struct {
 	adminLn net.Listener
 	ready   atomic.Bool
 	reloads sync.Mutex
+	// TLS at the platform listener (listenTLS): never nil after newServer;
+	// http serves listen.tls.http_address when it is set.
+	tls    *gwtls.Server
+	http   *http.Server
+	httpLn net.Listener
 	// load reads the configuration on reload; config.Load unless a test or
 	// the demo replaces it.
 	load func(path string) (*config.Config, error)
@@ -116,7 +123,7 @@ func newServer(cfg *config.Config, path string, lg logs) (*server, error) {
 	}
 	if cfg.Admin.Address != "off" {
 		s.admin = &http.Server{
-			Handler:           proxy.NewAdmin(s.readiness),
+			Handler:           s.adminHandler(),
 			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: l.IdleTimeout,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -126,6 +133,13 @@ func newServer(cfg *config.Config, path string, lg logs) (*server, error) {
 			return nil, fmt.Errorf("admin.address: %w", err)
 		}
 	}
+	if err := s.listenTLS(cfg); err != nil {
+		s.mainLn.Close()
+		if s.adminLn != nil {
+			s.adminLn.Close()
+		}
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -133,22 +147,60 @@ func (s *server) readiness() error {
 	if !s.ready.Load() {
 		return errors.New("listeners are not serving yet, or the gateway is shutting down")
 	}
+	if g := s.sw.Load(); g.Config().Catalog.RequireWarm {
+		return g.CatalogsReady()
+	}
 	return nil
+}
+
+// adminHandler is the admin API: health, readiness, catalog control.
+func (s *server) adminHandler() http.Handler {
+	a := proxy.NewAdmin(s.readiness)
+	a.MountCatalogAdmin(s.sw)
+	return a
+}
+
+// warm fetches every broker's catalog in the background when catalog.warm
+// is set; failures are logged (the cache retries on demand).
+func (s *server) warm(g *proxy.Gateway) {
+	if !g.Config().Catalog.Warm {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := g.WarmCatalogs(ctx); err != nil {
+			s.log.Warn("warming catalogs failed", slog.String("error", err.Error()))
+			return
+		}
+		s.log.Info("catalogs warmed", slog.Int("brokers", len(g.Config().Brokers)))
+	}()
 }
 
 // serve serves both listeners until shutdown; it returns the first serve
 // error other than http.ErrServerClosed.
 func (s *server) serve() error {
-	errc := make(chan error, 2)
+	if err := s.tls.Start(context.Background()); err != nil {
+		return fmt.Errorf("listen.tls: %w", err)
+	}
+	errc := make(chan error, 3)
 	n := 1
 	go func() { errc <- s.main.Serve(s.mainLn) }()
 	if s.admin != nil {
 		n++
 		go func() { errc <- s.admin.Serve(s.adminLn) }()
 	}
+	if s.http != nil {
+		n++
+		go func() { errc <- s.http.Serve(s.httpLn) }()
+	}
 	s.ready.Store(true)
+	s.warm(s.sw.Load())
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
-		slog.String("version", version)}
+		slog.String("version", version), slog.String("tls", s.tls.Mode())}
+	if s.httpLn != nil {
+		attrs = append(attrs, slog.String("http", s.httpLn.Addr().String()))
+	}
 	if s.adminLn != nil {
 		attrs = append(attrs, slog.String("admin", s.adminLn.Addr().String()))
 	}
@@ -181,12 +233,15 @@ func (s *server) reload() error {
 		s.log.Error("reload refused; the running configuration stays", slog.String("error", err.Error()))
 		return err
 	}
-	if cfg.Listen != old.Config().Listen || cfg.Admin != old.Config().Admin {
+	if !reflect.DeepEqual(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
 		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
 	}
+	_ = s.tls.Reload() // certificate files (listen.tls.mode files); a failure is logged
+	logTLSWarnings(s.log, cfg)
 	setLevel(s.level, cfg.Log.Level)
 	s.sw.Store(g)
 	old.Close(g)
+	s.warm(g)
 	s.log.Info("configuration reloaded", slog.String("config", s.path),
 		slog.Int("tenants", len(cfg.Tenants)), slog.Int("brokers", len(cfg.Brokers)))
 	return nil
@@ -206,6 +261,12 @@ func (s *server) shutdown(ctx context.Context) error {
 			s.admin.Close()
 		}
 	}
+	if s.http != nil {
+		if e := s.http.Shutdown(ctx); e != nil {
+			s.http.Close()
+		}
+	}
+	s.tls.Close()
 	s.sw.Load().Close(nil)
 	return err
 }
@@ -244,5 +305,37 @@ func (s *server) runUntilSignal() int {
 			s.log.Info("stopped")
 			return 0
 		}
+	}
+}
+
+// listenTLS sets up TLS at the platform listener as listen.tls says: it
+// wraps s.mainLn (mode off leaves it plain), gives s.main the TLS config
+// (so that it speaks HTTP/2), opens listen.tls.http_address for ACME
+// HTTP-01 challenges and redirects, and logs the TLS warnings.
+func (s *server) listenTLS(cfg *config.Config) error {
+	l := cfg.Listen
+	t, err := gwtls.NewServer(l.TLS, l.Address, gwtls.Options{Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("listen.tls: %w", err)
+	}
+	if l.TLS.HTTPAddress != "" {
+		if s.httpLn, err = net.Listen("tcp", l.TLS.HTTPAddress); err != nil {
+			t.Close()
+			return fmt.Errorf("listen.tls.http_address: %w", err)
+		}
+		s.http = &http.Server{Handler: t.HTTPHandler(), ReadHeaderTimeout: l.ReadHeaderTimeout,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
+			MaxHeaderBytes: l.MaxHeaderBytes, ErrorLog: s.main.ErrorLog}
+	}
+	s.tls, s.main.TLSConfig, s.mainLn = t, t.Config(), t.Wrap(s.mainLn)
+	logTLSWarnings(s.log, cfg)
+	return nil
+}
+
+// logTLSWarnings logs what gwtls.Warnings finds in cfg: plain HTTP beyond
+// loopback, brokers whose certificates are not verified.
+func logTLSWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range gwtls.Warnings(cfg) {
+		log.Warn("insecure TLS setting", slog.String("warning", w))
 	}
 }

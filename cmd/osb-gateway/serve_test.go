@@ -78,9 +78,11 @@ func waitReady(t *testing.T, admin string) {
 	t.Fatal("gateway never became ready")
 }
 
-func catalog(t *testing.T, base, pass string) (int, string) {
+// poll sends a last_operation request (passed through to the broker) as
+// tenant t with password pass.
+func poll(t *testing.T, base, pass string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", base+"/t/b/v2/catalog", nil)
+	req, _ := http.NewRequest("GET", base+"/t/b/v2/service_instances/i/last_operation", nil)
 	req.SetBasicAuth("u", pass)
 	req.Header.Set("X-Broker-API-Version", "2.14")
 	res, err := http.DefaultClient.Do(req)
@@ -107,17 +109,17 @@ func TestReload(t *testing.T) {
 	s := startServer(t, path)
 	base := "http://" + s.mainLn.Addr().String()
 
-	if code, body := catalog(t, base, "first"); code != 200 || !strings.Contains(body, "one") {
+	if code, body := poll(t, base, "first"); code != 200 || !strings.Contains(body, "one") {
 		t.Fatalf("before reload: %d %s", code, body)
 	}
 	writeConfig(t, path, two.URL, "second")
 	if err := s.reload(); err != nil {
 		t.Fatalf("reload of a good file: %v", err)
 	}
-	if code, _ := catalog(t, base, "first"); code != 401 {
+	if code, _ := poll(t, base, "first"); code != 401 {
 		t.Errorf("old password still accepted after reload: %d", code)
 	}
-	if code, body := catalog(t, base, "second"); code != 200 || !strings.Contains(body, "two") {
+	if code, body := poll(t, base, "second"); code != 200 || !strings.Contains(body, "two") {
 		t.Errorf("after reload: %d %s", code, body)
 	}
 
@@ -129,7 +131,7 @@ func TestReload(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "brokers[0].url") {
 		t.Errorf("bad file: reload error %v should name every problem", err)
 	}
-	if code, body := catalog(t, base, "second"); code != 200 || !strings.Contains(body, "two") {
+	if code, body := poll(t, base, "second"); code != 200 || !strings.Contains(body, "two") {
 		t.Errorf("after a refused reload: %d %s", code, body)
 	}
 }
@@ -157,7 +159,7 @@ func TestReloadInFlight(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		c, b := catalog(t, base, "pw")
+		c, b := poll(t, base, "pw")
 		got <- answer{c, b}
 	}()
 	<-entered
@@ -165,7 +167,7 @@ func TestReloadInFlight(t *testing.T) {
 	if err := s.reload(); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := catalog(t, base, "pw"); code != 200 || !strings.Contains(body, "new") {
+	if code, body := poll(t, base, "pw"); code != 200 || !strings.Contains(body, "new") {
 		t.Errorf("new request after reload: %d %s", code, body)
 	}
 	close(release)
@@ -205,7 +207,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		c, b := catalog(t, base, "pw")
+		c, b := poll(t, base, "pw")
 		got <- answer{c, b}
 	}()
 	<-entered
@@ -220,7 +222,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)
 	}
-	if _, err := http.Get(base + "/t/b/v2/catalog"); err == nil {
+	if _, err := http.Get(base + "/t/b/v2/service_instances/i/last_operation"); err == nil {
 		t.Error("the listener still accepts after shutdown")
 	}
 	if s.readiness() == nil {

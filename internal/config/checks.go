@@ -38,6 +38,7 @@ func checkFields(c *Config, probs *Problems) {
 	}
 	checkWriteTimeout(c, probs)
 	checkFilters(c, probs)
+	checkTLS(c, probs) // listen_tls.go
 	if m := c.Runtime.MemoryLimit; m != "" && !memoryLimitRE.MatchString(m) {
 		probs.addf("runtime.memory_limit", `must be a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"`)
 	}

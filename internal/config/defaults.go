@@ -48,6 +48,7 @@ func (c *Config) ApplyDefaults() {
 	for i := range c.Brokers {
 		c.Brokers[i].applyDefaults()
 	}
+	applyTLSDefaults(c) // listen_tls.go
 }
 
 func (l *Listen) applyDefaults() {

@@ -30,6 +30,7 @@ func TestLoadFull(t *testing.T) {
 			MaxHeaderBytes:    32768,
 			MaxBodyBytes:      2097152,
 			ShutdownGrace:     10 * time.Second,
+			TLS:               defaultListenTLS,
 		},
 		Admin:   Admin{Address: "off"},
 		Log:     Log{Format: "text", Level: "debug"},
@@ -45,11 +46,13 @@ func TestLoadFull(t *testing.T) {
 			Routes: []Route{{Broker: "mysql", Prefix: "/prod/mysql",
 				Services: Filter{Allow: []string{"mysql*"}}, Plans: Filter{Deny: []string{"*-large", "mysql/legacy-?"}}},
 				{Broker: "legacy", Prefix: "/cf-prod/legacy"}},
+			ClientCert: ClientCert{Mode: DefaultClientCertMode},
 		}, {
 			Name:                 "cf-dev",
 			MissingVersionStatus: DefaultMissingVersionStatus,
 			Credentials:          []Credential{{Username: "cc-dev", Password: "dev-password"}},
 			Routes:               []Route{{Broker: "mysql", Prefix: "/dev/mysql"}},
+			ClientCert:           ClientCert{Mode: DefaultClientCertMode},
 		}},
 		Brokers: []Broker{{
 			Name:                  "mysql",
@@ -63,7 +66,7 @@ func TestLoadFull(t *testing.T) {
 			ResponseHeaderTimeout: 30 * time.Second,
 			MaxIdleConns:          64,
 			IdleConnTimeout:       time.Minute,
-			TLS:                   UpstreamTLS{ServerName: "mysql.internal"},
+			TLS:                   UpstreamTLS{ServerName: "mysql.internal", MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: time.Minute, VaryByPlatform: true},
 		}, {
 			Name:                  "legacy",
@@ -75,6 +78,7 @@ func TestLoadFull(t *testing.T) {
 			ResponseHeaderTimeout: 2 * time.Minute,
 			MaxIdleConns:          DefaultMaxIdleConnsPerBroker,
 			IdleConnTimeout:       DefaultIdleConnTimeout,
+			TLS:                   UpstreamTLS{MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: DefaultCatalogTTL},
 		}},
 	}
@@ -98,6 +102,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		ShutdownGrace:     DefaultShutdownGrace,
+		TLS:               defaultListenTLS,
 	}
 	if diff := cmp.Diff(wantListen, got.Listen); diff != "" {
 		t.Errorf("listen (-want +got):\n%s", diff)

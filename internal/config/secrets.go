@@ -59,6 +59,7 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 		}
 		resolveTLSFiles(&b.TLS, baseDir, path+".tls", probs)
 	}
+	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
 }
 
 // resolvePassword fills *pw from file when file is set. path names the

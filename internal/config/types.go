@@ -70,6 +70,8 @@ type Listen struct {
 	// MaxBodyBytes caps a request body; a larger one gets 413.
 	MaxBodyBytes  int64         `yaml:"max_body_bytes" validate:"gte=1024,lte=104857600"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" validate:"gte=0"`
+	// TLS is TLS at this listener (see listen_tls.go); zero value: plain HTTP.
+	TLS ListenTLS `yaml:"tls"`
 }
 
 // Admin is the operator-facing listener: health, readiness, later metrics.
@@ -120,6 +122,9 @@ type Tenant struct {
 	// 412 (default) or 400 (allowed since OSB 2.16).
 	MissingVersionStatus int     `yaml:"missing_version_status" validate:"oneof=400 412"`
 	Routes               []Route `yaml:"routes" validate:"required,min=1,dive"`
+	// ClientCert is what a client certificate is worth for this tenant
+	// (see listen_tls.go); zero value: nothing.
+	ClientCert ClientCert `yaml:"client_cert"`
 }
 
 // Credential is one basic-auth username and password a tenant may present.
@@ -203,6 +208,12 @@ type UpstreamTLS struct {
 	CertFile   string `yaml:"cert_file"`
 	KeyFile    string `yaml:"key_file"`
 	ServerName string `yaml:"server_name"`
+	// MinVersion is the lowest TLS version spoken to the broker: "1.2" or
+	// "1.3". Zero value: DefaultTLSMinVersion.
+	MinVersion string `yaml:"min_version" validate:"oneof=1.2 1.3"`
+	// InsecureSkipVerify accepts any broker certificate; start-up logs a
+	// warning while it is set. For tests only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // Secret is a string that never prints: String, GoString, MarshalText and

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// The bolt file holds JSON records in buckets, and two indexes whose keys
+// start with an 8-byte big-endian time (microseconds since 1970, sign bit
+// flipped so earlier sorts first):
+//
+//	meta            "version" -> boltVersion
+//	locks           lock key -> lockRecord
+//	lock_deadlines  time(Deadline) + lock key -> nothing
+//	orphans         orphan id -> orphanRecord
+//	orphan_due      time(NextAttempt) + orphan id -> nothing
+var (
+	bucketMeta          = []byte("meta")
+	bucketLocks         = []byte("locks")
+	bucketLockDeadlines = []byte("lock_deadlines")
+	bucketOrphans       = []byte("orphans")
+	bucketOrphanDue     = []byte("orphan_due")
+	keyVersion          = []byte("version")
+)
+
+// boltVersion is the layout above; a file with another version is refused.
+const boltVersion = "1"
+
+// boltStore is the "bolt" backend, one bbolt file held by one process.
+// Concurrent writes share commits (see committer); the lock bbolt takes on
+// the file keeps a second process out.
+type boltStore struct {
+	db      *bolt.DB
+	commits *committer
+	now     func() time.Time
+	path    string
+}
+
+func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltStore, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: bolt file %s is in use by another process (waited %s): %w",
+			ErrUnavailable, path, timeout, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open bolt file %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		switch v := meta.Get(keyVersion); {
+		case v == nil:
+			return meta.Put(keyVersion, []byte(boltVersion))
+		case string(v) != boltVersion:
+			return fmt.Errorf("file layout version %q, want %q", v, boltVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: prepare bolt file %s: %w", path, err)
+	}
+	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path}, nil
+}
+
+// fail maps an error of a bbolt call: the context's error if it ended,
+// otherwise a failure of the backend.
+func (s *boltStore) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return errClosed
+	}
+	return fmt.Errorf("%w: bolt file %s: %w", ErrUnavailable, s.path, err)
+}
+
+// write runs fn in a transaction that concurrent writes share. fn reports
+// the outcome of its request (ErrHeld and the like) through variables of
+// its caller and returns only storage errors, so one caller's outcome never
+// rolls back the others' writes. fn may run more than once, so it must set
+// those variables afresh on each run.
+func (s *boltStore) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var ctxErr error // the context ended while the write waited: skip it
+	err := s.commits.run(func(tx *bolt.Tx) error {
+		if ctxErr = ctx.Err(); ctxErr != nil {
+			return nil
+		}
+		return fn(tx)
+	})
+	if err == nil && ctxErr != nil {
+		return ctxErr
+	}
+	return s.fail(ctx, err)
+}
+
+// read runs fn in a read-only transaction.
+func (s *boltStore) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.fail(ctx, s.db.View(fn))
+}
+
+// timeKey is the 8-byte index prefix for t followed by name.
+func timeKey(t time.Time, name string) []byte {
+	k := make([]byte, 8, 8+len(name))
+	binary.BigEndian.PutUint64(k, uint64(t.UnixMicro())^(1<<63))
+	return append(k, name...)
+}
+
+// timeOf is the time of an index key made by timeKey, in microseconds.
+func timeOf(k []byte) int64 {
+	return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63))
+}
+
+func getLock(tx *bolt.Tx, key string) (Lock, bool, error) {
+	v := tx.Bucket(bucketLocks).Get([]byte(key))
+	if v == nil {
+		return Lock{}, false, nil
+	}
+	l, err := decodeLock(v)
+	return l, err == nil, err
+}
+
+// liveLock returns the lock key if it exists and has not expired at now.
+func liveLock(tx *bolt.Tx, key string, now time.Time) (Lock, bool, error) {
+	l, ok, err := getLock(tx, key)
+	if err != nil || !ok || expired(l.Deadline, now) {
+		return Lock{}, false, err
+	}
+	return l, true, nil
+}
+
+// putLock writes l, replacing old (the zero Lock if there was none).
+func putLock(tx *bolt.Tx, old, l Lock) error {
+	if old.Key != "" {
+		if err := tx.Bucket(bucketLockDeadlines).Delete(timeKey(old.Deadline, old.Key)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketLockDeadlines).Put(timeKey(l.Deadline, l.Key), nil); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketLocks).Put([]byte(l.Key), encodeLock(l))
+}
+
+func deleteLock(tx *bolt.Tx, l Lock) error {
+	if err := tx.Bucket(bucketLockDeadlines).Delete(timeKey(l.Deadline, l.Key)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketLocks).Delete([]byte(l.Key))
+}
+
+// ownedLock returns the live lock key if owner holds it, or in outcome the
+// error saying why not.
+func ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l Lock, outcome, err error) {
+	l, ok, err := liveLock(tx, key, now)
+	switch {
+	case err != nil:
+		return Lock{}, nil, err
+	case !ok:
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key), nil
+	case l.Owner != owner:
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotOwner, key), nil
+	}
+	return l, nil, nil
+}
+
+func (s *boltStore) Ping(ctx context.Context) error {
+	return s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketLocks) == nil {
+			return errors.New("bucket locks missing")
+		}
+		return nil
+	})
+}
+
+func (s *boltStore) Close() error {
+	return s.db.Close()
+}

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The lock methods of the bolt backend. Each write decides inside its
+// transaction, so the check and the change are one atomic step.
+
+func (s *boltStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	now := s.now()
+	l, err := prepareLock(l, now)
+	if err != nil {
+		return Lock{}, err
+	}
+	var holder Lock
+	var held bool
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		held = false
+		cur, ok, err := getLock(tx, l.Key)
+		if err != nil {
+			return err
+		}
+		if ok && !expired(cur.Deadline, now) && cur.Owner != l.Owner {
+			holder, held = cur, true
+			return nil
+		}
+		return putLock(tx, cur, l)
+	})
+	switch {
+	case err != nil:
+		return Lock{}, err
+	case held:
+		return holder, heldError(holder)
+	}
+	return l, nil
+}
+
+func (s *boltStore) Update(ctx context.Context, l Lock) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	l, err := prepareLock(l, now)
+	if err != nil {
+		return err
+	}
+	var outcome error
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		cur, out, err := ownedLock(tx, l.Key, l.Owner, now)
+		if outcome = out; err != nil || out != nil {
+			return err
+		}
+		return putLock(tx, cur, l)
+	})
+	if err != nil {
+		return err
+	}
+	return outcome
+}
+
+func (s *boltStore) Release(ctx context.Context, key, owner string) error {
+	now := s.now()
+	var outcome error
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		cur, out, err := ownedLock(tx, key, owner, now)
+		if outcome = out; err != nil || out != nil {
+			return err
+		}
+		return deleteLock(tx, cur)
+	})
+	if err != nil {
+		return err
+	}
+	return outcome
+}
+
+func (s *boltStore) ForceRelease(ctx context.Context, key string) (Lock, error) {
+	now := s.now()
+	var l Lock
+	var found bool
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if l, found, err = liveLock(tx, key, now); err != nil || !found {
+			return err
+		}
+		return deleteLock(tx, l)
+	})
+	switch {
+	case err != nil:
+		return Lock{}, err
+	case !found:
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	}
+	return l, nil
+}
+
+func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
+	now := s.now()
+	var l Lock
+	var found bool
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		l, found, err = liveLock(tx, key, now)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Lock{}, err
+	case !found:
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	}
+	return l, nil
+}
+
+func (s *boltStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
+	now := s.now()
+	var out []Lock
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLocks).ForEach(func(_, v []byte) error {
+			l, err := decodeLock(v)
+			if err != nil {
+				return err
+			}
+			if !expired(l.Deadline, now) && f.matches(l) {
+				out = append(out, l) // keys iterate in byte order: sorted by Key
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExpireDue walks the deadline index from the earliest, so its cost is the
+// number of expired locks, not of all locks.
+func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, error) {
+	var out []Lock
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		out = out[:0]
+		var keys []string
+		c := tx.Bucket(bucketLockDeadlines).Cursor()
+		for k, _ := c.First(); k != nil && timeOf(k) <= now.UnixMicro(); k, _ = c.Next() {
+			keys = append(keys, string(k[8:]))
+		}
+		for _, key := range keys {
+			l, ok, err := getLock(tx, key)
+			if err != nil {
+				return err
+			}
+			if ok && expired(l.Deadline, now) {
+				if err := deleteLock(tx, l); err != nil {
+					return err
+				}
+				out = append(out, l) // index order: sorted by Deadline, then Key
+			}
+		}
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return out, nil
+}

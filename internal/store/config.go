@@ -1,0 +1,130 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Backend names for Config.Backend.
+const (
+	BackendBolt   = "bolt"
+	BackendRedis  = "redis"
+	BackendMemory = "memory"
+)
+
+// Defaults Open applies to zero Config fields. Each names the field it fills.
+const (
+	DefaultBackend           = BackendBolt      // Backend
+	DefaultPath              = "osb-gateway.db" // Path
+	DefaultOpenTimeout       = 5 * time.Second  // OpenTimeout
+	DefaultRedisAddr         = "127.0.0.1:6379" // Redis.Addrs
+	DefaultRedisKeyPrefix    = "osb-gateway:"   // Redis.KeyPrefix
+	DefaultRedisDialTimeout  = 2 * time.Second  // Redis.DialTimeout
+	DefaultRedisReadTimeout  = 1 * time.Second  // Redis.ReadTimeout
+	DefaultRedisWriteTimeout = 1 * time.Second  // Redis.WriteTimeout
+)
+
+// RedisTTLMargin is added to the time left to a lock's Deadline to make the
+// TTL of its Redis key. The stored Deadline decides expiry; the margin leaves
+// ExpireDue time to report an expired lock before Redis drops it, and covers
+// clock differences between replicas.
+const RedisTTLMargin = time.Minute
+
+// Config chooses and configures a backend. The zero value is a bolt file
+// named DefaultPath in the working directory.
+type Config struct {
+	// Backend is BackendBolt, BackendRedis or BackendMemory; zero value:
+	// DefaultBackend.
+	Backend string
+	// Path is the bolt file, created if missing; zero value: DefaultPath.
+	Path string
+	// OpenTimeout is how long Open waits for another process to let go of
+	// the bolt file before failing; zero value: DefaultOpenTimeout.
+	OpenTimeout time.Duration
+	// Redis configures the redis backend.
+	Redis RedisConfig
+}
+
+// RedisConfig reaches Redis through go-redis' universal client: one address
+// is a standalone server, MasterName selects Sentinel (Addrs are then the
+// sentinels), and several addresses without MasterName are a Cluster.
+type RedisConfig struct {
+	// Addrs are host:port addresses; zero value: DefaultRedisAddr.
+	Addrs []string
+	// Username and Password authenticate (ACL user, or password alone);
+	// empty means no AUTH.
+	Username, Password string
+	// DB is the database number (standalone and Sentinel only).
+	DB int
+	// MasterName is the Sentinel master name; empty means no Sentinel.
+	MasterName string
+	// KeyPrefix starts every key the store writes; zero value:
+	// DefaultRedisKeyPrefix. Replicas sharing state use the same prefix.
+	// A prefix holding a Cluster hash tag, like "{osb-gateway}:", keeps
+	// every key in one slot.
+	KeyPrefix string
+	// DialTimeout bounds connecting; zero value: DefaultRedisDialTimeout.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for a reply; zero value:
+	// DefaultRedisReadTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds sending a command; zero value:
+	// DefaultRedisWriteTimeout.
+	WriteTimeout time.Duration
+	// TLS connects with TLS 1.2 or later, verifying the server against the
+	// system roots.
+	TLS bool
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = DefaultBackend
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	r := &c.Redis
+	if len(r.Addrs) == 0 {
+		r.Addrs = []string{DefaultRedisAddr}
+	}
+	if r.KeyPrefix == "" {
+		r.KeyPrefix = DefaultRedisKeyPrefix
+	}
+	if r.DialTimeout == 0 {
+		r.DialTimeout = DefaultRedisDialTimeout
+	}
+	if r.ReadTimeout == 0 {
+		r.ReadTimeout = DefaultRedisReadTimeout
+	}
+	if r.WriteTimeout == 0 {
+		r.WriteTimeout = DefaultRedisWriteTimeout
+	}
+	return c
+}
+
+// Open returns the Store cfg describes, with defaults applied to its zero
+// fields. now is the store's clock (nil means time.Now); it decides which
+// locks have expired. Opening a bolt file another process holds fails after
+// OpenTimeout with an error wrapping ErrUnavailable. Opening redis does not
+// connect yet (like sql.Open): call Ping to check it can be reached.
+func Open(cfg Config, now func() time.Time) (Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	cfg = cfg.withDefaults()
+	switch cfg.Backend {
+	case BackendMemory:
+		return newMemory(now), nil
+	case BackendBolt:
+		return openBolt(cfg.Path, cfg.OpenTimeout, now)
+	case BackendRedis:
+		return openRedis(cfg.Redis, now)
+	default:
+		return nil, fmt.Errorf("store: unknown backend %q (want %q, %q or %q)",
+			cfg.Backend, BackendBolt, BackendRedis, BackendMemory)
+	}
+}

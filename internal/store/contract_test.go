@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// backend opens Stores of one kind for the contract tests.
+type backend struct {
+	// open returns a Store on new, empty storage, closed when t ends.
+	open func(t *testing.T, now func() time.Time) Store
+	// reopen closes s and opens a Store on the same storage, as a
+	// restarted process would; nil where nothing persists.
+	reopen func(t *testing.T, s Store, now func() time.Time) Store
+}
+
+// testContract runs the Store contract against b. Every backend must pass
+// it unchanged.
+func testContract(t *testing.T, b backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b backend)
+	}{
+		{"AcquireHeldRelease", testAcquireHeldRelease},
+		{"AcquireBySameOwner", testAcquireBySameOwner},
+		{"Invalid", testInvalid},
+		{"Update", testUpdate},
+		{"Expiry", testExpiry},
+		{"ForceRelease", testForceRelease},
+		{"List", testList},
+		{"ExpireDue", testExpireDue},
+		{"Orphans", testOrphans},
+		{"DueOrphans", testDueOrphans},
+		{"CancelledContext", testCancelledContext},
+		{"RaceOneWinner", testRaceOneWinner},
+		{"Restart", testRestart},
+		{"Closed", testClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
+	}
+}
+
+// t0 is the start of every fake clock: a whole second, far from now, so
+// backends that used real time would fail the expiry tests.
+var t0 = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+
+// clock is an injected clock the test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: t0} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testLock is a lock on instance id of broker "b1" for tenant "cf1", held
+// by owner until t0 plus ttl.
+func testLock(id, owner string, ttl time.Duration) Lock {
+	return Lock{
+		Key: LockKey("b1", id), Owner: owner, Kind: KindProvision,
+		Tenant: "cf1", Broker: "b1", InstanceID: id, ServiceID: "svc", PlanID: "plan",
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		Started:     t0, Deadline: t0.Add(ttl),
+	}
+}
+
+func mustAcquire(t *testing.T, s Store, l Lock) Lock {
+	t.Helper()
+	got, err := s.Acquire(context.Background(), l)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %s): %v", l.Key, l.Owner, err)
+	}
+	return got
+}
+
+// wantErr fails t unless errors.Is(err, want) (want nil: err nil).
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s: error %v, want %v", what, err, want)
+	}
+}
+
+func testAcquireHeldRelease(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, newClock().now)
+	l := testLock("i1", "owner-1", time.Hour)
+	l.Started = time.Time{} // filled in with the store's now
+	got := mustAcquire(t, s, l)
+	want := l
+	want.Started = t0
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Acquire returned (-want +got):\n%s", d)
+	}
+	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(want, got) {
+		t.Errorf("Get = %+v, %v; want %+v", got, err, want)
+	}
+
+	other := testLock("i1", "owner-2", 2*time.Hour)
+	holder, err := s.Acquire(ctx, other)
+	wantErr(t, "Acquire by another owner", err, ErrHeld)
+	if d := cmp.Diff(want, holder); d != "" {
+		t.Errorf("Acquire by another owner returned holder (-want +got):\n%s", d)
+	}
+	wantErr(t, "Release by another owner", s.Release(ctx, l.Key, "owner-2"), ErrNotOwner)
+	wantErr(t, "Release by owner", s.Release(ctx, l.Key, "owner-1"), nil)
+	_, err = s.Get(ctx, l.Key)
+	wantErr(t, "Get after Release", err, ErrNotFound)
+	wantErr(t, "second Release", s.Release(ctx, l.Key, "owner-1"), ErrNotFound)
+	mustAcquire(t, s, other)
+
+	// Another instance of the same broker is another lock.
+	mustAcquire(t, s, testLock("i2", "owner-3", time.Hour))
+}
+
+func testAcquireBySameOwner(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, newClock().now)
+	l := testLock("i1", "owner-1", time.Hour)
+	mustAcquire(t, s, l)
+	again := l
+	again.Kind, again.Deadline = KindUpdate, t0.Add(2*time.Hour)
+	if got := mustAcquire(t, s, again); !cmp.Equal(again, got) {
+		t.Errorf("second Acquire by the owner returned %+v, want %+v", got, again)
+	}
+	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(again, got) {
+		t.Errorf("Get = %+v, %v; want %+v", got, err, again)
+	}
+}
+
+func testInvalid(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, newClock().now)
+	valid := testLock("i1", "owner-1", time.Hour)
+	tests := []struct {
+		name   string
+		change func(l *Lock)
+	}{
+		{"no key", func(l *Lock) { l.Key = "" }},
+		{"no owner", func(l *Lock) { l.Owner = "" }},
+		{"unknown kind", func(l *Lock) { l.Kind = "poll" }},
+		{"no deadline", func(l *Lock) { l.Deadline = time.Time{} }},
+		{"deadline now", func(l *Lock) { l.Deadline = t0 }},
+		{"deadline past", func(l *Lock) { l.Deadline = t0.Add(-time.Second) }},
+		{"operation too long", func(l *Lock) { l.Operation = strings.Repeat("x", MaxOperationLen+1) }},
+		{"year 10000", func(l *Lock) { l.Deadline = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := valid
+			tc.change(&l)
+			_, err := s.Acquire(ctx, l)
+			wantErr(t, "Acquire", err, ErrInvalid)
+			wantErr(t, "Update", s.Update(ctx, l), ErrInvalid)
+		})
+	}
+	if got, err := s.List(ctx, ListFilter{}); err != nil || len(got) != 0 {
+		t.Errorf("List after invalid calls = %v, %v; want none", got, err)
+	}
+	for _, o := range []Orphan{{Kind: KindUnbind}, {ID: "o1", Kind: KindProvision}} {
+		wantErr(t, "PutOrphan "+o.ID, s.PutOrphan(ctx, o), ErrInvalid)
+	}
+}
+
+func testUpdate(t *testing.T, b backend) {
+	ctx := context.Background()
+	c := newClock()
+	s := b.open(t, c.now)
+	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Minute))
+
+	async := l
+	async.Async, async.Operation = true, strings.Repeat("op-", MaxOperationLen/3)
+	async.Deadline = t0.Add(24 * time.Hour)
+	wantErr(t, "Update by another owner", s.Update(ctx, Lock{
+		Key: l.Key, Owner: "owner-2", Kind: KindProvision, Deadline: async.Deadline,
+	}), ErrNotOwner)
+	wantErr(t, "Update by owner", s.Update(ctx, async), nil)
+	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(async, got) {
+		t.Errorf("Get after Update = %v; diff (-want +got):\n%s", err, cmp.Diff(async, got))
+	}
+
+	// The new deadline holds: past the old one, the lock is still there.
+	c.advance(time.Hour)
+	if _, err := s.Acquire(ctx, testLock("i1", "owner-2", 2*time.Hour)); !errors.Is(err, ErrHeld) {
+		t.Errorf("Acquire past the old deadline: %v, want ErrHeld", err)
+	}
+	missing := testLock("i9", "owner-1", 2*time.Hour)
+	wantErr(t, "Update of a missing lock", s.Update(ctx, missing), ErrNotFound)
+}
+
+func testExpiry(t *testing.T, b backend) {
+	ctx := context.Background()
+	c := newClock()
+	s := b.open(t, c.now)
+	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Minute))
+
+	c.advance(time.Minute - time.Microsecond)
+	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(l, got) {
+		t.Errorf("Get 1µs before the deadline = %+v, %v; want the lock", got, err)
+	}
+	_, err := s.Acquire(ctx, testLock("i1", "owner-2", 2*time.Hour))
+	wantErr(t, "Acquire 1µs before the deadline", err, ErrHeld)
+
+	c.advance(time.Microsecond) // now == Deadline: expired
+	_, err = s.Get(ctx, l.Key)
+	wantErr(t, "Get at the deadline", err, ErrNotFound)
+	if got, err := s.List(ctx, ListFilter{}); err != nil || len(got) != 0 {
+		t.Errorf("List at the deadline = %v, %v; want none", got, err)
+	}
+	later := l
+	later.Deadline = c.now().Add(time.Hour)
+	wantErr(t, "Update at the deadline", s.Update(ctx, later), ErrNotFound)
+	wantErr(t, "Release at the deadline", s.Release(ctx, l.Key, l.Owner), ErrNotFound)
+	_, err = s.ForceRelease(ctx, l.Key)
+	wantErr(t, "ForceRelease at the deadline", err, ErrNotFound)
+
+	next := testLock("i1", "owner-2", 2*time.Hour)
+	if got := mustAcquire(t, s, next); !cmp.Equal(next, got) {
+		t.Errorf("Acquire of the expired lock returned %+v, want %+v", got, next)
+	}
+}
+
+func testForceRelease(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, newClock().now)
+	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Hour))
+	got, err := s.ForceRelease(ctx, l.Key)
+	if err != nil || !cmp.Equal(l, got) {
+		t.Errorf("ForceRelease = %+v, %v; want %+v", got, err, l)
+	}
+	_, err = s.Get(ctx, l.Key)
+	wantErr(t, "Get after ForceRelease", err, ErrNotFound)
+	_, err = s.ForceRelease(ctx, l.Key)
+	wantErr(t, "second ForceRelease", err, ErrNotFound)
+	wantErr(t, "Release by the old owner", s.Release(ctx, l.Key, l.Owner), ErrNotFound)
+}

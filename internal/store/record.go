@@ -1,0 +1,201 @@
+package store
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// What every backend shares: validation and normalisation of what callers
+// give, the expiry rule, the JSON records bolt and Redis store, and orders.
+
+var lockKinds = map[string]bool{
+	KindProvision: true, KindUpdate: true, KindDeprovision: true, KindBind: true, KindUnbind: true,
+}
+
+// prepareLock validates l and returns it as a store keeps it: times in UTC
+// to the microsecond, a zero Started set to now.
+func prepareLock(l Lock, now time.Time) (Lock, error) {
+	switch {
+	case l.Key == "":
+		return Lock{}, fmt.Errorf("%w: lock has no Key", ErrInvalid)
+	case l.Owner == "":
+		return Lock{}, fmt.Errorf("%w: lock %q has no Owner", ErrInvalid, l.Key)
+	case !lockKinds[l.Kind]:
+		return Lock{}, fmt.Errorf("%w: lock %q has Kind %q, want provision, update, deprovision, bind or unbind",
+			ErrInvalid, l.Key, l.Kind)
+	case len(l.Operation) > MaxOperationLen:
+		return Lock{}, fmt.Errorf("%w: lock %q has an Operation of %d characters, more than %d",
+			ErrInvalid, l.Key, len(l.Operation), MaxOperationLen)
+	}
+	if l.Started.IsZero() {
+		l.Started = now
+	}
+	l.Started, l.Deadline = utc(l.Started), utc(l.Deadline)
+	if !storable(l.Started) || !storable(l.Deadline) {
+		return Lock{}, fmt.Errorf("%w: lock %q has a time outside years 0 to 9999", ErrInvalid, l.Key)
+	}
+	if expired(l.Deadline, now) {
+		return Lock{}, fmt.Errorf("%w: lock %q has Deadline %s, not after now (%s)",
+			ErrInvalid, l.Key, l.Deadline.Format(time.RFC3339Nano), utc(now).Format(time.RFC3339Nano))
+	}
+	return l, nil
+}
+
+// prepareOrphan validates o and returns it as a store keeps it: times in UTC
+// to the microsecond, zero Created and NextAttempt set to now.
+func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
+	switch {
+	case o.ID == "":
+		return Orphan{}, fmt.Errorf("%w: orphan has no ID", ErrInvalid)
+	case o.Kind != KindDeprovision && o.Kind != KindUnbind:
+		return Orphan{}, fmt.Errorf("%w: orphan %q has Kind %q, want deprovision or unbind", ErrInvalid, o.ID, o.Kind)
+	}
+	if o.Created.IsZero() {
+		o.Created = now
+	}
+	if o.NextAttempt.IsZero() {
+		o.NextAttempt = now
+	}
+	o.Created, o.NextAttempt = utc(o.Created), utc(o.NextAttempt)
+	if !storable(o.Created) || !storable(o.NextAttempt) {
+		return Orphan{}, fmt.Errorf("%w: orphan %q has a time outside years 0 to 9999", ErrInvalid, o.ID)
+	}
+	return o, nil
+}
+
+// utc is t as stored: UTC, to the microsecond, without a monotonic reading.
+func utc(t time.Time) time.Time {
+	return t.Truncate(time.Microsecond).UTC()
+}
+
+// storable reports whether t fits the JSON records (RFC 3339 years).
+func storable(t time.Time) bool {
+	return t.Year() >= 0 && t.Year() <= 9999
+}
+
+// expired is the expiry rule of every backend: a deadline not after now.
+// Redis scripts apply the same rule to the microsecond values.
+func expired(deadline, now time.Time) bool {
+	return deadline.UnixMicro() <= now.UnixMicro()
+}
+
+// heldError reports that holder has the lock an Acquire wanted.
+func heldError(holder Lock) error {
+	return fmt.Errorf("%w: %s by a %s operation until %s", ErrHeld, holder.Key, holder.Kind,
+		holder.Deadline.Format(time.RFC3339))
+}
+
+// matches reports whether f selects l.
+func (f ListFilter) matches(l Lock) bool {
+	return (f.Broker == "" || f.Broker == l.Broker) && (f.Tenant == "" || f.Tenant == l.Tenant)
+}
+
+func byKey(a, b Lock) int { return cmp.Compare(a.Key, b.Key) }
+
+func byDeadline(a, b Lock) int {
+	return cmp.Or(a.Deadline.Compare(b.Deadline), cmp.Compare(a.Key, b.Key))
+}
+
+func byID(a, b Orphan) int { return cmp.Compare(a.ID, b.ID) }
+
+func byNextAttempt(a, b Orphan) int {
+	return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
+}
+
+// dueOrphans returns the orphans of all that are due at now, in order, at
+// most limit of them (limit <= 0: all). It sorts all in place.
+func dueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
+	slices.SortFunc(all, byNextAttempt)
+	due := all[:0]
+	for _, o := range all {
+		if o.NextAttempt.UnixMicro() > now.UnixMicro() || (limit > 0 && len(due) == limit) {
+			break
+		}
+		due = append(due, o)
+	}
+	return due
+}
+
+// lockRecord is a Lock as bolt and Redis store it, in JSON. DeadlineUS lets
+// Redis scripts apply the expiry rule and Owner is read by them too.
+type lockRecord struct {
+	Key         string    `json:"key"`
+	Owner       string    `json:"owner"`
+	Kind        string    `json:"kind"`
+	Tenant      string    `json:"tenant,omitempty"`
+	Broker      string    `json:"broker,omitempty"`
+	InstanceID  string    `json:"instance_id,omitempty"`
+	BindingID   string    `json:"binding_id,omitempty"`
+	ServiceID   string    `json:"service_id,omitempty"`
+	PlanID      string    `json:"plan_id,omitempty"`
+	Async       bool      `json:"async,omitempty"`
+	Operation   string    `json:"operation,omitempty"`
+	TraceParent string    `json:"traceparent,omitempty"`
+	Started     time.Time `json:"started"`
+	Deadline    time.Time `json:"deadline"`
+	DeadlineUS  int64     `json:"deadline_us"`
+}
+
+func encodeLock(l Lock) []byte {
+	b, err := json.Marshal(lockRecord{
+		Key: l.Key, Owner: l.Owner, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker,
+		InstanceID: l.InstanceID, BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID,
+		Async: l.Async, Operation: l.Operation, TraceParent: l.TraceParent,
+		Started: l.Started, Deadline: l.Deadline, DeadlineUS: l.Deadline.UnixMicro(),
+	})
+	if err != nil { // strings, bools and storable times always encode
+		panic(fmt.Sprintf("store: encode lock: %v", err))
+	}
+	return b
+}
+
+func decodeLock(b []byte) (Lock, error) {
+	var r lockRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Lock{}, fmt.Errorf("store: decode lock record: %w", err)
+	}
+	return Lock{
+		Key: r.Key, Owner: r.Owner, Kind: r.Kind, Tenant: r.Tenant, Broker: r.Broker,
+		InstanceID: r.InstanceID, BindingID: r.BindingID, ServiceID: r.ServiceID, PlanID: r.PlanID,
+		Async: r.Async, Operation: r.Operation, TraceParent: r.TraceParent,
+		Started: r.Started.UTC(), Deadline: r.Deadline.UTC(),
+	}, nil
+}
+
+// orphanRecord is an Orphan as bolt and Redis store it, in JSON.
+type orphanRecord struct {
+	ID          string    `json:"id"`
+	Broker      string    `json:"broker,omitempty"`
+	Tenant      string    `json:"tenant,omitempty"`
+	Kind        string    `json:"kind"`
+	InstanceID  string    `json:"instance_id,omitempty"`
+	BindingID   string    `json:"binding_id,omitempty"`
+	ServiceID   string    `json:"service_id,omitempty"`
+	PlanID      string    `json:"plan_id,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Attempts    int       `json:"attempts,omitempty"`
+	NextAttempt time.Time `json:"next_attempt"`
+	Created     time.Time `json:"created"`
+	LastError   string    `json:"last_error,omitempty"`
+}
+
+func encodeOrphan(o Orphan) []byte {
+	b, err := json.Marshal(orphanRecord(o))
+	if err != nil {
+		panic(fmt.Sprintf("store: encode orphan: %v", err))
+	}
+	return b
+}
+
+func decodeOrphan(b []byte) (Orphan, error) {
+	var r orphanRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Orphan{}, fmt.Errorf("store: decode orphan record: %w", err)
+	}
+	o := Orphan(r)
+	o.NextAttempt, o.Created = o.NextAttempt.UTC(), o.Created.UTC()
+	return o, nil
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The lock methods of the redis backend. Acquire first tries SET NX PX, one
+// round trip when the key is free; every other change is a Lua script (sent
+// by EVALSHA, EVAL when the server lacks it), so each check-and-change is
+// atomic on the server. Scripts compare the record's deadline_us with the
+// now the caller passes, so the store's clock decides expiry, not Redis'.
+
+// acquireScript takes KEYS[1] if it is gone, expired or already held by
+// owner; otherwise it returns the holder's record.
+// ARGV: record, owner, now µs, TTL ms.
+var acquireScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, rec = pcall(cjson.decode, cur)
+  if ok and rec.owner ~= ARGV[2] and tonumber(rec.deadline_us) > tonumber(ARGV[3]) then
+    return cur
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+return false
+`)
+
+// ownedScript replaces (ARGV[1] a record) or deletes (ARGV[1] empty) the
+// live lock KEYS[1] if owner holds it. It returns 1 if done, 0 if there is
+// no live lock, -1 if another owner holds it.
+// ARGV: record or "", owner, now µs, TTL ms.
+var ownedScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local rec = cjson.decode(cur)
+if tonumber(rec.deadline_us) <= tonumber(ARGV[3]) then return 0 end
+if rec.owner ~= ARGV[2] then return -1 end
+if ARGV[1] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+end
+return 1
+`)
+
+// takeScript deletes and returns KEYS[1] if it is live (ARGV[2] "live") or
+// expired (ARGV[2] "expired") at ARGV[1] µs; otherwise it returns nil.
+var takeScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if not cur then return false end
+local ok, rec = pcall(cjson.decode, cur)
+local live = ok and tonumber(rec.deadline_us) > tonumber(ARGV[1])
+if (ARGV[2] == 'live') == live then
+  redis.call('DEL', KEYS[1])
+  return cur
+end
+return false
+`)
+
+func us(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func (s *redisStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	now := s.now()
+	l, err := prepareLock(l, now)
+	if err != nil {
+		return Lock{}, err
+	}
+	k, rec, ttl := s.lockKey(l.Key), encodeLock(l), s.ttl(l, now)
+	ok, err := s.client.SetNX(ctx, k, rec, ttl).Result()
+	if err != nil {
+		return Lock{}, s.fail(ctx, "SET NX", err)
+	}
+	if ok {
+		return l, nil
+	}
+	cur, err := acquireScript.Run(ctx, s.client, []string{k}, rec, l.Owner, us(now), ms(ttl)).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return l, nil
+	case err != nil:
+		return Lock{}, s.fail(ctx, "acquire script", err)
+	}
+	holder, err := decodeLock([]byte(cur))
+	if err != nil {
+		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, l.Key, err)
+	}
+	return holder, heldError(holder)
+}
+
+// owned runs ownedScript for key and owner: rec replaces the lock, or nil
+// deletes it.
+func (s *redisStore) owned(ctx context.Context, op, key, owner string, rec []byte, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res, err := ownedScript.Run(ctx, s.client, []string{s.lockKey(key)}, rec, owner, us(s.now()), ms(ttl)).Int()
+	switch {
+	case err != nil:
+		return s.fail(ctx, op+" script", err)
+	case res == 0:
+		return fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	case res < 0:
+		return fmt.Errorf("%w: lock %s", ErrNotOwner, key)
+	}
+	return nil
+}
+
+func (s *redisStore) Update(ctx context.Context, l Lock) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	l, err := prepareLock(l, now)
+	if err != nil {
+		return err
+	}
+	return s.owned(ctx, "update", l.Key, l.Owner, encodeLock(l), s.ttl(l, now))
+}
+
+func (s *redisStore) Release(ctx context.Context, key, owner string) error {
+	return s.owned(ctx, "release", key, owner, nil, 0)
+}
+
+// take runs takeScript for key: which is "live" or "expired".
+func (s *redisStore) take(ctx context.Context, key, which string, now time.Time) (Lock, bool, error) {
+	cur, err := takeScript.Run(ctx, s.client, []string{s.lockKey(key)}, us(now), which).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Lock{}, false, nil
+	case err != nil:
+		return Lock{}, false, s.fail(ctx, "take script", err)
+	}
+	l, err := decodeLock([]byte(cur))
+	if err != nil {
+		return Lock{}, false, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
+	}
+	return l, true, nil
+}
+
+func (s *redisStore) ForceRelease(ctx context.Context, key string) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	l, ok, err := s.take(ctx, key, "live", s.now())
+	switch {
+	case err != nil:
+		return Lock{}, err
+	case !ok:
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	}
+	return l, nil
+}
+
+func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	v, err := s.client.Get(ctx, s.lockKey(key)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	case err != nil:
+		return Lock{}, s.fail(ctx, "GET", err)
+	}
+	l, err := decodeLock(v)
+	switch {
+	case err != nil:
+		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
+	case expired(l.Deadline, s.now()):
+		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+	}
+	return l, nil
+}
+
+// List SCANs every master: its cost grows with the number of keys under
+// the prefix, which suits an operator's listing, not a request path.
+func (s *redisStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var found collect[Lock]
+	err := s.scanLocks(ctx, func(_, values []string) {
+		for _, v := range values {
+			if l, err := decodeLock([]byte(v)); err == nil && !expired(l.Deadline, now) && f.matches(l) {
+				found.add(l)
+			}
+		}
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "SCAN", err)
+	}
+	slices.SortFunc(found.items, byKey)
+	return found.items, nil
+}
+
+// ExpireDue SCANs for locks whose deadline passed, then deletes each with a
+// script that checks again, so a lock re-acquired meanwhile stays.
+func (s *redisStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var due collect[string]
+	err := s.scanLocks(ctx, func(_, values []string) {
+		for _, v := range values {
+			if l, err := decodeLock([]byte(v)); err == nil && expired(l.Deadline, now) {
+				due.add(l.Key)
+			}
+		}
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "SCAN", err)
+	}
+	var out []Lock
+	for _, key := range due.items {
+		l, ok, err := s.take(ctx, key, "expired", now)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, byDeadline)
+	return out, nil
+}

@@ -1,0 +1,306 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// CatalogCache holds broker catalogs per broker, forwarded API version and
+// (for brokers with vary_by_platform) originating platform. It outlives
+// reloads: a Gateway built by a reload shares its predecessor's cache, and
+// drops only the entries of brokers whose settings changed.
+//
+// Entries are bounded by count and total bytes (least recently used go
+// first). Concurrent misses share one broker fetch. An entry past its TTL is
+// served while one background refresh runs; a broker that is down or
+// answers an invalid catalog leaves the last good catalog in place, served
+// with a Warning header. It is safe for concurrent use.
+type CatalogCache struct {
+	entries  *lru.Cache[catalogKey, *catalogEntry]
+	maxBytes int64
+	bytes    atomic.Int64
+	flight   singleflight.Group
+	now      func() time.Time
+	log      *slog.Logger
+
+	mu    sync.Mutex
+	stats map[string]*catalogStats // by broker name
+}
+
+type catalogKey struct {
+	broker, version, platform string
+}
+
+func (k catalogKey) String() string {
+	s := k.broker + "@" + k.version
+	if k.platform != "" {
+		s += "/" + k.platform
+	}
+	return s
+}
+
+// catalogEntry is one fetched catalog: the broker's bytes and everything
+// derived from them, built once. It is immutable but for views and the
+// refresh flag.
+type catalogEntry struct {
+	key          catalogKey
+	body         []byte
+	index        *rules.Index
+	contentType  []string
+	etag         []string // strong: a hash of body
+	lastModified time.Time
+	lastModHdr   []string
+	fetched      time.Time
+	expires      time.Time
+
+	refreshing atomic.Bool
+	views      sync.Map // filter fingerprint → *catalogView
+}
+
+// catalogStats are a broker's cache counters, shown by GET /admin/brokers.
+type catalogStats struct {
+	hits, misses, stale atomic.Int64
+	mu                  sync.Mutex
+	lastFetch           time.Time
+	lastError           string
+	lastErrorAt         time.Time
+	fetchedOnce         bool
+}
+
+// NewCatalogCache returns a cache sized by c; now may be nil (time.Now).
+func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) *CatalogCache {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	cc := &CatalogCache{maxBytes: c.MaxBytes, now: now, log: log, stats: map[string]*catalogStats{}}
+	max := c.MaxEntries
+	if max <= 0 {
+		max = config.DefaultCatalogMaxEntries
+	}
+	cc.entries, _ = lru.NewWithEvict(max, func(_ catalogKey, e *catalogEntry) { cc.bytes.Add(-int64(len(e.body))) })
+	return cc
+}
+
+func (c *CatalogCache) statsFor(broker string) *catalogStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats[broker]
+	if st == nil {
+		st = &catalogStats{}
+		c.stats[broker] = st
+	}
+	return st
+}
+
+// catalogFetch is what a fetch needs to know about the broker and request.
+type catalogFetch struct {
+	up       *upstream
+	key      catalogKey
+	identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
+	reqID    string
+}
+
+// get returns the catalog for f.key: fresh from the cache, stale while a
+// refresh runs or after one failed (stale true), or fetched now. With no
+// good catalog ever, it returns a 503 *osb.Error naming the broker and the
+// cause.
+func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry, stale bool, err error) {
+	st := c.statsFor(f.key.broker)
+	now := c.now()
+	if e, ok := c.entries.Get(f.key); ok {
+		if now.Before(e.expires) {
+			st.hits.Add(1)
+			return e, false, nil
+		}
+		st.stale.Add(1)
+		if e.refreshing.CompareAndSwap(false, true) {
+			go func() {
+				defer e.refreshing.Store(false)
+				_, _ = c.load(context.WithoutCancel(ctx), f, e)
+			}()
+		}
+		return e, true, nil
+	}
+	st.misses.Add(1)
+	e, err = c.load(ctx, f, nil)
+	return e, false, err
+}
+
+// load fetches f's catalog once for all concurrent callers and stores it.
+// prev is the entry being refreshed, if any: on failure it stays.
+func (c *CatalogCache) load(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
+	ch := c.flight.DoChan(f.key.String(), func() (any, error) {
+		// Detached from the first caller: others wait on the same fetch.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.up.timeout)
+		defer cancel()
+		return c.fetch(fctx, f, prev)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*catalogEntry), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetch asks the broker for its catalog, checks it and caches it.
+func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
+	st := c.statsFor(f.key.broker)
+	e, err := c.fetchEntry(ctx, f, prev)
+	now := c.now()
+	st.mu.Lock()
+	st.lastFetch = now
+	if err != nil {
+		st.lastError, st.lastErrorAt = err.Error(), now
+	} else {
+		st.lastError, st.fetchedOnce = "", true
+	}
+	st.mu.Unlock()
+	if err != nil {
+		level := slog.LevelWarn
+		msg := "catalog fetch failed; no good catalog to serve"
+		if prev == nil {
+			if old, ok := c.entries.Peek(f.key); ok {
+				prev = old
+			}
+		}
+		if prev != nil {
+			msg = "catalog fetch failed; serving the last good catalog"
+		}
+		c.log.LogAttrs(ctx, level, msg, slog.String("broker", f.key.broker),
+			slog.String("version", f.key.version), slog.String("error", err.Error()))
+		return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+			Description: fmt.Sprintf("the catalog of broker %q is unavailable (none is cached): %s", f.key.broker, err)}
+	}
+	c.put(e)
+	return e, nil
+}
+
+func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
+	u := f.up
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.target.JoinPath("v2", "catalog").String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if u.auth != nil {
+		req.Header["Authorization"] = u.auth
+	}
+	req.Header[headerAPIVersion] = []string{f.key.version}
+	req.Header[headerRequestIdentity] = []string{f.reqID}
+	if f.identity != "" {
+		req.Header.Set(osb.HeaderOriginatingIdentity, f.identity)
+	}
+	res, err := u.transport.RoundTrip(req)
+	if err != nil {
+		if isTimeout(err, ctx) {
+			return nil, fmt.Errorf("the broker did not answer within %s", u.timeout)
+		}
+		return nil, errors.New("the broker " + u.describe(err))
+	}
+	defer res.Body.Close()
+	limit := c.maxBytes
+	if limit <= 0 {
+		limit = config.DefaultCatalogMaxBytes
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the catalog: %w", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the broker answered GET /v2/catalog with status %d", res.StatusCode)
+	}
+	if int64(len(body)) > limit {
+		return nil, fmt.Errorf("the catalog exceeds catalog.max_bytes (%d bytes)", limit)
+	}
+	index, findings, err := rules.NewIndex(body)
+	if err != nil {
+		return nil, fmt.Errorf("the broker's catalog is not valid: %w", err)
+	}
+	for _, fd := range findings {
+		if fd.Severity == rules.SeverityError {
+			c.log.LogAttrs(ctx, slog.LevelWarn, "catalog finding", slog.String("broker", f.key.broker),
+				slog.String("path", fd.Path), slog.String("finding", fd.Message))
+		}
+	}
+	now := c.now()
+	sum := sha256.Sum256(body)
+	e := &catalogEntry{key: f.key, body: body, index: index, fetched: now, expires: now.Add(u.cfg.Catalog.TTL),
+		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: now.UTC().Truncate(time.Second)}
+	if prev != nil && prev.etag[0] == e.etag[0] {
+		e.lastModified = prev.lastModified // same content: it did not change
+	}
+	e.lastModHdr = []string{e.lastModified.Format(http.TimeFormat)}
+	ct := res.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/json"
+	}
+	e.contentType = []string{ct}
+	return e, nil
+}
+
+// put stores e, evicting the least recently used entries while the cache
+// holds more than maxBytes.
+func (c *CatalogCache) put(e *catalogEntry) {
+	c.entries.Add(e.key, e)
+	c.bytes.Add(int64(len(e.body)))
+	for c.maxBytes > 0 && c.bytes.Load() > c.maxBytes && c.entries.Len() > 1 {
+		c.entries.RemoveOldest()
+	}
+}
+
+// Forget drops every entry of the named broker (its settings changed).
+func (c *CatalogCache) Forget(broker string) {
+	for _, k := range c.entries.Keys() {
+		if k.broker == broker {
+			c.entries.Remove(k)
+		}
+	}
+}
+
+// Refresh fetches the broker's cached catalogs again now (or, with none
+// cached, the one at version), waiting for the result.
+func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string) ([]*catalogEntry, error) {
+	var keys []catalogKey
+	for _, k := range c.entries.Keys() {
+		if k.broker == up.name {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		keys = []catalogKey{{broker: up.name, version: version}}
+	}
+	var out []*catalogEntry
+	var errs []error
+	for _, k := range keys {
+		prev, _ := c.entries.Peek(k)
+		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: newRequestID()}, prev)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, errors.Join(errs...)
+}

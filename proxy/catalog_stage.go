@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// WarmVersion is the API version whose catalog is fetched at start when
+// catalog.warm is set (capped at each broker's maximum): Cloud
+// Controller's.
+var WarmVersion = osb.Version{Major: 2, Minor: 15}
+
+var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
+
+// withCatalog is the catalog stage: GET /v2/catalog is answered from the
+// cache (filtered per tenant, with ETag and Last-Modified, and 304 for
+// If-None-Match and If-Modified-Since); a provision, update or bind for a
+// service or plan the tenant's filter hides gets 400 without reaching the
+// broker.
+func withCatalog(cache *CatalogCache) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeFrom(r.Context())
+			switch s.Call.Endpoint {
+			case rules.Catalog:
+				serveCatalog(w, r, s, cache)
+				return
+			case rules.Provision, rules.Update, rules.Bind:
+				if s.route.filter != nil {
+					if err := hiddenFromTenant(r, s, cache); err != nil {
+						s.fail(w, err)
+						return
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// catalogFetchFor is the cache key and fetch details of the request's
+// catalog.
+func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
+	up := s.route.up
+	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: s.Forward}, reqID: s.RequestID}
+	if up.cfg.Catalog.VaryByPlatform {
+		f.identity = r.Header.Get(osb.HeaderOriginatingIdentity)
+		f.key.platform, _, _ = strings.Cut(f.identity, " ")
+	}
+	return f
+}
+
+func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
+	e, stale, err := cache.get(r.Context(), catalogFetchFor(r, s))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	v, err := e.view(s.route.filter)
+	if err != nil {
+		s.fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
+			Description: "the catalog of broker " + strconv.Quote(s.Broker) + " could not be filtered for tenant " + strconv.Quote(s.Tenant) + ": " + err.Error()})
+		return
+	}
+	s.FromCache = true
+	h := w.Header()
+	h["Etag"] = v.etag
+	h["Last-Modified"] = e.lastModHdr
+	if stale {
+		h["Warning"] = staleWarning
+	}
+	if notModified(r, v.etag[0], e.lastModified) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h["Content-Type"] = e.contentType
+	h["Content-Length"] = []string{strconv.Itoa(len(v.body))}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(v.body)
+}
+
+// notModified applies RFC 9110's conditional GET: If-None-Match wins over
+// If-Modified-Since.
+func notModified(r *http.Request, etag string, lastModified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		return etagMatch(inm, etag)
+	}
+	if ims := r.Header.Get("If-Modified-Since"); ims != "" {
+		t, err := http.ParseTime(ims)
+		return err == nil && !lastModified.After(t)
+	}
+	return false
+}
+
+// hiddenFromTenant refuses a call whose service or plan the tenant's
+// filter hides. When the catalog cannot be had, the call goes on: the
+// broker decides, and the validation stage reports what it could not check.
+func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
+	var ids struct {
+		ServiceID string `json:"service_id"`
+		PlanID    string `json:"plan_id"`
+	}
+	if len(s.Body) > 0 {
+		_ = json.Unmarshal(s.Body, &ids)
+	}
+	if ids.ServiceID == "" {
+		ids.ServiceID = s.Call.ServiceID
+	}
+	e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+	if err != nil {
+		return nil
+	}
+	return checkVisible(s.route.filter, e, s.Tenant, ids.ServiceID, ids.PlanID)
+}

@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// catalogFilter is a tenant's view of one broker's catalog, from the
+// route's services and plans filters. The zero value shows everything.
+type catalogFilter struct {
+	services, plans config.Filter
+	// key identifies the filter's patterns, so views of equal filters are
+	// shared between tenants and survive reloads.
+	key string
+}
+
+func newCatalogFilter(r config.Route) *catalogFilter {
+	if r.Services.Empty() && r.Plans.Empty() {
+		return nil
+	}
+	b, _ := json.Marshal([]config.Filter{r.Services, r.Plans})
+	return &catalogFilter{services: r.Services, plans: r.Plans, key: string(b)}
+}
+
+// visible reports whether an item known by names passes the filter.
+func visible(f config.Filter, names ...string) bool {
+	match := func(pats []string) bool {
+		for _, p := range pats {
+			for _, n := range names {
+				if ok, _ := path.Match(p, n); ok && n != "" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if len(f.Allow) > 0 && !match(f.Allow) {
+		return false
+	}
+	return !match(f.Deny)
+}
+
+func (f *catalogFilter) serviceVisible(s *osb.Service) bool {
+	return f == nil || visible(f.services, s.Name, s.ID)
+}
+
+func (f *catalogFilter) planVisible(s *osb.Service, p *osb.Plan) bool {
+	return f == nil || (f.serviceVisible(s) && visible(f.plans, p.Name, p.ID, s.Name+"/"+p.Name))
+}
+
+// catalogView is what one tenant filter makes of one catalog entry: the
+// bytes to serve and their ETag, encoded once per catalog version.
+type catalogView struct {
+	body []byte
+	etag []string
+}
+
+// view returns the bytes a route serves: the broker's own bytes without a
+// filter, else the filtered catalog, built once and kept with the entry.
+func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
+	if f == nil {
+		return &catalogView{body: e.body, etag: e.etag}, nil
+	}
+	if v, ok := e.views.Load(f.key); ok {
+		return v.(*catalogView), nil
+	}
+	body, err := filterCatalog(e.body, f)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	v := &catalogView{body: body, etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}}
+	actual, _ := e.views.LoadOrStore(f.key, v)
+	return actual.(*catalogView), nil
+}
+
+// filterCatalog drops the services and plans f hides from a catalog body;
+// a service left with no plan goes too. Every other field is kept as the
+// broker wrote it.
+func filterCatalog(body []byte, f *catalogFilter) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, err
+	}
+	var services []json.RawMessage
+	if err := json.Unmarshal(top["services"], &services); err != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(services))
+	for _, raw := range services {
+		var svc map[string]json.RawMessage
+		var names osb.Service
+		if err := json.Unmarshal(raw, &svc); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &names); err != nil {
+			return nil, err
+		}
+		if !f.serviceVisible(&names) {
+			continue
+		}
+		var plans []json.RawMessage
+		if err := json.Unmarshal(svc["plans"], &plans); err != nil {
+			return nil, err
+		}
+		keptPlans := plans[:0]
+		for i, p := range plans {
+			if f.planVisible(&names, &names.Plans[i]) {
+				keptPlans = append(keptPlans, p)
+			}
+		}
+		if len(keptPlans) == 0 {
+			continue
+		}
+		svc["plans"], _ = json.Marshal(keptPlans)
+		out, err := json.Marshal(svc)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, out)
+	}
+	top["services"], _ = json.Marshal(kept)
+	return json.Marshal(top)
+}
+
+// checkVisible refuses a provision, update or bind for a service or plan
+// the tenant's filter hides, naming it. Ids the catalog does not know are
+// left to the validation rules.
+func checkVisible(f *catalogFilter, e *catalogEntry, tenant, serviceID, planID string) error {
+	if f == nil || e == nil {
+		return nil
+	}
+	cat := e.index.Catalog()
+	for i := range cat.Services {
+		s := &cat.Services[i]
+		if s.ID != serviceID {
+			continue
+		}
+		if !f.serviceVisible(s) {
+			return osb.Errorf(http.StatusBadRequest, "", "service_id %q (service %q) is not available to tenant %q", serviceID, s.Name, tenant)
+		}
+		for j := range s.Plans {
+			p := &s.Plans[j]
+			if p.ID == planID && !f.planVisible(s, p) {
+				return osb.Errorf(http.StatusBadRequest, "", "plan_id %q (plan %q of service %q) is not available to tenant %q", planID, p.Name, s.Name, tenant)
+			}
+		}
+	}
+	return nil
+}
+
+// etagMatch reports whether an If-None-Match header value lists etag
+// ("*" matches any; weak validators compare by their opaque tag).
+func etagMatch(header, etag string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		part = strings.TrimSpace(part)
+		if part == "*" || strings.TrimPrefix(part, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,238 @@
+package rules
+
+import (
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Index is a broker's catalog decoded once, with lookups by id and name, the
+// plans' compiled parameter schemas and the catalog's lint findings. The
+// gateway builds one per catalog version and reads it on every request.
+//
+// An Index is immutable and safe for concurrent use. The pointers its
+// methods return point into it: callers must not modify what they point to.
+//
+// Where the catalog repeats an id or name (a lint error), lookups find the
+// first service or plan with it, in catalog order.
+type Index struct {
+	catalog      osb.Catalog
+	findings     []Finding
+	services     map[string]*serviceEntry // by id
+	serviceNames map[string]*serviceEntry // by name
+	plans        map[string]*planEntry    // by id, across services
+	// schemas are the compiled schemas by content, for NewIndexFrom.
+	schemas map[schemaKey]*schemaResult
+}
+
+// serviceEntry is a service and its plans by name.
+type serviceEntry struct {
+	service   *osb.Service
+	planNames map[string]*planEntry
+}
+
+// planEntry is a plan, its service and its compiled schemas (nil where the
+// plan has none or it did not compile).
+type planEntry struct {
+	service *osb.Service
+	plan    *osb.Plan
+	schemas [numSchemaKinds]*CompiledSchema
+}
+
+// NewIndex decodes a catalog body (GET /v2/catalog), compiles every plan's
+// parameter schemas, builds the lookups and lints the catalog. The error is
+// for a body that is not a JSON object or does not decode into the catalog's
+// types (a boolean that is a string, say); it names the byte offset and, for
+// a wrong type, the path. Everything else is a Finding, sorted by path in
+// catalog order.
+//
+// A schema that fails to compile (invalid, an external $ref, an unknown
+// "$schema") is an error finding, and requests for that plan are not
+// validated against it: the broker still sees and judges the parameters.
+//
+// Compiling dominates the cost: about 0.3 ms of CPU per kilobyte-sized
+// schema. The compilations run on up to GOMAXPROCS goroutines, and plans
+// that send the same schema share one.
+func NewIndex(body []byte) (*Index, []Finding, error) {
+	return NewIndexFrom(nil, body)
+}
+
+// NewIndexFrom is NewIndex for the next version of the catalog prev was
+// built from: schemas whose bytes did not change are taken from prev
+// instead of being compiled again, which makes refreshing a large catalog
+// that changed little cheap. prev may be nil; it is not modified.
+func NewIndexFrom(prev *Index, body []byte) (*Index, []Finding, error) {
+	w, err := decodeCatalog(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix := &Index{catalog: w.toCatalog()}
+	var reuse map[schemaKey]*schemaResult
+	if prev != nil {
+		reuse = prev.schemas
+	}
+	schemas := compileSchemas(&ix.catalog, reuse)
+	ix.findings = lintCatalog(w, schemas)
+	ix.build(schemas)
+	return ix, slices.Clone(ix.findings), nil
+}
+
+// build fills the lookup maps; the first of duplicate ids or names wins.
+func (ix *Index) build(schemas *schemaSet) {
+	n := len(ix.catalog.Services)
+	ix.services = make(map[string]*serviceEntry, n)
+	ix.serviceNames = make(map[string]*serviceEntry, n)
+	ix.plans = make(map[string]*planEntry, n*4)
+	ix.schemas = schemas.byKey
+	for i := range ix.catalog.Services {
+		s := &ix.catalog.Services[i]
+		se := &serviceEntry{service: s, planNames: make(map[string]*planEntry, len(s.Plans))}
+		putFirst(ix.services, s.ID, se)
+		putFirst(ix.serviceNames, s.Name, se)
+		for j := range s.Plans {
+			pe := &planEntry{service: s, plan: &s.Plans[j]}
+			for k := range SchemaKind(numSchemaKinds) {
+				if res := schemas.result(i, j, k); res != nil {
+					pe.schemas[k] = res.compiled
+				}
+			}
+			putFirst(ix.plans, pe.plan.ID, pe)
+			putFirst(se.planNames, pe.plan.Name, pe)
+		}
+	}
+}
+
+// putFirst stores v under k unless k is taken.
+func putFirst[V any](m map[string]V, k string, v V) {
+	if _, ok := m[k]; !ok {
+		m[k] = v
+	}
+}
+
+// Catalog returns the decoded catalog. Service.Bindable holds false where
+// the broker left "bindable" out (a lint error).
+func (ix *Index) Catalog() *osb.Catalog { return &ix.catalog }
+
+// Findings returns a copy of the catalog's lint findings, as NewIndex
+// returned them.
+func (ix *Index) Findings() []Finding { return slices.Clone(ix.findings) }
+
+// Service returns the service with the id, or nil.
+func (ix *Index) Service(id string) *osb.Service {
+	if se := ix.services[id]; se != nil {
+		return se.service
+	}
+	return nil
+}
+
+// ServiceByName returns the service with the name, or nil.
+func (ix *Index) ServiceByName(name string) *osb.Service {
+	if se := ix.serviceNames[name]; se != nil {
+		return se.service
+	}
+	return nil
+}
+
+// PlanByID returns the plan with the id and its service, or nils. Plan ids
+// are unique across a catalog.
+func (ix *Index) PlanByID(planID string) (*osb.Service, *osb.Plan) {
+	if pe := ix.plans[planID]; pe != nil {
+		return pe.service, pe.plan
+	}
+	return nil, nil
+}
+
+// PlanByName returns the plan of the named service with the plan name, and
+// the service, or nils.
+func (ix *Index) PlanByName(serviceName, planName string) (*osb.Service, *osb.Plan) {
+	if se := ix.serviceNames[serviceName]; se != nil {
+		if pe := se.planNames[planName]; pe != nil {
+			return pe.service, pe.plan
+		}
+	}
+	return nil, nil
+}
+
+// Plan returns the service and plan a provision, update or bind names. It
+// refuses, with a 400 *osb.Error, a service_id the catalog does not have and
+// a plan_id that is not a plan of that service.
+func (ix *Index) Plan(serviceID, planID string) (*osb.Service, *osb.Plan, error) {
+	se := ix.services[serviceID]
+	if se == nil {
+		return nil, nil, osb.Errorf(http.StatusBadRequest, "", "service_id %q is not a service in the broker's catalog", serviceID)
+	}
+	pe := ix.plans[planID]
+	switch {
+	case pe != nil && pe.service == se.service:
+		return pe.service, pe.plan, nil
+	case pe != nil:
+		return nil, nil, osb.Errorf(http.StatusBadRequest, "", "plan_id %q is a plan of service %q, not of service %q",
+			planID, pe.service.Name, se.service.Name)
+	}
+	return nil, nil, osb.Errorf(http.StatusBadRequest, "", "plan_id %q is not a plan of service %q in the broker's catalog",
+		planID, se.service.Name)
+}
+
+// Bindable reports whether instances of the plan may be bound: the plan's
+// own "bindable" when set, else its service's. False for an unknown plan.
+func (ix *Index) Bindable(planID string) bool {
+	pe := ix.plans[planID]
+	return pe != nil && osb.PlanBindable(pe.service, pe.plan)
+}
+
+// PlanUpdateable reports whether an update may move an instance of the plan
+// to another plan: the plan's own "plan_updateable" when set, else its
+// service's. False for an unknown plan.
+func (ix *Index) PlanUpdateable(planID string) bool {
+	pe := ix.plans[planID]
+	return pe != nil && osb.PlanUpdateable(pe.service, pe.plan)
+}
+
+// MaximumPollingDuration returns the plan's maximum_polling_duration (OSB
+// 2.15), and false when the plan is unknown or sets none that is positive.
+func (ix *Index) MaximumPollingDuration(planID string) (time.Duration, bool) {
+	pe := ix.plans[planID]
+	if pe == nil || pe.plan.MaximumPollingDuration == nil || *pe.plan.MaximumPollingDuration <= 0 {
+		return 0, false
+	}
+	secs := *pe.plan.MaximumPollingDuration
+	if int64(secs) > math.MaxInt64/int64(time.Second) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// MaintenanceInfo returns the plan's maintenance_info (OSB 2.15), or nil.
+func (ix *Index) MaintenanceInfo(planID string) *osb.MaintenanceInfo {
+	if pe := ix.plans[planID]; pe != nil {
+		return pe.plan.MaintenanceInfo
+	}
+	return nil
+}
+
+// Requires returns the permissions the service lists in "requires", or nil.
+func (ix *Index) Requires(serviceID string) []string {
+	if s := ix.Service(serviceID); s != nil {
+		return s.Requires
+	}
+	return nil
+}
+
+// ServiceRequires reports whether the service lists permission (such as
+// RequireSyslogDrain) in "requires".
+func (ix *Index) ServiceRequires(serviceID, permission string) bool {
+	return slices.Contains(ix.Requires(serviceID), permission)
+}
+
+// ParameterSchema returns the plan's compiled schema of the kind, or nil
+// when the plan is unknown, has no such schema, or its schema did not
+// compile. A nil *CompiledSchema validates anything.
+func (ix *Index) ParameterSchema(planID string, kind SchemaKind) *CompiledSchema {
+	if pe := ix.plans[planID]; pe != nil && int(kind) < numSchemaKinds {
+		return pe.schemas[kind]
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Ids of testdata/catalogs/good-full.json.
+const (
+	fullMySQL      = "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0001"
+	fullMySQLSmall = "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0101"
+	fullMySQLLarge = "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0102"
+	fullRoutes     = "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0002"
+	fullRoutesPlan = "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0201"
+)
+
+// loadIndex builds the Index of a catalog under testdata/catalogs.
+func loadIndex(t testing.TB, name string) *Index {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", "catalogs", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, _, err := NewIndex(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func TestIndexPlan(t *testing.T) {
+	ix := loadIndex(t, "good-full")
+	for _, tc := range []struct {
+		name, serviceID, planID string
+		wantPlan                string // name of the plan found
+		wantErr                 string // description of the 400
+	}{
+		{name: "plan of the service", serviceID: fullMySQL, planID: fullMySQLLarge, wantPlan: "large.v2"},
+		{name: "unknown service", serviceID: "s-9", planID: fullMySQLSmall,
+			wantErr: `service_id "s-9" is not a service in the broker's catalog`},
+		{name: "unknown plan", serviceID: fullMySQL, planID: "p-9",
+			wantErr: `plan_id "p-9" is not a plan of service "mysql" in the broker's catalog`},
+		{name: "plan of another service", serviceID: fullMySQL, planID: fullRoutesPlan,
+			wantErr: `plan_id "2f6e1a70-6f5c-4d2a-9a11-7c3b1e0d0201" is a plan of service "Route-Logger", not of service "mysql"`},
+		{name: "empty ids", wantErr: `service_id "" is not a service in the broker's catalog`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, p, err := ix.Plan(tc.serviceID, tc.planID)
+			if tc.wantErr != "" {
+				var e *osb.Error
+				if !errors.As(err, &e) {
+					t.Fatalf("Plan error = %v, want an *osb.Error", err)
+				}
+				want := &osb.Error{Status: http.StatusBadRequest, Description: tc.wantErr}
+				if diff := cmp.Diff(want, e); diff != "" {
+					t.Errorf("Plan error (-want +got):\n%s", diff)
+				}
+				if s != nil || p != nil {
+					t.Errorf("Plan returned %v, %v with an error", s, p)
+				}
+				return
+			}
+			if err != nil || p.Name != tc.wantPlan || s.ID != tc.serviceID {
+				t.Errorf("Plan = %v, %v, %v; want plan %q", s, p, err, tc.wantPlan)
+			}
+		})
+	}
+}
+
+func TestIndexLookups(t *testing.T) {
+	ix := loadIndex(t, "good-full")
+	name := func(s *osb.Service) string {
+		if s == nil {
+			return "<nil>"
+		}
+		return s.Name
+	}
+	planName := func(_ *osb.Service, p *osb.Plan) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return p.Name
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"Service", name(ix.Service(fullRoutes)), "Route-Logger"},
+		{"Service unknown", name(ix.Service("nope")), "<nil>"},
+		{"ServiceByName", ix.ServiceByName("mysql").ID, fullMySQL},
+		{"ServiceByName is case-sensitive", name(ix.ServiceByName("MySQL")), "<nil>"},
+		{"PlanByID", planName(ix.PlanByID(fullRoutesPlan)), "small"},
+		{"PlanByID service", name(first(ix.PlanByID(fullRoutesPlan))), "Route-Logger"},
+		{"PlanByID unknown", planName(ix.PlanByID("nope")), "<nil>"},
+		{"PlanByName", planName(ix.PlanByName("mysql", "large.v2")), "large.v2"},
+		{"PlanByName other service", planName(ix.PlanByName("Route-Logger", "large.v2")), "<nil>"},
+		{"Bindable: plan says true", ix.Bindable(fullMySQLSmall), true},
+		{"Bindable: service says true", ix.Bindable(fullMySQLLarge), true},
+		{"Bindable: service says false", ix.Bindable(fullRoutesPlan), false},
+		{"Bindable unknown", ix.Bindable("nope"), false},
+		{"PlanUpdateable: plan overrides", ix.PlanUpdateable(fullMySQLSmall), true},
+		{"PlanUpdateable: service default", ix.PlanUpdateable(fullMySQLLarge), false},
+		{"MaintenanceInfo", ix.MaintenanceInfo(fullMySQLSmall), &osb.MaintenanceInfo{Version: "2.1.0-beta.1+build.7", Description: "MySQL 8.0.36."}},
+		{"MaintenanceInfo none", ix.MaintenanceInfo(fullMySQLLarge), (*osb.MaintenanceInfo)(nil)},
+		{"Requires", ix.Requires(fullMySQL), []string{RequireSyslogDrain, RequireVolumeMount}},
+		{"Requires unknown", ix.Requires("nope"), []string(nil)},
+		{"ServiceRequires", ix.ServiceRequires(fullRoutes, RequireRouteForwarding), true},
+		{"ServiceRequires not listed", ix.ServiceRequires(fullMySQL, RequireRouteForwarding), false},
+		{"ParameterSchema create", ix.ParameterSchema(fullMySQLSmall, InstanceCreate) != nil, true},
+		{"ParameterSchema update", ix.ParameterSchema(fullMySQLSmall, InstanceUpdate) != nil, true},
+		{"ParameterSchema binding", ix.ParameterSchema(fullMySQLSmall, BindingCreate) != nil, true},
+		{"ParameterSchema none", ix.ParameterSchema(fullMySQLLarge, InstanceCreate) != nil, false},
+		{"ParameterSchema unknown kind", ix.ParameterSchema(fullMySQLSmall, SchemaKind(7)) != nil, false},
+		{"Catalog copies bindable", ix.Catalog().Services[1].Bindable, false},
+		{"Catalog services", len(ix.Catalog().Services), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// first returns the service of a (service, plan) pair.
+func first(s *osb.Service, _ *osb.Plan) *osb.Service { return s }
+
+func TestIndexMaximumPollingDuration(t *testing.T) {
+	ix, _, err := NewIndex([]byte(`{"services":[{"id":"s","name":"s","description":"d","bindable":true,"plans":[
+		{"id":"hour","name":"a","description":"d","maximum_polling_duration":3600},
+		{"id":"none","name":"b","description":"d"},
+		{"id":"zero","name":"c","description":"d","maximum_polling_duration":0},
+		{"id":"huge","name":"e","description":"d","maximum_polling_duration":9223372036854775807}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		plan   string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"hour", time.Hour, true},
+		{"none", 0, false},
+		{"zero", 0, false},
+		{"huge", time.Duration(1<<63 - 1), true},
+		{"unknown", 0, false},
+	} {
+		t.Run(tc.plan, func(t *testing.T) {
+			got, ok := ix.MaximumPollingDuration(tc.plan)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("MaximumPollingDuration = %v, %t; want %v, %t", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+// TestIndexDuplicatesFirstWins: lookups find the first of duplicate ids and
+// names, in catalog order.
+func TestIndexDuplicatesFirstWins(t *testing.T) {
+	ix := loadIndex(t, "duplicate-ids")
+	if s := ix.Service("svc-1"); s.Name != "first" {
+		t.Errorf("Service(svc-1) = %q, want the first", s.Name)
+	}
+	if s, p := ix.PlanByID("plan-1"); s.Name != "first" || p.Name != "a" {
+		t.Errorf("PlanByID(plan-1) = %q/%q, want first/a", s.Name, p.Name)
+	}
+	ix = loadIndex(t, "duplicate-names")
+	if s, p := ix.PlanByName("redis", "small"); s.ID != "svc-3" || p.ID != "plan-5" {
+		t.Errorf("PlanByName(redis, small) = %q/%q, want svc-3/plan-5", s.ID, p.ID)
+	}
+}
+
+// TestIndexSchemas: plans that send the same schema share one compilation;
+// a schema that did not compile validates nothing.
+func TestIndexSchemas(t *testing.T) {
+	ix := loadIndex(t, "schema-size-and-sharing")
+	a, b := ix.ParameterSchema("plan-2", InstanceCreate), ix.ParameterSchema("plan-3", InstanceCreate)
+	if a == nil || a != b || ix.ParameterSchema("plan-2", InstanceUpdate) != a {
+		t.Errorf("identical schemas not shared: %p %p", a, b)
+	}
+	if cs := ix.ParameterSchema("plan-4", InstanceCreate); cs != nil {
+		t.Errorf("null schema compiled: %v", cs)
+	}
+	ix = loadIndex(t, "schema-external-ref")
+	if cs := ix.ParameterSchema("plan-1", InstanceCreate); cs != nil {
+		t.Error("schema with an external $ref compiled")
+	}
+	if err := ix.ParameterSchema("plan-1", InstanceCreate).Validate(json.RawMessage(`{"a": 1}`)); err != nil {
+		t.Errorf("a plan without a compiled schema refused parameters: %v", err)
+	}
+	err := ix.ParameterSchema("plan-4", InstanceCreate).Validate(json.RawMessage(`{"a": 1}`))
+	if got, want := osb.AsError(err).Description, "parameters do not match the plan's schema: parameters/a: must be of type string, got number"; got != want {
+		t.Errorf("local $ref: %q, want %q", got, want)
+	}
+	err = ix.ParameterSchema("plan-5", InstanceCreate).Validate(json.RawMessage(`{"a": "x", "b": "y"}`))
+	if got, want := osb.AsError(err).Description, "parameters do not match the plan's schema: parameters/b: must be of type integer, got string"; got != want {
+		t.Errorf("embedded $id: %q, want %q", got, want)
+	}
+}
+
+// TestIndexConcurrent reads one Index from many goroutines; run with -race.
+func TestIndexConcurrent(t *testing.T) {
+	ix := loadIndex(t, "good-full")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if _, _, err := ix.Plan(fullMySQL, fullMySQLSmall); err != nil {
+					t.Error(err)
+				}
+				err := ix.ParameterSchema(fullMySQLSmall, InstanceCreate).Validate(json.RawMessage(`{"storage_gb": 500}`))
+				if err == nil {
+					t.Error("storage_gb 500 accepted")
+				}
+				_ = ix.Findings()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestJSONPathAt(t *testing.T) {
+	doc := []byte(`{"a": [1, {"b": true, "c": [null, "x"]}], "d": {}}`)
+	for _, tc := range []struct {
+		name string
+		off  int64
+		want string
+	}{
+		{"root", 1, ""},
+		{"array", 7, "a"},
+		{"first element", 8, "a[0]"},
+		{"object in array", 11, "a[1]"},
+		{"scalar in object", 20, "a[1].b"},
+		{"nested array element", 37, "a[1].c[1]"},
+		{"empty object", 48, "d"},
+		{"past the end", 1000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := jsonPathAt(doc, tc.off); got != tc.want {
+				t.Errorf("jsonPathAt(%d) = %q, want %q", tc.off, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewIndexFrom: a successor reuses the compiled schemas whose bytes did
+// not change, compiles the others, and reports the same findings as a fresh
+// index.
+func TestNewIndexFrom(t *testing.T) {
+	const catalog = `{"services":[{"id":"s","name":"s","description":"d","bindable":true,"plans":[
+		{"id":"same","name":"a","description":"d","schemas":{"service_instance":{"create":{"parameters":%s}}}},
+		{"id":"changed","name":"b","description":"d","schemas":{"service_instance":{"create":{"parameters":%s}}}}]}]}`
+	const (
+		kept    = `{"type": "object", "properties": {"n": {"type": "integer"}}}`
+		before  = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["a"]}`
+		changed = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["b"]}`
+	)
+	prev, _, err := NewIndex([]byte(fmt.Sprintf(catalog, kept, before)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(fmt.Sprintf(catalog, kept, changed))
+	next, findings, err := NewIndexFrom(prev, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.ParameterSchema("same", InstanceCreate) != prev.ParameterSchema("same", InstanceCreate) {
+		t.Error("unchanged schema compiled again")
+	}
+	err = next.ParameterSchema("changed", InstanceCreate).Validate(json.RawMessage(`{"a": 1}`))
+	if got, want := osb.AsError(err).Description, "parameters do not match the plan's schema: parameters/b: missing required property"; got != want {
+		t.Errorf("changed schema: %q, want %q", got, want)
+	}
+	_, fresh, err := NewIndex(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fresh, findings); diff != "" {
+		t.Errorf("findings differ from a fresh index (-fresh +from):\n%s", diff)
+	}
+	if len(findings) != 1 {
+		t.Errorf("want the reused schema's missing $schema reported, got %v", findings)
+	}
+}
