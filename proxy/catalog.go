@@ -234,11 +234,18 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	if int64(len(body)) > limit {
 		return nil, fmt.Errorf("the catalog exceeds catalog.max_bytes (%d bytes)", limit)
 	}
-	index, findings, err := rules.NewIndex(body)
+	var prevIndex *rules.Index
+	if prev != nil {
+		prevIndex = prev.index
+	}
+	index, findings, err := rules.NewIndexFrom(prevIndex, body) // unchanged schemas are not compiled again
 	if err != nil {
 		return nil, fmt.Errorf("the broker's catalog is not valid: %w", err)
 	}
 	for _, fd := range findings {
+		if fd.Path == "services" && fd.Severity == rules.SeverityError {
+			return nil, fmt.Errorf("the broker's catalog is not valid: services: %s", fd.Message)
+		}
 		if fd.Severity == rules.SeverityError {
 			c.log.LogAttrs(ctx, slog.LevelWarn, "catalog finding", slog.String("broker", f.key.broker),
 				slog.String("path", fd.Path), slog.String("finding", fd.Message))

@@ -303,9 +303,9 @@ func TestCatalogTenantViews(t *testing.T) {
 		name, user, pass, body string
 		status                 int
 	}{
-		{"hidden plan", t2User, t2Pass, `{"service_id":"svc-mysql","plan_id":"p-large"}`, 400},
-		{"visible plan", t2User, t2Pass, `{"service_id":"svc-mysql","plan_id":"p-small"}`, 201},
-		{"same plan for the unfiltered tenant", t1User, t1Pass, `{"service_id":"svc-mysql","plan_id":"p-large"}`, 201},
+		{"hidden plan", t2User, t2Pass, `{"service_id":"svc-mysql","plan_id":"p-large","organization_guid":"o","space_guid":"s"}`, 400},
+		{"visible plan", t2User, t2Pass, `{"service_id":"svc-mysql","plan_id":"p-small","organization_guid":"o","space_guid":"s"}`, 201},
+		{"same plan for the unfiltered tenant", t1User, t1Pass, `{"service_id":"svc-mysql","plan_id":"p-large","organization_guid":"o","space_guid":"s"}`, 201},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := cb.others.Load()

@@ -97,6 +97,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withAuth(),
 		withVersion(),
 		withClassify(),
+		withValidate(g.catalogs, opts.Logger),
 		withCatalog(g.catalogs),
 	)
 	return g, nil

@@ -17,11 +17,11 @@ func TestRouting(t *testing.T) {
 		broker  *backend // nil: must reach no broker
 		brokerP string   // the request URI the broker must see
 	}{
-		{"t1 to b1", "/t1/b1/v2/catalog", t1User, t1Pass, 200, b1, "/v2/catalog"},
-		{"t1 to b2 with base path", "/t1/b2/v2/catalog", t1User, t1Pass, 200, b2, "/base/v2/catalog"},
-		{"t2 custom prefix", "/platform-two/shared/v2/catalog", t2User, t2Pass, 200, b2, "/base/v2/catalog"},
-		{"query passes unchanged", "/t1/b1/v2/service_instances/i-1?accepts_incomplete=true&service_id=s%20x&plan_id=p", t1User, t1Pass, 200, b1,
-			"/v2/service_instances/i-1?accepts_incomplete=true&service_id=s%20x&plan_id=p"},
+		{"t1 to b1", "/t1/b1/v2/service_instances/i/last_operation", t1User, t1Pass, 200, b1, "/v2/service_instances/i/last_operation"},
+		{"t1 to b2 with base path", "/t1/b2/v2/service_instances/i/last_operation", t1User, t1Pass, 200, b2, "/base/v2/service_instances/i/last_operation"},
+		{"t2 custom prefix", "/platform-two/shared/v2/service_instances/i/last_operation", t2User, t2Pass, 200, b2, "/base/v2/service_instances/i/last_operation"},
+		{"query passes unchanged", "/t1/b1/v2/service_instances/i-1/last_operation?operation=o%201&service_id=s%20x&plan_id=p", t1User, t1Pass, 200, b1,
+			"/v2/service_instances/i-1/last_operation?operation=o%201&service_id=s%20x&plan_id=p"},
 		{"escaped id passes escaped", "/t1/b1/v2/service_instances/a%20b", t1User, t1Pass, 200, b1, "/v2/service_instances/a%20b"},
 		{"t2 credentials on t1 route", "/t1/b1/v2/catalog", t2User, t2Pass, 401, nil, ""},
 		{"t2 has no route to b1", "/t2/b1/v2/catalog", t2User, t2Pass, 404, nil, ""},

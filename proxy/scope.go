@@ -38,6 +38,17 @@ type Scope struct {
 	// Call is the classified OSB call; Endpoint is rules.Unknown until the
 	// classify stage ran.
 	Call rules.Call
+	// BrokerVersion is the version the broker was asked to speak (Forward,
+	// parsed).
+	BrokerVersion osb.Version
+	// Request is the decoded request payload, once the validate stage ran;
+	// nil for calls without a body.
+	Request *rules.Request
+	// Findings are the OSB rules the request or the broker's response
+	// broke (refused or, in report mode, only recorded).
+	Findings []Finding
+	// Bridged is set when the body was rewritten for an older broker.
+	Bridged bool
 	// FromCache is set when the gateway answered from its catalog cache.
 	FromCache bool
 	// Status is the status sent to the platform (0 until written) and Bytes
@@ -49,7 +60,8 @@ type Scope struct {
 	// passed through.
 	Err error
 
-	route *route
+	route   *route
+	catalog *catalogEntry // the catalog the validate stage checked against
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string

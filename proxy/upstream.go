@@ -144,14 +144,17 @@ func joinPath(target *url.URL, rest string) (path, rawPath string) {
 	return dec, raw
 }
 
-// modifyResponse echoes the request identity when the broker did not.
+// modifyResponse checks the broker's answer against the OSB rules and
+// echoes the request identity when the broker did not.
 func (u *upstream) modifyResponse(res *http.Response) error {
-	if _, ok := res.Header[headerRequestIdentity]; !ok {
-		if s := ScopeFrom(res.Request.Context()); s != nil {
-			res.Header[headerRequestIdentity] = s.idHeader
-		}
+	s := ScopeFrom(res.Request.Context())
+	if s == nil {
+		return nil
 	}
-	return nil
+	if _, ok := res.Header[headerRequestIdentity]; !ok {
+		res.Header[headerRequestIdentity] = s.idHeader
+	}
+	return u.checkResponse(res, s)
 }
 
 // errorHandler turns a failed broker call into an OSB error body: 504 for a
@@ -160,7 +163,10 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
+	var refused *responseRefused
 	switch {
+	case errors.As(err, &refused):
+		e = refused.asOSBError()
 	case errors.Is(err, context.Canceled) && r.Context().Err() == context.Canceled:
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
 		return

@@ -124,7 +124,7 @@ func TestPassThroughFidelity(t *testing.T) {
 
 func TestRequestBodyPassesUnchanged(t *testing.T) {
 	gw, b1, _ := twoTenants(t)
-	const payload = `{"service_id":"s","plan_id":"p",  "parameters":{"a":[1,2.50,"x"]}}`
+	const payload = `{"service_id":"s","plan_id":"p",  "organization_guid":"o","space_guid":"s","parameters":{"a":[1,2.50,"x"]}}`
 	res, _ := do(t, "PUT", gw.URL+"/t1/b1/v2/service_instances/i1?accepts_incomplete=true", t1User, t1Pass, "2.14", strings.NewReader(payload))
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
@@ -200,7 +200,10 @@ func TestBrokerTimeout(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	gw, b1, _ := twoTenants(t)
-	big := `{"parameters":"` + strings.Repeat("x", 5000) + `"}` // limit is 4096
+	provision := func(n int) string {
+		return `{"service_id":"s","plan_id":"p","organization_guid":"o","space_guid":"s","parameters":{"x":"` + strings.Repeat("x", n) + `"}}`
+	}
+	big := provision(5000) // limit is 4096
 	t.Run("declared length", func(t *testing.T) {
 		res, body := do(t, "PUT", gw.URL+"/t1/b1/v2/service_instances/i1", t1User, t1Pass, "2.14", strings.NewReader(big))
 		if res.StatusCode != http.StatusRequestEntityTooLarge {
@@ -223,13 +226,13 @@ func TestBodyLimit(t *testing.T) {
 		}
 	})
 	t.Run("chunked within the limit arrives whole with a length", func(t *testing.T) {
-		res, body := do(t, "PUT", gw.URL+"/t1/b1/v2/service_instances/i1", t1User, t1Pass, "2.14", io.MultiReader(strings.NewReader(big[:4000])))
+		res, body := do(t, "PUT", gw.URL+"/t1/b1/v2/service_instances/i1", t1User, t1Pass, "2.14", io.MultiReader(strings.NewReader(provision(3800))))
 		if res.StatusCode != 200 {
 			t.Fatalf("status %d: %s", res.StatusCode, body)
 		}
 		in := b1.last(t)
 		got, _ := io.ReadAll(in.Body)
-		if string(got) != big[:4000] || in.ContentLength != 4000 {
+		if string(got) != provision(3800) || in.ContentLength != int64(len(provision(3800))) {
 			t.Errorf("broker got %d bytes with Content-Length %d", len(got), in.ContentLength)
 		}
 	})

@@ -52,11 +52,9 @@ func negotiate(s *Scope, vals []string) error {
 		return osb.Errorf(http.StatusPreconditionFailed, "",
 			"X-Broker-API-Version %s is below %s, the lowest the broker %q accepts", v, up.min, up.name)
 	}
-	s.Version = v
+	s.Version, s.BrokerVersion, s.Forward = v, v, raw
 	if up.max.Less(v) {
-		s.Forward = up.maxString
-	} else {
-		s.Forward = raw
+		s.BrokerVersion, s.Forward = up.max, up.maxString
 	}
 	return nil
 }

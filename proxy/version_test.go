@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -73,20 +75,26 @@ admin: {address: "off"}
 brokers: [{name: legacy, url: "${URL}", api_version: {min: "2.0", max: "2.8"}}]
 tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: legacy}]}]
 `, map[string]string{"URL": legacy.URL})
+	const bindBody = `{"service_id":"s","plan_id":"p","bind_resource":{"app_guid":"a"}}`
+	const provisionBody = `{"service_id":"s","plan_id":"p","organization_guid":"o","space_guid":"s"}`
 	tests := []struct {
-		name, method, path string
-		status             int
-		golden             string
+		name, method, path, body string
+		status                   int
+		golden                   string
 	}{
-		{"GET instance", "GET", "/t1/legacy/v2/service_instances/i1", 412, "version_broker_max"},
-		{"async bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1?accepts_incomplete=true", 412, ""},
-		{"sync bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1", 200, ""},
-		{"async provision exists at 2.8", "PUT", "/t1/legacy/v2/service_instances/i1?accepts_incomplete=true", 200, ""},
+		{"GET instance", "GET", "/t1/legacy/v2/service_instances/i1", "", 412, "version_broker_max"},
+		{"async bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1?accepts_incomplete=true", bindBody, 412, ""},
+		{"sync bind", "PUT", "/t1/legacy/v2/service_instances/i1/service_bindings/b1", bindBody, 200, ""},
+		{"async provision exists at 2.8", "PUT", "/t1/legacy/v2/service_instances/i1?accepts_incomplete=true", provisionBody, 200, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n := len(legacy.requests())
-			res, body := do(t, tc.method, gw.URL+tc.path, t1User, t1Pass, "2.14", nil)
+			var in io.Reader
+			if tc.body != "" {
+				in = strings.NewReader(tc.body)
+			}
+			res, body := do(t, tc.method, gw.URL+tc.path, t1User, t1Pass, "2.14", in)
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
 			}

@@ -63,8 +63,10 @@ type requirement struct {
 // tag without a row here never holds.
 //
 // organization_guid and space_guid stay required on provision in every
-// 2.x version: 2.12 added context and 2.13 deprecated the two "in favor of
-// context", but the specification keeps them marked REQUIRED up to 2.17
+// 2.x version (from 2.13 on, context.organization_guid and
+// context.space_guid satisfy them, see payloadOf): 2.12 added context and
+// 2.13 deprecated the two "in favor of context", but the specification
+// keeps them marked REQUIRED up to 2.17
 // ("existing fields MUST NOT be removed" in a minor version), and Cloud
 // Controller and the Kubernetes client still send them. context is required
 // in no version. (The Cloud Foundry page for 2.9 marks context required and
@@ -143,12 +145,24 @@ func addPayloadPaths(m map[string]string, t reflect.Type, ns, path string) {
 
 // payloadOf returns the payload struct of e filled from req, or nil for an
 // endpoint without a body.
-func payloadOf(e Endpoint, req *Request) any {
+func payloadOf(e Endpoint, v osb.Version, req *Request) any {
 	switch e {
 	case Provision:
-		return &provisionPayload{ServiceID: req.ServiceID, PlanID: req.PlanID,
+		p := &provisionPayload{ServiceID: req.ServiceID, PlanID: req.PlanID,
 			OrganizationGUID: req.OrganizationGUID, SpaceGUID: req.SpaceGUID,
 			MaintenanceInfo: maintenanceOf(req.MaintenanceInfo)}
+		if v.AtLeast(v2_13) {
+			// 2.13 deprecated the two "in favor of context": a platform that
+			// sends them only in context has sent them.
+			org, space := contextGUIDs(req.Context)
+			if p.OrganizationGUID == "" {
+				p.OrganizationGUID = org
+			}
+			if p.SpaceGUID == "" {
+				p.SpaceGUID = space
+			}
+		}
+		return p
 	case Update:
 		p := &updatePayload{ServiceID: req.ServiceID, PlanID: req.PlanID,
 			MaintenanceInfo: maintenanceOf(req.MaintenanceInfo)}
@@ -162,6 +176,21 @@ func payloadOf(e Endpoint, req *Request) any {
 	return nil
 }
 
+// contextGUIDs returns context.organization_guid and context.space_guid
+// when they are strings.
+func contextGUIDs(ctx json.RawMessage) (org, space string) {
+	var c struct {
+		Org   any `json:"organization_guid"`
+		Space any `json:"space_guid"`
+	}
+	if len(ctx) == 0 || json.Unmarshal(ctx, &c) != nil {
+		return "", ""
+	}
+	org, _ = c.Org.(string)
+	space, _ = c.Space.(string)
+	return org, space
+}
+
 func maintenanceOf(mi *osb.MaintenanceInfo) *maintenancePayload {
 	if mi == nil {
 		return nil
@@ -173,7 +202,7 @@ func maintenanceOf(mi *osb.MaintenanceInfo) *maintenancePayload {
 // tags in force at v, and records a violation for each field that is
 // missing or empty. Fields in wrong already have a type violation.
 func checkRequired(e Endpoint, v osb.Version, req *Request, wrong map[string]bool, vs *violationList) {
-	p := payloadOf(e, req)
+	p := payloadOf(e, v, req)
 	if p == nil {
 		return
 	}

@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/tls/pebbletest"
 )
 
 // portOf returns a listener's port.
@@ -22,7 +25,7 @@ func portOf(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
 
 // testLogger returns a logger whose records are shown if the test fails.
 func testLogger(t *testing.T) *slog.Logger {
-	logs := &syncBuffer{}
+	logs := &logBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
@@ -34,8 +37,8 @@ func testLogger(t *testing.T) *slog.Logger {
 // acmeTLS is listen.tls for an ACME mode against p, with its own storage.
 // Tests running in parallel use different names: certmagic keeps the
 // challenges in progress in one map per process, by name.
-func acmeTLS(t *testing.T, p *pebble, mode string, challenges ...string) config.ListenTLS {
-	return config.ListenTLS{Mode: mode, CA: p.directory, CARoot: p.serverRoot, Email: "ops@osb.test",
+func acmeTLS(t *testing.T, p *pebbletest.Pebble, mode string, challenges ...string) config.ListenTLS {
+	return config.ListenTLS{Mode: mode, CA: p.Directory, CARoot: p.ServerRoot, Email: "ops@osb.test",
 		Storage: t.TempDir(), Challenges: challenges, MinVersion: "1.2"}
 }
 
@@ -76,7 +79,7 @@ func waitHTTPS(t *testing.T, c *http.Client, url string) *http.Response {
 
 // checkIssued checks that the connection's certificate is Pebble's, for
 // name, and chains to Pebble's root.
-func checkIssued(t *testing.T, state *cryptotls.ConnectionState, p *pebble, name string) *x509.Certificate {
+func checkIssued(t *testing.T, state *cryptotls.ConnectionState, p *pebbletest.Pebble, name string) *x509.Certificate {
 	t.Helper()
 	leaf := state.PeerCertificates[0]
 	if diff := cmp.Diff([]string{name}, leaf.DNSNames); diff != "" {
@@ -86,7 +89,7 @@ func checkIssued(t *testing.T, state *cryptotls.ConnectionState, p *pebble, name
 	for _, c := range state.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: p.roots, Intermediates: inter, DNSName: name}); err != nil {
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: p.Roots, Intermediates: inter, DNSName: name}); err != nil {
 		t.Errorf("certificate does not chain to Pebble's root: %v", err)
 	}
 	return leaf
@@ -98,12 +101,12 @@ func checkIssued(t *testing.T, state *cryptotls.ConnectionState, p *pebble, name
 func TestACMEIssuance(t *testing.T) {
 	t.Parallel()
 	ln := listen(t)
-	p := startPebble(t, 0, portOf(ln), 0)
+	p := pebbletest.Start(t, pebbletest.Options{TLSPort: portOf(ln)})
 	c := acmeTLS(t, p, config.TLSModeACME, config.ChallengeTLSALPN01)
 	c.Domains = []string{"alpn.osb.test"}
 	startACME(t, c, ln, Options{})
 
-	res := waitHTTPS(t, client(p.roots, ln.Addr().String()), "https://alpn.osb.test/")
+	res := waitHTTPS(t, client(p.Roots, ln.Addr().String()), "https://alpn.osb.test/")
 	checkIssued(t, res.TLS, p, "alpn.osb.test")
 	if res.ProtoMajor != 2 {
 		t.Errorf("protocol %s, want HTTP/2", res.Proto)
@@ -115,7 +118,7 @@ func TestACMEIssuance(t *testing.T) {
 func TestACMEHTTP01(t *testing.T) {
 	t.Parallel()
 	ln, httpLn := listen(t), listen(t)
-	p := startPebble(t, portOf(httpLn), portOf(ln), 0)
+	p := pebbletest.Start(t, pebbletest.Options{HTTPPort: portOf(httpLn), TLSPort: portOf(ln)})
 	c := acmeTLS(t, p, config.TLSModeACME, config.ChallengeHTTP01)
 	c.Domains, c.HTTPAddress = []string{"http.osb.test"}, httpLn.Addr().String()
 	s := startACME(t, c, ln, Options{})
@@ -123,7 +126,7 @@ func TestACMEHTTP01(t *testing.T) {
 	go func() { _ = plain.Serve(httpLn) }()
 	t.Cleanup(func() { _ = plain.Close() })
 
-	res := waitHTTPS(t, client(p.roots, ln.Addr().String()), "https://http.osb.test/")
+	res := waitHTTPS(t, client(p.Roots, ln.Addr().String()), "https://http.osb.test/")
 	checkIssued(t, res.TLS, p, "http.osb.test")
 
 	res, err := client(nil, httpLn.Addr().String()).Get("http://http.osb.test/cf/mysql/v2/catalog")
@@ -142,12 +145,12 @@ func TestACMEHTTP01(t *testing.T) {
 func TestACMERenewal(t *testing.T) {
 	t.Parallel()
 	ln := listen(t)
-	p := startPebble(t, 0, portOf(ln), 6)
+	p := pebbletest.Start(t, pebbletest.Options{TLSPort: portOf(ln), Validity: 6})
 	c := acmeTLS(t, p, config.TLSModeACME, config.ChallengeTLSALPN01)
 	c.Domains = []string{"renew.osb.test"}
 	startACME(t, c, ln, Options{RenewCheckInterval: 250 * time.Millisecond})
 
-	cl := client(p.roots, ln.Addr().String())
+	cl := client(p.Roots, ln.Addr().String())
 	first := checkIssued(t, waitHTTPS(t, cl, "https://renew.osb.test/").TLS, p, "renew.osb.test")
 	for {
 		cl.CloseIdleConnections()
@@ -171,7 +174,7 @@ func TestACMERenewal(t *testing.T) {
 func TestOnDemand(t *testing.T) {
 	t.Parallel()
 	ln := listen(t)
-	p := startPebble(t, 0, portOf(ln), 0)
+	p := pebbletest.Start(t, pebbletest.Options{TLSPort: portOf(ln)})
 	c := acmeTLS(t, p, config.TLSModeOnDemand, config.ChallengeTLSALPN01)
 	c.OnDemand.Allow = []string{"ondemand.osb.test", "*.tenants.osb.test"}
 	startACME(t, c, ln, Options{})
@@ -190,7 +193,7 @@ func TestOnDemand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &cryptotls.Dialer{NetDialer: &net.Dialer{Timeout: 20 * time.Second},
-				Config: &cryptotls.Config{ServerName: tc.sni, RootCAs: p.roots}}
+				Config: &cryptotls.Config{ServerName: tc.sni, RootCAs: p.Roots}}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			conn, err := d.DialContext(ctx, "tcp", ln.Addr().String())
@@ -209,4 +212,22 @@ func TestOnDemand(t *testing.T) {
 			checkIssued(t, &state, p, tc.sni)
 		})
 	}
+}
+
+// logBuffer is a strings.Builder safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -87,6 +87,12 @@ func (b *Broker) applyDefaults() {
 	setDuration(&b.IdleConnTimeout, DefaultIdleConnTimeout)
 	setDuration(&b.ResponseHeaderTimeout, b.Timeout)
 	setDuration(&b.Catalog.TTL, DefaultCatalogTTL)
+	if b.Validation.Requests == "" {
+		b.Validation.Requests = DefaultRequestMode
+	}
+	if b.Validation.Responses == "" {
+		b.Validation.Responses = DefaultResponseMode
+	}
 	if b.MaxIdleConns == 0 {
 		b.MaxIdleConns = DefaultMaxIdleConnsPerBroker
 	}

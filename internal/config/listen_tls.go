@@ -232,7 +232,7 @@ func checkTLS(c *Config, probs *Problems) {
 	checkHostList(t.Domains, p+"domains", t.Mode == TLSModeFiles, probs)
 	checkHostList(t.OnDemand.Allow, p+"on_demand.allow", true, probs)
 	checkACME(t, probs)
-	if t.HTTPAddress != "" && t.HTTPAddress == c.Listen.Address {
+	if t.HTTPAddress != "" && t.HTTPAddress == c.Listen.Address && !strings.HasSuffix(t.HTTPAddress, ":0") {
 		probs.addf(p+"http_address", "is also listen.address; the HTTP listener needs an address of its own")
 	}
 	checkClientCerts(c, probs)

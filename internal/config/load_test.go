@@ -68,6 +68,7 @@ func TestLoadFull(t *testing.T) {
 			IdleConnTimeout:       time.Minute,
 			TLS:                   UpstreamTLS{ServerName: "mysql.internal", MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: time.Minute, VaryByPlatform: true},
+			Validation:            Validation{Requests: ModeReport, Responses: ModeEnforce},
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -80,6 +81,7 @@ func TestLoadFull(t *testing.T) {
 			IdleConnTimeout:       DefaultIdleConnTimeout,
 			TLS:                   UpstreamTLS{MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: DefaultCatalogTTL},
+			Validation:            Validation{Requests: DefaultRequestMode, Responses: DefaultResponseMode},
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -179,6 +179,32 @@ type Broker struct {
 	IdleConnTimeout       time.Duration `yaml:"idle_conn_timeout" validate:"gt=0"`
 	TLS                   UpstreamTLS   `yaml:"tls"`
 	Catalog               BrokerCatalog `yaml:"catalog"`
+	Validation            Validation    `yaml:"validation"`
+}
+
+// Validation modes, for requests and responses separately.
+const (
+	// ModeEnforce refuses what breaks a rule: an invalid request never
+	// reaches the broker (400/412/422), an invalid broker response becomes
+	// a 502 naming the rule and the broker.
+	ModeEnforce = "enforce"
+	// ModeReport forwards unchanged and records and logs each finding.
+	ModeReport = "report"
+	// ModeOff checks nothing.
+	ModeOff = "off"
+
+	DefaultRequestMode  = ModeEnforce // brokers[].validation.requests
+	DefaultResponseMode = ModeReport  // brokers[].validation.responses
+)
+
+// Validation says how the OSB rules are applied to one broker's traffic.
+type Validation struct {
+	// Requests is the mode for platform requests; zero value:
+	// DefaultRequestMode.
+	Requests string `yaml:"requests" validate:"oneof=enforce report off"`
+	// Responses is the mode for broker responses; zero value:
+	// DefaultResponseMode.
+	Responses string `yaml:"responses" validate:"oneof=enforce report off"`
 }
 
 // BrokerCatalog is how one broker's catalog is cached.

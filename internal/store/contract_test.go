@@ -30,6 +30,7 @@ func testContract(t *testing.T, b backend) {
 		{"AcquireHeldRelease", testAcquireHeldRelease},
 		{"AcquireBySameOwner", testAcquireBySameOwner},
 		{"Invalid", testInvalid},
+		{"FarDeadline", testFarDeadline},
 		{"Update", testUpdate},
 		{"Expiry", testExpiry},
 		{"ForceRelease", testForceRelease},
@@ -177,6 +178,18 @@ func testInvalid(t *testing.T, b backend) {
 	}
 	for _, o := range []Orphan{{Kind: KindUnbind}, {ID: "o1", Kind: KindProvision}} {
 		wantErr(t, "PutOrphan "+o.ID, s.PutOrphan(ctx, o), ErrInvalid)
+	}
+}
+
+// testFarDeadline takes a lock until the last storable year: no TTL or
+// index arithmetic may overflow.
+func testFarDeadline(t *testing.T, b backend) {
+	s := b.open(t, newClock().now)
+	l := testLock("i1", "owner-1", 0)
+	l.Deadline = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	mustAcquire(t, s, l)
+	if got, err := s.Get(context.Background(), l.Key); err != nil || !cmp.Equal(l, got) {
+		t.Errorf("Get = %+v, %v; want %+v", got, err, l)
 	}
 }
 
