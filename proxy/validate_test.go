@@ -164,4 +164,3 @@ func TestBridgingToLegacyBroker(t *testing.T) {
 		t.Errorf("GET instance on a 2.8 broker: %d %s", res.StatusCode, got)
 	}
 }
-
