@@ -51,6 +51,22 @@ type Scope struct {
 	Bridged bool
 	// FromCache is set when the gateway answered from its catalog cache.
 	FromCache bool
+	// Blocked is set when the guard refused the call because another
+	// operation on the instance is in progress.
+	Blocked bool
+	// Operation is the broker's "operation" for an asynchronous call: from
+	// its 202, or the one being polled.
+	Operation string
+	// TraceParent is the W3C traceparent of the request's server span, set
+	// by the trace stage; the guard stores it with an async operation.
+	TraceParent string
+	// StartedBy is, on a last_operation poll, the traceparent of the span
+	// that started the operation being polled ("" when unknown): the trace
+	// stage links the poll's span to it.
+	StartedBy string
+	// Orphan is the orphan-mitigation decision for a failed provision or
+	// bind: "" (none), "reported" or "queued".
+	Orphan string
 	// Status is the status sent to the platform (0 until written) and Bytes
 	// the body bytes written.
 	Status int
