@@ -29,6 +29,10 @@ type Options struct {
 	// Catalogs is the catalog cache; nil: Previous's, else a new one sized
 	// by the configuration.
 	Catalogs *CatalogCache
+	// Outer are stages run right after the scope stage, outermost first
+	// (tracing, metrics, audit): they see every request and read the Scope
+	// after the inner stages return.
+	Outer []Middleware
 }
 
 // Gateway is the platform-facing handler built from one configuration. It
@@ -88,8 +92,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc)}
 		}
 	}
-	g.handler = Stack(dispatch{},
-		withScope(opts.Now),
+	chain := append([]Middleware{withScope(opts.Now)}, opts.Outer...)
+	chain = append(chain,
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
 		withBodyLimit(cfg.Listen.MaxBodyBytes),
@@ -100,6 +104,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withValidate(g.catalogs, opts.Logger),
 		withCatalog(g.catalogs),
 	)
+	g.handler = Stack(dispatch{}, chain...)
 	return g, nil
 }
 

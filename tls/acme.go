@@ -116,7 +116,7 @@ func (m *acmeManager) decide(_ context.Context, name string) error {
 			return nil
 		}
 	}
-	m.log.Warn("on-demand certificate refused: the name is not on listen.tls.on_demand.allow", slog.String("name", name))
+	m.log.Debug("on-demand certificate refused: the name is not on listen.tls.on_demand.allow", slog.String("name", name))
 	return fmt.Errorf("%q is not on listen.tls.on_demand.allow", name)
 }
 

@@ -92,13 +92,27 @@ func (f *certFiles) reload(why string) error {
 			slog.String("trigger", why), slog.String("error", err.Error()))
 		return err
 	}
-	attrs := []any{slog.String("trigger", why), slog.String("cert_file", f.certFile)}
+	f.logCert("certificate reloaded", slog.String("trigger", why))
+	return nil
+}
+
+// logServing logs the certificate in service, with a warning when it
+// ends within ExpiryWarning.
+func (f *certFiles) logServing() { f.logCert("serving certificate files") }
+
+// logCert logs msg with the current certificate's subject, end and
+// serial; at warning level when it ends within ExpiryWarning.
+func (f *certFiles) logCert(msg string, attrs ...any) {
+	attrs = append(attrs, slog.String("cert_file", f.certFile))
+	level := slog.LevelInfo
 	if leaf := f.cur.Load().Leaf; leaf != nil {
 		attrs = append(attrs, slog.String("subject", leaf.Subject.String()),
 			slog.Time("not_after", leaf.NotAfter), slog.String("serial", leaf.SerialNumber.Text(16)))
+		if time.Until(leaf.NotAfter) < ExpiryWarning {
+			level, msg = slog.LevelWarn, msg+"; the certificate ends within 30 days"
+		}
 	}
-	f.log.Info("certificate reloaded", attrs...)
-	return nil
+	f.log.Log(context.Background(), level, msg, attrs...)
 }
 
 // watch polls the files every interval until ctx ends and reloads them

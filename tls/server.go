@@ -133,6 +133,7 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(ctx)
 	switch {
 	case s.files != nil:
+		s.files.logServing()
 		s.wg.Go(func() { s.files.watch(ctx, s.interval) })
 	case s.acme != nil:
 		return s.acme.start(ctx)

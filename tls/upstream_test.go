@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,81 @@ func TestUpstream(t *testing.T) {
 			_, err := Upstream(tc.in)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUpstreamVersionAndVerify(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       config.UpstreamTLS
+		wantMin  uint16
+		insecure bool
+		wantErr  string
+	}{
+		{name: "default", in: config.UpstreamTLS{}, wantMin: cryptotls.VersionTLS12},
+		{name: "1.2", in: config.UpstreamTLS{MinVersion: "1.2"}, wantMin: cryptotls.VersionTLS12},
+		{name: "1.3", in: config.UpstreamTLS{MinVersion: "1.3"}, wantMin: cryptotls.VersionTLS13},
+		{name: "unknown version", in: config.UpstreamTLS{MinVersion: "1.1"}, wantErr: `min_version "1.1"`},
+		{name: "verification off", in: config.UpstreamTLS{InsecureSkipVerify: true}, wantMin: cryptotls.VersionTLS12, insecure: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Upstream(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MinVersion != tc.wantMin || got.InsecureSkipVerify != tc.insecure {
+				t.Errorf("MinVersion %s, InsecureSkipVerify %v; want %s, %v", cryptotls.VersionName(got.MinVersion),
+					got.InsecureSkipVerify, cryptotls.VersionName(tc.wantMin), tc.insecure)
+			}
+		})
+	}
+}
+
+// TestUpstreamHandshake dials a TLS 1.2-only broker: refused with
+// min_version 1.3, accepted with 1.2, and accepted without its CA only
+// when verification is off.
+func TestUpstreamHandshake(t *testing.T) {
+	ca := newTestCA(t, "broker CA")
+	cert := ca.issue(t, certSpec{dns: []string{"broker.test"}})
+	ln := listen(t)
+	srv := &http.Server{Handler: okHandler, TLSConfig: &cryptotls.Config{Certificates: []cryptotls.Certificate{cert.tls},
+		MaxVersion: cryptotls.VersionTLS12}, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { srv.Close() })
+	caFile := writeFile(t, t.TempDir(), "ca.pem", ca.pem)
+
+	tests := []struct {
+		name string
+		in   config.UpstreamTLS
+		ok   bool
+	}{
+		{"trusted, TLS 1.2", config.UpstreamTLS{CAFile: caFile, ServerName: "broker.test", MinVersion: "1.2"}, true},
+		{"trusted, but min_version 1.3", config.UpstreamTLS{CAFile: caFile, ServerName: "broker.test", MinVersion: "1.3"}, false},
+		{"untrusted", config.UpstreamTLS{ServerName: "broker.test"}, false},
+		{"untrusted, verification off", config.UpstreamTLS{ServerName: "broker.test", InsecureSkipVerify: true}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tlsConf, err := Upstream(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}
+			res, err := c.Get("https://" + ln.Addr().String() + "/")
+			if err == nil {
+				res.Body.Close()
+			}
+			if (err == nil) != tc.ok {
+				t.Errorf("request error %v, want success %v", err, tc.ok)
 			}
 		})
 	}

@@ -221,6 +221,7 @@ func (s *server) serve() error {
 func (s *server) reload() error {
 	s.reloads.Lock()
 	defer s.reloads.Unlock()
+	_ = s.tls.Reload() // certificate files (listen.tls.mode files), whatever the configuration; failures are logged
 	cfg, err := s.load(s.path)
 	if err != nil {
 		s.log.Error("reload refused; the running configuration stays", slog.String("config", s.path),
@@ -236,7 +237,6 @@ func (s *server) reload() error {
 	if !reflect.DeepEqual(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
 		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
 	}
-	_ = s.tls.Reload() // certificate files (listen.tls.mode files); a failure is logged
 	logTLSWarnings(s.log, cfg)
 	setLevel(s.level, cfg.Log.Level)
 	s.sw.Store(g)

@@ -53,8 +53,8 @@ type ListenTLS struct {
 	// "osb-gateway check".
 	Domains []string `yaml:"domains"`
 
-	// CA is the ACME directory URL (acme, on_demand). Zero value:
-	// DefaultACMECA.
+	// CA is the ACME directory URL (acme, on_demand); naming a CA accepts
+	// its subscriber agreement. Zero value: DefaultACMECA.
 	CA string `yaml:"ca"`
 	// CARoot is a PEM file of roots that the CA's own HTTPS certificate
 	// must chain to, for a private ACME server; empty: the system roots.
@@ -187,6 +187,20 @@ func resolveListenTLSFiles(t *ListenTLS, baseDir string, probs *Problems) {
 func checkTLS(c *Config, probs *Problems) {
 	t := &c.Listen.TLS
 	const p = "listen.tls."
+	checkModeKeys(t, probs)
+	checkHostList(t.Domains, p+"domains", t.Mode == TLSModeFiles, probs)
+	checkHostList(t.OnDemand.Allow, p+"on_demand.allow", true, probs)
+	checkACME(t, probs)
+	if t.HTTPAddress != "" && t.HTTPAddress == c.Listen.Address && !strings.HasSuffix(t.HTTPAddress, ":0") {
+		probs.addf(p+"http_address", "is also listen.address; the HTTP listener needs an address of its own")
+	}
+	checkClientCerts(c, probs)
+}
+
+// checkModeKeys checks that listen.tls has the keys its mode needs and
+// none that other modes use.
+func checkModeKeys(t *ListenTLS, probs *Problems) {
+	const p = "listen.tls."
 	set := func(key string, isSet bool, need string) {
 		if isSet {
 			probs.addf(p+key, "applies only when listen.tls.mode is %s (it is %s)", need, t.Mode)
@@ -229,13 +243,6 @@ func checkTLS(c *Config, probs *Problems) {
 			}
 		}
 	}
-	checkHostList(t.Domains, p+"domains", t.Mode == TLSModeFiles, probs)
-	checkHostList(t.OnDemand.Allow, p+"on_demand.allow", true, probs)
-	checkACME(t, probs)
-	if t.HTTPAddress != "" && t.HTTPAddress == c.Listen.Address && !strings.HasSuffix(t.HTTPAddress, ":0") {
-		probs.addf(p+"http_address", "is also listen.address; the HTTP listener needs an address of its own")
-	}
-	checkClientCerts(c, probs)
 }
 
 // checkACME checks the ACME settings' values.
