@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ func (w *discardWriter) reset()                      { clear(w.h); w.status = 0 
 // catalogBytes stands for a broker's precomputed catalog answer.
 var catalogBytes = []byte(`{"services":[{"id":"s1","name":"sample","description":"d","bindable":true,"plans":[{"id":"p1","name":"sync","description":"d"}]}]}`)
 
+// lastOperationBytes stands for a broker's answer to a poll.
+var lastOperationBytes = []byte(`{"state":"in progress","description":"creating the database"}`)
+
 // benchGateway returns a Gateway in front of an upstream on loopback that
 // answers every request with catalogBytes, with access logging on (JSON to
 // io.Discard), as in production.
@@ -33,6 +37,10 @@ func benchGateway(b *testing.B) *Gateway {
 	b.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"application/json"}
+		if strings.HasSuffix(r.URL.Path, "/last_operation") {
+			_, _ = w.Write(lastOperationBytes)
+			return
+		}
 		_, _ = w.Write(catalogBytes)
 	}))
 	b.Cleanup(up.Close)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type Options struct {
 	// Catalogs is the catalog cache; nil: Previous's, else a new one sized
 	// by the configuration.
 	Catalogs *CatalogCache
+	// Store keeps operation locks; nil: Previous's, else an in-memory store
+	// (state lost at exit: for tests).
+	Store store.Store
 	// Outer are stages run right after the scope stage, outermost first
 	// (tracing, metrics, audit): they see every request and read the Scope
 	// after the inner stages return.
@@ -41,6 +45,7 @@ type Gateway struct {
 	cfg       *config.Config
 	upstreams map[string]*upstream
 	catalogs  *CatalogCache
+	guard     *guard
 	handler   http.Handler
 }
 
@@ -59,6 +64,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.catalogs == nil {
 		g.catalogs = NewCatalogCache(cfg.Catalog, opts.Logger, opts.Now)
 	}
+	st := opts.Store
+	if st == nil && opts.Previous != nil {
+		st = opts.Previous.guard.st
+	}
+	if st == nil {
+		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now)
+	}
+	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline}
 	pool := newBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -103,6 +116,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withClassify(),
 		withValidate(g.catalogs, opts.Logger),
 		withCatalog(g.catalogs),
+		withGuard(g.guard),
 	)
 	g.handler = Stack(dispatch{}, chain...)
 	return g, nil

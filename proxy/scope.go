@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -78,6 +79,9 @@ type Scope struct {
 
 	route   *route
 	catalog *catalogEntry // the catalog the validate stage checked against
+	guard   *guard
+	lock    *heldLock   // the lock a mutating call holds
+	polled  *store.Lock // the async operation a last_operation polls
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
@@ -154,7 +156,35 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if _, ok := res.Header[headerRequestIdentity]; !ok {
 		res.Header[headerRequestIdentity] = s.idHeader
 	}
-	return u.checkResponse(res, s)
+	var body []byte
+	if s.lock != nil || s.polled != nil || (u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown) {
+		var err error
+		if body, err = bufferResponse(res); err != nil {
+			return err
+		}
+	}
+	if s.lock != nil && res.StatusCode == http.StatusAccepted {
+		s.Operation = operationOf(body)
+	}
+	err := u.checkResponse(res, s, body)
+	if s.guard != nil { // settle the lock before the answer reaches the platform
+		if err != nil {
+			s.guard.finish(s) // refused: the platform sees a 502, not the operation
+		} else {
+			s.guard.settle(res, s)
+			s.guard.settlePoll(res, body, s)
+		}
+	}
+	return err
+}
+
+// operationOf returns the "operation" of a 202 body, or "".
+func operationOf(body []byte) string {
+	var a struct {
+		Operation string `json:"operation"`
+	}
+	_ = json.Unmarshal(body, &a)
+	return a.Operation
 }
 
 // errorHandler turns a failed broker call into an OSB error body: 504 for a

@@ -45,11 +45,26 @@ var responseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // pooledBody is a response body read into a pooled buffer; Close returns
 // the buffer.
 type pooledBody struct {
-	*bytes.Reader
-	buf *bytes.Buffer
+	bytes.Reader
+	buf  *bytes.Buffer
+	rest io.ReadCloser // the unread remainder of a body too large to check
+}
+
+func (b *pooledBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	if err == io.EOF && b.rest != nil {
+		if n > 0 {
+			return n, nil
+		}
+		return b.rest.Read(p)
+	}
+	return n, err
 }
 
 func (b *pooledBody) Close() error {
+	if b.rest != nil {
+		b.rest.Close()
+	}
 	if b.buf != nil {
 		b.buf.Reset()
 		responseBufs.Put(b.buf)
@@ -58,26 +73,39 @@ func (b *pooledBody) Close() error {
 	return nil
 }
 
-// checkResponse applies the response rules to res per the broker's
-// validation.responses mode. The body is read whole (it is small: OSB
-// answers are JSON objects) and handed on unchanged.
-func (u *upstream) checkResponse(res *http.Response, s *Scope) error {
-	mode := u.cfg.Validation.Responses
-	if mode == config.ModeOff || s.Call.Endpoint == rules.Unknown || res.StatusCode == http.StatusSwitchingProtocols {
-		return nil
-	}
+// bufferResponse reads res's body whole into a pooled buffer and puts a
+// reader over the same bytes in its place, so the answer is passed on
+// unchanged. A body over maxCheckedResponse is returned cut (too large to
+// be an OSB answer worth checking) and passed on whole.
+func bufferResponse(res *http.Response) ([]byte, error) {
 	buf := responseBufs.Get().(*bytes.Buffer)
 	_, err := buf.ReadFrom(io.LimitReader(res.Body, maxCheckedResponse+1))
-	res.Body.Close()
 	if err != nil {
+		res.Body.Close()
 		buf.Reset()
 		responseBufs.Put(buf)
-		return fmt.Errorf("reading the broker's answer: %w", err)
+		return nil, fmt.Errorf("reading the broker's answer: %w", err)
 	}
 	body := buf.Bytes()
-	res.Body = &pooledBody{Reader: bytes.NewReader(body), buf: buf}
 	if len(body) > maxCheckedResponse {
-		return nil // too large to be an OSB answer worth checking; pass it on
+		pb := &pooledBody{buf: buf, rest: res.Body}
+		pb.Reset(body)
+		res.Body = pb
+		return nil, nil
+	}
+	res.Body.Close()
+	pb := &pooledBody{buf: buf}
+	pb.Reset(body)
+	res.Body = pb
+	return body, nil
+}
+
+// checkResponse applies the response rules to the broker's answer per the
+// broker's validation.responses mode.
+func (u *upstream) checkResponse(res *http.Response, s *Scope, body []byte) error {
+	mode := u.cfg.Validation.Responses
+	if mode == config.ModeOff || s.Call.Endpoint == rules.Unknown || body == nil {
+		return nil
 	}
 	var cat rules.CatalogView
 	if s.catalog != nil {

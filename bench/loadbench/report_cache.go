@@ -140,8 +140,8 @@ func throughputVerdicts(c cacheRow) []cacheVerdict {
 		v = append(v, cacheVerdict{Request: c.Request, Conns: c.Conns, Pass: *c.RatioComposed >= minComposedFactor,
 			Claim: fmt.Sprintf("at %d connections a cached catalog through the gateway reaches ≥ %d× the throughput of a broker that needs %s to compose it",
 				c.Conns, minComposedFactor, composeTime),
-			Detail: fmt.Sprintf("gateway cached %.0f req/s, %s %.0f req/s (its ceiling: %.0f), %.2f×",
-				c.CachedRPS, targetComposed, *c.ComposedRPS, *c.ComposedCeiling, *c.RatioComposed)})
+			Detail: fmt.Sprintf("gateway cached %.0f req/s, %s %.0f req/s (its ceiling: %.0f), %.2f×; direct, with no proxy at all: %.2f×",
+				c.CachedRPS, targetComposed, *c.ComposedRPS, *c.ComposedCeiling, *c.RatioComposed, ratio(c.DirectRPS, *c.ComposedRPS))})
 	}
 	return v
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
@@ -93,20 +94,32 @@ type server struct {
 	// load reads the configuration on reload; config.Load unless a test or
 	// the demo replaces it.
 	load func(path string) (*config.Config, error)
+	// st keeps operation locks; stopSweep ends the expiry sweeper.
+	st        store.Store
+	stopSweep context.CancelFunc
 }
 
 // newServer builds the Gateway and opens both listeners; it does not serve
 // yet.
-func newServer(cfg *config.Config, path string, lg logs) (*server, error) {
+func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error) {
 	log := lg.log
 	if err := applyRuntime(cfg.Runtime, log); err != nil {
 		return nil, err
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access})
+	st, err := openStore(cfg.State, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g),
+	defer func() {
+		if err != nil {
+			st.Close() // let go of the state file: a retry may open it
+		}
+	}()
+	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access, Store: st})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
 	l := cfg.Listen
 	s.main = &http.Server{
@@ -196,6 +209,9 @@ func (s *server) serve() error {
 	}
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
+	sweepCtx, stop := context.WithCancel(context.Background())
+	s.stopSweep = stop
+	go sweep(sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
 		slog.String("version", version), slog.String("tls", s.tls.Mode())}
 	if s.httpLn != nil {
@@ -239,6 +255,9 @@ func (s *server) reload() error {
 	}
 	logTLSWarnings(s.log, cfg)
 	setLevel(s.level, cfg.Log.Level)
+	if !reflect.DeepEqual(cfg.State, old.Config().State) {
+		s.log.Warn("state settings changed; they take effect at the next restart")
+	}
 	s.sw.Store(g)
 	old.Close(g)
 	s.warm(g)
@@ -268,6 +287,12 @@ func (s *server) shutdown(ctx context.Context) error {
 	}
 	s.tls.Close()
 	s.sw.Load().Close(nil)
+	if s.stopSweep != nil {
+		s.stopSweep()
+	}
+	if s.st != nil {
+		s.st.Close()
+	}
 	return err
 }
 

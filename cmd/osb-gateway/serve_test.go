@@ -19,6 +19,7 @@ import (
 // tenant's password.
 const serveConfig = `
 listen: {address: "127.0.0.1:0", shutdown_grace: 5s}
+state: {backend: memory}
 admin: {address: "127.0.0.1:0"}
 log: {format: json, level: info}
 brokers:

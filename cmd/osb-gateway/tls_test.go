@@ -29,6 +29,7 @@ import (
 // LISTEN_TLS is the listen.tls flow mapping, BROKER_URL the broker.
 const tlsConfig = `
 listen: {address: LISTEN_ADDRESS, shutdown_grace: 5s, tls: LISTEN_TLS}
+state: {backend: memory}
 admin: {address: "127.0.0.1:0"}
 brokers: [{name: b, url: BROKER_URL}]
 tenants: [{name: t, credentials: [{username: u, password: pass}], routes: [{broker: b}]}]

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	pathpkg "path"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
@@ -38,7 +40,14 @@ func checkFields(c *Config, probs *Problems) {
 	}
 	checkWriteTimeout(c, probs)
 	checkFilters(c, probs)
+	checkState(c, probs)
+	for i := range c.Brokers {
+		if _, err := ParseSchedule(c.Brokers[i].OrphanSchedule); err != nil {
+			probs.addf(joinIndex("brokers", i)+".orphan_schedule", "%v", err)
+		}
+	}
 	checkTLS(c, probs) // listen_tls.go
+	checkTelemetry(c, probs)
 	if m := c.Runtime.MemoryLimit; m != "" && !memoryLimitRE.MatchString(m) {
 		probs.addf("runtime.memory_limit", `must be a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"`)
 	}
@@ -255,4 +264,17 @@ func checkFilters(c *Config, probs *Problems) {
 			}
 		}
 	}
+}
+
+// ParseSchedule parses a comma-separated list of positive durations.
+func ParseSchedule(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for part := range strings.SplitSeq(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("must be comma-separated positive durations such as %q", DefaultOrphanSchedule)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

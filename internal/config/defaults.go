@@ -33,6 +33,7 @@ func (c *Config) ApplyDefaults() {
 	if c.Runtime.GOGC == 0 {
 		c.Runtime.GOGC = DefaultGOGC
 	}
+	c.State.applyDefaults()
 	if c.Catalog.MaxEntries == 0 {
 		c.Catalog.MaxEntries = DefaultCatalogMaxEntries
 	}
@@ -49,6 +50,7 @@ func (c *Config) ApplyDefaults() {
 		c.Brokers[i].applyDefaults()
 	}
 	applyTLSDefaults(c) // listen_tls.go
+	applyTelemetryDefaults(c)
 }
 
 func (l *Listen) applyDefaults() {
@@ -87,6 +89,15 @@ func (b *Broker) applyDefaults() {
 	setDuration(&b.IdleConnTimeout, DefaultIdleConnTimeout)
 	setDuration(&b.ResponseHeaderTimeout, b.Timeout)
 	setDuration(&b.Catalog.TTL, DefaultCatalogTTL)
+	if b.ConcurrencyError == "" {
+		b.ConcurrencyError = DefaultConcurrencyError
+	}
+	if b.OrphanMitigation == "" {
+		b.OrphanMitigation = DefaultOrphanMitigation
+	}
+	if b.OrphanSchedule == "" {
+		b.OrphanSchedule = DefaultOrphanSchedule
+	}
 	if b.Validation.Requests == "" {
 		b.Validation.Requests = DefaultRequestMode
 	}

@@ -32,10 +32,12 @@ func TestLoadFull(t *testing.T) {
 			ShutdownGrace:     10 * time.Second,
 			TLS:               defaultListenTLS,
 		},
-		Admin:   Admin{Address: "off"},
+		Admin:   Admin{Address: "off", Token: "an-admin-token-of-some-length"},
 		Log:     Log{Format: "text", Level: "debug"},
 		Runtime: Runtime{GOGC: 100, MemoryLimit: "512MiB"},
 		Catalog: Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
+		State: State{Backend: "redis", Path: DefaultStatePath, OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
+			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
 		Tenants: []Tenant{{
 			Name:                 "cf-prod",
 			MissingVersionStatus: 400,
@@ -69,6 +71,8 @@ func TestLoadFull(t *testing.T) {
 			TLS:                   UpstreamTLS{ServerName: "mysql.internal", MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: time.Minute, VaryByPlatform: true},
 			Validation:            Validation{Requests: ModeReport, Responses: ModeEnforce},
+			ConcurrencyError:      "spec", AllowDeleteDuringCreate: true,
+			OrphanMitigation: "mitigate", OrphanSchedule: "1s,1m",
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -82,6 +86,7 @@ func TestLoadFull(t *testing.T) {
 			TLS:                   UpstreamTLS{MinVersion: DefaultTLSMinVersion},
 			Catalog:               BrokerCatalog{TTL: DefaultCatalogTTL},
 			Validation:            Validation{Requests: DefaultRequestMode, Responses: DefaultResponseMode},
+			ConcurrencyError:      DefaultConcurrencyError, OrphanMitigation: DefaultOrphanMitigation, OrphanSchedule: DefaultOrphanSchedule,
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

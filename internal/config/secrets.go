@@ -60,6 +60,19 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 		resolveTLSFiles(&b.TLS, baseDir, path+".tls", probs)
 	}
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
+	resolvePassword(&c.State.Redis.Password, c.State.Redis.PasswordFile, baseDir, "state.redis", probs)
+	if f := c.Admin.TokenFile; f != "" {
+		if c.Admin.Token != "" {
+			probs.addf("admin.token_file", "cannot be set together with token; use one of them")
+		} else if data, err := os.ReadFile(resolvePath(baseDir, f)); err != nil {
+			probs.addf("admin.token_file", "cannot read %q: %s", f, fileError(err))
+		} else {
+			c.Admin.Token = Secret(strings.TrimRight(string(data), "\r\n"))
+		}
+	}
+	if t := c.Admin.Token.Reveal(); t != "" && len(t) < 16 {
+		probs.addf("admin.token", "must be at least 16 characters")
+	}
 }
 
 // resolvePassword fills *pw from file when file is set. path names the

@@ -53,8 +53,12 @@ type Config struct {
 	Log     Log      `yaml:"log"`
 	Runtime Runtime  `yaml:"runtime"`
 	Catalog Catalog  `yaml:"catalog"`
+	State   State    `yaml:"state"`
 	Tenants []Tenant `yaml:"tenants" validate:"required,min=1,dive"`
 	Brokers []Broker `yaml:"brokers" validate:"required,min=1,dive"`
+
+	Telemetry Telemetry `yaml:"telemetry"` // telemetry.go
+	Audit     Audit     `yaml:"audit"`     // telemetry.go
 }
 
 // Listen is the platform-facing HTTP server.
@@ -79,6 +83,11 @@ type Admin struct {
 	// Address is host:port; zero value: DefaultAdminAddress (loopback).
 	// "off" disables the admin listener.
 	Address string `yaml:"address" validate:"required,hostport_or_off"`
+	// Token is the bearer token the control endpoints (/admin/operations,
+	// /admin/orphans) require; empty: they are disabled. TokenFile reads it
+	// from a file instead.
+	Token     Secret `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
 }
 
 // Log configures log/slog.
@@ -180,6 +189,26 @@ type Broker struct {
 	TLS                   UpstreamTLS   `yaml:"tls"`
 	Catalog               BrokerCatalog `yaml:"catalog"`
 	Validation            Validation    `yaml:"validation"`
+	// ConcurrencyError is what a call blocked by an operation in progress
+	// gets: "blocking" (400 "Another operation for this service instance is
+	// in progress.", Cloud Controller's contract) or "spec" (422
+	// ConcurrencyError for platforms at 2.14 or later, 400 below). Zero
+	// value: DefaultConcurrencyError.
+	ConcurrencyError string `yaml:"concurrency_error" validate:"oneof=blocking spec"`
+	// AllowDeleteDuringCreate lets a deprovision through while an
+	// asynchronous provision of the instance is in progress (Cloud
+	// Controller's way to cancel a create).
+	AllowDeleteDuringCreate bool `yaml:"allow_delete_during_create"`
+	// OrphanMitigation is what the gateway does when a provision or bind
+	// may have left something behind (5xx, timeout, an unexpected 2xx, a
+	// malformed 201/202): "off", "report" (record and log a candidate) or
+	// "mitigate" (also send the deprovision or unbind in the background,
+	// retrying on OrphanSchedule). Zero value: DefaultOrphanMitigation.
+	OrphanMitigation string `yaml:"orphan_mitigation" validate:"oneof=off report mitigate"`
+	// OrphanSchedule is the comma-separated delays between mitigation
+	// attempts; after the last, the gateway gives up and reports. Zero
+	// value: DefaultOrphanSchedule.
+	OrphanSchedule string `yaml:"orphan_schedule"`
 }
 
 // Validation modes, for requests and responses separately.

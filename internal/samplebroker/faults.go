@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -177,6 +178,9 @@ func (f *Fault) apply(w http.ResponseWriter, r *http.Request) bool {
 	}
 	switch {
 	case f.Hang:
+		// Read the body first: only then does net/http watch the connection
+		// and cancel the request's context when the client goes away.
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		return true
 	case f.Body != "":

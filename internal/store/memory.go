@@ -129,7 +129,7 @@ func (m *memory) Get(ctx context.Context, key string) (Lock, error) {
 	defer m.mu.Unlock()
 	l, ok := m.live(key, m.now())
 	if !ok {
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return Lock{}, ErrNotFound // unwrapped: Get runs on every poll, and a miss is the common case
 	}
 	return l, nil
 }

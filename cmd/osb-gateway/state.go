@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy"
+)
+
+// openStore opens the operation-state backend of the state section and,
+// for Redis, checks that it answers (a gateway that cannot reach its state
+// refuses mutating calls, so it says so at start).
+func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
+	cfg := store.Config{Backend: sc.Backend, Path: sc.Path, Redis: store.RedisConfig{
+		Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password.Reveal(), DB: sc.Redis.DB,
+		MasterName: sc.Redis.MasterName, KeyPrefix: sc.Redis.KeyPrefix, DialTimeout: sc.Redis.DialTimeout,
+		ReadTimeout: sc.Redis.ReadTimeout, WriteTimeout: sc.Redis.WriteTimeout, TLS: sc.Redis.TLS,
+	}}
+	st, err := store.Open(cfg, time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("state (%s): %w", sc.Backend, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.Ping(ctx); err != nil {
+		log.Warn("operation state unavailable at start; mutating calls get 503 until it answers",
+			slog.String("backend", sc.Backend), slog.String("error", err.Error()))
+	}
+	return st, nil
+}
+
+// sweep releases expired operation locks every interval until ctx ends.
+func sweep(ctx context.Context, sw *proxy.Switch, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			sw.Load().SweepOperations(ctx)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+// Package audit keeps the gateway's audit log: one JSON record per
+// platform call, written after the response, to standard output or to a
+// file rotated by size.
+//
+// A record holds who called what and what came of it; it never holds
+// credentials, Authorization headers, request or response bodies, or the
+// values of "parameters" (at most their top-level keys). The originating
+// identity is decoded to its platform and user id or user name.
+//
+// Records are chained: each carries prev_hash, the SHA-256 of the
+// previous record's line, and hash, the SHA-256 of its own line without
+// the hash member. The chain continues across rotations and restarts, so
+// an edited, removed, inserted or reordered record breaks it at that
+// record; Verify finds the first break. Records removed from the end of
+// the newest file leave no trace in the chain.
+package audit
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Record is one audited platform call. Fields are the gateway's own
+// findings and the ids the call names; empty fields are left out.
+type Record struct {
+	// Time is when the gateway received the call, in UTC.
+	Time time.Time `json:"time"`
+	// RequestID is X-Broker-API-Request-Identity (the platform's, or the
+	// gateway's own).
+	RequestID string `json:"request_id"`
+	// TraceID is the W3C trace id of the call's server span.
+	TraceID string `json:"trace_id,omitempty"`
+	Tenant  string `json:"tenant,omitempty"`
+	Broker  string `json:"broker,omitempty"`
+	// Endpoint is the OSB endpoint ("provision", "unknown" for paths that
+	// are none).
+	Endpoint   string `json:"endpoint"`
+	Method     string `json:"method"`
+	InstanceID string `json:"instance_id,omitempty"`
+	BindingID  string `json:"binding_id,omitempty"`
+	ServiceID  string `json:"service_id,omitempty"`
+	PlanID     string `json:"plan_id,omitempty"`
+	// Identity is the decoded X-Broker-API-Originating-Identity.
+	Identity *Identity `json:"identity,omitempty"`
+	// APIVersion is the platform's X-Broker-API-Version, once accepted.
+	APIVersion        string `json:"api_version,omitempty"`
+	AcceptsIncomplete bool   `json:"accepts_incomplete,omitempty"`
+	// Status is the status sent to the platform (499: it went away first).
+	Status     int     `json:"status"`
+	DurationMS float64 `json:"duration_ms"`
+	// Outcome is forwarded, blocked, rejected, served_from_cache or failed.
+	Outcome string `json:"outcome"`
+	// Operation is the broker's operation of an asynchronous call.
+	Operation string `json:"operation,omitempty"`
+	// Error is the gateway's own error answer.
+	Error *Error `json:"error,omitempty"`
+	// Findings are the OSB rules the request or response broke.
+	Findings []Finding `json:"findings,omitempty"`
+	// Blocked is set when another operation on the instance was in
+	// progress.
+	Blocked bool `json:"blocked"`
+	// Orphan is the orphan-mitigation decision: "reported" or "queued".
+	Orphan    string `json:"orphan_mitigation,omitempty"`
+	Bridged   bool   `json:"bridged,omitempty"`
+	FromCache bool   `json:"from_cache,omitempty"`
+	// ParameterKeys are the top-level keys of the request's "parameters"
+	// (audit.parameters: keys), never their values.
+	ParameterKeys []string `json:"parameter_keys,omitempty"`
+	// PrevHash and Hash chain the records; the Writer sets them.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash,omitempty"`
+}
+
+// Identity is a decoded originating identity: the platform and one user
+// identifier, nothing else of the header's JSON.
+type Identity struct {
+	Platform string `json:"platform"`
+	// UserID is Cloud Foundry's user_id; Username is used by platforms
+	// without one (Kubernetes).
+	UserID   string `json:"user_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	// Undecodable is set when the value was not base64-encoded JSON.
+	Undecodable bool `json:"undecodable,omitempty"`
+}
+
+// Error is the gateway's error answer: OSB error code and description.
+type Error struct {
+	Code        string `json:"code,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Finding is one broken OSB rule, by id.
+type Finding struct {
+	Rule      string `json:"rule"`
+	Direction string `json:"direction"`
+}
+
+// Limits on values taken from requests, so that a record stays small.
+const (
+	maxPlatformLen  = 64
+	maxUserLen      = 256
+	maxParamKeys    = 64
+	maxParamKeyLen  = 128
+	maxIdentityJSON = 8 << 10
+)
+
+// DecodeIdentity decodes an X-Broker-API-Originating-Identity value,
+// "<platform> <base64 of a JSON object>", keeping the platform and the
+// object's user_id or, failing that, username. It returns nil for an empty
+// or malformed header.
+func DecodeIdentity(header string) *Identity {
+	platform, value, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || platform == "" || len(platform) > maxPlatformLen || !isToken(platform) {
+		return nil
+	}
+	id := &Identity{Platform: platform}
+	value = strings.TrimSpace(value)
+	if len(value) > base64.StdEncoding.EncodedLen(maxIdentityJSON) {
+		id.Undecodable = true
+		return id
+	}
+	raw, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(value)
+	}
+	var v struct {
+		UserID   any `json:"user_id"`
+		Username any `json:"username"`
+	}
+	if err != nil || json.Unmarshal(raw, &v) != nil {
+		id.Undecodable = true
+		return id
+	}
+	if s, ok := v.UserID.(string); ok && s != "" {
+		id.UserID = capLen(s, maxUserLen)
+	} else if s, ok := v.Username.(string); ok {
+		id.Username = capLen(s, maxUserLen)
+	}
+	return id
+}
+
+// ParameterKeys returns the sorted top-level keys of a "parameters"
+// object (at most 64, each cut at 128 bytes), or nil when it is absent or
+// not an object. Values are never looked at beyond their extent.
+func ParameterKeys(params json.RawMessage) []string {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil || len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, capLen(k, maxParamKeyLen))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys) // keys cut to the same prefix
+	if len(keys) > maxParamKeys {
+		keys = keys[:maxParamKeys]
+	}
+	return keys
+}
+
+// BodyParameterKeys returns ParameterKeys of the "parameters" member of a
+// request body, for calls whose body the gateway did not decode.
+func BodyParameterKeys(body []byte) []string {
+	var v struct {
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	return ParameterKeys(v.Parameters)
+}
+
+func capLen(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// isToken reports whether s holds only letters, digits and "-._".
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/osb-gateway/osb-gateway/internal/audit"
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+)
+
+// auditFile opens an audit file sink (fsync always: records are on disk
+// when Write returns) in a temporary directory.
+func auditFile(t *testing.T) (*audit.Writer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.log")
+	w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: path, MaxSize: "1MiB", MaxFiles: 3,
+		Fsync: config.AuditFsyncAlways}, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return w, path
+}
+
+// readRecords waits for n records in the file and decodes them.
+func readRecords(t *testing.T, path string, n int) ([]audit.Record, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+		if len(data) > 0 && len(lines) >= n || time.Now().After(deadline) {
+			var recs []audit.Record
+			for _, l := range lines {
+				var r audit.Record
+				if err := json.Unmarshal(l, &r); err != nil {
+					t.Fatalf("line %q: %v", l, err)
+				}
+				recs = append(recs, r)
+			}
+			return recs, data
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
+	w, path := auditFile(t)
+	_, tp := traced(t)
+	gw, _, _ := stagedGateway(t, nil, TraceStage(tp, w3c),
+		AuditStage(AuditOptions{Writer: w, ParameterKeys: true, Logger: slog.New(slog.DiscardHandler)}))
+
+	identity := "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"u-42","user_name":"alice","email":"a@example.com"}`))
+	hdr := map[string]string{"X-Broker-API-Originating-Identity": identity, "X-Broker-API-Request-Identity": "req-a1"}
+	if st, body := call(t, gw, "PUT", "/v2/service_instances/inst-a1", syncProvision(), hdr); st != 201 {
+		t.Fatalf("provision: %d %s", st, body)
+	}
+	_, bound := call(t, gw, "PUT", "/v2/service_instances/inst-a1/service_bindings/bind-a1",
+		fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"parameters":{"role":"`+paramSecret+`"}}`, samplebroker.ServiceID, samplebroker.PlanSyncID), nil)
+	credPass := bindingPassword(t, bound)
+	refused := provisionBody(samplebroker.PlanSyncID, `,"parameters":{"size":"`+paramSecret+`"}`)
+	if st, _ := call(t, gw, "PUT", "/v2/service_instances/inst-a2", refused, nil); st != 400 {
+		t.Fatalf("refused provision: %d", st)
+	}
+	call(t, gw, "GET", "/v2/catalog", "", nil)
+
+	recs, data := readRecords(t, path, 4)
+	for _, secret := range []string{sampleBrokerPass, "t1-pass", "Basic ", "Authorization", paramSecret, credPass,
+		"alice", "a@example.com", base64.StdEncoding.EncodeToString([]byte(sampleBrokerPass))} {
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("audit file holds %q", secret)
+		}
+	}
+	ignore := cmpopts.IgnoreFields(audit.Record{}, "Time", "TraceID", "DurationMS", "PrevHash", "Hash", "RequestID")
+	want := []audit.Record{{
+		Tenant: "t1", Broker: "strict", Endpoint: "provision", Method: "PUT", InstanceID: "inst-a1",
+		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
+		Identity:   &audit.Identity{Platform: "cloudfoundry", UserID: "u-42"},
+		APIVersion: "2.17", Status: 201, Outcome: OutcomeForwarded, ParameterKeys: []string{"admin_password", "size"},
+	}, {
+		Tenant: "t1", Broker: "strict", Endpoint: "bind", Method: "PUT", InstanceID: "inst-a1", BindingID: "bind-a1",
+		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
+		APIVersion: "2.17", Status: 201, Outcome: OutcomeForwarded, ParameterKeys: []string{"role"},
+	}, {
+		Tenant: "t1", Broker: "strict", Endpoint: "provision", Method: "PUT", InstanceID: "inst-a2",
+		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
+		APIVersion: "2.17", Status: 400, Outcome: OutcomeRejected, ParameterKeys: []string{"size"},
+		Error:    &audit.Error{Description: describedByFindings}, // the real one quotes the value
+		Findings: []audit.Finding{{Rule: "request.parameters.schema", Direction: "request"}},
+	}, {
+		Tenant: "t1", Broker: "strict", Endpoint: "catalog", Method: "GET",
+		APIVersion: "2.17", Status: 200, Outcome: OutcomeFromCache, FromCache: true,
+	}}
+	if diff := cmp.Diff(want, recs, ignore); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if recs[0].RequestID != "req-a1" || len(recs[0].TraceID) != 32 {
+		t.Errorf("first record: request id %q, trace id %q", recs[0].RequestID, recs[0].TraceID)
+	}
+	if _, err := audit.Verify(path); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}
+
+func TestAuditParametersOmitted(t *testing.T) {
+	w, path := auditFile(t)
+	gw, _, _ := stagedGateway(t, nil, AuditStage(AuditOptions{Writer: w, ParameterKeys: false}))
+	call(t, gw, "PUT", "/v2/service_instances/inst-o1", syncProvision(), nil)
+	recs, data := readRecords(t, path, 1)
+	if recs[0].ParameterKeys != nil || bytes.Contains(data, []byte("admin_password")) {
+		t.Errorf("parameters: omit wrote keys: %s", data)
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{ n atomic.Int64 }
+
+func (f *failingWriter) Write(*audit.Record) error { f.n.Add(1); return errors.New("disk full") }
+
+func TestAuditWriteErrorNeverFailsTheCall(t *testing.T) {
+	fw := &failingWriter{}
+	gw, _, _ := stagedGateway(t, nil, AuditStage(AuditOptions{Writer: fw, Logger: slog.New(slog.DiscardHandler)}))
+	for range 3 {
+		if st, body := call(t, gw, "GET", "/v2/catalog", "", nil); st != http.StatusOK || !strings.Contains(body, "services") {
+			t.Fatalf("catalog with a failing audit sink: %d %s", st, body)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for fw.n.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := fw.n.Load(); n != 3 {
+		t.Errorf("%d writes attempted, want 3", n)
+	}
+}

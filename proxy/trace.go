@@ -1,0 +1,243 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// instrumentationName names the gateway's tracer and meter.
+const instrumentationName = "github.com/osb-gateway/osb-gateway/proxy"
+
+// maxAttrLen caps the header values and broker operations recorded on
+// spans: they come from outside and may be long (an operation may hold
+// 10,000 characters).
+const maxAttrLen = 256
+
+// correlationHeaders are request headers recorded as span attributes when
+// present: other tracing systems' ids and Cloud Foundry's request id, so a
+// gateway span can be found from a platform's log line.
+var correlationHeaders = [...]struct {
+	header string
+	key    attribute.Key
+}{
+	{"X-B3-Traceid", "osb.b3.trace_id"},
+	{"X-B3-Spanid", "osb.b3.span_id"},
+	{"X-B3-Parentspanid", "osb.b3.parent_span_id"},
+	{"X-B3-Sampled", "osb.b3.sampled"},
+	{"B3", "osb.b3"},
+	{"X-Vcap-Request-Id", "cloudfoundry.vcap_request_id"},
+}
+
+// TraceStage returns the trace stage: one server span per platform call,
+// continuing the platform's W3C traceparent (read with prop). The span is
+// started before the inner stages run, and its traceparent stored in
+// Scope.TraceParent; after they return it is named by the endpoint ("osb
+// provision", "osb unknown": never the path) and given the Scope's
+// attributes (tenant, broker, endpoint, ids, version, status, operation,
+// outcome), a link to Scope.StartedBy when set, and an error status for a
+// 5xx answer. Headers, bodies, parameters and credentials are never
+// recorded. It belongs in Options.Outer, outside the audit stage.
+func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Middleware {
+	tracer := tp.Tracer(instrumentationName)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeFrom(r.Context())
+			if s == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := tracer.Start(ctx, "osb unknown", trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithTimestamp(s.Start))
+			s.TraceParent = formatTraceParent(span.SpanContext())
+			defer func() {
+				if span.IsRecording() {
+					finishServerSpan(span, s, r)
+				}
+				span.End()
+			}()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+// finishServerSpan names the span and records what the Scope learnt.
+func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
+	ep := s.Call.Endpoint.String()
+	span.SetName("osb " + ep)
+	status := s.status()
+	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs = append(attrs,
+		attribute.String("http.request.method", r.Method),
+		attribute.Int("http.response.status_code", status),
+		attribute.String("osb.endpoint", ep),
+		attribute.String("osb.outcome", s.Outcome()),
+		attribute.String("osb.request_id", truncate(s.RequestID)),
+	)
+	add := func(k attribute.Key, v string) {
+		if v != "" {
+			attrs = append(attrs, k.String(truncate(v)))
+		}
+	}
+	add("osb.tenant", s.Tenant)
+	add("osb.broker", s.Broker)
+	add("osb.instance_id", s.Call.InstanceID)
+	add("osb.binding_id", s.Call.BindingID)
+	service, plan := s.serviceAndPlan()
+	add("osb.service_id", service)
+	add("osb.plan_id", plan)
+	if !s.Version.IsZero() {
+		attrs = append(attrs, attribute.String("osb.api_version", s.Version.String()))
+	}
+	add("osb.broker_api_version", s.Forward)
+	if s.Call.Endpoint.Instance() {
+		attrs = append(attrs, attribute.Bool("osb.accepts_incomplete", s.Call.AcceptsIncomplete))
+	}
+	add("osb.operation", s.Operation)
+	add("osb.orphan_mitigation", s.Orphan)
+	for _, c := range correlationHeaders {
+		if v := r.Header[c.header]; len(v) > 0 {
+			add(c.key, v[0])
+		}
+	}
+	span.SetAttributes(attrs...)
+	if s.StartedBy != "" {
+		if sc, ok := parseTraceParent(s.StartedBy); ok {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
+				attribute.String("osb.link", "started_by")}})
+		}
+	}
+	if status >= 500 {
+		attrs := []attribute.KeyValue{attribute.String("error.type", strconv.Itoa(status))}
+		span.SetAttributes(attrs...)
+		span.SetStatus(codes.Error, errorDescription(s.Err))
+	}
+}
+
+// serviceAndPlan returns the call's service and plan ids: from the
+// request body when it has them, else from the query.
+func (s *Scope) serviceAndPlan() (service, plan string) {
+	service, plan = s.Call.ServiceID, s.Call.PlanID
+	if s.Request != nil {
+		if s.Request.ServiceID != "" {
+			service = s.Request.ServiceID
+		}
+		if s.Request.PlanID != "" {
+			plan = s.Request.PlanID
+		}
+	}
+	return service, plan
+}
+
+// errorDescription is the description of the gateway's OSB error, which
+// never carries secrets; "" for other errors, whose detail may name
+// addresses and stays in the log.
+func errorDescription(err error) string {
+	var e *osb.Error
+	if errors.As(err, &e) {
+		return e.Description
+	}
+	return ""
+}
+
+// truncate caps s at maxAttrLen bytes.
+func truncate(s string) string { return truncateTo(s, maxAttrLen) }
+
+// formatTraceParent returns sc as a W3C traceparent value
+// ("00-<trace id>-<span id>-<flags>"), or "" when sc is not valid.
+func formatTraceParent(sc trace.SpanContext) string {
+	if !sc.IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+	return c["traceparent"]
+}
+
+// parseTraceParent parses a W3C traceparent value.
+func parseTraceParent(tp string) (trace.SpanContext, bool) {
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	sc := trace.SpanContextFromContext(ctx)
+	return sc, sc.IsValid()
+}
+
+// InstrumentTransport wraps a broker transport so that every broker call
+// gets a client span, a child of the request's server span, named by the
+// endpoint ("broker provision"), and carries the span's W3C traceparent
+// (written with prop) to the broker. The span ends when the response body
+// is closed. The request is not modified: headers are copied before the
+// traceparent is set.
+func InstrumentTransport(rt http.RoundTripper, tp trace.TracerProvider, prop propagation.TextMapPropagator) http.RoundTripper {
+	return &tracingTransport{rt: rt, tracer: tp.Tracer(instrumentationName), prop: prop}
+}
+
+type tracingTransport struct {
+	rt     http.RoundTripper
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	name, broker := "broker unknown", ""
+	if s := ScopeFrom(req.Context()); s != nil {
+		name, broker = "broker "+s.Call.Endpoint.String(), s.Broker
+	}
+	ctx, span := t.tracer.Start(req.Context(), name, trace.WithSpanKind(trace.SpanKindClient))
+	out := req.WithContext(ctx)
+	out.Header = make(http.Header, len(req.Header)+1)
+	for k, v := range req.Header {
+		out.Header[k] = v // shared, never appended to: Inject replaces the slice it sets
+	}
+	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String("http.request.method", req.Method),
+			attribute.String("server.address", req.URL.Hostname()),
+			attribute.String("osb.broker", broker),
+		)
+		if p := req.URL.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err == nil {
+				span.SetAttributes(attribute.Int("server.port", n))
+			}
+		}
+	}
+	res, err := t.rt.RoundTrip(out)
+	if err != nil {
+		span.SetStatus(codes.Error, "broker call failed")
+		span.RecordError(err)
+		span.End()
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))
+	if res.StatusCode >= 500 {
+		span.SetStatus(codes.Error, "")
+	}
+	res.Body = &spanBody{ReadCloser: res.Body, span: span}
+	return res, nil
+}
+
+// spanBody ends a client span when the response body is closed.
+type spanBody struct {
+	io.ReadCloser
+	span trace.Span
+	once sync.Once
+}
+
+// Close implements io.Closer and ends the span.
+func (b *spanBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { b.span.End() })
+	return err
+}
