@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
 // tenant is one platform's identity at run time.
@@ -21,6 +22,7 @@ type tenant struct {
 	name          string
 	creds         []credential
 	missingStatus int
+	cert          gwtls.ClientCertRule // tenants[].client_cert
 
 	// verified remembers bcrypt credentials already checked, keyed by a
 	// SHA-256 of the presented username and password, so only the first
@@ -39,6 +41,7 @@ type credential struct {
 
 func newTenant(tc *config.Tenant) *tenant {
 	t := &tenant{name: tc.Name, missingStatus: tc.MissingVersionStatus}
+	t.cert, _ = gwtls.NewClientCertRule(tc.ClientCert) // subjects were checked by config validation
 	for i := range tc.Credentials {
 		c := &tc.Credentials[i]
 		cr := credential{user: sha256.Sum256([]byte(c.Username))}
@@ -109,6 +112,16 @@ func withAuth() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeFrom(r.Context())
 			t := s.route.tenant
+			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
+			if certErr != nil {
+				s.fail(w, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
+					Description: fmt.Sprintf("the client certificate is not accepted for tenant %q: %s", t.name, certErr)})
+				return
+			}
+			if !pwNeeded { // a matching certificate is enough for this tenant
+				next.ServeHTTP(w, r)
+				return
+			}
 			var buf [256]byte
 			header := r.Header.Get("Authorization")
 			user, pass, ok := parseBasic(header, buf[:])
