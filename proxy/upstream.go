@@ -167,6 +167,11 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 		s.Operation = operationOf(body)
 	}
 	err := u.checkResponse(res, s, body)
+	if s.guard != nil && s.lock != nil {
+		if ok, why := rules.OrphanCandidate(s.Call, res.StatusCode, body); ok {
+			s.guard.noteOrphan(res.Request.Context(), s, why)
+		}
+	}
 	if s.guard != nil { // settle the lock before the answer reaches the platform
 		if err != nil {
 			s.guard.finish(s) // refused: the platform sees a 502, not the operation
@@ -202,6 +207,9 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		return
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
+		if ok, why := rules.OrphanOnTimeout(s.Call); ok && s.guard != nil {
+			s.guard.noteOrphan(r.Context(), s, why)
+		}
 	default:
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
 	}

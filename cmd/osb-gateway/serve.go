@@ -170,6 +170,7 @@ func (s *server) readiness() error {
 func (s *server) adminHandler() http.Handler {
 	a := proxy.NewAdmin(s.readiness)
 	a.MountCatalogAdmin(s.sw)
+	a.MountOperationsAdmin(s.sw, s.log)
 	return a
 }
 

@@ -33,16 +33,21 @@ func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
 	return st, nil
 }
 
-// sweep releases expired operation locks every interval until ctx ends.
+// sweep releases expired operation locks every interval, and works the
+// orphan-mitigation queue every proxy.OrphanTick, until ctx ends.
 func sweep(ctx context.Context, sw *proxy.Switch, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	locks := time.NewTicker(interval)
+	defer locks.Stop()
+	orphans := time.NewTicker(proxy.OrphanTick)
+	defer orphans.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-locks.C:
 			sw.Load().SweepOperations(ctx)
+		case <-orphans.C:
+			sw.Load().MitigateOrphans(ctx)
 		}
 	}
 }

@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+const orphanYAML = `
+admin: {address: "off", token: "a-long-enough-admin-token"}
+state: {backend: memory}
+brokers:
+  - name: b
+    url: ${URL}
+    username: sample
+    password: sample-secret
+    timeout: 300ms
+    orphan_mitigation: ${MODE}
+    orphan_schedule: 10s,1m
+tenants:
+  - name: t1
+    credentials: [{username: t1-user, password: t1-pass}]
+    routes: [{broker: b}]
+`
+
+func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.Server, *samplebroker.Broker, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1, Now: clock.now})
+	bs := httptest.NewServer(broker)
+	t.Cleanup(bs.Close)
+	env := map[string]string{"URL": bs.URL, "MODE": mode}
+	cfg, err := config.Parse([]byte(orphanYAML), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st == nil {
+		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.now)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g)
+	t.Cleanup(gw.Close)
+	return g, gw, broker, clock
+}
+
+// TestOrphanMitigation: a provision the broker answers with 500, and one
+// it leaves hanging, are undone in the background with a deprovision,
+// retried on the schedule until the broker answers 200 or 410.
+func TestOrphanMitigation(t *testing.T) {
+	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
+	ctx := context.Background()
+	syncProvision := provisionBody(samplebroker.PlanSyncID, "")
+
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 500, Body: `{}`, Count: 1})
+	if res, _ := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i500", t1User, t1Pass, "2.15", strings.NewReader(syncProvision)); res.StatusCode != 500 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Hang: true, Count: 1})
+	if res, _ := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ihang", t1User, t1Pass, "2.15", strings.NewReader(syncProvision)); res.StatusCode != 504 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	orphans, _ := g.guard.st.ListOrphans(ctx)
+	if len(orphans) != 2 {
+		t.Fatalf("orphans %+v", orphans)
+	}
+	// The first attempt fails (the broker answers 500), the retry is due
+	// 10s later and succeeds (the instance never existed: 410).
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointDeprovision, Status: 500, Body: `{}`, Count: 2})
+	g.MitigateOrphans(ctx)
+	orphans, _ = g.guard.st.ListOrphans(ctx)
+	if len(orphans) != 2 || orphans[0].Attempts != 1 || !orphans[0].NextAttempt.Equal(clock.now().Add(10*time.Second)) {
+		t.Fatalf("after a failed try: %+v", orphans)
+	}
+	before := broker.Count(samplebroker.EndpointDeprovision)
+	g.MitigateOrphans(ctx) // not due yet
+	if broker.Count(samplebroker.EndpointDeprovision) != before {
+		t.Error("an orphan was retried before it was due")
+	}
+	clock.add(11 * time.Second)
+	g.MitigateOrphans(ctx)
+	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
+		t.Errorf("left after mitigation: %+v", orphans)
+	}
+}
+
+func TestOrphanReportAndAdmin(t *testing.T) {
+	g, gw, broker, _ := orphanEnv(t, "report", nil)
+	ctx := context.Background()
+	admin := NewAdmin(nil)
+	admin.MountOperationsAdmin(NewSwitch(g), slog.New(slog.DiscardHandler))
+	as := httptest.NewServer(admin)
+	defer as.Close()
+	call := func(method, path, token string) (int, string) {
+		req, _ := http.NewRequest(method, as.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	const token = "a-long-enough-admin-token"
+
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 201, Body: `not json`, Count: 1})
+	do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i1", t1User, t1Pass, "2.15", strings.NewReader(provisionBody(samplebroker.PlanSyncID, "")))
+	g.MitigateOrphans(ctx)
+	if n := broker.Count(samplebroker.EndpointDeprovision); n != 0 {
+		t.Errorf("report mode sent %d deprovisions", n)
+	}
+	for _, path := range []string{"/admin/orphans", "/admin/operations"} {
+		if code, _ := call("GET", path, ""); code != 401 {
+			t.Errorf("%s without the token: %d", path, code)
+		}
+		if code, _ := call("GET", path, "wrong-token-of-some-length"); code != 401 {
+			t.Errorf("%s with a wrong token: %d", path, code)
+		}
+	}
+	code, body := call("GET", "/admin/orphans", token)
+	var list struct{ Orphans []store.Orphan }
+	_ = json.Unmarshal([]byte(body), &list)
+	if code != 200 || len(list.Orphans) != 1 || !strings.Contains(list.Orphans[0].Reason, "malformed") {
+		t.Fatalf("orphans: %d %s", code, body)
+	}
+	if code, body := call("POST", "/admin/orphans/"+list.Orphans[0].ID+"/retry", token); code != 200 || !strings.Contains(body, "mitigated") {
+		t.Errorf("retry: %d %s", code, body)
+	}
+
+	// An async provision shows in /admin/operations and can be released.
+	do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i2?accepts_incomplete=true", t1User, t1Pass, "2.15",
+		strings.NewReader(provisionBody(samplebroker.PlanAsyncID, "")))
+	code, body = call("GET", "/admin/operations?broker=b", token)
+	if code != 200 || !strings.Contains(body, `"InstanceID":"i2"`) || !strings.Contains(body, "deadline_in_seconds") {
+		t.Fatalf("operations: %d %s", code, body)
+	}
+	if code, _ := call("DELETE", "/admin/operations/b/i2", token); code != 400 {
+		t.Errorf("release without a reason: %d", code)
+	}
+	if code, body := call("DELETE", "/admin/operations/b/i2?reason=stuck", token); code != 200 {
+		t.Errorf("release: %d %s", code, body)
+	}
+	if locks, _ := g.guard.st.List(ctx, store.ListFilter{}); len(locks) != 0 {
+		t.Errorf("still held: %+v", locks)
+	}
+}
