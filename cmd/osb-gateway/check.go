@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy"
+	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
@@ -24,8 +28,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "gateway.yaml", "the configuration `file` to check")
+	offline := fs.Bool("offline", false, "check the file only; do not fetch and lint the brokers' catalogs")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: osb-gateway check [-config FILE]")
+		fmt.Fprintln(fs.Output(), "usage: osb-gateway check [-config FILE] [-offline]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -57,6 +62,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\n", *path, plural(n, "certificate problem"))
 		return 1
 	}
+	if !*offline {
+		if n := reportCatalogs(cfg, *path, stdout, stderr); n > 0 {
+			fmt.Fprintf(stderr, "%s: %s in the brokers' catalogs\n", *path, plural(n, "error"))
+			return 1
+		}
+	}
 	fmt.Fprintf(stdout, "%s: valid (%s, %s, %s)\n", *path,
 		plural(len(cfg.Tenants), "tenant"), plural(len(cfg.Brokers), "broker"), plural(cfg.RouteCount(), "route"))
 	return 0
@@ -80,6 +91,37 @@ func reportCertFiles(cfg *config.Config, path string, w io.Writer) int {
 		if f.Severity == gwtls.SeverityError {
 			errs++
 		}
+	}
+	return errs
+}
+
+// reportCatalogs fetches and lints every broker's catalog, writes each
+// finding (JSON path, severity, message) to stderr and returns the number
+// of errors: an unreachable broker or an invalid catalog counts as one.
+func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) int {
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := 0
+	for _, cl := range g.LintCatalogs(ctx) {
+		if cl.Err != nil {
+			fmt.Fprintf(stderr, "%s: broker %q: %v\n", path, cl.Broker, cl.Err)
+			errs++
+			continue
+		}
+		n := 0
+		for _, f := range cl.Findings {
+			fmt.Fprintf(stderr, "%s: broker %q catalog: %s\n", path, cl.Broker, f)
+			if f.Severity == rules.SeverityError {
+				n++
+			}
+		}
+		errs += n
+		fmt.Fprintf(stdout, "%s: broker %q: catalog at %s fetched, %s\n", path, cl.Broker, cl.Version, plural(len(cl.Findings), "finding"))
 	}
 	return errs
 }

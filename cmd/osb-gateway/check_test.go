@@ -109,13 +109,13 @@ brokers: [{name: b, url: "https://b.example.com"}]
 			name:      "help",
 			args:      []string{"-h"},
 			code:      0,
-			stderrHas: "usage: osb-gateway check [-config FILE]",
+			stderrHas: "usage: osb-gateway check [-config FILE] [-offline]",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := runCheck(tt.args, &stdout, &stderr)
+			code := runCheck(append([]string{"-offline"}, tt.args...), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("exit code = %d, want %d\nstderr: %s", code, tt.code, stderr.String())
 			}
@@ -140,7 +140,7 @@ func TestRunCheckDefaultFile(t *testing.T) {
 	}
 	t.Chdir(dir)
 	var stdout, stderr bytes.Buffer
-	if code := runCheck(nil, &stdout, &stderr); code != 0 {
+	if code := runCheck([]string{"-offline"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d, stderr: %s", code, stderr.String())
 	}
 	if want := "gateway.yaml: valid (2 tenants, 2 brokers, 3 routes)\n"; stdout.String() != want {

@@ -98,7 +98,7 @@ func TestShippedConfigurationsLoad(t *testing.T) {
 		t.Errorf("deploy/kubernetes ConfigMap: %v", err)
 	}
 	var out, errs bytes.Buffer
-	if code := runCheck([]string{"-config", "../../gateway.yaml"}, &out, &errs); code != 0 {
+	if code := runCheck([]string{"-offline", "-config", "../../gateway.yaml"}, &out, &errs); code != 0 {
 		t.Errorf("check gateway.yaml: exit %d: %s", code, errs.String())
 	}
 }

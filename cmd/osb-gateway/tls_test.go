@@ -227,7 +227,7 @@ func TestCheckCertificateFiles(t *testing.T) {
 	soon := writeTLSConfig(t, soonDir, `"127.0.0.1:8443"`, listenTLS, "https://b.example.com")
 
 	var stdout, stderr bytes.Buffer
-	if code := runCheck([]string{"-config", expired}, &stdout, &stderr); code != 1 || stdout.Len() != 0 {
+	if code := runCheck([]string{"-offline", "-config", expired}, &stdout, &stderr); code != 1 || stdout.Len() != 0 {
 		t.Errorf("expired: exit %d, stdout %q; want 1 and nothing", code, stdout.String())
 	}
 	for _, want := range []string{
@@ -242,7 +242,7 @@ func TestCheckCertificateFiles(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	if code := runCheck([]string{"-config", soon}, &stdout, &stderr); code != 0 {
+	if code := runCheck([]string{"-offline", "-config", soon}, &stdout, &stderr); code != 0 {
 		t.Errorf("expiring soon: exit %d, want 0\n%s", code, stderr.String())
 	}
 	if want := ": listen.tls.cert_file: warning: "; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "in 10 days") {

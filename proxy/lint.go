@@ -1,0 +1,38 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// CatalogLint is what fetching and linting one broker's catalog found.
+type CatalogLint struct {
+	Broker   string
+	Version  string
+	Err      error // the catalog could not be fetched or decoded
+	Findings []rules.Finding
+}
+
+// LintCatalogs fetches every broker's catalog through its configured
+// credentials and TLS, at WarmVersion capped at the broker's maximum, and
+// lints it (rules.NewIndex). osb-gateway check prints the result.
+func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
+	out := make([]CatalogLint, 0, len(g.cfg.Brokers))
+	for _, b := range g.cfg.Brokers {
+		u := g.upstreams[b.Name]
+		v := WarmVersion
+		if u.max.Less(v) {
+			v = u.max
+		}
+		cl := CatalogLint{Broker: b.Name, Version: v.String()}
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID()}, nil)
+		if err != nil {
+			cl.Err = err
+		} else {
+			cl.Findings = e.index.Findings()
+		}
+		out = append(out, cl)
+	}
+	return out
+}
