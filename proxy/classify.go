@@ -33,9 +33,9 @@ func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	if what, need := rules.NeedVersion(call); s.route.up.max.Less(need) {
+	if need := rules.RequiredVersion(call); s.route.up.max.Less(need) {
 		return osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
-			what, osb.HeaderAPIVersion, need, s.Broker, s.route.up.max)
+			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, s.route.up.max)
 	}
 	return nil
 }

@@ -40,14 +40,15 @@ func (e *responseRefused) asOSBError() *osb.Error {
 	return &osb.Error{Status: http.StatusBadGateway, Description: e.Error(), Err: e}
 }
 
-var responseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var pooledBodies = sync.Pool{New: func() any { return new(pooledBody) }}
 
-// pooledBody is a response body read into a pooled buffer; Close returns
-// the buffer.
+// pooledBody is a response body read into a pooled buffer; Close puts it
+// back in the pool.
 type pooledBody struct {
 	bytes.Reader
-	buf  *bytes.Buffer
-	rest io.ReadCloser // the unread remainder of a body too large to check
+	buf    bytes.Buffer
+	rest   io.ReadCloser // the unread remainder of a body too large to check
+	closed bool
 }
 
 func (b *pooledBody) Read(p []byte) (int, error) {
@@ -62,14 +63,17 @@ func (b *pooledBody) Read(p []byte) (int, error) {
 }
 
 func (b *pooledBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
 	if b.rest != nil {
 		b.rest.Close()
+		b.rest = nil
 	}
-	if b.buf != nil {
-		b.buf.Reset()
-		responseBufs.Put(b.buf)
-		b.buf = nil
-	}
+	b.buf.Reset()
+	b.Reset(nil)
+	pooledBodies.Put(b)
 	return nil
 }
 
@@ -78,24 +82,22 @@ func (b *pooledBody) Close() error {
 // unchanged. A body over maxCheckedResponse is returned cut (too large to
 // be an OSB answer worth checking) and passed on whole.
 func bufferResponse(res *http.Response) ([]byte, error) {
-	buf := responseBufs.Get().(*bytes.Buffer)
-	_, err := buf.ReadFrom(io.LimitReader(res.Body, maxCheckedResponse+1))
+	pb := pooledBodies.Get().(*pooledBody)
+	pb.closed = false
+	_, err := pb.buf.ReadFrom(io.LimitReader(res.Body, maxCheckedResponse+1))
 	if err != nil {
 		res.Body.Close()
-		buf.Reset()
-		responseBufs.Put(buf)
+		pb.Close()
 		return nil, fmt.Errorf("reading the broker's answer: %w", err)
 	}
-	body := buf.Bytes()
+	body := pb.buf.Bytes()
+	pb.Reader.Reset(body)
 	if len(body) > maxCheckedResponse {
-		pb := &pooledBody{buf: buf, rest: res.Body}
-		pb.Reset(body)
+		pb.rest = res.Body
 		res.Body = pb
 		return nil, nil
 	}
 	res.Body.Close()
-	pb := &pooledBody{buf: buf}
-	pb.Reset(body)
 	res.Body = pb
 	return body, nil
 }

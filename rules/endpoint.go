@@ -187,23 +187,37 @@ func (e Endpoint) describe() string {
 //
 // An Unknown endpoint passes; Classify refuses those before.
 func CheckVersion(c Call, v osb.Version) error {
-	what, need := NeedVersion(c)
-	if v.Less(need) {
-		return versionError(what, need, v)
+	if need := RequiredVersion(c); v.Less(need) {
+		return versionError(DescribeCall(c), need, v)
 	}
 	return nil
 }
 
-// NeedVersion returns what the call is, for a person ("GET binding",
-// "asynchronous PUT binding (accepts_incomplete=true)"), and the oldest API
-// version at which it exists.
-func NeedVersion(c Call) (what string, need osb.Version) {
+// RequiredVersion returns the oldest API version at which the call exists
+// (2.14 for an asynchronous bind or unbind). It allocates nothing: it runs
+// on every request.
+func RequiredVersion(c Call) osb.Version {
 	info := c.Endpoint.info()
-	what, need = c.Endpoint.describe(), info.since
-	if c.AcceptsIncomplete && !info.asyncSince.IsZero() && need.Less(info.asyncSince) {
-		what, need = "asynchronous "+what+" (accepts_incomplete=true)", info.asyncSince
+	if c.AcceptsIncomplete && !info.asyncSince.IsZero() && info.since.Less(info.asyncSince) {
+		return info.asyncSince
 	}
-	return what, need
+	return info.since
+}
+
+// DescribeCall names the call for a person: "GET binding", or
+// "asynchronous PUT binding (accepts_incomplete=true)" when the version it
+// needs comes from being asynchronous.
+func DescribeCall(c Call) string {
+	info := c.Endpoint.info()
+	if c.AcceptsIncomplete && !info.asyncSince.IsZero() && info.since.Less(info.asyncSince) {
+		return "asynchronous " + c.Endpoint.describe() + " (accepts_incomplete=true)"
+	}
+	return c.Endpoint.describe()
+}
+
+// NeedVersion returns DescribeCall and RequiredVersion together.
+func NeedVersion(c Call) (what string, need osb.Version) {
+	return DescribeCall(c), RequiredVersion(c)
 }
 
 // versionError builds the 412 for a feature that needs version need when the
