@@ -33,6 +33,11 @@ type Options struct {
 	// Store keeps operation locks; nil: Previous's, else an in-memory store
 	// (state lost at exit: for tests).
 	Store store.Store
+	// Transport wraps each broker's transport (tracing, metrics); nil:
+	// none.
+	Transport func(http.RoundTripper) http.RoundTripper
+	// Metrics counts store errors of the guard; nil: none.
+	Metrics *Metrics
 	// Outer are stages run right after the scope stage, outermost first
 	// (tracing, metrics, audit): they see every request and read the Scope
 	// after the inner stages return.
@@ -71,7 +76,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if st == nil {
 		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now)
 	}
-	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline}
+	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
 	pool := newBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -87,6 +92,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if opts.Transport != nil {
+			u.proxy.Transport = opts.Transport(u.proxy.Transport)
 		}
 		g.upstreams[b.Name] = u
 	}

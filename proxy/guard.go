@@ -34,6 +34,7 @@ type guard struct {
 	now      func() time.Time
 	log      *slog.Logger
 	deadline time.Duration // default async deadline (state.operation_deadline)
+	metrics  *Metrics      // nil: none
 }
 
 // heldLock is the lock a mutating call holds while it runs.
@@ -90,6 +91,7 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, g.busy(s))
 				return
 			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+				g.metrics.StoreError("acquire")
 				g.log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.name),
 					slog.String("error", err.Error()))
 				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
@@ -140,6 +142,7 @@ func (g *guard) settle(res *http.Response, s *Scope) {
 		}
 	}
 	if err := g.st.Update(ctx, l); err != nil {
+		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 	}
@@ -158,6 +161,7 @@ func (g *guard) finish(s *Scope) {
 
 func (g *guard) release(ctx context.Context, l store.Lock) {
 	if err := g.st.Release(ctx, l.Key, l.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+		g.metrics.StoreError("release")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not released; it expires at its deadline",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID),
 			slog.Time("deadline", l.Deadline), slog.String("error", err.Error()))

@@ -3,7 +3,8 @@
 //
 //	osb-gateway [serve] [-config gateway.yaml]   run the gateway
 //	osb-gateway demo [-addr 127.0.0.1:8080]      run a sample broker behind the gateway
-//	osb-gateway check [-config gateway.yaml]     validate a configuration file
+//	osb-gateway check [-config gateway.yaml]     validate a configuration file, lint the brokers' catalogs
+//	osb-gateway audit verify|query ...          check the audit log's hash chain, search it
 //	osb-gateway version                          print the version
 package main
 
@@ -24,7 +25,9 @@ const usage = `usage: osb-gateway <command> [flags]
 commands:
   serve    run the gateway (the default): -config FILE (default gateway.yaml)
   demo     run the sample broker behind the gateway on loopback: -addr HOST:PORT
-  check    validate a configuration file: -config FILE
+  check    validate a configuration file and lint the brokers' catalogs: -config FILE [-offline]
+  audit    check or search audit files: audit verify FILE..., audit query -file F [-instance ID] [-tenant T]
+           [-broker B] [-status 4xx] [-since T] [-until T]
   version  print the version
 
 Run "osb-gateway <command> -h" for a command's flags.
@@ -43,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(args, stdout, stderr)
 	case "check":
 		return runCheck(args, stdout, stderr)
+	case "audit":
+		return runAudit(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "osb-gateway", version)
 		return 0

@@ -97,6 +97,8 @@ type server struct {
 	// st keeps operation locks; stopSweep ends the expiry sweeper.
 	st        store.Store
 	stopSweep context.CancelFunc
+	// obs is tracing, metrics and the audit log, set up once.
+	obs *observability
 }
 
 // newServer builds the Gateway and opens both listeners; it does not serve
@@ -106,21 +108,41 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 	if err := applyRuntime(cfg.Runtime, log); err != nil {
 		return nil, err
 	}
+	obs, err := newObservability(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(cfg.State, log)
 	if err != nil {
+		obs.close(context.Background())
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			st.Close() // let go of the state file: a retry may open it
+			obs.close(context.Background())
 		}
 	}()
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access, Store: st})
+	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access, Store: st, Outer: obs.outer, Transport: obs.wrap, Metrics: obs.metrics})
 	if err != nil {
 		return nil, err
 	}
-	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st,
+	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
+	_ = obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
+	_ = obs.metrics.ObserveState(func(ctx context.Context) (int64, error) {
+		locks, err := st.List(ctx, store.ListFilter{})
+		return int64(len(locks)), err
+	}, func(ctx context.Context) (int64, error) {
+		locks, err := st.List(ctx, store.ListFilter{})
+		n := 0
+		for _, l := range locks {
+			if l.Async {
+				n++
+			}
+		}
+		return int64(n), err
+	})
 	l := cfg.Listen
 	s.main = &http.Server{
 		Handler:           s.sw,
@@ -171,6 +193,7 @@ func (s *server) adminHandler() http.Handler {
 	a := proxy.NewAdmin(s.readiness)
 	a.MountCatalogAdmin(s.sw)
 	a.MountOperationsAdmin(s.sw, s.log)
+	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
 	return a
 }
 
@@ -246,7 +269,7 @@ func (s *server) reload() error {
 		return err
 	}
 	old := s.sw.Load()
-	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old})
+	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old, Outer: s.obs.outer, Transport: s.obs.wrap, Metrics: s.obs.metrics})
 	if err != nil {
 		s.log.Error("reload refused; the running configuration stays", slog.String("error", err.Error()))
 		return err
@@ -256,8 +279,9 @@ func (s *server) reload() error {
 	}
 	logTLSWarnings(s.log, cfg)
 	setLevel(s.level, cfg.Log.Level)
-	if !reflect.DeepEqual(cfg.State, old.Config().State) {
-		s.log.Warn("state settings changed; they take effect at the next restart")
+	if !reflect.DeepEqual(cfg.State, old.Config().State) || !reflect.DeepEqual(cfg.Telemetry, old.Config().Telemetry) ||
+		!reflect.DeepEqual(cfg.Audit, old.Config().Audit) {
+		s.log.Warn("state, telemetry or audit settings changed; they take effect at the next restart")
 	}
 	s.sw.Store(g)
 	old.Close(g)
@@ -294,6 +318,7 @@ func (s *server) shutdown(ctx context.Context) error {
 	if s.st != nil {
 		s.st.Close()
 	}
+	s.obs.close(ctx)
 	return err
 }
 
