@@ -4,12 +4,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -68,8 +71,22 @@ func newGateway(urls map[string]string) (string, func(), error) {
 		return "", nil, fmt.Errorf("gateway config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// The access log as osb-gateway serve writes it (JSON), to io.Discard.
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo)})
+	// As osb-gateway serve runs by default: the access log (JSON, to
+	// io.Discard), tracing with exporter none (spans made, trace context
+	// propagated), metrics, and the in-memory operation state.
+	prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, "bench")
+	if err != nil {
+		return "", nil, fmt.Errorf("telemetry: %w", err)
+	}
+	m, err := proxy.NewMetrics(prov.MeterProvider, nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics: %w", err)
+	}
+	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo),
+		Outer: []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage()},
+		Transport: func(rt http.RoundTripper) http.RoundTripper {
+			return m.Transport(proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator))
+		}, Metrics: m})
 	if err != nil {
 		return "", nil, fmt.Errorf("gateway: %w", err)
 	}
