@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
-// FuzzNewIndex: NewIndex never panics, returns an index or an error, and
-// an index answers for every plan its catalog lists.
+// FuzzNewIndex: NewIndex never panics, returns an index or an error, an
+// index answers for every plan its catalog lists, and Findings holds
+// NewIndex's findings.
 func FuzzNewIndex(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "catalogs", "*.json"))
 	if err != nil {
@@ -42,9 +44,15 @@ func FuzzNewIndex(f *testing.F) {
 			}
 			return
 		}
-		for _, fd := range findings {
+		all := ix.Findings()
+		for _, fd := range all {
 			if fd.Path == "" || fd.Message == "" || (fd.Severity != SeverityError && fd.Severity != SeverityWarning) {
 				t.Fatalf("malformed finding %#v", fd)
+			}
+		}
+		for _, fd := range findings {
+			if !slices.Contains(all, fd) {
+				t.Fatalf("Findings() lacks NewIndex's %v", fd)
 			}
 		}
 		for _, s := range ix.Catalog().Services {

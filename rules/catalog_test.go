@@ -254,9 +254,9 @@ func TestJSONPathAt(t *testing.T) {
 	}
 }
 
-// TestNewIndexFrom: a successor reuses the compiled schemas whose bytes did
-// not change, compiles the others, and reports the same findings as a fresh
-// index.
+// TestNewIndexFrom: a successor reuses the schemas whose bytes did not
+// change, compiled or not, compiles the others, and reports the same
+// findings as a fresh index.
 func TestNewIndexFrom(t *testing.T) {
 	const catalog = `{"services":[{"id":"s","name":"s","description":"d","bindable":true,"plans":[
 		{"id":"same","name":"a","description":"d","schemas":{"service_instance":{"create":{"parameters":%s}}}},
@@ -264,7 +264,7 @@ func TestNewIndexFrom(t *testing.T) {
 	const (
 		kept    = `{"type": "object", "properties": {"n": {"type": "integer"}}}`
 		before  = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["a"]}`
-		changed = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["b"]}`
+		changed = `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["b"], "properties": {"b": {"pattern": "(?<x)"}}}`
 	)
 	prev, _, err := NewIndex([]byte(fmt.Sprintf(catalog, kept, before)))
 	if err != nil {
@@ -278,18 +278,140 @@ func TestNewIndexFrom(t *testing.T) {
 	if next.ParameterSchema("same", InstanceCreate) != prev.ParameterSchema("same", InstanceCreate) {
 		t.Error("unchanged schema compiled again")
 	}
-	err = next.ParameterSchema("changed", InstanceCreate).Validate(json.RawMessage(`{"a": 1}`))
-	if got, want := osb.AsError(err).Description, "parameters do not match the plan's schema: parameters/b: missing required property"; got != want {
-		t.Errorf("changed schema: %q, want %q", got, want)
+	if cs := next.ParameterSchema("changed", InstanceCreate); cs != nil {
+		t.Errorf("changed schema with an invalid pattern compiled: %v", cs)
 	}
-	_, fresh, err := NewIndex(body)
+	if cs := prev.ParameterSchema("changed", InstanceCreate); cs == nil {
+		t.Error("the successor changed its predecessor")
+	}
+	fresh, freshFindings, err := NewIndex(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fresh, findings); diff != "" {
+	if diff := cmp.Diff(freshFindings, findings); diff != "" {
 		t.Errorf("findings differ from a fresh index (-fresh +from):\n%s", diff)
 	}
-	if len(findings) != 1 {
-		t.Errorf("want the reused schema's missing $schema reported, got %v", findings)
+	if diff := cmp.Diff(fresh.Findings(), next.Findings()); diff != "" {
+		t.Errorf("all findings differ from a fresh index (-fresh +from):\n%s", diff)
+	}
+	if len(findings) != 1 || len(next.Findings()) != 2 {
+		t.Errorf("want the reused schema's missing $schema reported by NewIndexFrom, the changed one's pattern by Findings; got %v and %v",
+			findings, next.Findings())
+	}
+}
+
+// lazyCatalog has plans whose schema is valid, one whose schema only the
+// compiler finds wrong, and one that sends the first plan's schema.
+const lazyCatalog = `{"services":[{"id":"s","name":"s","description":"d","bindable":true,"plans":[
+	{"id":"good","name":"a","description":"d","schemas":{"service_instance":{"create":{"parameters":
+		{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["n"]}}}}},
+	{"id":"bad","name":"b","description":"d","schemas":{"service_instance":{"create":{"parameters":
+		{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"n": {"pattern": "^(?=x)"}}}}}}},
+	{"id":"same","name":"c","description":"d","schemas":{"service_binding":{"create":{"parameters":
+		{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["n"]}}}}}]}]}`
+
+// TestNewIndexDoesNotCompile: NewIndex compiles no schema and reports no
+// compile finding; ParameterSchema compiles on first use, LintSchemas and
+// Findings report what compiling found.
+func TestNewIndexDoesNotCompile(t *testing.T) {
+	ix, findings, err := NewIndex([]byte(lazyCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) > 0 {
+		t.Errorf("NewIndex findings: %v", findings)
+	}
+	for _, res := range ix.schemas.results {
+		if res.compiled != nil || res.compileProblems != nil {
+			t.Fatalf("NewIndex compiled %s", res.raw)
+		}
+	}
+	good := ix.ParameterSchema("good", InstanceCreate)
+	if good == nil || good != ix.ParameterSchema("same", BindingCreate) {
+		t.Errorf("identical schemas not compiled, or not shared: %p %p", good, ix.ParameterSchema("same", BindingCreate))
+	}
+	if err := good.Validate(json.RawMessage(`{}`)); err == nil {
+		t.Error("compiled schema accepted parameters without the required n")
+	}
+	if res := ix.plans["bad"].schemas[InstanceCreate]; res.compiled != nil || res.compileProblems != nil {
+		t.Error("ParameterSchema compiled a schema that was not asked for")
+	}
+	if cs := ix.ParameterSchema("bad", InstanceCreate); cs != nil {
+		t.Errorf("a schema that does not compile is %v, want nil", cs)
+	}
+	want := []Finding{{Path: "services[0].plans[1].schemas.service_instance.create.parameters", Severity: SeverityError,
+		Message: `is not a valid draft-04 schema: #/properties/n/pattern: must be a valid regex, got "^(?=x)"`}}
+	if diff := cmp.Diff(want, ix.LintSchemas()); diff != "" {
+		t.Errorf("LintSchemas (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, ix.Findings()); diff != "" {
+		t.Errorf("Findings (-want +got):\n%s", diff)
+	}
+}
+
+// TestIndexLazyCompileConcurrent asks for every schema of an index and its
+// successor from many goroutines at once, while others lint: each schema is
+// compiled once, and every caller gets that one. Run with -race.
+func TestIndexLazyCompileConcurrent(t *testing.T) {
+	body := generatedCatalog(t, 32<<10, true) // a plan's update schema repeats its create schema
+	prev, _, err := NewIndex(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := NewIndexFrom(prev, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type slot struct {
+		plan string
+		kind SchemaKind
+	}
+	var slots []slot
+	for _, s := range prev.Catalog().Services {
+		for _, p := range s.Plans {
+			for k := range SchemaKind(numSchemaKinds) {
+				slots = append(slots, slot{p.ID, k})
+			}
+		}
+	}
+	const readers = 8
+	got := make([][]*CompiledSchema, readers)
+	var wg sync.WaitGroup
+	for g := range readers {
+		wg.Go(func() {
+			ix := []*Index{prev, next}[g%2]
+			got[g] = make([]*CompiledSchema, len(slots))
+			for n := range slots {
+				n = (n + g*len(slots)/readers) % len(slots) // start apart
+				got[g][n] = ix.ParameterSchema(slots[n].plan, slots[n].kind)
+			}
+		})
+	}
+	for _, ix := range []*Index{prev, next} {
+		wg.Go(func() {
+			if fs := ix.LintSchemas(); len(fs) > 0 {
+				t.Errorf("LintSchemas: %v", fs)
+			}
+		})
+		wg.Go(func() {
+			if fs := ix.Findings(); len(fs) > 0 {
+				t.Errorf("Findings: %v", fs)
+			}
+		})
+	}
+	wg.Wait()
+	for n, s := range slots {
+		want := prev.ParameterSchema(s.plan, s.kind)
+		if want == nil {
+			t.Fatalf("%s %s: no schema", s.plan, s.kind)
+		}
+		for g := range readers {
+			if got[g][n] != want {
+				t.Fatalf("%s %s: reader %d got %p, want %p", s.plan, s.kind, g, got[g][n], want)
+			}
+		}
+		if s.kind == InstanceUpdate && want != prev.ParameterSchema(s.plan, InstanceCreate) {
+			t.Errorf("%s: identical create and update schemas compiled twice", s.plan)
+		}
 	}
 }

@@ -61,6 +61,7 @@ func (f Finding) String() string {
 type linter struct {
 	findings []Finding
 	schemas  *schemaSet
+	slots    []schemaSlot
 	// seen maps a uniqueness scope, such as "service.id" or
 	// "plan.name@services[0]", to the values met so far and the path each
 	// was first met at.
@@ -72,13 +73,33 @@ func (l *linter) add(path string, sev Severity, format string, args ...any) {
 	l.findings = append(l.findings, Finding{Path: path, Severity: sev, Message: fmt.Sprintf(format, args...)})
 }
 
-// lintCatalog checks a decoded catalog; schemas holds its compiled parameter
-// schemas and their problems.
-func lintCatalog(w *wireCatalog, schemas *schemaSet) []Finding {
+// schemaSlot is a plan's use of a parameter schema: where the findings
+// from compiling the schema go among the compile-free ones.
+type schemaSlot struct {
+	at   int // index in the compile-free findings
+	i, j int // plan j of service i
+	k    SchemaKind
+	res  *schemaResult
+}
+
+// path is the catalog path of the slot's schema.
+func (s *schemaSlot) path() string {
+	return schemaPath("services["+strconv.Itoa(s.i)+"].plans["+strconv.Itoa(s.j)+"]", s.k)
+}
+
+// schemaPath is the path of a plan's schema of kind k; planAt is the plan's.
+func schemaPath(planAt string, k SchemaKind) string {
+	return planAt + ".schemas." + k.String() + ".parameters"
+}
+
+// lintCatalog checks a decoded catalog, without compiling its parameter
+// schemas: schemas holds their compile-free problems. It returns the
+// findings, and where each plan's compile findings go among them.
+func lintCatalog(w *wireCatalog, schemas *schemaSet) ([]Finding, []schemaSlot) {
 	l := &linter{schemas: schemas, seen: map[string]map[string]string{}}
 	if w.Services == nil {
 		l.add("services", SeverityError, `missing; the specification requires a "services" array`)
-		return l.findings
+		return l.findings, nil
 	}
 	if len(w.Services) == 0 {
 		l.add("services", SeverityWarning, "empty: the broker offers nothing, and Cloud Controller refuses to register a broker without services")
@@ -86,7 +107,28 @@ func lintCatalog(w *wireCatalog, schemas *schemaSet) []Finding {
 	for i := range w.Services {
 		l.service(i, &w.Services[i])
 	}
-	return l.findings
+	return l.findings, l.slots
+}
+
+// withCompileFindings merges the findings from compiling each slot's schema
+// into findings, at their place in catalog order. It compiles the schemas
+// not compiled yet, one at a time: call schemaSet.compileAll first.
+func withCompileFindings(findings []Finding, slots []schemaSlot) []Finding {
+	var out []Finding
+	done := 0
+	for _, s := range slots {
+		ps := s.res.compile().compileProblems
+		if len(ps) == 0 {
+			continue
+		}
+		out = append(out, findings[done:s.at]...)
+		done = s.at
+		path := s.path()
+		for _, p := range ps {
+			out = append(out, Finding{Path: path, Severity: p.severity, Message: p.message})
+		}
+	}
+	return append(out, findings[done:]...)
 }
 
 // service checks services[i] and its plans.
@@ -114,9 +156,9 @@ func (l *linter) plan(serviceAt string, i, j int, s *osb.Service, p *osb.Plan) {
 		if res == nil {
 			continue
 		}
-		path := at + ".schemas." + k.String() + ".parameters"
 		for _, pr := range res.problems {
-			l.add(path, pr.severity, "%s", pr.message)
+			l.add(schemaPath(at, k), pr.severity, "%s", pr.message)
 		}
+		l.slots = append(l.slots, schemaSlot{at: len(l.findings), i: i, j: j, k: k, res: res})
 	}
 }

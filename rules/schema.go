@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -166,37 +167,43 @@ func (refusingLoader) Load(string) (any, error) { return nil, errExternalRef }
 // compileSchema compiles one parameter schema with a compiler of its own, so
 // that no schema can reference another plan's. A schema without "$schema" is
 // compiled as draft-04, the version the specification requires platforms to
-// support. It reports problems in the order found; a nil *CompiledSchema
-// with them means the schema could not be compiled.
-func compileSchema(raw json.RawMessage) (cs *CompiledSchema, problems []schemaProblem) {
+// support. checked are the schema's compile-free problems (checkSchema's):
+// the problem compileSchema returns, if any, is the compiler's, and only
+// when checked does not already hold it. A nil *CompiledSchema means the
+// schema could not be compiled.
+func compileSchema(raw json.RawMessage, checked []schemaProblem) (cs *CompiledSchema, problems []schemaProblem) {
 	defer func() {
 		if r := recover(); r != nil {
-			cs = nil
-			problems = append(problems, errorProblem("the schema cannot be compiled: %v", r))
+			cs, problems = nil, newProblem(checked, errorProblem("the schema cannot be compiled: %v", r))
 		}
 	}()
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, []schemaProblem{errorProblem("must be a JSON Schema object")}
+		return nil, newProblem(checked, errorProblem("must be a JSON Schema object"))
 	}
-	problems = checkSchemaSize(raw)
 	doc, err := decodeUseNumber(trimmed)
 	if err != nil {
-		return nil, append(problems, errorProblem("is not valid JSON: %v", err))
+		return nil, newProblem(checked, errorProblem("is not valid JSON: %v", err))
 	}
-	obj := doc.(map[string]any)
-	problems = append(problems, checkSchemaDoc(obj)...)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft4)
 	c.UseLoader(refusingLoader{})
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, append(problems, errorProblem("the schema cannot be compiled: %s", trimBase(err.Error())))
+		return nil, newProblem(checked, errorProblem("the schema cannot be compiled: %s", trimBase(err.Error())))
 	}
 	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, append(problems, compileProblem(obj, err))
+		return nil, newProblem(checked, compileProblem(doc.(map[string]any), err))
 	}
-	return &CompiledSchema{schema: sch}, problems
+	return &CompiledSchema{schema: sch}, nil
+}
+
+// newProblem returns p as a list, or nil when checked already holds it.
+func newProblem(checked []schemaProblem, p schemaProblem) []schemaProblem {
+	if slices.Contains(checked, p) {
+		return nil
+	}
+	return []schemaProblem{p}
 }
 
 // compileProblem turns a compiler error into a finding's message.
@@ -211,11 +218,9 @@ func compileProblem(obj map[string]any, err error) schemaProblem {
 	_, known := lookupSchemaDraft(declared)
 	switch {
 	case errors.As(err, &load) && declared != "" && !known:
-		return errorProblem(`"$schema" %q is not a JSON Schema draft the gateway knows (%s); custom metaschemas are not supported`,
-			declared, knownSchemaDrafts())
+		return unknownDraftProblem(declared)
 	case errors.As(err, &load):
-		return errorProblem("$ref to %q is an external reference; the specification forbids them and the gateway loads none",
-			trimBase(load.URL))
+		return externalRefProblem(trimBase(load.URL))
 	case errors.As(err, &meta) && errors.As(meta.Err, &verr):
 		return errorProblem("is not a valid %s schema: %s", schemaDraftName(obj), joinSchemaViolations(flattenViolations(verr), "#", 5))
 	case errors.As(err, &meta):
@@ -224,6 +229,19 @@ func compileProblem(obj map[string]any, err error) schemaProblem {
 		return errorProblem("has a pattern Go's regexp package (RE2) cannot compile: %s", trimBase(err.Error()))
 	}
 	return errorProblem("the schema cannot be compiled: %s", trimBase(err.Error()))
+}
+
+// unknownDraftProblem is the problem of a "$schema" naming no draft the
+// gateway knows.
+func unknownDraftProblem(declared string) schemaProblem {
+	return errorProblem(`"$schema" %q is not a JSON Schema draft the gateway knows (%s); custom metaschemas are not supported`,
+		declared, knownSchemaDrafts())
+}
+
+// externalRefProblem is the problem of a reference the compiler refuses to
+// load, ref as the broker wrote it (relative to the document).
+func externalRefProblem(ref string) schemaProblem {
+	return errorProblem("$ref to %q is an external reference; the specification forbids them and the gateway loads none", ref)
 }
 
 // errorProblem is a schemaProblem of severity Error.

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,15 +14,36 @@ import (
 // the broker sent them: equal bytes compile to equal schemas.
 type schemaKey [sha256.Size]byte
 
-// schemaResult is one compiled schema and its problems. It is immutable
-// once compiled, so indexes of successive catalog versions share it.
+// schemaResult is one distinct parameter schema: its compile-free problems,
+// found when an index is built, and its compilation, done on first use.
+// Indexes of successive catalog versions share it; it is safe for
+// concurrent use.
 type schemaResult struct {
-	compiled *CompiledSchema
-	problems []schemaProblem
+	raw      json.RawMessage
+	problems []schemaProblem // checkSchema's; immutable
+
+	once            sync.Once
+	compiled        *CompiledSchema // nil where the schema does not compile
+	compileProblems []schemaProblem // the compiler's, beyond problems
 }
 
-// schemaSet holds a catalog's distinct parameter schemas, each compiled
-// once, and which plan uses which.
+// compile compiles the schema unless that was done, and returns r.
+func (r *schemaResult) compile() *schemaResult {
+	r.once.Do(func() { r.compiled, r.compileProblems = compileSchema(r.raw, r.problems) })
+	return r
+}
+
+// schema compiles the schema on first use and returns it, nil when it does
+// not compile. r may be nil (no schema).
+func (r *schemaResult) schema() *CompiledSchema {
+	if r == nil {
+		return nil
+	}
+	return r.compile().compiled
+}
+
+// schemaSet holds a catalog's distinct parameter schemas and which plan uses
+// which.
 type schemaSet struct {
 	results []*schemaResult
 	// uses[i][j][k] is the index in results of plan j of service i's schema
@@ -39,18 +61,13 @@ func (ss *schemaSet) result(i, j int, k SchemaKind) *schemaResult {
 	return nil
 }
 
-// schemaJob is a schema still to compile and where its result goes.
-type schemaJob struct {
-	raw []byte
-	res *schemaResult
-}
-
-// compileSchemas compiles every distinct parameter schema of the catalog,
-// taking those found in reuse (a previous version's results) as they are.
-func compileSchemas(c *osb.Catalog, reuse map[schemaKey]*schemaResult) *schemaSet {
+// collectSchemas gathers the distinct parameter schemas of the catalog and
+// runs the compile-free checks on them, taking those found in reuse (a
+// previous version's results) as they are. It compiles nothing.
+func collectSchemas(c *osb.Catalog, reuse map[schemaKey]*schemaResult) *schemaSet {
 	ss := &schemaSet{uses: make([][][numSchemaKinds]int, len(c.Services)), byKey: map[schemaKey]*schemaResult{}}
 	index := map[schemaKey]int{}
-	var jobs []schemaJob
+	var fresh []*schemaResult
 	for i := range c.Services {
 		plans := c.Services[i].Plans
 		ss.uses[i] = make([][numSchemaKinds]int, len(plans))
@@ -68,8 +85,8 @@ func compileSchemas(c *osb.Catalog, reuse map[schemaKey]*schemaResult) *schemaSe
 					index[key] = r
 					res := reuse[key]
 					if res == nil {
-						res = &schemaResult{}
-						jobs = append(jobs, schemaJob{raw, res})
+						res = &schemaResult{raw: raw}
+						fresh = append(fresh, res)
 					}
 					ss.results = append(ss.results, res)
 					ss.byKey[key] = res
@@ -78,17 +95,21 @@ func compileSchemas(c *osb.Catalog, reuse map[schemaKey]*schemaResult) *schemaSe
 			}
 		}
 	}
-	runSchemaJobs(jobs)
+	inParallel(len(fresh), func(n int) { fresh[n].problems = checkSchema(fresh[n].raw) })
 	return ss
 }
 
-// runSchemaJobs compiles the jobs on up to GOMAXPROCS goroutines.
-func runSchemaJobs(jobs []schemaJob) {
-	run := func(job schemaJob) { job.res.compiled, job.res.problems = compileSchema(job.raw) }
-	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+// compileAll compiles every schema not compiled yet.
+func (ss *schemaSet) compileAll() {
+	inParallel(len(ss.results), func(n int) { ss.results[n].compile() })
+}
+
+// inParallel calls f(0) to f(n-1) on up to GOMAXPROCS goroutines.
+func inParallel(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
-		for _, job := range jobs {
-			run(job)
+		for i := range n {
+			f(i)
 		}
 		return
 	}
@@ -96,8 +117,8 @@ func runSchemaJobs(jobs []schemaJob) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for n := int(next.Add(1) - 1); n < len(jobs); n = int(next.Add(1) - 1) {
-				run(jobs[n])
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
 			}
 		})
 	}
