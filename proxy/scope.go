@@ -86,9 +86,9 @@ type Scope struct {
 	// broker request (never appended to: cap 1).
 	idHeader []string
 	w        statusWriter
-	// hdrs backs idHeader and X-Forwarded-For, so they cost no
+	// hdrs backs idHeader, X-Forwarded-For and traceparent, so they cost no
 	// allocation of their own.
-	hdrs [2]string
+	hdrs [3]string
 }
 
 type scopeKey struct{}

@@ -160,9 +160,21 @@ func formatTraceParent(sc trace.SpanContext) string {
 	if !sc.IsValid() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
-	return c["traceparent"]
+	const hexdigits = "0123456789abcdef"
+	var b [55]byte
+	b[0], b[1], b[2] = '0', '0', '-'
+	tid, sid := sc.TraceID(), sc.SpanID()
+	for i, c := range tid {
+		b[3+2*i], b[4+2*i] = hexdigits[c>>4], hexdigits[c&0xf]
+	}
+	b[35] = '-'
+	for i, c := range sid {
+		b[36+2*i], b[37+2*i] = hexdigits[c>>4], hexdigits[c&0xf]
+	}
+	b[52] = '-'
+	f := byte(sc.TraceFlags())
+	b[53], b[54] = hexdigits[f>>4], hexdigits[f&0xf]
+	return string(b[:])
 }
 
 // parseTraceParent parses a W3C traceparent value.
@@ -190,6 +202,11 @@ type tracingTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !trace.SpanFromContext(req.Context()).IsRecording() {
+		// Not sampled: no client span is exported, so the broker gets the
+		// server span's traceparent, which the upstream stage already set.
+		return t.rt.RoundTrip(req)
+	}
 	name, broker := "broker unknown", ""
 	if s := ScopeFrom(req.Context()); s != nil {
 		name, broker = "broker "+s.Call.Endpoint.String(), s.Broker

@@ -117,6 +117,10 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 		h[headerAPIVersion] = u.maxHeader
 	} // else the platform's own single value, cloned into out
 	h[headerRequestIdentity] = s.idHeader
+	if s.TraceParent != "" { // the W3C trace context of the call's server span
+		s.hdrs[2] = s.TraceParent
+		h["Traceparent"] = s.hdrs[2:3:3]
+	}
 	setForwarded(h, pr.In, s)
 }
 
