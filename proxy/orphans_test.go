@@ -159,3 +159,39 @@ func TestOrphanReportAndAdmin(t *testing.T) {
 		t.Errorf("still held: %+v", locks)
 	}
 }
+
+// TestOrphanMitigationSurvivesRestart: an orphan queued before a restart
+// is mitigated by the gateway that runs after it, from the bolt file.
+func TestOrphanMitigationSurvivesRestart(t *testing.T) {
+	path := t.TempDir() + "/state.db"
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	open := func() store.Store {
+		st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	st := open()
+	_, gw, broker, _ := orphanEnv(t, "mitigate", st)
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 503, Body: `{}`, Count: 1})
+	if res, _ := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i1", t1User, t1Pass, "2.15",
+		strings.NewReader(provisionBody(samplebroker.PlanSyncID, ""))); res.StatusCode != 503 {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	st.Close() // the gateway stops before it mitigates
+
+	st2 := open()
+	defer st2.Close()
+	g2, _, broker2, _ := orphanEnv(t, "mitigate", st2)
+	if orphans, _ := st2.ListOrphans(context.Background()); len(orphans) != 1 || orphans[0].InstanceID != "i1" {
+		t.Fatalf("after the restart: %+v", orphans)
+	}
+	g2.MitigateOrphans(context.Background())
+	if broker2.Count(samplebroker.EndpointDeprovision) != 1 {
+		t.Errorf("the restarted gateway sent %d deprovisions", broker2.Count(samplebroker.EndpointDeprovision))
+	}
+	if orphans, _ := st2.ListOrphans(context.Background()); len(orphans) != 0 {
+		t.Errorf("left: %+v", orphans)
+	}
+}
