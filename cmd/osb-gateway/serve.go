@@ -96,6 +96,7 @@ type server struct {
 	load func(path string) (*config.Config, error)
 	// st keeps operation locks; stopSweep ends the expiry sweeper.
 	st        store.Store
+	sweepCtx  context.Context
 	stopSweep context.CancelFunc
 	// obs is tracing, metrics and the audit log, set up once.
 	obs *observability
@@ -129,6 +130,7 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 	}
 	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
+	s.sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	_ = obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
 	_ = obs.metrics.ObserveState(func(ctx context.Context) (int64, error) {
 		locks, err := st.List(ctx, store.ListFilter{})
@@ -233,9 +235,7 @@ func (s *server) serve() error {
 	}
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
-	sweepCtx, stop := context.WithCancel(context.Background())
-	s.stopSweep = stop
-	go sweep(sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
+	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
 		slog.String("version", version), slog.String("tls", s.tls.Mode())}
 	if s.httpLn != nil {
@@ -312,9 +312,7 @@ func (s *server) shutdown(ctx context.Context) error {
 	}
 	s.tls.Close()
 	s.sw.Load().Close(nil)
-	if s.stopSweep != nil {
-		s.stopSweep()
-	}
+	s.stopSweep()
 	if s.st != nil {
 		s.st.Close()
 	}
