@@ -10,7 +10,12 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"sync/atomic"
+	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
@@ -58,9 +63,50 @@ tenants:
 
 // newGateway starts the real gateway (proxy.New) in front of the brokers at
 // urls (by gatewayYAML variable), logging access lines as JSON to
-// io.Discard, as in production. It returns the gateway's base URL and a
-// function that stops it.
-func newGateway(urls map[string]string) (string, func(), error) {
+// io.Discard, as in production. It returns the gateway's base URL, the
+// gateway itself (to serve it on more listeners) and a function that stops
+// both.
+func newGateway(urls map[string]string) (string, http.Handler, func(), error) {
+	gw, err := buildGateway(urls, observe{})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	base, stop, err := serve("gateway", gw.handler)
+	if err != nil {
+		gw.close()
+		return "", nil, nil, fmt.Errorf("gateway: %w", err)
+	}
+	return base, gw.handler, func() { stop(); gw.close() }, nil
+}
+
+// observe says how a gateway is observed. The zero value is how
+// osb-gateway serve runs by default: tracing with exporter none (spans
+// made, trace context propagated, nothing recorded), metrics, no audit.
+type observe struct {
+	// off leaves every observing stage out: no Outer stages and no
+	// Transport wrapper (the access log stays, as for every gateway).
+	off bool
+	// sampleRatio, when positive, configures a real span exporter (a
+	// counting one that discards, behind the SDK's batch span processor)
+	// and samples new traces at this ratio.
+	sampleRatio float64
+	// auditPath, when not empty, writes the audit log to this file (file
+	// sink, fsync interval).
+	auditPath string
+}
+
+// gatewayInstance is a gateway not yet served.
+type gatewayInstance struct {
+	handler http.Handler
+	// spans flushes the batch span processor and returns how many spans
+	// the exporter has received so far; nil without a real exporter.
+	spans func() int64
+	close func()
+}
+
+// buildGateway makes the real gateway in front of the brokers at urls,
+// observed as o says.
+func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 	vars := map[string]string{"BROKER_PASSWORD": brokerPass, "TENANT_PASSWORD": tenantPass}
 	maps.Copy(vars, urls)
 	cfg, err := config.Parse([]byte(gatewayYAML), config.Options{LookupEnv: func(k string) (string, bool) {
@@ -68,32 +114,104 @@ func newGateway(urls map[string]string) (string, func(), error) {
 		return v, ok
 	}})
 	if err != nil {
-		return "", nil, fmt.Errorf("gateway config: %w", err)
+		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// As osb-gateway serve runs by default: the access log (JSON, to
-	// io.Discard), tracing with exporter none (spans made, trace context
-	// propagated), metrics, and the in-memory operation state.
-	prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, "bench")
-	if err != nil {
-		return "", nil, fmt.Errorf("telemetry: %w", err)
+	opts := proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo)}
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
 	}
-	m, err := proxy.NewMetrics(prov.MeterProvider, nil)
-	if err != nil {
-		return "", nil, fmt.Errorf("metrics: %w", err)
-	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo),
-		Outer: []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage()},
-		Transport: func(rt http.RoundTripper) http.RoundTripper {
+	inst := &gatewayInstance{}
+	if !o.off {
+		var topts []telemetry.Option
+		var exp *countingExporter
+		if o.sampleRatio > 0 {
+			r := o.sampleRatio
+			cfg.Telemetry.Traces.Exporter = config.TraceExporterStdout
+			cfg.Telemetry.Traces.SampleRatio = &r
+			exp = &countingExporter{}
+			topts = append(topts, telemetry.WithSpanExporter(exp))
+		}
+		// As osb-gateway serve runs: the access log (JSON, to io.Discard),
+		// tracing, metrics, the audit log when configured, and the
+		// in-memory operation state.
+		prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, "bench", topts...)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+		closers = append(closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = prov.Shutdown(ctx)
+		})
+		if exp != nil {
+			// The batch span processor exports when its batch is full or
+			// its timer fires; flushing before counting makes the count
+			// exact at both ends of a measured period.
+			flusher, _ := prov.TracerProvider.(interface{ ForceFlush(context.Context) error })
+			inst.spans = func() int64 {
+				if flusher != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					_ = flusher.ForceFlush(ctx)
+					cancel()
+				}
+				return exp.spans.Load()
+			}
+		}
+		m, err := proxy.NewMetrics(prov.MeterProvider, nil)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		opts.Metrics = m
+		opts.Outer = []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage()}
+		opts.Transport = func(rt http.RoundTripper) http.RoundTripper {
 			return m.Transport(proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator))
-		}, Metrics: m})
-	if err != nil {
-		return "", nil, fmt.Errorf("gateway: %w", err)
+		}
+		if o.auditPath != "" {
+			w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: o.auditPath,
+				MaxSize: auditMaxSize, MaxFiles: auditMaxFiles, Fsync: config.AuditFsyncInterval,
+				FsyncInterval: config.DefaultAuditFsyncInterval, Parameters: config.AuditParametersKeys},
+				audit.Options{OnError: func(error) { m.AuditWriteError() }})
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("audit: %w", err)
+			}
+			closers = append(closers, func() { _ = w.Close() })
+			opts.Outer = append(opts.Outer, proxy.AuditStage(proxy.AuditOptions{Writer: w, Metrics: m, Logger: log,
+				ParameterKeys: true}))
+		}
 	}
-	base, stop, err := serve("gateway", g)
+	g, err := proxy.New(cfg, opts)
 	if err != nil {
-		g.Close(nil)
-		return "", nil, fmt.Errorf("gateway: %w", err)
+		closeAll()
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	return base, func() { stop(); g.Close(nil) }, nil
+	inst.handler = g
+	// The gateway stops before the audit log and the exporters flush.
+	closers = append(closers, func() { g.Close(nil) })
+	inst.close = closeAll
+	return inst, nil
 }
+
+// The audit log's rotation in the tracing kind keeps the disk it uses
+// bounded: at most auditMaxFiles+1 files of auditMaxSize per gateway.
+const (
+	auditMaxSize  = "32MiB"
+	auditMaxFiles = 2
+)
+
+// countingExporter is a span exporter that counts the spans it receives and
+// discards them: the spans are recorded and go through the batch span
+// processor as with any exporter, without the cost of a collector.
+type countingExporter struct{ spans atomic.Int64 }
+
+func (e *countingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.spans.Add(int64(len(spans)))
+	return nil
+}
+
+func (e *countingExporter) Shutdown(context.Context) error { return nil }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/bits"
@@ -36,6 +37,8 @@ type spec struct {
 	// behind the target has received so far; it is sampled at both ends of
 	// the measured period.
 	upstream func() int64
+	// tls, when not nil, is the client TLS configuration (https URLs).
+	tls *tls.Config
 }
 
 // sample is what one load run measured.
@@ -98,6 +101,9 @@ func load(ctx context.Context, r spec) (*sample, error) {
 		MaxConnsPerHost:     r.conns,
 		DisableCompression:  true,
 		IdleConnTimeout:     time.Minute,
+		// With a TLS configuration of its own and no ForceAttemptHTTP2 the
+		// transport speaks HTTP/1.1, one keep-alive connection per worker.
+		TLSClientConfig: r.tls,
 	}
 	defer tr.CloseIdleConnections()
 	runtime.GC() // garbage of the previous run is not billed to this one

@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +125,107 @@ func checkCacheSection(t *testing.T, rep report) {
 	}
 }
 
+func TestExtraTargetsAnswerAndReportPrints(t *testing.T) {
+	e, err := newEnv(testLargeSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	kinds := []string{kindTLS, kindTracing}
+	if err := e.startExtra(kinds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.check(kinds); err != nil {
+		t.Fatal(err)
+	}
+	const conns = 2
+	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1, Targets: e.targetNames(kinds)}
+	if got, want := strings.Join(m.Targets, ","), "gateway http,gateway https,all off,all on 1%,all on 100%"; got != want {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	samples := map[cell]*sample{}
+	for _, kind := range kinds {
+		path, err := e.requestPath(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range e.targetsFor(kind) {
+			s, err := load(context.Background(), spec{url: tg.url(path), header: tg.header, conns: conns,
+				warmup: 20 * time.Millisecond, measure: 150 * time.Millisecond, upstream: tg.counter, tls: tg.tls})
+			if err != nil {
+				t.Fatalf("%s %s: %v", tg.name, kind, err)
+			}
+			if len(s.errors) > 0 || s.requests == 0 || s.cpu <= 0 {
+				t.Errorf("%s %s: %d requests, cpu %s, errors %v; want only 200s, some requests and CPU time",
+					tg.name, kind, s.requests, s.cpu, s.errors)
+			}
+			samples[cell{kind, conns, tg.name}] = s
+		}
+	}
+
+	rep := buildReport(m, kinds, []int{conns}, samples)
+	var md bytes.Buffer
+	rep.writeMarkdown(&md)
+	for _, want := range []string{
+		"| conns | target | req/s | p50 | p99 | CPU/req | CPU/req over http |",
+		"| 2 | gateway https |",
+		"| conns | target | req/s | p50 | p99 | CPU/req | CPU/req over all off |",
+		"| 2 | all on 100% |",
+		"Verdict (tls): at 2 connections gateway https keeps ",
+		"Verdict (tracing): at 2 connections all on 1% keeps ≥ 90% of all off's throughput",
+		"Verdict (tracing): at 2 connections all on 100% keeps ≥ 75% of all off's throughput",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+	if strings.Contains(md.String(), "| request | conns | target |") {
+		t.Errorf("report prints the pass-through table without pass-through rows:\n%s", md.String())
+	}
+	var js bytes.Buffer
+	if err := rep.writeJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("JSON report does not decode: %v", err)
+	}
+	if len(back.Rows) != 0 || len(back.TLS) != 2 || len(back.Tracing) != 3 || len(back.ExtraVerdicts) != 3 {
+		t.Fatalf("JSON report has %d rows, %d tls rows, %d tracing rows, %d verdicts; want 0, 2, 3, 3",
+			len(back.Rows), len(back.TLS), len(back.Tracing), len(back.ExtraVerdicts))
+	}
+	for _, r := range back.TLS {
+		// Every connection was opened, and its handshake made, in the
+		// warm-up: keep-alive holds.
+		if r.Connections == nil || *r.Connections != 0 {
+			t.Errorf("tls %s: connections opened %v, want 0 in the measured period", r.Target, fmtOptCount(r.Connections))
+		}
+	}
+	for _, r := range back.Tracing {
+		switch {
+		case r.Target == targetAllOff && r.SpansPerReq != nil:
+			t.Errorf("all off: %v spans per request, want none counted", *r.SpansPerReq)
+		case r.Target == targetOn100 && (r.SpansPerReq == nil || *r.SpansPerReq < 1.5):
+			t.Errorf("all on 100%%: spans per request %v, want about 2 (server and client span)", r.SpansPerReq)
+		}
+	}
+	// The audit logs are written every second (fsync interval).
+	time.Sleep(1200 * time.Millisecond)
+	for _, name := range []string{"audit-1.log", "audit-100.log"} {
+		fi, err := os.Stat(filepath.Join(e.auditDir, name))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v, size %d; want audit records", name, err, sizeOf(fi))
+		}
+	}
+}
+
+func sizeOf(fi os.FileInfo) int64 {
+	if fi == nil {
+		return 0
+	}
+	return fi.Size()
+}
+
 // testLargeSize is the size of catalog-1mb's catalog in tests.
 const testLargeSize = 64 << 10
 
@@ -186,6 +289,7 @@ func TestParseFlags(t *testing.T) {
 			"-nginx", "off", "-rounds", "2", "-json"}},
 		{name: "bad conns", args: []string{"-conns", "1,0,x"}, wantErr: `-conns: "0"`},
 		{name: "cache kinds", args: []string{"-requests", "catalog-cache, catalog-1mb"}},
+		{name: "extra kinds", args: []string{"-requests", "tls,tracing"}},
 		{name: "bad request kind", args: []string{"-requests", "bind"}, wantErr: `-requests: "bind"`},
 		{name: "bad nginx mode", args: []string{"-nginx", "on"}, wantErr: `-nginx: "on"`},
 	} {

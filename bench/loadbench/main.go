@@ -23,10 +23,18 @@
 // from precomputed bytes directly and through the gateway, checks that the
 // bytes arrive unchanged, and reports the heap allocated per request.
 //
+// Two more request kinds run only when -requests names them (extra.go),
+// both GET last_operation: tls sends it to the gateway over plain HTTP and
+// over TLS (keep-alive, one handshake per connection) and reports the
+// ratio; tracing sends it to a gateway with tracing, metrics and audit off
+// and to gateways with all of them on, sampling 1% and 100% of traces into
+// a real batch span processor, and holds them to 90% and 75% of the all-off
+// throughput.
+//
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 3s] [-warmup 500ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation,catalog-cache,catalog-1mb]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing]
 //		[-nginx auto|off] [-rounds 1] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
@@ -66,6 +74,10 @@ const (
 // default.
 var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCatalogLarge}
 
+// knownKinds are every request kind -requests accepts: allKinds and the
+// kinds run only when asked for (extra.go).
+var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing)
+
 // options are the command's flags.
 type options struct {
 	duration   time.Duration
@@ -99,7 +111,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured `time` per target, request kind and connection count")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(allKinds, ", "))
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls and tracing only when named)")
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
 	fs.IntVar(&o.rounds, "rounds", 1, "`number` of interleaved rounds per cell (more rounds even out a noisy machine)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
@@ -124,8 +136,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	for _, k := range strings.Split(*kinds, ",") {
 		k = strings.TrimSpace(k)
-		if !slices.Contains(allKinds, k) {
-			errs = append(errs, fmt.Errorf("-requests: %q is not one of %s", k, strings.Join(allKinds, ", ")))
+		if !slices.Contains(knownKinds, k) {
+			errs = append(errs, fmt.Errorf("-requests: %q is not one of %s", k, strings.Join(knownKinds, ", ")))
 			continue
 		}
 		o.kinds = append(o.kinds, k)
@@ -165,6 +177,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if note := e.addNginx(o.nginx, &m); note != "" {
 		notes = append(notes, note)
 		fmt.Fprintln(progress, "note:", note)
+	}
+	if err := e.startExtra(o.kinds); err != nil {
+		return err
 	}
 	m.Targets = e.targetNames(o.kinds)
 	if m.Catalogs, err = e.check(o.kinds); err != nil {
@@ -234,8 +249,12 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 			for round := range o.rounds {
 				for i := range targets {
 					t := targets[(i+round)%len(targets)]
+					up := t.catalogRequests
+					if t.counter != nil {
+						up = t.counter
+					}
 					s, err := load(ctx, spec{url: t.url(path), header: t.header, conns: n,
-						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: t.catalogRequests})
+						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: up, tls: t.tls})
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d conns, %s: %w", kind, n, t.name, err)
 					}

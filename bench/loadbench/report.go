@@ -32,6 +32,9 @@ type report struct {
 	Verdicts      []verdict      `json:"verdicts"`
 	Cache         []cacheRow     `json:"catalog_cache,omitempty"`
 	CacheVerdicts []cacheVerdict `json:"catalog_cache_verdicts,omitempty"`
+	TLS           []extraRow     `json:"tls,omitempty"`
+	Tracing       []extraRow     `json:"tracing,omitempty"`
+	ExtraVerdicts []extraVerdict `json:"tls_tracing_verdicts,omitempty"`
 	Notes         []string       `json:"notes,omitempty"`
 }
 
@@ -106,6 +109,9 @@ type cell struct {
 func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) *report {
 	rep := &report{Meta: m}
 	for _, kind := range kinds {
+		if isExtraKind(kind) {
+			continue // report_extra.go
+		}
 		for _, n := range conns {
 			rows := map[string]*row{}
 			for _, t := range m.Targets {
@@ -132,6 +138,7 @@ func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) 
 		}
 	}
 	rep.Cache, rep.CacheVerdicts = buildCache(m.Catalogs, kinds, conns, rep.Rows)
+	rep.TLS, rep.Tracing, rep.ExtraVerdicts = buildExtra(kinds, conns, samples)
 	return rep
 }
 
@@ -219,8 +226,10 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	if m.Nginx != "" {
 		fmt.Fprintf(w, "nginx %s: its master and workers' CPU is added to this process's.\n", m.Nginx)
 	}
-	fmt.Fprintf(w, "\n| request | conns | target | req/s | p50 | p99 | CPU/req | added CPU/req | × direct | × bare proxy | allocs/req |\n")
-	fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	if len(rep.Rows) > 0 {
+		fmt.Fprintf(w, "\n| request | conns | target | req/s | p50 | p99 | CPU/req | added CPU/req | × direct | × bare proxy | allocs/req |\n")
+		fmt.Fprintf(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	}
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s | %.2f | %s | %.0f |\n",
 			r.Request, r.Conns, r.Target, r.RPS, fmtUS(r.P50), fmtUS(r.P99), fmtCPU(r.CPU),
@@ -233,14 +242,17 @@ func (rep *report) writeMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %d | %s | %s |\n", c.Request, c.Conns, fmtCPU(c.CPU), passFail(c.Pass))
 		}
 	}
-	fmt.Fprintln(w)
+	if len(rep.Rows) > 0 {
+		fmt.Fprintln(w)
+	}
 	for _, v := range rep.Verdicts {
 		fmt.Fprintf(w, "Verdict (%s): at %d connections on pass-through GETs the gateway keeps ≥ %.0f%% of the bare reverse proxy's throughput: %s (gateway %.0f req/s, bare proxy %.0f req/s, %.1f%%)\n",
 			v.Request, v.Conns, minGatewayShare*100, passFail(v.Pass), v.GatewayRPS, v.BareRPS, v.Ratio*100)
 	}
 	rep.writeCacheMarkdown(w)
+	rep.writeExtraMarkdown(w)
 	errs := false
-	for _, r := range rep.Rows {
+	for _, r := range rep.allRows() {
 		if len(r.Errors) > 0 {
 			if !errs {
 				fmt.Fprintf(w, "\nNon-200 answers and transport errors (not counted in req/s):\n\n")

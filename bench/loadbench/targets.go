@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -61,7 +62,13 @@ type target struct {
 	// catalogRequests returns how many catalog requests the broker behind
 	// t has received so far, or is nil.
 	catalogRequests func() int64
-	close           func()
+	// counter, when not nil, is counted over the measured period instead
+	// of catalogRequests: the connections the target's server accepted
+	// (tls) or the spans its exporter received (tracing).
+	counter func() int64
+	// tls, when not nil, is the client configuration for an https target.
+	tls   *tls.Config
+	close func()
 }
 
 // url returns the absolute URL of path ("/v2/...") at t.
@@ -70,11 +77,18 @@ func (t *target) url(path string) string { return t.base + path }
 // env is the benchmark's world: the brokers and every target in front of
 // them.
 type env struct {
-	broker    *target   // direct
-	targets   []*target // the pass-through kinds' (catalog, last_operation)
-	cache     []*target // catalog-cache's
-	large     []*target // catalog-1mb's
-	operation string    // the operation string of instanceID's provision
+	broker   *target   // direct
+	targets  []*target // the pass-through kinds' (catalog, last_operation)
+	cache    []*target // catalog-cache's
+	large    []*target // catalog-1mb's
+	tlsRun   []*target // tls's (extra.go), once startExtra ran
+	tracing  []*target // tracing's (extra.go), once startExtra ran
+	auditDir string    // where tracing's gateways write their audit logs
+	// gateway is the gateway behind targetGateway, and urls the brokers'
+	// base URLs by gatewayYAML variable, for startExtra.
+	gateway   http.Handler
+	urls      map[string]string
+	operation string // the operation string of instanceID's provision
 	// refs are the catalog bytes the cache kinds' targets must answer with.
 	refs    map[string][]byte
 	closers []func()
@@ -88,6 +102,10 @@ func (e *env) targetsFor(kind string) []*target {
 		return e.cache
 	case kindCatalogLarge:
 		return e.large
+	case kindTLS:
+		return e.tlsRun
+	case kindTracing:
+		return e.tracing
 	}
 	return e.targets
 }
@@ -143,6 +161,12 @@ func serve(role string, h http.Handler) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return "http://" + ln.Addr().String(), serveListener(role, h, ln, nil), nil
+}
+
+// serveListener serves h on ln as serve does and returns a function that
+// stops it; onNew, when not nil, is called for every connection accepted.
+func serveListener(role string, h http.Handler, ln net.Listener, onNew func()) func() {
 	l := serverSettings
 	srv := &http.Server{
 		Handler:           h,
@@ -152,6 +176,13 @@ func serve(role string, h http.Handler) (string, func(), error) {
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
+	}
+	if onNew != nil {
+		srv.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				onNew()
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	pprof.Do(context.Background(), pprof.Labels("role", role), func(context.Context) {
@@ -163,7 +194,7 @@ func serve(role string, h http.Handler) (string, func(), error) {
 		_ = srv.Shutdown(ctx)
 		wg.Wait()
 	}
-	return "http://" + ln.Addr().String(), stop, nil
+	return stop
 }
 
 // newEnv starts the sample broker, provisions instanceID, starts the
@@ -204,10 +235,12 @@ func newEnv(largeSize int) (*env, error) {
 	}
 	bare.catalogRequests = counter
 	e.closers = append(e.closers, bare.close)
-	gw, stop, err := newGateway(map[string]string{"BROKER_URL": base, "COMPOSED_URL": cb.composed, "LARGE_URL": cb.large})
+	e.urls = map[string]string{"BROKER_URL": base, "COMPOSED_URL": cb.composed, "LARGE_URL": cb.large}
+	gw, handler, stop, err := newGateway(e.urls)
 	if err != nil {
 		return nil, err
 	}
+	e.gateway = handler
 	e.closers = append(e.closers, stop)
 	e.targets = append(e.targets, bare, &target{name: targetGateway, base: gw + "/" + tenantName + "/" + brokerName,
 		header: platformHeader(), catalogRequests: counter})
@@ -293,12 +326,12 @@ func (e *env) requestPath(kind string) (string, error) {
 	switch kind {
 	case kindCatalog, kindCatalogCache, kindCatalogLarge:
 		return "/v2/catalog", nil
-	case kindLastOperation:
+	case kindLastOperation, kindTLS, kindTracing:
 		q := url.Values{"service_id": {samplebroker.ServiceID}, "plan_id": {samplebroker.PlanAsyncID},
 			"operation": {e.operation}}
 		return "/v2/service_instances/" + instanceID + "/last_operation?" + q.Encode(), nil
 	}
-	return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(allKinds, ", "))
+	return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(knownKinds, ", "))
 }
 
 // check sends each kind of request once to every target of the kind and
@@ -339,7 +372,13 @@ func get(t *target, path string) ([]byte, error) {
 		return nil, err
 	}
 	req.Header = t.header.Clone()
-	res, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if t.tls != nil {
+		tr := &http.Transport{TLSClientConfig: t.tls}
+		defer tr.CloseIdleConnections()
+		client = &http.Client{Transport: tr}
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
