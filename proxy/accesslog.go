@@ -38,7 +38,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 			addN("duration_us", t.Sub(s.Start).Microseconds())
 			addN("bytes", s.Bytes)
 			if s.Err != nil {
-				add("error", s.Err.Error())
+				add("error", s.logError())
 			}
 			if access != nil {
 				access.write(t, level, fields[:n])

@@ -80,8 +80,11 @@ type Scope struct {
 	route   *route
 	catalog *catalogEntry // the catalog the validate stage checked against
 	guard   *guard
-	lock    *heldLock   // the lock a mutating call holds
-	polled  *store.Lock // the async operation a last_operation polls
+	// refusedByRules is set when the validate stage refused the request;
+	// logs then name the rules, not the descriptions.
+	refusedByRules bool
+	lock           *heldLock   // the lock a mutating call holds
+	polled         *store.Lock // the async operation a last_operation polls
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -44,6 +45,7 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 				if len(vs) > 0 {
 					s.addFindings(log, r, "request", vs, mode == config.ModeReport)
 					if mode == config.ModeEnforce {
+						s.refusedByRules = true
 						s.fail(w, rules.Reject(vs))
 						return
 					}
@@ -63,14 +65,39 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 	}
 }
 
-// addFindings records vs in the scope and, when report is set, logs each.
+// addFindings records vs in the scope and, when report is set, logs each
+// (see loggable for what a log line may say).
 func (s *Scope) addFindings(log *slog.Logger, r *http.Request, dir string, vs []rules.Violation, report bool) {
 	for _, v := range vs {
 		s.Findings = append(s.Findings, Finding{Direction: dir, Violation: v})
 		if report {
 			log.LogAttrs(r.Context(), slog.LevelWarn, "OSB rule broken", slog.String("request_id", s.RequestID),
 				slog.String("tenant", s.Tenant), slog.String("broker", s.Broker), slog.String("endpoint", s.Call.Endpoint.String()),
-				slog.String("direction", dir), slog.String("rule", v.Rule), slog.String("finding", v.Description))
+				slog.String("direction", dir), slog.String("rule", v.Rule), slog.String("finding", loggable(v)))
 		}
 	}
+}
+
+// loggable is what logs may say of a finding: its description, except for
+// the rules on parameters, whose descriptions quote the platform's values
+// (which may be secrets): they are named by rule only.
+func loggable(v rules.Violation) string {
+	if strings.HasPrefix(v.Rule, "request.parameters") {
+		return "parameters break the plan's schema (values withheld from logs; the rule id says which check)"
+	}
+	return v.Description
+}
+
+// logError is the access log's "error": the gateway's own description,
+// or, for a refusal by the request rules, the rule ids (descriptions may
+// quote parameter values).
+func (s *Scope) logError() string {
+	if !s.refusedByRules {
+		return s.Err.Error()
+	}
+	ids := make([]string, 0, len(s.Findings))
+	for _, f := range s.Findings {
+		ids = append(ids, f.Rule)
+	}
+	return "refused by the OSB request rules: " + strings.Join(ids, ", ")
 }
