@@ -62,6 +62,11 @@ func (e *env) startExtra(kinds []string) error {
 			return fmt.Errorf("tracing: %w", err)
 		}
 	}
+	if hasProvision(kinds) && e.provision == nil {
+		if err := e.startProvision(); err != nil {
+			return fmt.Errorf("provision: %w", err)
+		}
+	}
 	return nil
 }
 

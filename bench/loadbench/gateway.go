@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -93,6 +94,9 @@ type observe struct {
 	// auditPath, when not empty, writes the audit log to this file (file
 	// sink, fsync interval).
 	auditPath string
+	// store, when not nil, keeps the operation locks (proxy.Options.Store);
+	// nil: the gateway's own in-memory store. The caller closes it.
+	store store.Store
 }
 
 // gatewayInstance is a gateway not yet served.
@@ -117,7 +121,7 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo)}
+	opts := proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo), Store: o.store}
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {

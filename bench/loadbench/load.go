@@ -1,10 +1,11 @@
 // This file is the load generator: N goroutines, each on its own keep-alive
-// connection, send one request over and over for a warm-up and then a
+// connection, send one request (or one made per call) over and over for a warm-up and then a
 // measured period, and record status, latency and the process's CPU time.
 
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -39,18 +40,23 @@ type spec struct {
 	upstream func() int64
 	// tls, when not nil, is the client TLS configuration (https URLs).
 	tls *tls.Config
+	// newRequest, when not nil, makes each request instead of GET url with
+	// header: worker is the connection's index, seq counts its requests.
+	newRequest func(ctx context.Context, worker int, seq int64) (*http.Request, error)
+	// status is the answer counted as a success; zero: 200.
+	status int
 }
 
 // sample is what one load run measured.
 type sample struct {
-	requests int64            // 200 answers completed in the measured period
+	requests int64            // successful (spec.status) answers completed in the measured period
 	errors   map[string]int64 // other outcomes by description ("status 412", transport errors)
 	elapsed  time.Duration    // length of the measured period
 	cpu      time.Duration    // user+system CPU of this process (and extraCPU) in the period
 	allocs   uint64           // heap allocations of this process in the period
 	bytes    uint64           // heap bytes allocated by this process in the period
 	io       procIO           // read and write system calls of this process in the period
-	hist     histogram        // latency of the 200 answers
+	hist     histogram        // latency of the successful answers
 	// upstream counts the catalog requests the broker behind the target
 	// received in the period; counted says whether it was counted at all.
 	upstream int64
@@ -115,7 +121,7 @@ func load(ctx context.Context, r spec) (*sample, error) {
 		for i := range workers {
 			w := &worker{}
 			workers[i] = w
-			wg.Go(func() { w.loop(ctx, tr, r, &phase) })
+			wg.Go(func() { w.loop(ctx, tr, r, i, &phase) })
 		}
 	})
 
@@ -182,15 +188,26 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // loop sends requests until the phase is phaseStop, counting those that
 // complete while it is phaseMeasure.
-func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *atomic.Int32) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
-	if err != nil {
-		w.fail(err.Error())
-		return
+func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, index int, phase *atomic.Int32) {
+	var req *http.Request
+	if r.newRequest == nil {
+		var err error
+		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil); err != nil {
+			w.fail(err.Error())
+			return
+		}
+		req.Header = r.header.Clone()
 	}
-	req.Header = r.header.Clone()
+	want := cmp.Or(r.status, http.StatusOK)
 	buf := make([]byte, readBufferSize)
-	for {
+	for seq := int64(0); ; seq++ {
+		if r.newRequest != nil {
+			var err error
+			if req, err = r.newRequest(ctx, index, seq); err != nil {
+				w.fail(err.Error())
+				return
+			}
+		}
 		t0 := time.Now()
 		status, err := roundTrip(tr, req, buf)
 		d := time.Since(t0)
@@ -206,7 +223,7 @@ func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, phase *at
 		switch {
 		case err != nil:
 			w.fail(err.Error())
-		case status != http.StatusOK:
+		case status != want:
 			w.fail(fmt.Sprintf("status %d", status))
 		default:
 			w.requests++

@@ -289,7 +289,7 @@ func TestParseFlags(t *testing.T) {
 			"-nginx", "off", "-rounds", "2", "-json"}},
 		{name: "bad conns", args: []string{"-conns", "1,0,x"}, wantErr: `-conns: "0"`},
 		{name: "cache kinds", args: []string{"-requests", "catalog-cache, catalog-1mb"}},
-		{name: "extra kinds", args: []string{"-requests", "tls,tracing"}},
+		{name: "extra kinds", args: []string{"-requests", "tls,tracing,provision"}},
 		{name: "bad request kind", args: []string{"-requests", "bind"}, wantErr: `-requests: "bind"`},
 		{name: "bad nginx mode", args: []string{"-nginx", "on"}, wantErr: `-nginx: "on"`},
 	} {
@@ -302,5 +302,72 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestProvisionTargetsAnswer201AndReportPrints(t *testing.T) {
+	e, err := newEnv(testLargeSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	kinds := []string{kindProvision}
+	if err := e.startExtra(kinds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.check(kinds); err != nil {
+		t.Fatal(err)
+	}
+	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1, Targets: e.targetNames(kinds)}
+	if got, want := strings.Join(m.Targets, ","), "direct,gateway memory,gateway bolt"; got != want {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	const conns = 2
+	samples := map[cell]*sample{}
+	for _, tg := range e.targetsFor(kindProvision) {
+		s, err := load(context.Background(), loadSpec(kindProvision, tg, "", spec{conns: conns,
+			warmup: 20 * time.Millisecond, measure: 150 * time.Millisecond}))
+		if err != nil {
+			t.Fatalf("%s: %v", tg.name, err)
+		}
+		if len(s.errors) > 0 || s.requests == 0 {
+			t.Errorf("%s: %d provisions, errors %v; want only 201s (new instances never blocked)", tg.name, s.requests, s.errors)
+		}
+		samples[cell{kindProvision, conns, tg.name}] = s
+	}
+	if _, err := os.Stat(filepath.Join(e.stateDir, "state.db")); err != nil {
+		t.Errorf("bolt state file: %v", err)
+	}
+
+	rep := buildReport(m, kinds, []int{conns}, samples)
+	var md bytes.Buffer
+	rep.writeMarkdown(&md)
+	for _, want := range []string{
+		"| conns | target | req/s | p50 | p99 | CPU/req | × direct | × gateway memory |",
+		"| 2 | direct |",
+		"| 2 | gateway memory |",
+		"| 2 | gateway bolt |",
+		"Verdict (provision): at 2 connections the gateway with the bolt store completes ",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.writeJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("JSON report does not decode: %v", err)
+	}
+	if len(back.Rows) != 0 || len(back.Provision) != 3 || len(back.ProvisionVerdicts) != 1 || back.Provision[2].RatioMemory == nil {
+		t.Fatalf("JSON report has %d rows, %d provision rows, %d verdicts; want 0, 3, 1 and a bolt/memory ratio",
+			len(back.Rows), len(back.Provision), len(back.ProvisionVerdicts))
+	}
+	dir := e.stateDir
+	e.close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state directory %s left behind: %v", dir, err)
 	}
 }

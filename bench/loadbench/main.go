@@ -31,10 +31,16 @@
 // a real batch span processor, and holds them to 90% and 75% of the all-off
 // throughput.
 //
+// One more request kind runs only when -requests names it (provision.go):
+// provision sends synchronous provisions of the sample broker's sync plan,
+// a new instance per request, directly and through gateways whose
+// operation locks are kept in the in-memory and in the bolt state store,
+// and reports provisions per second and the bolt/memory ratio.
+//
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 3s] [-warmup 500ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision]
 //		[-nginx auto|off] [-rounds 1] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
@@ -76,7 +82,7 @@ var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCa
 
 // knownKinds are every request kind -requests accepts: allKinds and the
 // kinds run only when asked for (extra.go).
-var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing)
+var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision)
 
 // options are the command's flags.
 type options struct {
@@ -111,7 +117,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured `time` per target, request kind and connection count")
 	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls and tracing only when named)")
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing and provision only when named)")
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
 	fs.IntVar(&o.rounds, "rounds", 1, "`number` of interleaved rounds per cell (more rounds even out a noisy machine)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
@@ -253,8 +259,8 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 					if t.counter != nil {
 						up = t.counter
 					}
-					s, err := load(ctx, spec{url: t.url(path), header: t.header, conns: n,
-						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: up, tls: t.tls})
+					s, err := load(ctx, loadSpec(kind, t, path, spec{conns: n,
+						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: up}))
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d conns, %s: %w", kind, n, t.name, err)
 					}

@@ -26,16 +26,18 @@ const (
 // report is everything the benchmark prints; its JSON form is the -json
 // output.
 type report struct {
-	Meta          meta           `json:"meta"`
-	Rows          []row          `json:"rows"`
-	Chain         []chain        `json:"gateway_chain"`
-	Verdicts      []verdict      `json:"verdicts"`
-	Cache         []cacheRow     `json:"catalog_cache,omitempty"`
-	CacheVerdicts []cacheVerdict `json:"catalog_cache_verdicts,omitempty"`
-	TLS           []extraRow     `json:"tls,omitempty"`
-	Tracing       []extraRow     `json:"tracing,omitempty"`
-	ExtraVerdicts []extraVerdict `json:"tls_tracing_verdicts,omitempty"`
-	Notes         []string       `json:"notes,omitempty"`
+	Meta              meta               `json:"meta"`
+	Rows              []row              `json:"rows"`
+	Chain             []chain            `json:"gateway_chain"`
+	Verdicts          []verdict          `json:"verdicts"`
+	Cache             []cacheRow         `json:"catalog_cache,omitempty"`
+	CacheVerdicts     []cacheVerdict     `json:"catalog_cache_verdicts,omitempty"`
+	TLS               []extraRow         `json:"tls,omitempty"`
+	Tracing           []extraRow         `json:"tracing,omitempty"`
+	ExtraVerdicts     []extraVerdict     `json:"tls_tracing_verdicts,omitempty"`
+	Provision         []provisionRow     `json:"provision,omitempty"`
+	ProvisionVerdicts []provisionVerdict `json:"provision_verdicts,omitempty"`
+	Notes             []string           `json:"notes,omitempty"`
 }
 
 // meta describes the run.
@@ -109,7 +111,7 @@ type cell struct {
 func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) *report {
 	rep := &report{Meta: m}
 	for _, kind := range kinds {
-		if isExtraKind(kind) {
+		if isExtraKind(kind) || kind == kindProvision {
 			continue // report_extra.go
 		}
 		for _, n := range conns {
@@ -139,6 +141,7 @@ func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) 
 	}
 	rep.Cache, rep.CacheVerdicts = buildCache(m.Catalogs, kinds, conns, rep.Rows)
 	rep.TLS, rep.Tracing, rep.ExtraVerdicts = buildExtra(kinds, conns, samples)
+	rep.Provision, rep.ProvisionVerdicts = buildProvision(kinds, conns, samples)
 	return rep
 }
 
@@ -251,11 +254,12 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	}
 	rep.writeCacheMarkdown(w)
 	rep.writeExtraMarkdown(w)
+	rep.writeProvisionMarkdown(w)
 	errs := false
 	for _, r := range rep.allRows() {
 		if len(r.Errors) > 0 {
 			if !errs {
-				fmt.Fprintf(w, "\nNon-200 answers and transport errors (not counted in req/s):\n\n")
+				fmt.Fprintf(w, "\nUnexpected answers (other than 200; 201 for provision) and transport errors (not counted in req/s):\n\n")
 				errs = true
 			}
 			fmt.Fprintf(w, "- %s, %d conns, %s: %s\n", r.Request, r.Conns, r.Target, strings.Join(sortedErrors(r.Errors), "; "))

@@ -198,5 +198,8 @@ func (rep *report) allRows() []row {
 	for _, x := range slices.Concat(rep.TLS, rep.Tracing) {
 		rows = append(rows, row{Request: x.Request, Conns: x.Conns, Target: x.Target, Errors: x.Errors})
 	}
+	for _, x := range rep.Provision {
+		rows = append(rows, row{Request: kindProvision, Conns: x.Conns, Target: x.Target, Errors: x.Errors})
+	}
 	return rows
 }

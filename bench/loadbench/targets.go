@@ -77,13 +77,15 @@ func (t *target) url(path string) string { return t.base + path }
 // env is the benchmark's world: the brokers and every target in front of
 // them.
 type env struct {
-	broker   *target   // direct
-	targets  []*target // the pass-through kinds' (catalog, last_operation)
-	cache    []*target // catalog-cache's
-	large    []*target // catalog-1mb's
-	tlsRun   []*target // tls's (extra.go), once startExtra ran
-	tracing  []*target // tracing's (extra.go), once startExtra ran
-	auditDir string    // where tracing's gateways write their audit logs
+	broker    *target   // direct
+	targets   []*target // the pass-through kinds' (catalog, last_operation)
+	cache     []*target // catalog-cache's
+	large     []*target // catalog-1mb's
+	tlsRun    []*target // tls's (extra.go), once startExtra ran
+	tracing   []*target // tracing's (extra.go), once startExtra ran
+	auditDir  string    // where tracing's gateways write their audit logs
+	provision []*target // provision's (provision.go), once startExtra ran
+	stateDir  string    // where gateway bolt keeps its state file
 	// gateway is the gateway behind targetGateway, and urls the brokers'
 	// base URLs by gatewayYAML variable, for startExtra.
 	gateway   http.Handler
@@ -106,6 +108,8 @@ func (e *env) targetsFor(kind string) []*target {
 		return e.tlsRun
 	case kindTracing:
 		return e.tracing
+	case kindProvision:
+		return e.provision
 	}
 	return e.targets
 }
@@ -124,11 +128,13 @@ func (e *env) targetNames(kinds []string) []string {
 	return names
 }
 
-// close stops every server and process env started, last first.
+// close stops every server and process env started, last first; calling
+// it again does nothing.
 func (e *env) close() {
 	for i := len(e.closers) - 1; i >= 0; i-- {
 		e.closers[i]()
 	}
+	e.closers = nil
 }
 
 // basic returns the value of a basic-auth Authorization header.
@@ -330,6 +336,8 @@ func (e *env) requestPath(kind string) (string, error) {
 		q := url.Values{"service_id": {samplebroker.ServiceID}, "plan_id": {samplebroker.PlanAsyncID},
 			"operation": {e.operation}}
 		return "/v2/service_instances/" + instanceID + "/last_operation?" + q.Encode(), nil
+	case kindProvision:
+		return "", nil // a new instance per request (provisionRequests)
 	}
 	return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(knownKinds, ", "))
 }
@@ -342,6 +350,12 @@ func (e *env) requestPath(kind string) (string, error) {
 func (e *env) check(kinds []string) ([]catalogInfo, error) {
 	var infos []catalogInfo
 	for _, kind := range kinds {
+		if kind == kindProvision {
+			if err := e.checkProvision(); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		p, err := e.requestPath(kind)
 		if err != nil {
 			return nil, err
