@@ -47,11 +47,7 @@ func (a *Admin) MountCatalogAdmin(sw *Switch) {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no broker named " + r.PathValue("name")})
 			return
 		}
-		v := WarmVersion
-		if u.max.Less(v) {
-			v = u.max
-		}
-		if _, err := g.catalogs.refresh(r.Context(), u, v.String()); err != nil {
+		if _, err := g.catalogs.refresh(r.Context(), u, u.warmVersion().String()); err != nil {
 			writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return
 		}

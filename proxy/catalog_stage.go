@@ -16,6 +16,15 @@ import (
 // Controller's.
 var WarmVersion = osb.Version{Major: 2, Minor: 15}
 
+// warmVersion is WarmVersion capped at the broker's maximum: the version
+// the gateway fetches a catalog at on its own (warm-up, refresh, check).
+func (u *upstream) warmVersion() osb.Version {
+	if u.max.Less(WarmVersion) {
+		return u.max
+	}
+	return WarmVersion
+}
+
 var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
 
 // withCatalog is the catalog stage: GET /v2/catalog is answered from the
@@ -106,15 +115,20 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 		ServiceID string `json:"service_id"`
 		PlanID    string `json:"plan_id"`
 	}
-	if len(s.Body) > 0 {
+	if s.Request != nil { // the validate stage decoded the body already
+		ids.ServiceID, ids.PlanID = s.Request.ServiceID, s.Request.PlanID
+	} else if len(s.Body) > 0 {
 		_ = json.Unmarshal(s.Body, &ids)
 	}
 	if ids.ServiceID == "" {
 		ids.ServiceID = s.Call.ServiceID
 	}
-	e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
-	if err != nil {
-		return nil
+	e := s.catalog // fetched by the validate stage, when it ran
+	if e == nil {
+		var err error
+		if e, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
+			return nil
+		}
 	}
 	return checkVisible(s.route.filter, e, s.Tenant, ids.ServiceID, ids.PlanID)
 }

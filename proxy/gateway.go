@@ -146,11 +146,7 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		v := WarmVersion
-		if u.max.Less(v) {
-			v = u.max
-		}
-		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: v.String()}, reqID: newRequestID()}, nil); err != nil {
+		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: newRequestID()}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
 		}
 	}

@@ -21,11 +21,7 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	out := make([]CatalogLint, 0, len(g.cfg.Brokers))
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		v := WarmVersion
-		if u.max.Less(v) {
-			v = u.max
-		}
-		cl := CatalogLint{Broker: b.Name, Version: v.String()}
+		cl := CatalogLint{Broker: b.Name, Version: u.warmVersion().String()}
 		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID()}, nil)
 		if err != nil {
 			cl.Err = err
