@@ -97,6 +97,10 @@ type observe struct {
 	// store, when not nil, keeps the operation locks (proxy.Options.Store);
 	// nil: the gateway's own in-memory store. The caller closes it.
 	store store.Store
+	// transport, when not nil, replaces every broker's transport (an
+	// in-process benchmark's canned answers); the observing wrappers go
+	// around it.
+	transport http.RoundTripper
 }
 
 // gatewayInstance is a gateway not yet served.
@@ -187,6 +191,15 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 			closers = append(closers, func() { _ = w.Close() })
 			opts.Outer = append(opts.Outer, proxy.AuditStage(proxy.AuditOptions{Writer: w, Metrics: m, Logger: log,
 				ParameterKeys: true}))
+		}
+	}
+	if o.transport != nil {
+		wrap := opts.Transport
+		opts.Transport = func(http.RoundTripper) http.RoundTripper {
+			if wrap != nil {
+				return wrap(o.transport)
+			}
+			return o.transport
 		}
 	}
 	g, err := proxy.New(cfg, opts)

@@ -294,9 +294,23 @@ func provision(broker *target) (string, error) {
 // whose Rewrite sets the broker's URL and credentials, with a transport
 // whose idle pool holds every connection, and a buffer pool.
 func newBare(brokerURL string) (*target, error) {
-	u, err := url.Parse(brokerURL)
+	rp, tr, err := bareProxy(brokerURL)
 	if err != nil {
 		return nil, err
+	}
+	base, stop, err := serve("bare", rp)
+	if err != nil {
+		return nil, fmt.Errorf("bare proxy: %w", err)
+	}
+	return &target{name: targetBare, base: base, header: platformHeader(),
+		close: func() { stop(); tr.CloseIdleConnections() }}, nil
+}
+
+// bareProxy builds newBare's handler and its transport.
+func bareProxy(brokerURL string) (*httputil.ReverseProxy, *http.Transport, error) {
+	u, err := url.Parse(brokerURL)
+	if err != nil {
+		return nil, nil, err
 	}
 	auth := []string{basic(brokerUser, brokerPass)}
 	tr := &http.Transport{
@@ -315,12 +329,7 @@ func newBare(brokerURL string) (*target, error) {
 		BufferPool: newBufferPool(),
 		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
 	}
-	base, stop, err := serve("bare", rp)
-	if err != nil {
-		return nil, fmt.Errorf("bare proxy: %w", err)
-	}
-	return &target{name: targetBare, base: base, header: platformHeader(),
-		close: func() { stop(); tr.CloseIdleConnections() }}, nil
+	return rp, tr, nil
 }
 
 // maxConnsPerTarget sizes the proxies' idle pools: more than the highest
