@@ -50,6 +50,8 @@ var correlationHeaders = [...]struct {
 // recorded. It belongs in Options.Outer, outside the audit stage.
 func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Middleware {
 	tracer := tp.Tracer(instrumentationName)
+	serverKind := trace.WithSpanKind(trace.SpanKindServer) // built once: an option is an allocation
+	_, w3cOnly := prop.(propagation.TraceContext)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeFrom(r.Context())
@@ -57,14 +59,24 @@ func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Mid
 				next.ServeHTTP(w, r)
 				return
 			}
-			ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := tracer.Start(ctx, "osb unknown", trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithTimestamp(s.Start))
+			ctx := r.Context()
+			if _, ok := r.Header["Traceparent"]; ok || !w3cOnly {
+				ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			}
+			ctx, span := tracer.Start(ctx, "osb unknown", serverKind)
 			s.TraceParent = formatTraceParent(span.SpanContext())
+			if !span.IsRecording() {
+				// Not sampled: nothing is recorded and no child span is
+				// made (InstrumentTransport makes none under a span that
+				// does not record), so the request keeps its context; the
+				// trace context reaches the broker and the logs through
+				// Scope.TraceParent.
+				next.ServeHTTP(w, r)
+				span.End()
+				return
+			}
 			defer func() {
-				if span.IsRecording() {
-					finishServerSpan(span, s, r)
-				}
+				finishServerSpan(span, s, r)
 				span.End()
 			}()
 			next.ServeHTTP(w, r.WithContext(ctx))

@@ -47,6 +47,12 @@ func unquoteJSON(tok []byte) string {
 // JSON (callers decode the document first); on anything else it stops early
 // and reports ok false, but never panics.
 func objectMembers(doc []byte, open int) (ms []objMember, closing int, ok bool) {
+	return appendObjectMembers(nil, doc, open)
+}
+
+// appendObjectMembers is objectMembers appending to ms, so that a caller
+// can lend a buffer on its stack.
+func appendObjectMembers(ms []objMember, doc []byte, open int) (_ []objMember, closing int, ok bool) {
 	if open >= len(doc) || doc[open] != '{' {
 		return nil, 0, false
 	}
@@ -114,6 +120,33 @@ func duplicateKeys(doc []byte, ms []objMember) []string {
 		}
 	}
 	return dups
+}
+
+// members are the members of an object of doc, looked up by key without
+// building a map: a response body is checked once, for a few keys.
+type members struct {
+	doc []byte
+	ms  []objMember
+}
+
+// get returns the value of the member named name, a slice of doc capped
+// so that appending to it copies it. Of duplicate keys the last wins, as
+// with encoding/json.
+func (m members) get(name string) (json.RawMessage, bool) {
+	for i := len(m.ms) - 1; i >= 0; i-- {
+		mb := m.ms[i]
+		raw := m.doc[mb.keyStart:mb.keyEnd]
+		var same bool
+		if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			same = len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
+		} else {
+			same = unquoteJSON(raw) == name
+		}
+		if same {
+			return m.doc[mb.valStart:mb.valEnd:mb.valEnd], true
+		}
+	}
+	return nil, false
 }
 
 // membersMap returns the members ms of an object of doc by key, the values

@@ -79,7 +79,8 @@ func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogVi
 	if !success && !isErrorStatus(status) {
 		return vs
 	}
-	fields, ok := responseObject(c, status, body, &vs)
+	var buf [16]objMember // most answers have fewer members: no allocation
+	fields, ok := responseObject(c, status, body, buf[:0], &vs)
 	if !ok {
 		return vs
 	}
@@ -101,7 +102,7 @@ func (vs *violationList) addResponse(rule, description string) {
 
 // responseObject decodes a response body that must be a JSON object into
 // its members (slices of body).
-func responseObject(c Call, status int, body []byte, vs *violationList) (map[string]json.RawMessage, bool) {
+func responseObject(c Call, status int, body []byte, buf []objMember, vs *violationList) (members, bool) {
 	start := skipJSONSpace(body, 0)
 	switch {
 	case start < len(body) && !json.Valid(body):
@@ -113,23 +114,23 @@ func responseObject(c Call, status int, body []byte, vs *violationList) (map[str
 		}
 		vs.addResponse("response.body.syntax", fmt.Sprintf("the broker's %s answer to %s is not valid JSON at byte %d: %v",
 			describeStatus(status), c.Endpoint.describe(), offset, err))
-		return nil, false
+		return members{}, false
 	case start == len(body) || body[start] != '{':
 		vs.addResponse("response.body.not_object", fmt.Sprintf("the broker's %s answer to %s must be a JSON object, got %s",
 			describeStatus(status), c.Endpoint.describe(), valueKindOf(body)))
-		return nil, false
+		return members{}, false
 	}
-	ms, _, _ := objectMembers(body, start)
-	return membersMap(body, ms), true
+	ms, _, _ := appendObjectMembers(buf, body, start)
+	return members{doc: body, ms: ms}, true
 }
 
 // checkErrorBody checks an error answer: "error" and "description" are
 // strings, the code is the one the status needs, and AsyncRequired does not
 // answer a request that accepted asynchronous operations.
-func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, fields map[string]json.RawMessage, vs *violationList) {
+func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, fields members, vs *violationList) {
 	var code string
 	for _, name := range [...]string{"error", "description"} {
-		raw, ok := fields[name]
+		raw, ok := fields.get(name)
 		if !ok || isNull(raw) {
 			continue
 		}

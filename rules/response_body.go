@@ -60,12 +60,12 @@ var operationLengthSince = v2_15
 var lastOperationStates = []string{"in progress", "succeeded", "failed"}
 
 // checkSuccessBody checks the fields of a 2xx body.
-func checkSuccessBody(c Call, v osb.Version, status int, fields map[string]json.RawMessage,
+func checkSuccessBody(c Call, v osb.Version, status int, fields members,
 	cat CatalogView, opts ResponseOptions, vs *violationList) {
 	e := c.Endpoint
 	for i := range responseFields {
 		f := &responseFields[i]
-		raw, ok := fields[f.name]
+		raw, ok := fields.get(f.name)
 		if !f.on.has(e) || v.Less(f.since) || !ok || isNull(raw) {
 			continue
 		}
@@ -89,10 +89,11 @@ func checkSuccessBody(c Call, v osb.Version, status int, fields map[string]json.
 		}
 	}
 	if lastOperations.has(e) && status == http.StatusOK {
-		checkState(fields["state"], vs)
+		state, _ := fields.get("state")
+		checkState(state, vs)
 	}
 	if e == Bind && status == http.StatusAccepted {
-		if raw, ok := fields["credentials"]; ok && !isNull(raw) {
+		if raw, ok := fields.get("credentials"); ok && !isNull(raw) {
 			vs.addResponse("response.bind.async_credentials",
 				"the broker's 202 Accepted answer to PUT binding must not have credentials (an asynchronous bind returns them "+
 					"when the binding is fetched), got credentials")
@@ -159,7 +160,14 @@ func checkState(raw json.RawMessage, vs *violationList) {
 	case typeOf(raw) != typeString:
 		vs.addResponse("response.last_operation.state", fmt.Sprintf("state must be %s, got %s", want, valueKindOf(raw)))
 	default:
-		if s := unquoteJSON(bytes.TrimSpace(raw)); !slices.Contains(lastOperationStates, s) {
+		tok := bytes.TrimSpace(raw)
+		if bytes.IndexByte(tok, '\\') < 0 {
+			switch string(tok[1 : len(tok)-1]) { // compared without a copy
+			case "in progress", "succeeded", "failed":
+				return
+			}
+		}
+		if s := unquoteJSON(tok); !slices.Contains(lastOperationStates, s) {
 			vs.addResponse("response.last_operation.state", fmt.Sprintf("state must be %s, got %s", want, quoteCut(s)))
 		}
 	}
