@@ -176,7 +176,8 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 	if err != nil || !l.Async || !g.polls(s.Call, l) {
 		return
 	}
-	s.polled = &l
+	polled := l // copied only for a tracked operation: l itself stays on the stack
+	s.polled = &polled
 	s.StartedBy = l.TraceParent
 	if s.Operation == "" {
 		s.Operation = l.Operation

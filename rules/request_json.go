@@ -122,20 +122,19 @@ func duplicateKeys(doc []byte, ms []objMember) []string {
 	return dups
 }
 
-// members are the members of an object of doc, looked up by key without
-// building a map: a response body is checked once, for a few keys.
-type members struct {
-	doc []byte
-	ms  []objMember
-}
+// memberList holds the members of an object of a document, looked up by
+// key without building a map: a response body is checked once, for a few
+// keys. The document is passed apart, so that a list on the stack stays
+// there.
+type memberList []objMember
 
-// get returns the value of the member named name, a slice of doc capped
-// so that appending to it copies it. Of duplicate keys the last wins, as
-// with encoding/json.
-func (m members) get(name string) (json.RawMessage, bool) {
-	for i := len(m.ms) - 1; i >= 0; i-- {
-		mb := m.ms[i]
-		raw := m.doc[mb.keyStart:mb.keyEnd]
+// get returns the value of the member of doc named name, a slice of doc
+// capped so that appending to it copies it. Of duplicate keys the last
+// wins, as with encoding/json.
+func (ms memberList) get(doc []byte, name string) (json.RawMessage, bool) {
+	for i := len(ms) - 1; i >= 0; i-- {
+		mb := ms[i]
+		raw := doc[mb.keyStart:mb.keyEnd]
 		var same bool
 		if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 			same = len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
@@ -143,7 +142,7 @@ func (m members) get(name string) (json.RawMessage, bool) {
 			same = unquoteJSON(raw) == name
 		}
 		if same {
-			return m.doc[mb.valStart:mb.valEnd:mb.valEnd], true
+			return doc[mb.valStart:mb.valEnd:mb.valEnd], true
 		}
 	}
 	return nil, false

@@ -85,9 +85,9 @@ func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogVi
 		return vs
 	}
 	if success {
-		checkSuccessBody(c, v, status, fields, cat, opts, &vs)
+		checkSuccessBody(c, v, status, body, fields, cat, opts, &vs)
 	} else {
-		checkErrorBody(c, v, status, row, fields, &vs)
+		checkErrorBody(c, v, status, row, body, fields, &vs)
 	}
 	if len(vs) == 0 {
 		return nil
@@ -102,7 +102,7 @@ func (vs *violationList) addResponse(rule, description string) {
 
 // responseObject decodes a response body that must be a JSON object into
 // its members (slices of body).
-func responseObject(c Call, status int, body []byte, buf []objMember, vs *violationList) (members, bool) {
+func responseObject(c Call, status int, body []byte, buf []objMember, vs *violationList) (memberList, bool) {
 	start := skipJSONSpace(body, 0)
 	switch {
 	case start < len(body) && !json.Valid(body):
@@ -114,23 +114,23 @@ func responseObject(c Call, status int, body []byte, buf []objMember, vs *violat
 		}
 		vs.addResponse("response.body.syntax", fmt.Sprintf("the broker's %s answer to %s is not valid JSON at byte %d: %v",
 			describeStatus(status), c.Endpoint.describe(), offset, err))
-		return members{}, false
+		return nil, false
 	case start == len(body) || body[start] != '{':
 		vs.addResponse("response.body.not_object", fmt.Sprintf("the broker's %s answer to %s must be a JSON object, got %s",
 			describeStatus(status), c.Endpoint.describe(), valueKindOf(body)))
-		return members{}, false
+		return nil, false
 	}
 	ms, _, _ := appendObjectMembers(buf, body, start)
-	return members{doc: body, ms: ms}, true
+	return ms, true
 }
 
 // checkErrorBody checks an error answer: "error" and "description" are
 // strings, the code is the one the status needs, and AsyncRequired does not
 // answer a request that accepted asynchronous operations.
-func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, fields members, vs *violationList) {
+func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, body []byte, fields memberList, vs *violationList) {
 	var code string
 	for _, name := range [...]string{"error", "description"} {
-		raw, ok := fields.get(name)
+		raw, ok := fields.get(body, name)
 		if !ok || isNull(raw) {
 			continue
 		}

@@ -60,12 +60,12 @@ var operationLengthSince = v2_15
 var lastOperationStates = []string{"in progress", "succeeded", "failed"}
 
 // checkSuccessBody checks the fields of a 2xx body.
-func checkSuccessBody(c Call, v osb.Version, status int, fields members,
+func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields memberList,
 	cat CatalogView, opts ResponseOptions, vs *violationList) {
 	e := c.Endpoint
 	for i := range responseFields {
 		f := &responseFields[i]
-		raw, ok := fields.get(f.name)
+		raw, ok := fields.get(body, f.name)
 		if !f.on.has(e) || v.Less(f.since) || !ok || isNull(raw) {
 			continue
 		}
@@ -89,11 +89,11 @@ func checkSuccessBody(c Call, v osb.Version, status int, fields members,
 		}
 	}
 	if lastOperations.has(e) && status == http.StatusOK {
-		state, _ := fields.get("state")
+		state, _ := fields.get(body, "state")
 		checkState(state, vs)
 	}
 	if e == Bind && status == http.StatusAccepted {
-		if raw, ok := fields.get("credentials"); ok && !isNull(raw) {
+		if raw, ok := fields.get(body, "credentials"); ok && !isNull(raw) {
 			vs.addResponse("response.bind.async_credentials",
 				"the broker's 202 Accepted answer to PUT binding must not have credentials (an asynchronous bind returns them "+
 					"when the binding is fetched), got credentials")
