@@ -60,6 +60,7 @@ func AuditStage(o AuditOptions) Middleware {
 		o.Now = time.Now
 	}
 	var lastLogged atomic.Int64
+	direct, _ := o.Writer.(*audit.Writer)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
@@ -67,7 +68,18 @@ func AuditStage(o AuditOptions) Middleware {
 				if s == nil {
 					return
 				}
-				err := o.Writer.Write(auditRecord(s, r, o.Now(), o.ParameterKeys))
+				var err error
+				if direct != nil {
+					// (*audit.Writer).Write keeps nothing of the record:
+					// it stays on the stack.
+					var rec audit.Record
+					fillAuditRecord(&rec, s, r, o.Now(), o.ParameterKeys)
+					err = direct.Write(&rec)
+				} else {
+					rec := new(audit.Record)
+					fillAuditRecord(rec, s, r, o.Now(), o.ParameterKeys)
+					err = o.Writer.Write(rec)
+				}
 				if err == nil {
 					return
 				}
@@ -83,9 +95,9 @@ func AuditStage(o AuditOptions) Middleware {
 	}
 }
 
-// auditRecord builds the record of a finished call.
-func auditRecord(s *Scope, r *http.Request, now time.Time, paramKeys bool) *audit.Record {
-	rec := &audit.Record{
+// fillAuditRecord sets rec to the record of a finished call.
+func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool) {
+	*rec = audit.Record{
 		Time:              s.Start.UTC(),
 		RequestID:         s.RequestID,
 		TraceID:           traceIDOf(s.TraceParent),
@@ -107,13 +119,16 @@ func auditRecord(s *Scope, r *http.Request, now time.Time, paramKeys bool) *audi
 	}
 	rec.ServiceID, rec.PlanID = s.serviceAndPlan()
 	if !s.Version.IsZero() {
-		rec.APIVersion = s.Version.String()
+		rec.APIVersion = apiVersionString(s.Version)
 	}
-	if v := r.Header.Get(osb.HeaderOriginatingIdentity); v != "" {
-		rec.Identity = audit.DecodeIdentity(v)
+	if v := r.Header[headerOriginatingIdentity]; len(v) > 0 && v[0] != "" { // as Header.Get, without canonicalizing
+		rec.Identity = audit.DecodeIdentity(v[0])
 	}
-	for _, f := range s.Findings {
-		rec.Findings = append(rec.Findings, audit.Finding{Rule: f.Rule, Direction: f.Direction})
+	if len(s.Findings) > 0 {
+		rec.Findings = make([]audit.Finding, len(s.Findings))
+		for i, f := range s.Findings {
+			rec.Findings[i] = audit.Finding{Rule: f.Rule, Direction: f.Direction}
+		}
 	}
 	rec.Error = auditError(s)
 	if paramKeys && s.Call.Endpoint.Mutating() {
@@ -123,7 +138,27 @@ func auditRecord(s *Scope, r *http.Request, now time.Time, paramKeys bool) *audi
 			rec.ParameterKeys = audit.BodyParameterKeys(s.Body)
 		}
 	}
-	return rec
+}
+
+// headerOriginatingIdentity is X-Broker-API-Originating-Identity in its
+// canonical form, the key of http.Header.
+var headerOriginatingIdentity = http.CanonicalHeaderKey(osb.HeaderOriginatingIdentity)
+
+// apiVersions are the strings of API versions 2.0 to 2.31, so that a
+// record costs no allocation for its api_version.
+var apiVersions = func() (vs [32]string) {
+	for i := range vs {
+		vs[i] = osb.Version{Major: 2, Minor: i}.String()
+	}
+	return vs
+}()
+
+// apiVersionString is v.String().
+func apiVersionString(v osb.Version) string {
+	if v.Major == 2 && v.Minor >= 0 && v.Minor < len(apiVersions) {
+		return apiVersions[v.Minor]
+	}
+	return v.String()
 }
 
 // auditError is the gateway's error answer for the record: its OSB code

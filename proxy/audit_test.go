@@ -2,15 +2,19 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +24,9 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // auditFile opens an audit file sink (fsync always: records are on disk
@@ -149,5 +155,82 @@ func TestAuditWriteErrorNeverFailsTheCall(t *testing.T) {
 	}
 	if n := fw.n.Load(); n != 3 {
 		t.Errorf("%d writes attempted, want 3", n)
+	}
+}
+
+// recordingWriter keeps copies of the records it is given.
+type recordingWriter struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (rw *recordingWriter) Write(r *audit.Record) error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.recs = append(rw.recs, *r)
+	return nil
+}
+
+// TestAuditRecordSameThroughAnyWriter checks that the record built on the
+// stack for an *audit.Writer is the one other AuditWriters receive (but
+// for the duration: each stage reads the clock).
+func TestAuditRecordSameThroughAnyWriter(t *testing.T) {
+	w, path := auditFile(t)
+	rw := &recordingWriter{}
+	quiet := slog.New(slog.DiscardHandler)
+	gw, _, _ := stagedGateway(t, nil, AuditStage(AuditOptions{Writer: w, ParameterKeys: true, Logger: quiet}),
+		AuditStage(AuditOptions{Writer: rw, ParameterKeys: true, Logger: quiet}))
+	identity := "kubernetes " + base64.StdEncoding.EncodeToString([]byte(`{"username":"duke","groups":["admin"]}`))
+	call(t, gw, "PUT", "/v2/service_instances/inst-s1", syncProvision(),
+		map[string]string{"x-broker-api-originating-identity": identity})
+	call(t, gw, "PUT", "/v2/service_instances/inst-s2", provisionBody(samplebroker.PlanSyncID, `,"parameters":{"size":"`+paramSecret+`"}`), nil)
+	call(t, gw, "GET", "/v2/service_instances/inst-s1/last_operation", "", nil)
+	recs, _ := readRecords(t, path, 3)
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if diff := cmp.Diff(rw.recs, recs, cmpopts.IgnoreFields(audit.Record{}, "PrevHash", "Hash", "DurationMS")); diff != "" {
+		t.Errorf("records (-other writer +*audit.Writer):\n%s", diff)
+	}
+	if len(recs) != 3 || recs[0].Identity == nil || recs[0].Identity.Username != "duke" || len(recs[1].Findings) == 0 {
+		t.Errorf("records lack the identity or findings: %+v", recs)
+	}
+}
+
+// TestAuditStageWritesWithoutAllocating: the record of a call without an
+// originating identity, findings or an error costs no allocation, nor
+// does writing it to an *audit.Writer; the identity costs two.
+func TestAuditStageWritesWithoutAllocating(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts; run without -race")
+	}
+	w, err := audit.Open(config.Audit{Sink: config.AuditSinkStdout, Fsync: config.AuditFsyncNever}, audit.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	now := time.Date(2026, 11, 22, 3, 18, 0, 0, time.UTC)
+	h := AuditStage(AuditOptions{Writer: w, ParameterKeys: true, Now: func() time.Time { return now }})(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	s := &Scope{Start: now.Add(-time.Millisecond), RequestID: "46d1819c-5f0c-4c5d-8e9f-0a1b2c3d4e5f", Tenant: "t1", Broker: "b1",
+		Version: osb.Version{Major: 2, Minor: 17}, Status: 200, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+		Call: rules.Call{Endpoint: rules.InstanceLastOperation, InstanceID: "i-1"}}
+	r := httptest.NewRequest("GET", "/t1/b1/v2/service_instances/i-1/last_operation", nil)
+	r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, s))
+	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(nil, r) }); n != 0 {
+		t.Errorf("%v allocations per record, want 0", n)
+	}
+	// With an originating identity: the Identity and its user id.
+	r.Header.Set(osb.HeaderOriginatingIdentity, "cloudfoundry "+base64.StdEncoding.EncodeToString([]byte(`{"user_id":"683ea748-3092-4ff4-b656-39cacc4d5360","user_name":"alice"}`)))
+	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(nil, r) }); n > 2 {
+		t.Errorf("%v allocations per record with an originating identity, want 2", n)
+	}
+}
+
+func TestAPIVersionString(t *testing.T) {
+	for _, v := range []osb.Version{{Major: 2, Minor: 0}, {Major: 2, Minor: 17}, {Major: 2, Minor: 31}, {Major: 2, Minor: 32},
+		{Major: 2, Minor: 1000}, {Major: 3, Minor: 1}, {Major: 1, Minor: 0}} {
+		if got, want := apiVersionString(v), v.String(); got != want {
+			t.Errorf("apiVersionString(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // GenesisHash is the prev_hash of the first record of a chain: of a new
@@ -19,79 +21,111 @@ const hashMember = `,"hash":"`
 // hashSuffixLen is the length of the hash member with the closing brace.
 const hashSuffixLen = len(hashMember) + 64 + len(`"}`)
 
-// lineHash returns the hex SHA-256 of a line (without its newline): the
-// next record's prev_hash.
-func lineHash(line []byte) string {
-	sum := sha256.Sum256(line)
-	return hex.EncodeToString(sum[:])
-}
+// maxPooledBuffer is the largest encode buffer kept for reuse.
+const maxPooledBuffer = 32 << 10
 
-// encode encodes r with a placeholder prev_hash and no hash: the body
-// that chain completes.
-func encode(r *Record) ([]byte, error) {
-	c := *r
-	c.PrevHash, c.Hash = GenesisHash, ""
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&c); err != nil {
-		return nil, err
+// buffers holds encode buffers (*[]byte) for reuse.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func getBuffer() *[]byte { return buffers.Get().(*[]byte) }
+
+// putBuffer returns b to the pool holding used, its contents grown or
+// not, unless used is too large to keep.
+func putBuffer(b *[]byte, used []byte) {
+	if cap(used) > maxPooledBuffer {
+		return
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	*b = used[:0]
+	buffers.Put(b)
 }
 
-// chain puts prev into an encoded body's prev_hash (its last member) and
-// appends the hash member: the SHA-256 of the body. It returns the line
-// without a newline; body is overwritten.
-func chain(body []byte, prev string) []byte {
-	copy(body[len(body)-2-len(GenesisHash):], prev) // ..."prev_hash":"<64>"}
-	sum := sha256.Sum256(body)
-	line := make([]byte, 0, len(body)+hashSuffixLen+1)
-	line = append(line, body[:len(body)-1]...)
-	line = append(line, hashMember...)
-	line = hex.AppendEncode(line, sum[:])
-	return append(line, `"}`...)
-}
-
-// seal encodes r chained to prev: encode and chain.
-func seal(r *Record, prev string) ([]byte, error) {
-	body, err := encode(r)
+// encode appends r's body to dst: r encoded with GenesisHash as a
+// placeholder prev_hash (its last member) and no hash, with room for the
+// hash member and a newline.
+func encode(dst []byte, r *Record) ([]byte, error) {
+	body, err := appendBody(dst, r)
 	if err != nil {
 		return nil, err
 	}
-	return chain(body, prev), nil
+	return slices.Grow(body, hashSuffixLen), nil // - "}" + hash member + "}\n"
+}
+
+// chain completes a body in place: it puts prev (64 hex digits) into its
+// prev_hash, hashes the body with SHA-256 and replaces the closing brace
+// by the hash member, the brace and a newline. It returns the line and
+// the hash (in hex), which the next record names as its prev_hash.
+func chain(body []byte, prev *[64]byte) (line []byte, hash [64]byte) {
+	copy(body[len(body)-2-len(GenesisHash):], prev[:]) // ..."prev_hash":"<64>"}
+	sum := sha256.Sum256(body)
+	hex.Encode(hash[:], sum[:])
+	line = append(body[:len(body)-1], hashMember...)
+	line = append(line, hash[:]...)
+	return append(line, "\"}\n"...), hash
+}
+
+// hashOf returns the hash member at the end of a line (without its
+// newline), or "" when the line does not end with one.
+func hashOf(line []byte) string {
+	n := len(line)
+	if n < hashSuffixLen+2 || string(line[n-hashSuffixLen:n-hashSuffixLen+len(hashMember)]) != hashMember ||
+		line[n-2] != '"' || line[n-1] != '}' {
+		return ""
+	}
+	h := line[n-2-64 : n-2]
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return ""
+		}
+	}
+	return string(h)
 }
 
 // checkLine checks one line of a chain: that it is a record, that its
-// hash matches its content and that its prev_hash is prev. It returns the
-// hash the next record must name, and what is wrong ("" when nothing).
-func checkLine(line []byte, prev string) (next string, problem string) {
-	next = lineHash(line)
+// hash matches its content and that its prev_hash names the record before
+// it, the line prevLine with the hash prev (nil and "": not known). It
+// returns the record's hash, which the next record must name as its
+// prev_hash, and what is wrong ("" when nothing).
+//
+// Records written before prev_hash named the previous record's hash member
+// named the SHA-256 of the previous line instead; that is accepted too,
+// so that files written across the change verify. Either binds the record
+// to the content of the one before it.
+func checkLine(line []byte, prev string, prevLine []byte) (hash string, problem string) {
 	n := len(line)
 	if n < hashSuffixLen+2 || !bytes.Equal(line[n-hashSuffixLen:n-hashSuffixLen+len(hashMember)], []byte(hashMember)) ||
 		line[n-2] != '"' || line[n-1] != '}' {
 		if !json.Valid(line) {
-			return next, "not a complete JSON record (torn write, or edited)"
+			return "", "not a complete JSON record (torn write, or edited)"
 		}
-		return next, "has no hash member at its end"
+		return "", "has no hash member at its end"
 	}
 	var r struct {
 		PrevHash *string `json:"prev_hash"`
 		Hash     string  `json:"hash"`
 	}
 	if err := json.Unmarshal(line, &r); err != nil {
-		return next, fmt.Sprintf("not valid JSON (%v)", err)
+		return "", fmt.Sprintf("not valid JSON (%v)", err)
 	}
 	body := make([]byte, 0, n-hashSuffixLen+1)
 	body = append(append(body, line[:n-hashSuffixLen]...), '}')
 	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != r.Hash {
-		return next, "its content does not match its hash (the record was edited)"
+		return "", "its content does not match its hash (the record was edited)"
 	}
 	switch {
 	case r.PrevHash == nil:
-		return next, "has no prev_hash"
-	case prev != "" && *r.PrevHash != prev:
-		return next, fmt.Sprintf("its prev_hash %.12s… is not the hash of the record before it, %.12s… (a record was removed, inserted or reordered before it)", *r.PrevHash, prev)
+		return r.Hash, "has no prev_hash"
+	case prev != "" && *r.PrevHash != prev && !namesLine(*r.PrevHash, prevLine):
+		return r.Hash, fmt.Sprintf("its prev_hash %.12s… is not the hash of the record before it, %.12s… (a record was removed, inserted or reordered before it)", *r.PrevHash, prev)
 	}
-	return next, ""
+	return r.Hash, ""
+}
+
+// namesLine reports whether h is the hex SHA-256 of line (the prev_hash of
+// records written before prev_hash named the previous record's hash).
+func namesLine(h string, line []byte) bool {
+	if line == nil || len(h) != 64 {
+		return false
+	}
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:]) == h
 }

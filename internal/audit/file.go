@@ -2,6 +2,8 @@ package audit
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -34,10 +36,10 @@ type rotating struct {
 }
 
 // openRotating opens (or creates) path for appending and returns the hash
-// the next record must chain to: that of the file's last line, else of its
-// newest rotated file's, else GenesisHash. A last line cut short by a crash
-// is ended with a newline, so the next record starts on a line of its own
-// (Verify reports the torn line).
+// the next record must chain to (see nextPrev): that of the file's last
+// record, else of its newest rotated file's, else GenesisHash. A last line
+// cut short by a crash is ended with a newline, so the next record starts
+// on a line of its own (Verify reports the torn line).
 func openRotating(path string, max int64, keep int) (*rotating, string, error) {
 	r := &rotating{path: path, max: max, keep: keep}
 	seqs, err := rotatedSeqs(path)
@@ -68,10 +70,21 @@ func openRotating(path string, max int64, keep int) (*rotating, string, error) {
 			return nil, "", fmt.Errorf("audit: %w", err)
 		}
 	}
+	return r, nextPrev(last), nil
+}
+
+// nextPrev is the prev_hash of the record after last, the last line of a
+// file (nil: none): its hash member, or, when it has none (a torn or
+// edited line, which Verify reports), the SHA-256 of the line.
+func nextPrev(last []byte) string {
 	if last == nil {
-		return r, GenesisHash, nil
+		return GenesisHash
 	}
-	return r, lineHash(last), nil
+	if h := hashOf(last); h != "" {
+		return h
+	}
+	sum := sha256.Sum256(last)
+	return hex.EncodeToString(sum[:])
 }
 
 // open opens the current file for appending.

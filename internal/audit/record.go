@@ -7,20 +7,18 @@
 // values of "parameters" (at most their top-level keys). The originating
 // identity is decoded to its platform and user id or user name.
 //
-// Records are chained: each carries prev_hash, the SHA-256 of the
-// previous record's line, and hash, the SHA-256 of its own line without
-// the hash member. The chain continues across rotations and restarts, so
-// an edited, removed, inserted or reordered record breaks it at that
-// record; Verify finds the first break. Records removed from the end of
-// the newest file leave no trace in the chain.
+// Records are chained: each carries hash, the SHA-256 of its own line
+// without the hash member (prev_hash included), and prev_hash, the hash of
+// the previous record. The chain continues across rotations and restarts,
+// so an edited, removed, inserted or reordered record breaks it at that
+// record or the next; Verify finds the first break. Records removed from
+// the end of the newest file leave no trace in the chain.
 package audit
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -107,41 +105,6 @@ const (
 	maxParamKeyLen  = 128
 	maxIdentityJSON = 8 << 10
 )
-
-// DecodeIdentity decodes an X-Broker-API-Originating-Identity value,
-// "<platform> <base64 of a JSON object>", keeping the platform and the
-// object's user_id or, failing that, username. It returns nil for an empty
-// or malformed header.
-func DecodeIdentity(header string) *Identity {
-	platform, value, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || platform == "" || len(platform) > maxPlatformLen || !isToken(platform) {
-		return nil
-	}
-	id := &Identity{Platform: platform}
-	value = strings.TrimSpace(value)
-	if len(value) > base64.StdEncoding.EncodedLen(maxIdentityJSON) {
-		id.Undecodable = true
-		return id
-	}
-	raw, err := base64.StdEncoding.DecodeString(value)
-	if err != nil {
-		raw, err = base64.RawStdEncoding.DecodeString(value)
-	}
-	var v struct {
-		UserID   any `json:"user_id"`
-		Username any `json:"username"`
-	}
-	if err != nil || json.Unmarshal(raw, &v) != nil {
-		id.Undecodable = true
-		return id
-	}
-	if s, ok := v.UserID.(string); ok && s != "" {
-		id.UserID = capLen(s, maxUserLen)
-	} else if s, ok := v.Username.(string); ok {
-		id.Username = capLen(s, maxUserLen)
-	}
-	return id
-}
 
 // ParameterKeys returns the sorted top-level keys of a "parameters"
 // object (at most 64, each cut at 128 bytes), or nil when it is absent or

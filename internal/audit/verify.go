@@ -20,8 +20,8 @@ type Summary struct {
 	// (prev_hash is GenesisHash); otherwise the files start after records
 	// that were not given, such as rotated files already deleted.
 	Anchored bool
-	// Last is the hash of the last line, to be compared with a copy kept
-	// elsewhere: records removed from the end leave no other trace.
+	// Last is the hash of the last record, to be compared with a copy
+	// kept elsewhere: records removed from the end leave no other trace.
 	Last string
 }
 
@@ -38,11 +38,11 @@ func (e *BrokenError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e
 // Verify checks the chain through files, given oldest first (rotated files
 // in the order of their numbers, then the current file): every line must
 // be a record whose hash matches its content and whose prev_hash is the
-// hash of the line before it, across files. It returns a *BrokenError for
+// hash of the record before it, across files. It returns a *BrokenError for
 // the first record that fails, or the error of a file that cannot be read.
 func Verify(files ...string) (Summary, error) {
 	var sum Summary
-	prev := "" // unknown before the first record
+	prev, prevLine := "", []byte(nil) // unknown before the first record
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -52,11 +52,11 @@ func Verify(files ...string) (Summary, error) {
 			if sum.Records == 0 {
 				sum.Anchored = strings.Contains(string(line), `"prev_hash":"`+GenesisHash+`","hash":"`)
 			}
-			next, problem := checkLine(line, prev)
+			hash, problem := checkLine(line, prev, prevLine)
 			if problem != "" {
 				return &BrokenError{File: name, Line: n, Problem: problem}
 			}
-			prev, sum.Last = next, next
+			prev, prevLine, sum.Last = hash, line, hash
 			sum.Records++
 			return nil
 		})

@@ -24,7 +24,7 @@ type Writer struct {
 	mu     sync.Mutex
 	out    sink
 	buf    *bufio.Writer
-	prev   string // hash of the last record written
+	prev   [64]byte // hash of the last record written, in hex
 	policy string
 	closed bool
 	// onError receives errors of background flushes.
@@ -81,7 +81,8 @@ func Open(cfg config.Audit, o Options) (*Writer, error) {
 }
 
 func newWriter(out sink, prev, policy string, interval time.Duration, onError func(error)) *Writer {
-	w := &Writer{out: out, prev: prev, policy: policy, onError: onError}
+	w := &Writer{out: out, policy: policy, onError: onError}
+	copy(w.prev[:], prev)
 	if policy != config.AuditFsyncAlways {
 		w.buf = bufio.NewWriterSize(out, bufferSize)
 		if interval <= 0 {
@@ -95,23 +96,34 @@ func newWriter(out sink, prev, policy string, interval time.Duration, onError fu
 
 // Write seals r into the chain and appends it. An error means the record
 // may be lost; the chain then shows a break at the next record that is
-// written, which is what a verifier should see. r is not changed.
+// written, which is what a verifier should see. r is not changed, nor
+// kept.
 func (w *Writer) Write(r *Record) error {
-	body, err := encode(r) // outside the lock: only the chaining is ordered
+	buf := getBuffer()
+	body, err := encode((*buf)[:0], r) // outside the lock: only the chaining is ordered
 	if err != nil {
+		putBuffer(buf, *buf)
 		return fmt.Errorf("audit: encoding a record: %w", err)
 	}
+	err = w.append(body)
+	putBuffer(buf, body)
+	return err
+}
+
+// append chains an encoded body (see encode) to the last record and writes
+// it, rotating first when the file would grow past its limit.
+func (w *Writer) append(body []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return errors.New("audit: write after close")
 	}
-	line := chain(body, w.prev)
+	line, hash := chain(body, &w.prev)
 	buffered := 0
 	if w.buf != nil {
 		buffered = w.buf.Buffered()
 	}
-	if w.out.needsRotation(buffered, len(line)+1) {
+	if w.out.needsRotation(buffered, len(line)) {
 		if err := w.flushLocked(true); err != nil {
 			return err
 		}
@@ -119,8 +131,7 @@ func (w *Writer) Write(r *Record) error {
 			return fmt.Errorf("audit: rotating: %w", err)
 		}
 	}
-	w.prev = lineHash(line)
-	line = append(line, '\n')
+	w.prev = hash
 	if w.buf == nil { // always: write and sync now
 		if _, err := w.out.Write(line); err != nil {
 			return fmt.Errorf("audit: %w", err)
