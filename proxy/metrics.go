@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -53,15 +59,35 @@ func (s *Scope) status() int {
 	return s.Status
 }
 
-// statusClasses label metrics by status class; statusClass maps a status
-// to one.
+// statusClasses label metrics by status class, indexed by code/100 (0 for
+// codes outside 100–599); brokerError is the broker series' extra class
+// for calls that got no answer.
 var statusClasses = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
-func statusClass(code int) string {
+const (
+	numClasses       = len(statusClasses)
+	brokerError      = numClasses // index of "error" in the broker series
+	numBrokerClasses = numClasses + 1
+	brokerErrorClass = "error"
+)
+
+// classIndex maps a status to its index in statusClasses.
+func classIndex(code int) int {
 	if c := code / 100; c >= 1 && c <= 5 {
-		return statusClasses[c]
+		return c
 	}
-	return statusClasses[0]
+	return 0
+}
+
+// numEndpoints bounds rules.Endpoint; endpointIndex maps values outside
+// the defined set to Unknown, as Endpoint.String does.
+const numEndpoints = int(rules.BindingLastOperation) + 1
+
+func endpointIndex(e rules.Endpoint) int {
+	if int(e) >= numEndpoints {
+		return int(rules.Unknown)
+	}
+	return int(e)
 }
 
 // Metrics are the gateway's instruments. Label sets are bounded: tenant
@@ -69,91 +95,278 @@ func statusClass(code int) string {
 // from fixed tables, never ids or paths. A nil *Metrics records nothing,
 // so stages may call its methods unconditionally. Safe for concurrent use;
 // build one per process and share it across reloads.
+//
+// The instruments counted on the request path are Prometheus client
+// instruments, registered on the registry /metrics serves; their children
+// are resolved once per label combination and cached, so a call costs a
+// map lookup on (tenant, broker) and a few atomic adds. The values read
+// at scrape time (catalog cache counters, locks, operations) and the
+// store errors are OpenTelemetry instruments on the meter provider,
+// exported on the same page.
 type Metrics struct {
-	now       func() time.Time
-	meter     metric.Meter
-	requests  metric.Int64Counter
-	inFlight  metric.Int64UpDownCounter
-	duration  metric.Float64Histogram
-	broker    metric.Float64Histogram
-	blocked   metric.Int64Counter
-	findings  metric.Int64Counter
-	orphans   metric.Int64Counter
+	now   func() time.Time // nil: the real clock, read as cheaply as it can be
+	meter metric.Meter
+
+	inFlight  atomic.Int64 // read by the in-flight gauge at scrape time
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	broker    *prometheus.HistogramVec
+	blocked   *prometheus.CounterVec
+	findings  *prometheus.CounterVec
+	orphans   *prometheus.CounterVec
+	auditErrs prometheus.Counter
+	// storeErrs stays on the meter: the scrape-time reads of ObserveState
+	// count their failures here, and the SDK runs those callbacks before
+	// it collects, so a failure shows in the same scrape.
 	storeErrs metric.Int64Counter
-	auditErrs metric.Int64Counter
-	attrSets  sync.Map // labelKey → metric.MeasurementOption
+
+	// routes and brokers cache the request and broker series; readers
+	// load the map without locking, writers copy it under mu.
+	routes  atomic.Pointer[map[routeKey]*routeSeries]
+	brokers atomic.Pointer[map[string]*brokerSeries]
+	mu      sync.Mutex
 }
 
-// labelKey is one bounded label combination.
-type labelKey struct {
-	kind                 uint8
-	tenant, broker, a, b string
-	endpoint             rules.Endpoint
+// routeKey is one (tenant, broker) pair.
+type routeKey struct{ tenant, broker string }
+
+// routeSeries are one (tenant, broker) pair's request series, by endpoint
+// and status class, each made on first use (so /metrics shows only the
+// combinations seen).
+type routeSeries struct {
+	key   routeKey
+	calls [numEndpoints][numClasses]atomic.Pointer[callSeries]
 }
+
+// callSeries are the request counter and duration histogram of one label
+// combination.
+type callSeries struct {
+	count      prometheus.Counter
+	countEx    prometheus.ExemplarAdder // count's exemplar side; nil: none
+	duration   prometheus.Observer
+	durationEx prometheus.ExemplarObserver // nil: none
+	// countExAt and bucketExAt are the ticks at which the counter and each
+	// duration bucket (+Inf last) last took an exemplar; 0: never.
+	countExAt  atomic.Int64
+	bucketExAt [len(durationBuckets) + 1]atomic.Int64
+}
+
+// brokerSeries are one broker's call duration series, by endpoint and
+// status class (brokerError: no answer), each made on first use.
+type brokerSeries struct {
+	name  string
+	calls [numEndpoints][numBrokerClasses]atomic.Pointer[observer]
+}
+
+type observer struct{ prometheus.Observer }
 
 // durationBuckets are the histogram boundaries, in seconds: OSB calls take
 // from milliseconds (cached catalogs) to a broker timeout (60s).
-var durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
-// NewMetrics creates the instruments on mp's meter; now is the clock (nil:
-// time.Now) and must be the gateway's (Options.Now).
-func NewMetrics(mp metric.MeterProvider, now func() time.Time) (*Metrics, error) {
-	if now == nil {
-		now = time.Now
+// NewMetrics creates the instruments: the ones counted on the request
+// path on reg (telemetry.Providers.Registerer; nil registers them nowhere,
+// as when metrics are disabled), the store errors and the ones observed at
+// scrape time on mp's meter (nil: none). now is the clock (nil: the real
+// clock) and must be the gateway's (Options.Now).
+func NewMetrics(mp metric.MeterProvider, reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
 	}
 	m := &Metrics{now: now, meter: mp.Meter(instrumentationName)}
-	var errs [9]error
-	m.requests, errs[0] = m.meter.Int64Counter("osb_gateway.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Platform calls by tenant, broker, endpoint and status class."))
-	m.inFlight, errs[1] = m.meter.Int64UpDownCounter("osb_gateway.requests.in_flight", metric.WithUnit("{request}"),
-		metric.WithDescription("Platform calls being served."))
-	m.duration, errs[2] = m.meter.Float64Histogram("osb_gateway.request.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time from receiving a platform call to its answer."),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	m.broker, errs[3] = m.meter.Float64Histogram("osb_gateway.broker.duration", metric.WithUnit("s"),
-		metric.WithDescription(`Broker calls by broker, endpoint and status class ("error": no answer).`),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	m.blocked, errs[4] = m.meter.Int64Counter("osb_gateway.blocked", metric.WithUnit("{request}"),
-		metric.WithDescription("Calls refused because another operation on the instance is in progress."))
-	m.findings, errs[5] = m.meter.Int64Counter("osb_gateway.findings", metric.WithUnit("{finding}"),
-		metric.WithDescription("OSB rules broken, by broker, rule id and direction (request or response)."))
-	m.orphans, errs[6] = m.meter.Int64Counter("osb_gateway.orphan.candidates", metric.WithUnit("{call}"),
-		metric.WithDescription("Failed provisions and binds that need orphan mitigation, by broker and decision."))
-	m.storeErrs, errs[7] = m.meter.Int64Counter("osb_gateway.store.errors", metric.WithUnit("{error}"),
+	m.routes.Store(&map[routeKey]*routeSeries{})
+	m.brokers.Store(&map[string]*brokerSeries{})
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_requests_total",
+		Help: "Platform calls by tenant, broker, endpoint and status class."},
+		[]string{"tenant", "broker", "endpoint", "status_class"})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "osb_gateway_requests_in_flight",
+		Help: "Platform calls being served."}, func() float64 { return float64(m.inFlight.Load()) })
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "osb_gateway_request_duration_seconds",
+		Help: "Time from receiving a platform call to its answer.", Buckets: durationBuckets[:]},
+		[]string{"tenant", "broker", "endpoint", "status_class"})
+	m.broker = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "osb_gateway_broker_duration_seconds",
+		Help: `Broker calls by broker, endpoint and status class ("error": no answer).`, Buckets: durationBuckets[:]},
+		[]string{"broker", "endpoint", "status_class"})
+	m.blocked = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_blocked_total",
+		Help: "Calls refused because another operation on the instance is in progress."},
+		[]string{"tenant", "broker", "endpoint"})
+	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_findings_total",
+		Help: "OSB rules broken, by broker, rule id and direction (request or response)."},
+		[]string{"broker", "rule", "direction"})
+	m.orphans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_orphan_candidates_total",
+		Help: "Failed provisions and binds that need orphan mitigation, by broker and decision."},
+		[]string{"broker", "decision"})
+	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
+		Help: "Audit records that could not be written."})
+	var err error
+	m.storeErrs, err = m.meter.Int64Counter("osb_gateway.store.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Failed state store operations, by operation."))
-	m.auditErrs, errs[8] = m.meter.Int64Counter("osb_gateway.audit.write_errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Audit records that could not be written."))
-	return m, errors.Join(errs[:]...)
+	if reg == nil {
+		return m, err
+	}
+	errs := []error{err}
+	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
+		m.orphans, m.auditErrs} {
+		errs = append(errs, reg.Register(c))
+	}
+	return m, errors.Join(errs...)
 }
 
-// attrs returns the cached measurement option for a label combination,
-// building it once.
-func (m *Metrics) attrs(k labelKey, build func() []attribute.KeyValue) metric.MeasurementOption {
-	if v, ok := m.attrSets.Load(k); ok {
-		return v.(metric.MeasurementOption)
+// epoch is the origin of tick readings.
+var epoch = time.Now()
+
+// since returns the time elapsed since t, which the gateway's clock gave.
+// On the real clock that is one monotonic clock read (time.Since), where
+// time.Now reads the wall clock too.
+func (m *Metrics) since(t time.Time) time.Duration {
+	if m.now == nil {
+		return time.Since(t)
 	}
-	opt := metric.WithAttributeSet(attribute.NewSet(build()...))
-	v, _ := m.attrSets.LoadOrStore(k, opt)
-	return v.(metric.MeasurementOption)
+	return m.now().Sub(t)
+}
+
+// tick reads m's clock as an offset from epoch; the difference of two
+// ticks is the time between them.
+func (m *Metrics) tick() time.Duration { return m.since(epoch) }
+
+// route returns the series cache of a (tenant, broker) pair, adding it on
+// first use.
+func (m *Metrics) route(tenant, broker string) *routeSeries {
+	k := routeKey{tenant, broker}
+	if r := (*m.routes.Load())[k]; r != nil {
+		return r
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.routes.Load()
+	if r := old[k]; r != nil {
+		return r
+	}
+	r := &routeSeries{key: k}
+	next := make(map[routeKey]*routeSeries, len(old)+1)
+	maps.Copy(next, old)
+	next[k] = r
+	m.routes.Store(&next)
+	return r
+}
+
+// calls returns the request series of one label combination.
+func (m *Metrics) calls(tenant, broker string, ep rules.Endpoint, class int) *callSeries {
+	r := m.route(tenant, broker)
+	slot := &r.calls[endpointIndex(ep)][class]
+	if c := slot.Load(); c != nil {
+		return c
+	}
+	// The vectors return the same children for the same labels, so a
+	// racing caller builds an equal value.
+	c := &callSeries{
+		count:    m.requests.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), statusClasses[class]),
+		duration: m.duration.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), statusClasses[class]),
+	}
+	c.countEx, _ = c.count.(prometheus.ExemplarAdder)
+	c.durationEx, _ = c.duration.(prometheus.ExemplarObserver)
+	slot.Store(c)
+	return c
+}
+
+// brokerCalls returns the broker duration series of one label combination;
+// class indexes statusClasses, or is brokerError.
+func (m *Metrics) brokerCalls(broker string, ep rules.Endpoint, class int) prometheus.Observer {
+	b := (*m.brokers.Load())[broker]
+	if b == nil {
+		m.mu.Lock()
+		old := *m.brokers.Load()
+		if b = old[broker]; b == nil {
+			b = &brokerSeries{name: broker}
+			next := make(map[string]*brokerSeries, len(old)+1)
+			maps.Copy(next, old)
+			next[broker] = b
+			m.brokers.Store(&next)
+		}
+		m.mu.Unlock()
+	}
+	slot := &b.calls[endpointIndex(ep)][class]
+	if o := slot.Load(); o != nil {
+		return o.Observer
+	}
+	name := brokerErrorClass
+	if class < numClasses {
+		name = statusClasses[class]
+	}
+	o := &observer{m.broker.WithLabelValues(b.name, ep.String(), name)}
+	slot.Store(o)
+	return o.Observer
+}
+
+// exemplarEvery is how often a request series (each bucket of a duration
+// series) takes a new exemplar at most. An exemplar costs about a dozen
+// allocations, and a scrape shows only the newest one; a second keeps the
+// exemplars fresh for any scrape interval at a bounded cost under 100%
+// sampling.
+const exemplarEvery = time.Second
+
+// exemplar returns the exemplar labels of a sampled span: the trace_id and
+// span_id the OpenTelemetry exporter attached. Exemplars show in the
+// protobuf and OpenMetrics formats only.
+func exemplar(sc trace.SpanContext) prometheus.Labels {
+	return prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()}
+}
+
+// claim reports whether a series whose newest exemplar was taken at the
+// tick in at may take one now, and if so records now there.
+func claim(at *atomic.Int64, now int64) bool {
+	old := at.Load()
+	return (old == 0 || now-old >= int64(exemplarEvery)) && at.CompareAndSwap(old, now)
+}
+
+// recordSampled counts a call made under a sampled span, with its trace as
+// the exemplar where the series (the bucket) has none newer than
+// exemplarEvery.
+func (m *Metrics) recordSampled(c *callSeries, d float64, sc trace.SpanContext) {
+	now := int64(m.tick()) | 1 // never 0, which means "no exemplar yet"
+	var ex prometheus.Labels
+	if c.countEx != nil && claim(&c.countExAt, now) {
+		ex = exemplar(sc)
+		c.countEx.AddWithExemplar(1, ex)
+	} else {
+		c.count.Inc()
+	}
+	if c.durationEx != nil && claim(&c.bucketExAt[sort.SearchFloat64s(durationBuckets[:], d)], now) {
+		if ex == nil {
+			ex = exemplar(sc)
+		}
+		c.durationEx.ObserveWithExemplar(d, ex)
+	} else {
+		c.duration.Observe(d)
+	}
+}
+
+// inc adds one to c, with the exemplar ex when there is one.
+func inc(c prometheus.Counter, ex prometheus.Labels) {
+	if a, ok := c.(prometheus.ExemplarAdder); ok && ex != nil {
+		a.AddWithExemplar(1, ex)
+		return
+	}
+	c.Inc()
 }
 
 // Stage returns the metrics stage: after the inner stages return it counts
 // the call and its duration by tenant, broker, endpoint and status class,
 // blocked calls, the findings in the Scope and orphan-mitigation
-// candidates. It belongs in Options.Outer. A nil m returns a stage that
-// does nothing.
+// candidates. It belongs in Options.Outer, inside the trace stage (a
+// sampled span's trace id becomes the exemplar). A nil m returns a stage
+// that does nothing.
 func (m *Metrics) Stage() Middleware {
 	return func(next http.Handler) http.Handler {
 		if m == nil {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := r.Context()
-			m.inFlight.Add(ctx, 1)
-			defer m.inFlight.Add(ctx, -1)
+			m.inFlight.Add(1)
+			defer m.inFlight.Add(-1)
 			next.ServeHTTP(w, r)
-			if s := ScopeFrom(ctx); s != nil {
-				m.record(ctx, s)
+			if s := ScopeFrom(r.Context()); s != nil {
+				m.record(r.Context(), s)
 			}
 		})
 	}
@@ -161,30 +374,31 @@ func (m *Metrics) Stage() Middleware {
 
 // record counts one served call from its Scope.
 func (m *Metrics) record(ctx context.Context, s *Scope) {
-	class := statusClass(s.status())
-	ep := s.Call.Endpoint
-	call := m.attrs(labelKey{kind: 1, tenant: s.Tenant, broker: s.Broker, endpoint: ep, a: class}, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attribute.String("tenant", s.Tenant), attribute.String("broker", s.Broker),
-			attribute.String("endpoint", ep.String()), attribute.String("status_class", class)}
-	})
-	m.requests.Add(ctx, 1, call)
-	m.duration.Record(ctx, m.now().Sub(s.Start).Seconds(), call)
+	c := m.calls(s.Tenant, s.Broker, s.Call.Endpoint, classIndex(s.status()))
+	d := m.since(s.Start).Seconds()
+	sc := trace.SpanContextFromContext(ctx)
+	if sc.IsSampled() {
+		m.recordSampled(c, d, sc)
+	} else {
+		c.count.Inc()
+		c.duration.Observe(d)
+	}
+	if !s.Blocked && len(s.Findings) == 0 && s.Orphan == "" {
+		return
+	}
+	// Rare counters: an exemplar on every sampled one.
+	var ex prometheus.Labels
+	if sc.IsSampled() {
+		ex = exemplar(sc)
+	}
 	if s.Blocked {
-		m.blocked.Add(ctx, 1, m.attrs(labelKey{kind: 2, tenant: s.Tenant, broker: s.Broker, endpoint: ep}, func() []attribute.KeyValue {
-			return []attribute.KeyValue{attribute.String("tenant", s.Tenant), attribute.String("broker", s.Broker),
-				attribute.String("endpoint", ep.String())}
-		}))
+		inc(m.blocked.WithLabelValues(s.Tenant, s.Broker, s.Call.Endpoint.String()), ex)
 	}
 	for _, f := range s.Findings {
-		m.findings.Add(ctx, 1, m.attrs(labelKey{kind: 3, broker: s.Broker, a: f.Rule, b: f.Direction}, func() []attribute.KeyValue {
-			return []attribute.KeyValue{attribute.String("broker", s.Broker), attribute.String("rule", f.Rule),
-				attribute.String("direction", f.Direction)}
-		}))
+		inc(m.findings.WithLabelValues(s.Broker, f.Rule, f.Direction), ex)
 	}
 	if s.Orphan != "" {
-		m.orphans.Add(ctx, 1, m.attrs(labelKey{kind: 4, broker: s.Broker, a: s.Orphan}, func() []attribute.KeyValue {
-			return []attribute.KeyValue{attribute.String("broker", s.Broker), attribute.String("decision", s.Orphan)}
-		}))
+		inc(m.orphans.WithLabelValues(s.Broker, s.Orphan), ex)
 	}
 }
 
@@ -194,11 +408,20 @@ func (m *Metrics) BrokerCall(broker string, endpoint rules.Endpoint, statusClass
 	if m == nil {
 		return
 	}
-	opt := m.attrs(labelKey{kind: 5, broker: broker, endpoint: endpoint, a: statusClass}, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attribute.String("broker", broker), attribute.String("endpoint", endpoint.String()),
-			attribute.String("status_class", statusClass)}
-	})
-	m.broker.Record(context.Background(), d.Seconds(), opt)
+	class := -1
+	if statusClass == brokerErrorClass {
+		class = brokerError
+	}
+	for i, name := range statusClasses {
+		if name == statusClass {
+			class = i
+		}
+	}
+	if class < 0 {
+		m.broker.WithLabelValues(broker, endpoint.String(), statusClass).Observe(d.Seconds())
+		return
+	}
+	m.brokerCalls(broker, endpoint, class).Observe(d.Seconds())
 }
 
 // StoreError counts a failed state store operation; op names it from a
@@ -207,9 +430,7 @@ func (m *Metrics) StoreError(op string) {
 	if m == nil {
 		return
 	}
-	m.storeErrs.Add(context.Background(), 1, m.attrs(labelKey{kind: 6, a: op}, func() []attribute.KeyValue {
-		return []attribute.KeyValue{attribute.String("op", op)}
-	}))
+	m.storeErrs.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("op", op))))
 }
 
 // AuditWriteError counts an audit record that could not be written.
@@ -217,11 +438,12 @@ func (m *Metrics) AuditWriteError() {
 	if m == nil {
 		return
 	}
-	m.auditErrs.Add(context.Background(), 1)
+	m.auditErrs.Inc()
 }
 
-// Transport wraps a broker transport so that each call's duration, until
-// its response body is closed, is recorded with BrokerCall.
+// Transport wraps a broker transport so that each call's duration, from
+// sending the request until its response body is closed, is recorded as
+// BrokerCall does.
 func (m *Metrics) Transport(rt http.RoundTripper) http.RoundTripper {
 	if m == nil {
 		return rt
@@ -240,28 +462,37 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if s := ScopeFrom(req.Context()); s != nil {
 		broker, ep = s.Broker, s.Call.Endpoint
 	}
-	start := t.m.now()
+	start := t.m.tick()
 	res, err := t.rt.RoundTrip(req)
 	if err != nil {
-		t.m.BrokerCall(broker, ep, "error", t.m.now().Sub(start))
+		t.m.brokerCalls(broker, ep, brokerError).Observe((t.m.tick() - start).Seconds())
 		return nil, err
 	}
-	class := statusClass(res.StatusCode)
-	res.Body = &doneBody{ReadCloser: res.Body, done: func() { t.m.BrokerCall(broker, ep, class, t.m.now().Sub(start)) }}
+	obs := t.m.brokerCalls(broker, ep, classIndex(res.StatusCode))
+	if res.Body == nil {
+		obs.Observe((t.m.tick() - start).Seconds())
+		return res, nil
+	}
+	res.Body = &doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start}
 	return res, nil
 }
 
-// doneBody calls done once, when the body is closed.
+// doneBody observes the time since start (a tick) once, when the body is
+// first closed. It holds what it needs directly: one allocation per call.
 type doneBody struct {
 	io.ReadCloser
-	done func()
-	once sync.Once
+	m     *Metrics
+	obs   prometheus.Observer
+	start time.Duration
+	done  atomic.Bool
 }
 
 // Close implements io.Closer.
 func (b *doneBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.once.Do(b.done)
+	if b.done.CompareAndSwap(false, true) {
+		b.obs.Observe((b.m.tick() - b.start).Seconds())
+	}
 	return err
 }
 

@@ -10,6 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -41,7 +46,7 @@ func TestMetricsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	m, err := NewMetrics(p.MeterProvider, nil)
+	m, err := NewMetrics(p.MeterProvider, p.Registerer, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +130,194 @@ func TestMetricsDisabled(t *testing.T) {
 	}
 }
 
+// gathered returns the series of family name whose labels include want.
+func gathered(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) []*dto.Metric {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*dto.Metric
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue series
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestMetricsCachedSeries drives the cached request and broker series
+// directly: repeated calls land on one series, a sampled span becomes the
+// exemplar (as the OpenTelemetry exporter did), an unsampled one does not,
+// and a broker call is timed once, until its body is first closed.
+func TestMetricsCachedSeries(t *testing.T) {
+	p, err := telemetry.Setup(t.Context(), config.Telemetry{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	clock := time.Unix(1000, 0)
+	m, err := NewMetrics(p.MeterProvider, p.Registerer, func() time.Time { return clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewMetrics(nil, p.Registerer, nil); err == nil {
+		t.Error("second NewMetrics on one registry: no error")
+	}
+	g := p.Registerer.(prometheus.Gatherer)
+
+	sampled := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled}))
+	unsampled := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{3}, SpanID: trace.SpanID{4}}))
+	scope := func(tenant string, status int) *Scope {
+		return &Scope{Start: clock.Add(-20 * time.Millisecond), Tenant: tenant, Broker: "b",
+			Call: rules.Call{Endpoint: rules.Provision}, Status: status}
+	}
+	m.record(unsampled, scope("t1", 201))
+	m.record(sampled, scope("t1", 201))
+	m.record(unsampled, scope("t2", 201))
+	m.record(unsampled, scope("t1", 999))
+	blocked := scope("t1", 422)
+	blocked.Blocked, blocked.Orphan = true, "deprovision"
+	blocked.Findings = []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r1"}}, {Direction: "request", Violation: rules.Violation{Rule: "r1"}}}
+	m.record(sampled, blocked)
+
+	reqs := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"})
+	if len(reqs) != 1 || reqs[0].GetCounter().GetValue() != 2 {
+		t.Fatalf("requests t1 2xx: %v", reqs)
+	}
+	ex := reqs[0].GetCounter().GetExemplar()
+	exLabels := map[string]string{}
+	for _, l := range ex.GetLabel() {
+		exLabels[l.GetName()] = l.GetValue()
+	}
+	if exLabels["trace_id"] != (trace.TraceID{1}).String() || exLabels["span_id"] != (trace.SpanID{2}).String() {
+		t.Errorf("request exemplar %v, want the sampled span's ids", exLabels)
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		n      float64
+	}{
+		{map[string]string{"tenant": "t2", "status_class": "2xx"}, 1},
+		{map[string]string{"tenant": "t1", "status_class": "other"}, 1},
+		{map[string]string{"tenant": "t1", "status_class": "4xx", "endpoint": "provision"}, 1},
+	} {
+		got := gathered(t, g, "osb_gateway_requests_total", tc.labels)
+		if len(got) != 1 || got[0].GetCounter().GetValue() != tc.n {
+			t.Errorf("requests %v: %v, want %v", tc.labels, got, tc.n)
+		}
+		if tc.labels["tenant"] == "t2" && got[0].GetCounter().GetExemplar() != nil {
+			t.Errorf("exemplar from an unsampled span: %v", got[0].GetCounter().GetExemplar())
+		}
+	}
+	hist := gathered(t, g, "osb_gateway_request_duration_seconds", map[string]string{"tenant": "t1", "status_class": "2xx"})
+	if len(hist) != 1 || hist[0].GetHistogram().GetSampleCount() != 2 || hist[0].GetHistogram().GetSampleSum() != 0.04 {
+		t.Fatalf("duration t1 2xx: %v", hist)
+	}
+	var exemplars int
+	for _, b := range hist[0].GetHistogram().GetBucket() {
+		if b.GetExemplar() != nil {
+			exemplars++
+		}
+	}
+	if exemplars != 1 {
+		t.Errorf("duration exemplars: %d, want 1", exemplars)
+	}
+	// A series takes a new exemplar at most once a second.
+	exemplarTrace := func() string {
+		t.Helper()
+		got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"})
+		for _, l := range got[0].GetCounter().GetExemplar().GetLabel() {
+			if l.GetName() == "trace_id" {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	later := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{5}, SpanID: trace.SpanID{6}, TraceFlags: trace.FlagsSampled}))
+	clock = clock.Add(500 * time.Millisecond)
+	m.record(later, scope("t1", 201))
+	if got := exemplarTrace(); got != (trace.TraceID{1}).String() {
+		t.Errorf("exemplar replaced within a second: %s", got)
+	}
+	clock = clock.Add(600 * time.Millisecond)
+	m.record(later, scope("t1", 201))
+	if got := exemplarTrace(); got != (trace.TraceID{5}).String() {
+		t.Errorf("exemplar after a second: %s, want the newer trace", got)
+	}
+	if got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"}); got[0].GetCounter().GetValue() != 4 {
+		t.Errorf("requests t1 2xx: %v, want 4", got[0].GetCounter().GetValue())
+	}
+	if got := gathered(t, g, "osb_gateway_blocked_total", map[string]string{"tenant": "t1", "broker": "b", "endpoint": "provision"}); len(got) != 1 || got[0].GetCounter().GetValue() != 1 {
+		t.Errorf("blocked: %v", got)
+	}
+	if got := gathered(t, g, "osb_gateway_findings_total", map[string]string{"broker": "b", "rule": "r1", "direction": "request"}); len(got) != 1 || got[0].GetCounter().GetValue() != 2 {
+		t.Errorf("findings: %v", got)
+	}
+	if got := gathered(t, g, "osb_gateway_orphan_candidates_total", map[string]string{"broker": "b", "decision": "deprovision"}); len(got) != 1 || got[0].GetCounter().GetValue() != 1 {
+		t.Errorf("orphans: %v", got)
+	}
+
+	// Broker calls: timed from the round trip until the body is first
+	// closed; no answer counts as "error"; endpoints outside the table are
+	// "unknown".
+	rt := m.Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		clock = clock.Add(5 * time.Millisecond)
+		if r.Method == "DELETE" {
+			return nil, errors.New("refused")
+		}
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	}))
+	ctx := context.WithValue(t.Context(), scopeKey{}, &Scope{Broker: "b", Call: rules.Call{Endpoint: rules.Catalog}})
+	res, err := rt.RoundTrip(httptest.NewRequestWithContext(ctx, "GET", "http://broker/v2/catalog", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(10 * time.Millisecond)
+	_ = res.Body.Close()
+	clock = clock.Add(time.Second)
+	_ = res.Body.Close()
+	if _, err := rt.RoundTrip(httptest.NewRequestWithContext(ctx, "DELETE", "http://broker/v2/catalog", nil)); err == nil {
+		t.Fatal("no error")
+	}
+	m.BrokerCall("b", rules.Endpoint(200), "error", time.Second)
+	m.BrokerCall("b", rules.Catalog, "weird", time.Second)
+	for _, tc := range []struct {
+		labels map[string]string
+		n      uint64
+		sum    float64
+	}{
+		{map[string]string{"endpoint": "catalog", "status_class": "2xx"}, 1, 0.015},
+		{map[string]string{"endpoint": "catalog", "status_class": "error"}, 1, 0.005},
+		{map[string]string{"endpoint": "unknown", "status_class": "error"}, 1, 1},
+		{map[string]string{"endpoint": "catalog", "status_class": "weird"}, 1, 1},
+	} {
+		got := gathered(t, g, "osb_gateway_broker_duration_seconds", tc.labels)
+		if len(got) != 1 || got[0].GetHistogram().GetSampleCount() != tc.n || got[0].GetHistogram().GetSampleSum() != tc.sum {
+			t.Errorf("broker %v: %v, want count %d sum %v", tc.labels, got, tc.n, tc.sum)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestOutcome(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -144,6 +337,51 @@ func TestOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.scope.Outcome(); got != tc.want {
 				t.Errorf("Outcome() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkMetricsStage is the metrics stage and transport around one
+// broker call with a canned answer; on − nil is the instruments' cost per
+// call.
+func BenchmarkMetricsStage(b *testing.B) {
+	p, err := telemetry.Setup(b.Context(), config.Telemetry{}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	on, err := NewMetrics(p.MeterProvider, p.Registerer, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sampled := trace.ContextWithSpanContext(b.Context(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled}))
+	for _, tc := range []struct {
+		name string
+		m    *Metrics
+		ctx  context.Context
+	}{{"on", on, b.Context()}, {"sampled", on, sampled}, {"nil", nil, b.Context()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			answer := http.Response{StatusCode: 200, Body: http.NoBody}
+			rt := tc.m.Transport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+				res := answer
+				return &res, nil
+			}))
+			s := &Scope{Tenant: "t1", Broker: "b1", Call: rules.Call{Endpoint: rules.InstanceLastOperation}}
+			h := tc.m.Stage()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				res, err := rt.RoundTrip(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = res.Body.Close()
+				s.Status = 200
+			}))
+			r := httptest.NewRequestWithContext(context.WithValue(tc.ctx, scopeKey{}, s), "GET", "/v2/catalog", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Start = time.Now()
+				h.ServeHTTP(nil, r)
 			}
 		})
 	}

@@ -169,7 +169,7 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 				return exp.spans.Load()
 			}
 		}
-		m, err := proxy.NewMetrics(prov.MeterProvider, nil)
+		m, err := proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("metrics: %w", err)

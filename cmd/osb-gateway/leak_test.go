@@ -72,7 +72,7 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := proxy.NewMetrics(prov.MeterProvider, nil)
+	m, err := proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,10 +28,14 @@ func newObservability(cfg *config.Config, log *slog.Logger) (*observability, err
 	if err != nil {
 		return nil, err
 	}
-	m, err := proxy.NewMetrics(prov.MeterProvider, nil)
-	if err != nil {
-		_ = prov.Shutdown(context.Background())
-		return nil, err
+	// With metrics disabled nothing reads the instruments: a nil
+	// *proxy.Metrics leaves the metrics stage and transport out.
+	var m *proxy.Metrics
+	if prov.Registerer != nil {
+		if m, err = proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil); err != nil {
+			_ = prov.Shutdown(context.Background())
+			return nil, err
+		}
 	}
 	o := &observability{prov: prov, metrics: m}
 	if cfg.Audit.Sink != config.AuditSinkOff {

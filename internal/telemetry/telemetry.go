@@ -1,7 +1,9 @@
 // Package telemetry builds the gateway's OpenTelemetry providers from the
 // telemetry section of gateway.yaml: a tracer provider with the configured
 // span exporter and parent-based ratio sampling, and a meter provider read
-// by a Prometheus exporter, served as /metrics on the admin listener.
+// by a Prometheus exporter into the Prometheus registry served as /metrics
+// on the admin listener. Instruments too hot for the OpenTelemetry SDK
+// register on that registry directly, so /metrics is one page.
 //
 // Nothing here is global: Setup returns Providers that the caller hands to
 // the stages that trace and count (proxy.TraceStage, proxy.NewMetrics) and
@@ -46,9 +48,14 @@ type Providers struct {
 	// "none" it still gives every call a trace id (propagated to brokers,
 	// written to the audit log) but records nothing.
 	TracerProvider trace.TracerProvider
-	// MeterProvider makes the gateway's instruments; a no-op provider when
-	// metrics are disabled.
+	// MeterProvider makes the gateway's OpenTelemetry instruments; a no-op
+	// provider when metrics are disabled.
 	MeterProvider metric.MeterProvider
+	// Registerer takes Prometheus collectors to serve on /metrics next to
+	// the MeterProvider's instruments (the gateway's request-path
+	// instruments, which skip the OpenTelemetry SDK for cost); nil when
+	// metrics are disabled.
+	Registerer prometheus.Registerer
 	// Propagator reads and writes W3C trace context (traceparent,
 	// tracestate).
 	Propagator propagation.TextMapPropagator
@@ -122,6 +129,7 @@ func Setup(ctx context.Context, cfg config.Telemetry, version string, opts ...Op
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 	p.MeterProvider = p.mp
+	p.Registerer = reg
 	p.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return p, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -127,6 +128,10 @@ func TestInjectedExporterAndMetricsHandler(t *testing.T) {
 	span.End()
 	counter, _ := p.MeterProvider.Meter("test").Int64Counter("osb_gateway.test.events")
 	counter.Add(t.Context(), 2)
+	// Collectors on Registerer share the page with the meter's instruments.
+	native := prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_test_native_total", Help: "Test."})
+	p.Registerer.MustRegister(native)
+	native.Add(3)
 	srv := httptest.NewServer(p.MetricsHandler())
 	defer srv.Close()
 	res, err := http.Get(srv.URL)
@@ -135,8 +140,10 @@ func TestInjectedExporterAndMetricsHandler(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if !strings.Contains(string(body), "osb_gateway_test_events_total 2") {
-		t.Errorf("/metrics lacks the counter:\n%s", body)
+	for _, want := range []string{"osb_gateway_test_events_total 2", "osb_gateway_test_native_total 3", "target_info{"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 	if err := p.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
@@ -195,3 +202,19 @@ type keptSpans struct{ *tracetest.InMemoryExporter }
 func (keptSpans) Shutdown(context.Context) error { return nil }
 
 var _ sdktrace.SpanExporter = keptSpans{}
+
+func TestMetricsDisabledHasNoRegisterer(t *testing.T) {
+	p, err := Setup(t.Context(), configured(t, " {metrics: {enabled: false}}"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(t.Context())
+	if p.Registerer != nil {
+		t.Errorf("Registerer with metrics disabled: %v", p.Registerer)
+	}
+	w := httptest.NewRecorder()
+	p.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if w.Code != http.StatusNotFound {
+		t.Errorf("/metrics with metrics disabled: %d", w.Code)
+	}
+}
