@@ -66,6 +66,7 @@ type catalogEntry struct {
 	etag         []string // strong: a hash of body
 	lastModified time.Time
 	lastModHdr   []string
+	plain        *catalogView // the broker's own bytes, served without a tenant filter
 	fetched      time.Time
 	expires      time.Time
 
@@ -259,6 +260,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 		e.lastModified = prev.lastModified // same content: it did not change
 	}
 	e.lastModHdr = []string{e.lastModified.Format(http.TimeFormat)}
+	e.plain = newCatalogView(e.body, e.etag)
 	ct := res.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/json"

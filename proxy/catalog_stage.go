@@ -89,7 +89,7 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		return
 	}
 	h["Content-Type"] = e.contentType
-	h["Content-Length"] = []string{strconv.Itoa(len(v.body))}
+	h["Content-Length"] = v.length
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(v.body)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -58,15 +59,21 @@ func (f *catalogFilter) planVisible(s *osb.Service, p *osb.Plan) bool {
 // catalogView is what one tenant filter makes of one catalog entry: the
 // bytes to serve and their ETag, encoded once per catalog version.
 type catalogView struct {
-	body []byte
-	etag []string
+	body   []byte
+	etag   []string
+	length []string // Content-Length
+}
+
+// newCatalogView returns the view of body with its ETag.
+func newCatalogView(body []byte, etag []string) *catalogView {
+	return &catalogView{body: body, etag: etag, length: []string{strconv.Itoa(len(body))}}
 }
 
 // view returns the bytes a route serves: the broker's own bytes without a
 // filter, else the filtered catalog, built once and kept with the entry.
 func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 	if f == nil {
-		return &catalogView{body: e.body, etag: e.etag}, nil
+		return e.plain, nil
 	}
 	if v, ok := e.views.Load(f.key); ok {
 		return v.(*catalogView), nil
@@ -76,7 +83,7 @@ func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(body)
-	v := &catalogView{body: body, etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}}
+	v := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
 	actual, _ := e.views.LoadOrStore(f.key, v)
 	return actual.(*catalogView), nil
 }
