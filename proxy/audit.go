@@ -100,7 +100,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 	*rec = audit.Record{
 		Time:              s.Start.UTC(),
 		RequestID:         s.RequestID,
-		TraceID:           traceIDOf(s.TraceParent),
+		TraceID:           traceIDOf(callTraceParent(s, r)),
 		Tenant:            s.Tenant,
 		Broker:            s.Broker,
 		Endpoint:          s.Call.Endpoint.String(),
@@ -187,6 +187,21 @@ func auditError(s *Scope) *audit.Error {
 		}
 	}
 	return out
+}
+
+// callTraceParent is the call's W3C trace context: its server span's, or,
+// when the gateway traces nothing (exporter none: no trace stage), the
+// platform's own traceparent when it is well formed.
+func callTraceParent(s *Scope, r *http.Request) string {
+	if s.TraceParent != "" {
+		return s.TraceParent
+	}
+	if v := r.Header["Traceparent"]; len(v) == 1 {
+		if _, ok := parseTraceParent(v[0]); ok {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // traceIDOf returns the trace id of a W3C traceparent, or "".

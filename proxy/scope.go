@@ -89,9 +89,9 @@ type Scope struct {
 	// broker request (never appended to: cap 1).
 	idHeader []string
 	w        statusWriter
-	// hdrs backs idHeader, X-Forwarded-For and traceparent, so they cost no
-	// allocation of their own.
-	hdrs [3]string
+	// hdrs backs idHeader and traceparent, so they cost no allocation of
+	// their own.
+	hdrs [2]string
 }
 
 type scopeKey struct{}

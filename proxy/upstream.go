@@ -118,21 +118,13 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	} // else the platform's own single value, cloned into out
 	h[headerRequestIdentity] = s.idHeader
 	if s.TraceParent != "" { // the W3C trace context of the call's server span
-		s.hdrs[2] = s.TraceParent
-		h["Traceparent"] = s.hdrs[2:3:3]
+		s.hdrs[1] = s.TraceParent
+		h["Traceparent"] = s.hdrs[1:2:2]
 	}
-	setForwarded(h, pr.In, s)
-}
-
-// setForwarded tells the broker the platform's address in
-// X-Forwarded-For (ones the platform sent are dropped by ReverseProxy).
-// X-Forwarded-Host and -Proto are not sent: the broker's own URL is what it
-// needs, and every header costs on the hot path.
-func setForwarded(h http.Header, in *http.Request, s *Scope) {
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		s.hdrs[1] = ip
-		h["X-Forwarded-For"] = s.hdrs[1:2:2]
-	}
+	// No X-Forwarded-* headers: ReverseProxy drops the platform's, and a
+	// broker needs its own URL, not the platform's address; every header
+	// costs twice on the hot path, once to write and once for the broker
+	// to parse.
 }
 
 // joinPath appends the escaped rest to the broker URL's path and returns

@@ -135,10 +135,8 @@ func (ms memberList) get(doc []byte, name string) (json.RawMessage, bool) {
 	for i := len(ms) - 1; i >= 0; i-- {
 		mb := ms[i]
 		raw := doc[mb.keyStart:mb.keyEnd]
-		var same bool
-		if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-			same = len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
-		} else {
+		same := len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name
+		if !same && bytes.IndexByte(raw, '\\') >= 0 { // rare: an escaped key
 			same = unquoteJSON(raw) == name
 		}
 		if same {

@@ -65,8 +65,11 @@ func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields mem
 	e := c.Endpoint
 	for i := range responseFields {
 		f := &responseFields[i]
+		if !f.on.has(e) || v.Less(f.since) {
+			continue
+		}
 		raw, ok := fields.get(body, f.name)
-		if !f.on.has(e) || v.Less(f.since) || !ok || isNull(raw) {
+		if !ok || isNull(raw) {
 			continue
 		}
 		if typeOf(raw) != f.typ {

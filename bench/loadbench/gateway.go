@@ -81,8 +81,8 @@ func newGateway(urls map[string]string) (string, http.Handler, func(), error) {
 }
 
 // observe says how a gateway is observed. The zero value is how
-// osb-gateway serve runs by default: tracing with exporter none (spans
-// made, trace context propagated, nothing recorded), metrics, no audit.
+// osb-gateway serve runs by default: tracing with exporter none (no trace
+// stage; a platform's traceparent passes through), metrics, no audit.
 type observe struct {
 	// off leaves every observing stage out: no Outer stages and no
 	// Transport wrapper (the access log stays, as for every gateway).
@@ -175,9 +175,18 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		opts.Metrics = m
-		opts.Outer = []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage()}
+		// As serve: with exporter none (o.sampleRatio 0) no trace stage and
+		// no broker-call spans.
+		tracing := o.sampleRatio > 0
+		if tracing {
+			opts.Outer = append(opts.Outer, proxy.TraceStage(prov.TracerProvider, prov.Propagator))
+		}
+		opts.Outer = append(opts.Outer, m.Stage())
 		opts.Transport = func(rt http.RoundTripper) http.RoundTripper {
-			return m.Transport(proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator))
+			if tracing {
+				rt = proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator)
+			}
+			return m.Transport(rt)
 		}
 		if o.auditPath != "" {
 			w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: o.auditPath,

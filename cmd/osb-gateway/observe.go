@@ -48,13 +48,24 @@ func newObservability(cfg *config.Config, log *slog.Logger) (*observability, err
 			return nil, err
 		}
 	}
-	o.outer = []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage()}
+	// With exporter none no span would ever leave the process: the trace
+	// stage and the broker-call spans are left out, and the platform's own
+	// traceparent reaches the broker unchanged (the audit record takes its
+	// trace id from it).
+	tracing := cfg.Telemetry.Traces.Exporter != config.TraceExporterNone
+	if tracing {
+		o.outer = append(o.outer, proxy.TraceStage(prov.TracerProvider, prov.Propagator))
+	}
+	o.outer = append(o.outer, m.Stage())
 	if o.audit != nil {
 		o.outer = append(o.outer, proxy.AuditStage(proxy.AuditOptions{Writer: o.audit, Metrics: m, Logger: log,
 			ParameterKeys: cfg.Audit.Parameters == config.AuditParametersKeys}))
 	}
 	o.wrap = func(rt http.RoundTripper) http.RoundTripper {
-		return m.Transport(proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator))
+		if tracing {
+			rt = proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator)
+		}
+		return m.Transport(rt)
 	}
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,82 @@ tenants: [{name: t, credentials: [{username: u, password: tenant-password-xyz}],
 	var out, errOut bytes.Buffer
 	if code := runAudit([]string{"verify", auditFile}, &out, &errOut); code != 0 {
 		t.Errorf("audit verify: %d %s %s", code, out.String(), errOut.String())
+	}
+}
+
+// TestServeExporterNoneTracesNothing: with telemetry.traces.exporter none
+// (the default) the gateway starts no spans: a platform's traceparent
+// reaches the broker unchanged and its trace id is in the audit record; a
+// call without one reaches the broker without one.
+func TestServeExporterNoneTracesNothing(t *testing.T) {
+	got := make(chan []string, 2)
+	broker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Values("Traceparent")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"state":"in progress"}`)
+	}))
+	defer broker.Close()
+	dir := t.TempDir()
+	auditFile := filepath.Join(dir, "audit.log")
+	y := `
+listen: {address: "127.0.0.1:0"}
+admin: {address: "off"}
+state: {backend: memory}
+audit: {sink: file, path: "` + auditFile + `", fsync: always}
+brokers: [{name: b, url: "` + broker.URL + `"}]
+tenants: [{name: t, credentials: [{username: u, password: pass}], routes: [{broker: b}]}]
+`
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newServer(cfg, path, newLogs(cfg.Log, io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.serve() }()
+	base := "http://" + s.mainLn.Addr().String()
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, sent := range []string{tp, ""} {
+		req, _ := http.NewRequest("GET", base+"/t/b/v2/service_instances/i/last_operation", nil)
+		req.SetBasicAuth("u", "pass")
+		req.Header.Set("X-Broker-API-Version", "2.14")
+		if sent != "" {
+			req.Header.Set("Traceparent", sent)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d", res.StatusCode)
+		}
+		at := <-got
+		if sent != "" && (len(at) != 1 || at[0] != sent) {
+			t.Errorf("broker got traceparent %q, want the platform's %q unchanged", at, sent)
+		}
+		if sent == "" && len(at) != 0 {
+			t.Errorf("broker got traceparent %q from a call without one; with exporter none the gateway starts no trace", at)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.shutdown(ctx)
+	<-done
+	raw, err := os.ReadFile(auditFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`) ||
+		strings.Contains(lines[1], `"trace_id"`) {
+		t.Errorf("audit records: want the platform's trace id in the first and none in the second, got\n%s", raw)
 	}
 }
