@@ -39,7 +39,7 @@ const (
 	DefaultBrokerMinVersionString = "2.0"  // brokers[].api_version.min
 	DefaultBrokerMaxVersionString = "2.17" // brokers[].api_version.max
 
-	DefaultGOGC = 200 // runtime.gogc
+	DefaultGOGC = 400 // runtime.gogc
 
 	DefaultCatalogMaxEntries = 1000     // catalog.max_entries
 	DefaultCatalogMaxBytes   = 64 << 20 // catalog.max_bytes
