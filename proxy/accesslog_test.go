@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -50,5 +51,21 @@ func TestAccessLogWriter(t *testing.T) {
 	}
 	if out := run("json", slog.LevelWarn, 200, "x"); out != "" {
 		t.Errorf("info line written at level warn: %s", out)
+	}
+}
+
+// TestAccessTimeMatchesAppendFormat: the cached per-second stamp formats
+// every instant as time.AppendFormat does, across seconds, zones and
+// years.
+func TestAccessTimeMatchesAppendFormat(t *testing.T) {
+	a := NewAccessLog(io.Discard, "json", nil)
+	zones := []*time.Location{time.UTC, time.FixedZone("x", -(3*3600 + 30*60)), time.FixedZone("y", 5*3600+45*60)}
+	base := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	for i := range 5000 {
+		tm := base.Add(time.Duration(i) * 997 * time.Microsecond).In(zones[i/7%len(zones)])
+		got := string(a.appendTime(nil, tm))
+		if want := tm.Format(accessTimeFormat); got != want {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
 	}
 }

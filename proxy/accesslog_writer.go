@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -18,6 +19,35 @@ type AccessLog struct {
 	text  bool
 	level slog.Leveler
 	mu    sync.Mutex
+	// stamp caches the formatted second of the last line: lines within
+	// one second differ only in their milliseconds.
+	stamp atomic.Pointer[timeStamp]
+}
+
+// accessTimeFormat is slog's time format.
+const accessTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// timeStamp is one second formatted: the part before and after ".000".
+type timeStamp struct {
+	unix   int64
+	loc    *time.Location
+	before string // 2006-01-02T15:04:05
+	after  string // Z07:00
+}
+
+// appendTime appends t as time.AppendFormat(accessTimeFormat) would,
+// formatting the date, time and zone once per second.
+func (a *AccessLog) appendTime(b []byte, t time.Time) []byte {
+	st := a.stamp.Load()
+	if st == nil || st.unix != t.Unix() || st.loc != t.Location() {
+		full := t.Truncate(time.Second).Format(accessTimeFormat)
+		st = &timeStamp{unix: t.Unix(), loc: t.Location(), before: full[:19], after: full[23:]}
+		a.stamp.Store(st)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, st.before...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, st.after...)
 }
 
 // NewAccessLog returns an AccessLog writing format ("json" or "text") to
@@ -48,7 +78,7 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 	b := (*bp)[:0]
 	if a.text {
 		b = append(b, "time="...)
-		b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = a.appendTime(b, t)
 		b = append(b, " level="...)
 		b = append(b, level.String()...)
 		b = append(b, " msg=request"...)
@@ -64,7 +94,7 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 		}
 	} else {
 		b = append(b, `{"time":"`...)
-		b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = a.appendTime(b, t)
 		b = append(b, `","level":"`...)
 		b = append(b, level.String()...)
 		b = append(b, `","msg":"request"`...)
