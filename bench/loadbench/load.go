@@ -61,10 +61,15 @@ type sample struct {
 	// received in the period; counted says whether it was counted at all.
 	upstream int64
 	counted  bool
+	// rounds is the throughput of each round merged by add, in order.
+	rounds []float64
 }
 
 // add merges o into s, for a cell measured in several rounds.
 func (s *sample) add(o *sample) {
+	if o.elapsed > 0 {
+		s.rounds = append(s.rounds, float64(o.requests)/o.elapsed.Seconds())
+	}
 	s.requests += o.requests
 	s.elapsed += o.elapsed
 	s.cpu += o.cpu

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,5 +370,27 @@ func TestProvisionTargetsAnswer201AndReportPrints(t *testing.T) {
 	e.close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state directory %s left behind: %v", dir, err)
+	}
+}
+
+// TestPairedRatioIsTheMedianOfRoundRatios: with three or more rounds a
+// burst of foreign load in one round (here the gateway's second) does not
+// move the ratio; with fewer it is the pooled one.
+func TestPairedRatioIsTheMedianOfRoundRatios(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		a, b row
+		want float64
+	}{
+		{"median of three", row{RPS: 70, RoundRPS: []float64{90, 30, 90}}, row{RPS: 100, RoundRPS: []float64{100, 100, 100}}, 0.9},
+		{"median of four", row{RoundRPS: []float64{80, 90, 10, 100}}, row{RoundRPS: []float64{100, 100, 100, 100}}, 0.85},
+		{"pooled below three rounds", row{RPS: 60, RoundRPS: []float64{90, 30}}, row{RPS: 100, RoundRPS: []float64{100, 100}}, 0.6},
+		{"pooled when rounds differ", row{RPS: 50, RoundRPS: []float64{50, 50, 50}}, row{RPS: 100, RoundRPS: []float64{100, 100}}, 0.5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pairedRatio(&tt.a, &tt.b); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("pairedRatio = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

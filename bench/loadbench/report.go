@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -60,23 +61,25 @@ type meta struct {
 // in-process load generator and broker, which AddedCPU (CPU minus direct's)
 // leaves out.
 type row struct {
-	Request     string           `json:"request"`
-	Conns       int              `json:"conns"`
-	Target      string           `json:"target"`
-	Requests    int64            `json:"requests"`
-	Errors      map[string]int64 `json:"errors,omitempty"`
-	Seconds     float64          `json:"seconds"`
-	RPS         float64          `json:"req_per_s"`
-	P50         float64          `json:"p50_us"`
-	P99         float64          `json:"p99_us"`
-	CPU         float64          `json:"cpu_per_req_us"`
-	AddedCPU    *float64         `json:"added_cpu_per_req_us,omitempty"`
-	Allocs      float64          `json:"allocs_per_req"`
-	Bytes       float64          `json:"bytes_per_req"`
-	Reads       float64          `json:"read_syscalls_per_req"`
-	Writes      float64          `json:"write_syscalls_per_req"`
-	RatioDirect float64          `json:"ratio_to_direct"`
-	RatioBare   *float64         `json:"ratio_to_bare,omitempty"`
+	Request  string           `json:"request"`
+	Conns    int              `json:"conns"`
+	Target   string           `json:"target"`
+	Requests int64            `json:"requests"`
+	Errors   map[string]int64 `json:"errors,omitempty"`
+	Seconds  float64          `json:"seconds"`
+	RPS      float64          `json:"req_per_s"`
+	// RoundRPS is the throughput of each round, in order (see pairedRatio).
+	RoundRPS    []float64 `json:"round_req_per_s,omitempty"`
+	P50         float64   `json:"p50_us"`
+	P99         float64   `json:"p99_us"`
+	CPU         float64   `json:"cpu_per_req_us"`
+	AddedCPU    *float64  `json:"added_cpu_per_req_us,omitempty"`
+	Allocs      float64   `json:"allocs_per_req"`
+	Bytes       float64   `json:"bytes_per_req"`
+	Reads       float64   `json:"read_syscalls_per_req"`
+	Writes      float64   `json:"write_syscalls_per_req"`
+	RatioDirect float64   `json:"ratio_to_direct"`
+	RatioBare   *float64  `json:"ratio_to_bare,omitempty"`
 	// BrokerCatalogRequests counts the catalog requests that reached the
 	// broker behind the target in the measured period, where counted.
 	BrokerCatalogRequests *int64 `json:"broker_catalog_requests,omitempty"`
@@ -148,7 +151,7 @@ func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) 
 // newRow computes one target's figures.
 func newRow(kind string, n int, t string, s *sample) row {
 	r := row{Request: kind, Conns: n, Target: t, Requests: s.requests, Errors: s.errors,
-		Seconds: s.elapsed.Seconds(), P50: us(s.hist.quantile(0.50)), P99: us(s.hist.quantile(0.99))}
+		Seconds: s.elapsed.Seconds(), RoundRPS: s.rounds, P50: us(s.hist.quantile(0.50)), P99: us(s.hist.quantile(0.99))}
 	if s.elapsed > 0 {
 		r.RPS = float64(s.requests) / s.elapsed.Seconds()
 	}
@@ -173,13 +176,13 @@ func relate(rows map[string]*row) {
 		if d == nil {
 			break
 		}
-		r.RatioDirect = ratio(r.RPS, d.RPS)
+		r.RatioDirect = pairedRatio(r, d)
 		if name != targetDirect && r.Requests > 0 && d.Requests > 0 {
 			added := r.CPU - d.CPU
 			r.AddedCPU = &added
 		}
 		if name == targetGateway && b != nil {
-			x := ratio(r.RPS, b.RPS)
+			x := pairedRatio(r, b)
 			r.RatioBare = &x
 		}
 	}
@@ -202,21 +205,25 @@ func verdictConnsOf(conns []int) int {
 func verdictFor(kind string, conns []int, rows []row) (verdict, bool) {
 	n := verdictConnsOf(conns)
 	v := verdict{Request: kind, Conns: n}
-	found := 0
-	for _, r := range rows {
+	var g, b *row
+	for i, r := range rows {
 		if r.Request != kind || r.Conns != n {
 			continue
 		}
 		switch r.Target {
 		case targetGateway:
-			v.GatewayRPS, found = r.RPS, found+1
+			g = &rows[i]
 		case targetBare:
-			v.BareRPS, found = r.RPS, found+1
+			b = &rows[i]
 		}
 	}
-	v.Ratio = ratio(v.GatewayRPS, v.BareRPS)
+	if g == nil || b == nil {
+		return v, false
+	}
+	v.GatewayRPS, v.BareRPS = g.RPS, b.RPS
+	v.Ratio = pairedRatio(g, b)
 	v.Pass = v.Ratio >= minGatewayShare
-	return v, found == 2
+	return v, true
 }
 
 // writeMarkdown prints the report as markdown.
@@ -226,6 +233,9 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d (%d CPUs), GOGC=%d for every target; %s per run after %s warm-up, %d round(s); loopback; ",
 		m.GoVersion, m.GOMAXPROCS, m.NumCPU, m.GOGC, m.Duration, m.Warmup, m.Rounds)
 	fmt.Fprintf(w, "load generator and sample broker in-process, so CPU/req includes them; added CPU/req is CPU/req minus direct's.\n")
+	if m.Rounds >= 3 {
+		fmt.Fprintf(w, "Ratios (× columns and verdicts) are the median of the per-round ratios: the targets of a round run back to back, so each round compares them under the same foreign load; req/s, latency and CPU pool all rounds.\n")
+	}
 	if m.Nginx != "" {
 		fmt.Fprintf(w, "nginx %s: its master and workers' CPU is added to this process's.\n", m.Nginx)
 	}
@@ -279,6 +289,36 @@ func (rep *report) writeJSON(w io.Writer) error {
 
 // us returns d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// pairedRatio is a's throughput over b's, two targets of one cell. With
+// three or more rounds it is the median of the per-round ratios: the
+// targets of a round run back to back, so each round's ratio compares them
+// under the same load from the rest of a shared machine, and the median
+// drops the rounds a burst of foreign load hit one target of. With fewer
+// rounds it is the ratio of the pooled throughputs.
+func pairedRatio(a, b *row) float64 {
+	if len(a.RoundRPS) < 3 || len(a.RoundRPS) != len(b.RoundRPS) {
+		return ratio(a.RPS, b.RPS)
+	}
+	rs := make([]float64, len(a.RoundRPS))
+	for i := range rs {
+		rs[i] = ratio(a.RoundRPS[i], b.RoundRPS[i])
+	}
+	return median(rs)
+}
+
+// median returns the median of xs (which it sorts); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
+}
 
 func ratio(a, b float64) float64 {
 	if b == 0 {

@@ -99,26 +99,30 @@ func buildCache(infos []catalogInfo, kinds []string, conns []int, rows []row) ([
 func newCacheRow(kind string, n int, rows []row) (cacheRow, bool) {
 	c := cacheRow{Request: kind, Conns: n}
 	var direct, cached bool
-	for _, r := range rows {
+	var d, g, comp *row
+	for i, r := range rows {
 		if r.Request != kind || r.Conns != n {
 			continue
 		}
 		switch r.Target {
 		case targetDirect:
-			c.DirectRPS, c.DirectBytes, direct = r.RPS, r.Bytes, true
+			c.DirectRPS, c.DirectBytes, direct, d = r.RPS, r.Bytes, true, &rows[i]
 		case targetCached:
-			c.CachedRPS, c.CachedBytes, c.Requests, cached = r.RPS, r.Bytes, r.Requests, true
+			c.CachedRPS, c.CachedBytes, c.Requests, cached, g = r.RPS, r.Bytes, r.Requests, true, &rows[i]
 			if r.BrokerCatalogRequests != nil {
 				c.BrokerRequests = *r.BrokerCatalogRequests
 			}
 		case targetComposed:
 			rps, ceiling := r.RPS, float64(n)*float64(time.Second)/float64(composeTime)
-			c.ComposedRPS, c.ComposedCeiling = &rps, &ceiling
+			c.ComposedRPS, c.ComposedCeiling, comp = &rps, &ceiling, &rows[i]
 		}
 	}
-	c.RatioDirect = ratio(c.CachedRPS, c.DirectRPS)
-	if c.ComposedRPS != nil {
-		x := ratio(c.CachedRPS, *c.ComposedRPS)
+	if !direct || !cached {
+		return c, false
+	}
+	c.RatioDirect = pairedRatio(g, d)
+	if comp != nil {
+		x := pairedRatio(g, comp)
 		c.RatioComposed = &x
 	}
 	return c, direct && cached

@@ -126,7 +126,7 @@ func newExtraRow(kind string, n int, t string, s *sample, b row) extraRow {
 	r := newRow(kind, n, t, s)
 	x := extraRow{Request: kind, Conns: n, Target: t, Requests: r.Requests, Errors: r.Errors, Seconds: r.Seconds,
 		RPS: r.RPS, P50: r.P50, P99: r.P99, CPU: r.CPU, Allocs: r.Allocs, Bytes: r.Bytes, Baseline: b.Target,
-		Ratio: ratio(r.RPS, b.RPS), CPURatio: ratio(r.CPU, b.CPU), AddedCPU: r.CPU - b.CPU}
+		Ratio: pairedRatio(&r, &b), CPURatio: ratio(r.CPU, b.CPU), AddedCPU: r.CPU - b.CPU}
 	if s.counted {
 		c := s.upstream
 		switch kind {

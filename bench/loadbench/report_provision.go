@@ -19,6 +19,7 @@ type provisionRow struct {
 	Errors      map[string]int64 `json:"errors,omitempty"`
 	Seconds     float64          `json:"seconds"`
 	RPS         float64          `json:"provisions_per_s"`
+	rounds      []float64        // per-round throughput (pairedRatio)
 	P50         float64          `json:"p50_us"`
 	P99         float64          `json:"p99_us"`
 	CPU         float64          `json:"cpu_per_req_us"`
@@ -62,7 +63,7 @@ func buildProvision(kinds []string, conns []int, samples map[cell]*sample) ([]pr
 			}
 			r := newRow(kindProvision, n, t, s)
 			byName[t] = &provisionRow{Conns: n, Target: t, Requests: r.Requests, Errors: r.Errors, Seconds: r.Seconds,
-				RPS: r.RPS, P50: r.P50, P99: r.P99, CPU: r.CPU, Allocs: r.Allocs}
+				RPS: r.RPS, rounds: r.RoundRPS, P50: r.P50, P99: r.P99, CPU: r.CPU, Allocs: r.Allocs}
 			errs += total(s.errors)
 		}
 		d, m, b := byName[targetDirect], byName[targetGatewayMemory], byName[targetGatewayBolt]
@@ -72,17 +73,17 @@ func buildProvision(kinds []string, conns []int, samples map[cell]*sample) ([]pr
 				continue
 			}
 			if d != nil {
-				r.RatioDirect = ratio(r.RPS, d.RPS)
+				r.RatioDirect = provisionRatio(r, d)
 			}
 			if t == targetGatewayBolt && m != nil {
-				x := ratio(r.RPS, m.RPS)
+				x := provisionRatio(r, m)
 				r.RatioMemory = &x
 			}
 			rows = append(rows, *r)
 		}
 		if n == vn && d != nil && m != nil && b != nil {
 			verdicts = append(verdicts, provisionVerdict{Conns: n, BoltRPS: b.RPS, MemoryRPS: m.RPS, DirectRPS: d.RPS,
-				BoltToMemory: ratio(b.RPS, m.RPS), BoltToDirect: ratio(b.RPS, d.RPS), Errors: errs})
+				BoltToMemory: provisionRatio(b, m), BoltToDirect: provisionRatio(b, d), Errors: errs})
 		}
 	}
 	return rows, verdicts
@@ -109,4 +110,9 @@ func (rep *report) writeProvisionMarkdown(w io.Writer) {
 			"(gateway memory %.0f, direct %.0f; bolt/memory %.2f, bolt/direct %.2f; %d non-201 answers or errors) (no target set)\n",
 			v.Conns, v.BoltRPS, v.MemoryRPS, v.DirectRPS, v.BoltToMemory, v.BoltToDirect, v.Errors)
 	}
+}
+
+// provisionRatio is pairedRatio for provision rows.
+func provisionRatio(a, b *provisionRow) float64 {
+	return pairedRatio(&row{RPS: a.RPS, RoundRPS: a.rounds}, &row{RPS: b.RPS, RoundRPS: b.rounds})
 }
