@@ -110,6 +110,11 @@ func (r *rotating) Write(p []byte) (int, error) {
 
 func (r *rotating) sync() error { return r.f.Sync() }
 
+// syncer returns the current file's Sync, to call without the writer's
+// lock; once rotation closed that file (after syncing it) it fails with
+// os.ErrClosed.
+func (r *rotating) syncer() func() error { return r.f.Sync }
+
 func (r *rotating) needsRotation(buffered, n int) bool {
 	used := r.size + int64(buffered)
 	return used > 0 && used+int64(n) > r.max

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ type Writer struct {
 	prev   [64]byte // hash of the last record written, in hex
 	policy string
 	closed bool
+	dirty  bool // records appended since the last background flush
 	// onError receives errors of background flushes.
 	onError func(error)
 	stop    chan struct{}
@@ -38,6 +40,10 @@ type sink interface {
 	io.Writer
 	// sync makes what was written durable (no-op for streams).
 	sync() error
+	// syncer returns a function that makes what was written so far
+	// durable and may be called without the writer's lock, while writes
+	// go on; nil for streams.
+	syncer() func() error
 	// needsRotation reports whether a line of n bytes, after buffered
 	// bytes not written yet, would grow a non-empty file past its limit;
 	// rotate then starts a new file (the buffer is flushed first).
@@ -132,6 +138,7 @@ func (w *Writer) append(body []byte) error {
 		}
 	}
 	w.prev = hash
+	w.dirty = true
 	if w.buf == nil { // always: write and sync now
 		if _, err := w.out.Write(line); err != nil {
 			return fmt.Errorf("audit: %w", err)
@@ -158,8 +165,7 @@ func (w *Writer) Flush() error {
 	return w.flushLocked(true)
 }
 
-// flushLocked writes the buffer out and syncs when sync is set (or the
-// policy is interval).
+// flushLocked writes the buffer out and syncs when sync is set.
 func (w *Writer) flushLocked(sync bool) error {
 	if w.buf != nil {
 		if err := w.buf.Flush(); err != nil {
@@ -167,7 +173,7 @@ func (w *Writer) flushLocked(sync bool) error {
 			return fmt.Errorf("audit: %w", err)
 		}
 	}
-	if sync || w.policy == config.AuditFsyncInterval {
+	if sync {
 		if err := w.out.sync(); err != nil {
 			return fmt.Errorf("audit: sync: %w", err)
 		}
@@ -175,7 +181,10 @@ func (w *Writer) flushLocked(sync bool) error {
 	return nil
 }
 
-// flushEvery flushes the buffer every interval until Close.
+// flushEvery writes the buffer out every interval until Close and, with
+// the interval policy, syncs the file after releasing the lock: an fsync
+// can take milliseconds, and Write must not wait for it. A file that
+// rotation closed meanwhile was synced by the rotation.
 func (w *Writer) flushEvery(interval time.Duration) {
 	defer close(w.done)
 	t := time.NewTicker(interval)
@@ -186,8 +195,19 @@ func (w *Writer) flushEvery(interval time.Duration) {
 			return
 		case <-t.C:
 			w.mu.Lock()
+			dirty := w.dirty
+			w.dirty = false
 			err := w.flushLocked(false)
+			var sync func() error
+			if err == nil && dirty && w.policy == config.AuditFsyncInterval && !w.closed {
+				sync = w.out.syncer()
+			}
 			w.mu.Unlock()
+			if sync != nil {
+				if serr := sync(); serr != nil && !errors.Is(serr, os.ErrClosed) {
+					err = fmt.Errorf("audit: sync: %w", serr)
+				}
+			}
 			if err != nil && w.onError != nil {
 				w.onError(err)
 			}
@@ -219,6 +239,7 @@ func (w *Writer) Close() error {
 type stream struct{ io.Writer }
 
 func (stream) sync() error                 { return nil }
+func (stream) syncer() func() error        { return nil }
 func (stream) needsRotation(int, int) bool { return false }
 func (stream) rotate() error               { return nil }
 func (stream) close() error                { return nil }

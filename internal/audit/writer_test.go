@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +187,43 @@ func TestIntervalPolicyFlushesInBackground(t *testing.T) {
 	}
 	if err := w.Write(record(9)); err == nil {
 		t.Error("Write after Close succeeded")
+	}
+}
+
+// TestBackgroundSyncDuringRotationReportsNothing: the interval policy's
+// fsync runs outside the writer's lock, so rotation may close the file it
+// syncs; that is no error (rotation synced it), and the chain stays whole.
+func TestBackgroundSyncDuringRotationReportsNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fileConfig(dir, "4KiB", config.AuditFsyncInterval, 1000)
+	cfg.FsyncInterval = time.Millisecond
+	w, err := Open(cfg, Options{OnError: func(err error) { t.Errorf("background error: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				if err := w.Write(record(g*1000 + i)); err != nil {
+					t.Errorf("Write: %v", err)
+				}
+				if i%10 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := chainFiles(t, cfg.Path)
+	if len(files) < 3 {
+		t.Fatalf("%d files; the test needs rotations", len(files))
+	}
+	if res, err := Verify(files...); err != nil || res.Records != 400 || !res.Anchored {
+		t.Errorf("Verify: %+v, %v; want 400 chained records", res, err)
 	}
 }
 
