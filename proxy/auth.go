@@ -24,19 +24,38 @@ type tenant struct {
 	missingStatus int
 	cert          gwtls.ClientCertRule // tenants[].client_cert
 
-	// verified remembers bcrypt credentials already checked, keyed by a
-	// SHA-256 of the presented username and password, so only the first
-	// request with a credential pays for bcrypt. Only successes are stored,
-	// so it holds at most one entry per bcrypt credential.
-	verified sync.Map // [32]byte → struct{}
+	// verified remembers bcrypt credentials already checked, keyed by the
+	// digest of the presented username and password (presentedDigest), so
+	// only the first request with a credential pays for bcrypt. Only
+	// successes are stored, so it holds at most one entry per bcrypt
+	// credential.
+	verified sync.Map // [32]byte → *credential
 }
 
 // credential holds SHA-256 digests, so comparisons run in constant time
 // over fixed-length values whatever the lengths presented.
 type credential struct {
-	user   [32]byte
-	pass   [32]byte
-	bcrypt []byte // non-nil: pass is unused, compare with bcrypt
+	user   [32]byte // SHA-256 of the username
+	pair   [32]byte // presentedDigest of the username and password
+	bcrypt []byte   // non-nil: pair is unused, compare with bcrypt
+}
+
+// presentedDigest is the SHA-256 of a username and password, the
+// username's length first so that no two pairs share an input: one hash
+// per request identifies what was presented.
+func presentedDigest(user, pass []byte) [32]byte {
+	var buf [258]byte
+	if 2+len(user)+len(pass) > len(buf) {
+		h := sha256.New()
+		h.Write([]byte{byte(len(user) >> 8), byte(len(user))})
+		h.Write(user)
+		h.Write(pass)
+		var d [32]byte
+		h.Sum(d[:0])
+		return d
+	}
+	b := append(append(append(buf[:0], byte(len(user)>>8), byte(len(user))), user...), pass...)
+	return sha256.Sum256(b)
 }
 
 func newTenant(tc *config.Tenant) *tenant {
@@ -48,7 +67,7 @@ func newTenant(tc *config.Tenant) *tenant {
 		if c.IsBcrypt() {
 			cr.bcrypt = []byte(c.Password.Reveal())
 		} else {
-			cr.pass = sha256.Sum256([]byte(c.Password.Reveal()))
+			cr.pair = presentedDigest([]byte(c.Username), []byte(c.Password.Reveal()))
 		}
 		t.creds = append(t.creds, cr)
 	}
@@ -63,39 +82,36 @@ func (t *tenant) authenticate(user, pass string) bool {
 }
 
 func (t *tenant) authenticateBytes(user, pass []byte) bool {
-	u := sha256.Sum256(user)
-	p := sha256.Sum256(pass)
+	d := presentedDigest(user, pass)
+	var known *credential // the bcrypt credential d was verified for
+	if v, ok := t.verified.Load(d); ok {
+		known = v.(*credential)
+	}
 	ok := 0
 	for i := range t.creds {
 		c := &t.creds[i]
-		um := subtle.ConstantTimeCompare(u[:], c.user[:])
 		if c.bcrypt == nil {
-			ok |= um & subtle.ConstantTimeCompare(p[:], c.pass[:])
+			ok |= subtle.ConstantTimeCompare(d[:], c.pair[:])
 			continue
 		}
-		if um == 1 && t.bcryptOK(c, user, pass) {
+		if known == c || (known == nil && t.bcryptOK(c, d, user, pass)) {
 			ok = 1
 		}
 	}
 	return ok == 1
 }
 
-func (t *tenant) bcryptOK(c *credential, user, pass []byte) bool {
-	h := sha256.New()
-	h.Write(c.bcrypt)
-	h.Write([]byte{0})
-	h.Write(user)
-	h.Write([]byte{0})
-	h.Write(pass)
-	var key [32]byte
-	h.Sum(key[:0])
-	if _, ok := t.verified.Load(key); ok {
-		return true
-	}
-	if bcrypt.CompareHashAndPassword(c.bcrypt, []byte(pass)) != nil {
+// bcryptOK checks a pair not verified before against a bcrypt credential
+// and remembers it under its digest d when it matches.
+func (t *tenant) bcryptOK(c *credential, d [32]byte, user, pass []byte) bool {
+	u := sha256.Sum256(user)
+	if subtle.ConstantTimeCompare(u[:], c.user[:]) != 1 {
 		return false
 	}
-	t.verified.Store(key, struct{}{})
+	if bcrypt.CompareHashAndPassword(c.bcrypt, pass) != nil {
+		return false
+	}
+	t.verified.Store(d, c)
 	return true
 }
 
