@@ -72,7 +72,7 @@ func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed
 		return body, false, nil
 	}
 	open := skipJSONSpace(body, 0)
-	if !json.Valid(body) || open >= len(body) || body[open] != '{' {
+	if !validJSON(body) || open >= len(body) || body[open] != '{' {
 		return body, false, badRequest("the %s body is not a JSON object, so it cannot be bridged for a broker of API version %s",
 			c.Endpoint, brokerMax)
 	}

@@ -97,7 +97,7 @@ func decodeObject(what string, body []byte) (map[string]json.RawMessage, violati
 	case start == len(body):
 		vs.add("request.body.missing", fmt.Sprintf("%s needs a JSON object as its body, got an empty body", what))
 		return nil, vs
-	case !json.Valid(body):
+	case !validJSON(body):
 		var syn *json.SyntaxError
 		if err := json.Unmarshal(body, new(any)); errors.As(err, &syn) {
 			vs.add("request.body.syntax", fmt.Sprintf("request body is not valid JSON at byte %d: %v", syn.Offset, err))

@@ -105,7 +105,7 @@ func (vs *violationList) addResponse(rule, description string) {
 func responseObject(c Call, status int, body []byte, buf []objMember, vs *violationList) (memberList, bool) {
 	start := skipJSONSpace(body, 0)
 	switch {
-	case start < len(body) && !json.Valid(body):
+	case start < len(body) && !validJSON(body):
 		var syn *json.SyntaxError
 		err := json.Unmarshal(body, new(any))
 		offset := int64(len(body))
