@@ -118,6 +118,15 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 	lineBufs.Put(bp)
 }
 
+// jsonSafe marks the bytes appendJSONString copies as they are: ASCII
+// other than control characters, '"' and '\\'.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
 // U+FFFD, as encoding/json does.
 func appendJSONString(b []byte, s string) []byte {
@@ -126,7 +135,7 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if jsonSafe[c] {
 			i++
 			continue
 		}
