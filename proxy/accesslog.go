@@ -16,7 +16,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			level := slog.LevelInfo
 			if s.Status >= 500 {
 				level = slog.LevelWarn

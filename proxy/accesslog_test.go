@@ -21,7 +21,7 @@ func TestAccessLogWriter(t *testing.T) {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("X-Broker-API-Request-Identity", id)
 		_, _ = serveStage(r, func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			s.Tenant, s.Broker, s.Call.InstanceID = "t", "b", "i 1"
 			w.WriteHeader(status)
 		}, withAccessLog(nil, NewAccessLog(&out, format, lv), fixed))

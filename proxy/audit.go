@@ -64,7 +64,7 @@ func AuditStage(o AuditOptions) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
-				s := ScopeFrom(r.Context())
+				s := ScopeOf(w, r)
 				if s == nil {
 					return
 				}

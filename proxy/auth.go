@@ -126,7 +126,7 @@ var challenge = []string{`Basic realm="` + Realm + `"`}
 func withAuth() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			t := s.route.tenant
 			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
 			if certErr != nil {

@@ -99,7 +99,7 @@ func BenchmarkStage(b *testing.B) {
 	}
 	prefill := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			s.route, s.Tenant, s.Broker, s.Path = rt, "t1", "b1", "/v2/service_instances/i-1/last_operation"
 			s.Version, s.Forward = rt.up.max, rt.up.maxString
 			next.ServeHTTP(w, r)

@@ -22,7 +22,7 @@ func withBodyLimit(max int64) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			if r.ContentLength > max {
 				s.fail(w, tooLarge(r.ContentLength, max))
 				return

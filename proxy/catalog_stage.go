@@ -35,7 +35,7 @@ var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
 func withCatalog(cache *CatalogCache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			switch s.Call.Endpoint {
 			case rules.Catalog:
 				serveCatalog(w, r, s, cache)

@@ -14,7 +14,7 @@ import (
 func withClassify() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
 			if err == nil {
 				err = checkVersions(call, s)

@@ -187,7 +187,7 @@ func (g *Gateway) Close(next *Gateway) {
 type dispatch struct{}
 
 func (dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ScopeFrom(r.Context()).route.up.ServeHTTP(w, r)
+	ScopeOf(w, r).route.up.ServeHTTP(w, r)
 }
 
 // Switch serves each request with the Gateway current when the request

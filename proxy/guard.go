@@ -59,7 +59,7 @@ var kinds = map[rules.Endpoint]string{
 func withGuard(g *guard) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			s.guard = g
 			kind, mutating := kinds[s.Call.Endpoint]
 			if !mutating {

@@ -365,7 +365,7 @@ func (m *Metrics) Stage() Middleware {
 			m.inFlight.Add(1)
 			defer m.inFlight.Add(-1)
 			next.ServeHTTP(w, r)
-			if s := ScopeFrom(r.Context()); s != nil {
+			if s := ScopeOf(w, r); s != nil {
 				m.record(r.Context(), s)
 			}
 		})

@@ -18,7 +18,7 @@ func serveStage(r *http.Request, terminal http.HandlerFunc, mws ...Middleware) (
 	var got *Scope
 	last := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got = ScopeFrom(r.Context())
+			got = ScopeOf(w, r)
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -97,7 +97,7 @@ func TestAccessLogLine(t *testing.T) {
 	r := httptest.NewRequest("PUT", "/t/b/v2/service_instances/i1", strings.NewReader(`{"parameters":{"password":"p4ss"}}`))
 	r.SetBasicAuth("platform-user", "platform-pass")
 	_, _ = serveStage(r, func(w http.ResponseWriter, r *http.Request) {
-		s := ScopeFrom(r.Context())
+		s := ScopeOf(w, r)
 		s.Tenant, s.Broker = "t", "b"
 		s.Call.InstanceID = "i1"
 		w.WriteHeader(201)
@@ -118,7 +118,7 @@ func TestAccessLogLine(t *testing.T) {
 func TestBodyStage(t *testing.T) {
 	var seen []byte
 	capture := func(w http.ResponseWriter, r *http.Request) {
-		seen = ScopeFrom(r.Context()).Body
+		seen = ScopeOf(w, r).Body
 		w.WriteHeader(204)
 	}
 	w, _ := serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("12345")), capture, withBodyLimit(5))

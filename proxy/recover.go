@@ -30,7 +30,7 @@ func withRecover(log *slog.Logger) Middleware {
 					slog.String("stack", string(debug.Stack())))
 				e := &osb.Error{Status: http.StatusInternalServerError,
 					Description: "The gateway failed while handling the request; the cause is in the gateway's log.", Err: err}
-				if s := ScopeFrom(r.Context()); s != nil {
+				if s := ScopeOf(w, r); s != nil {
 					if s.Status != 0 {
 						return // headers are out; nothing more can be said
 					}

@@ -41,7 +41,7 @@ func (t routeTable) match(p string) (*route, string) {
 func withRoute(routes routeTable) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			p := r.URL.EscapedPath()
 			if r.URL.Opaque != "" || (r.URL.Host != "" && r.RequestURI != "" && r.RequestURI[0] != '/') {
 				// absolute-form and opaque request targets are for proxies, not origins

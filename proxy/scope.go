@@ -96,7 +96,28 @@ type Scope struct {
 
 type scopeKey struct{}
 
-// ScopeFrom returns the request's Scope, or nil outside the gateway chain.
+// ScopeOf returns the Scope of a request in the gateway chain. The stages
+// after the scope stage find it behind the ResponseWriter the scope stage
+// passes on (so the chain does not copy the request to carry it); past the
+// upstream stage — the reverse proxy's callbacks, the broker transport —
+// it is in the request's context, where ScopeFrom finds it. nil outside
+// the chain.
+func ScopeOf(w http.ResponseWriter, r *http.Request) *Scope {
+	for w != nil {
+		if sw, ok := w.(*statusWriter); ok {
+			return sw.scope
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return ScopeFrom(r.Context())
+}
+
+// ScopeFrom returns the Scope in ctx: the context of a request past the
+// upstream stage (see ScopeOf), or nil.
 func ScopeFrom(ctx context.Context) *Scope {
 	s, _ := ctx.Value(scopeKey{}).(*Scope)
 	return s
@@ -123,7 +144,7 @@ func withScope(now func() time.Time) Middleware {
 			}
 			w.Header()[headerRequestIdentity] = s.idHeader
 			s.w = statusWriter{ResponseWriter: w, scope: s}
-			next.ServeHTTP(&s.w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, s)))
+			next.ServeHTTP(&s.w, r)
 			if s.Status == 0 {
 				s.Status = http.StatusOK
 			}

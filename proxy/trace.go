@@ -54,7 +54,7 @@ func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Mid
 	_, w3cOnly := prop.(propagation.TraceContext)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			if s == nil {
 				next.ServeHTTP(w, r)
 				return

@@ -258,7 +258,7 @@ func TestTraceContinuesIncomingTraceparent(t *testing.T) {
 	var before string // Scope.TraceParent as inner stages see it on the way in
 	peek := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			before = ScopeFrom(r.Context()).TraceParent
+			before = ScopeOf(w, r).TraceParent
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -285,7 +285,7 @@ func TestTraceLinksToStartingSpan(t *testing.T) {
 	startedBy := func(next http.Handler) http.Handler { // stands in for the guard on a poll
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
-			ScopeFrom(r.Context()).StartedBy = starter
+			ScopeOf(w, r).StartedBy = starter
 		})
 	}
 	gw, _, _ := stagedGateway(t, nil, TraceStage(tp, w3c), startedBy)

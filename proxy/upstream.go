@@ -93,7 +93,9 @@ func (u *upstream) sameAs(b *config.Broker) bool { return reflect.DeepEqual(u.cf
 // ServeHTTP is the upstream stage, the innermost handler: it forwards the
 // request to the broker within the broker's timeout.
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
+	// The reverse proxy's callbacks and the broker transport find the
+	// Scope in the outgoing request's context.
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), scopeKey{}, ScopeOf(w, r)), u.timeout)
 	defer cancel()
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }

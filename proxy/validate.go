@@ -29,7 +29,7 @@ type Finding struct {
 func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			if !s.Call.Endpoint.Mutating() {
 				next.ServeHTTP(w, r)
 				return

@@ -15,7 +15,7 @@ import (
 func withVersion() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeFrom(r.Context())
+			s := ScopeOf(w, r)
 			if err := negotiate(s, r.Header[headerAPIVersion]); err != nil {
 				s.fail(w, err)
 				return
