@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +138,29 @@ func TestOSBErrorBodyShape(t *testing.T) {
 	osb.WriteError(w, &osb.Error{Status: 422, Code: osb.CodeAsyncRequired, Description: "needs <async>"})
 	if got, want := w.Body.String(), `{"error":"AsyncRequired","description":"needs <async>"}`+"\n"; got != want {
 		t.Errorf("body %q, want %q", got, want)
+	}
+}
+
+// TestScopeContextAttachesToItsParent: a context derived from the Scope's
+// context is canceled with the platform request's, attaching to it
+// directly (no goroutine per call, as a foreign parent would need), and
+// finds the Scope.
+func TestScopeContextAttachesToItsParent(t *testing.T) {
+	parent, cancelParent := context.WithCancel(context.Background())
+	s := &Scope{}
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(s.withContext(parent), time.Hour)
+	defer cancel()
+	if n := runtime.NumGoroutine(); n != before {
+		t.Errorf("%d goroutines after deriving a context, want %d", n, before)
+	}
+	if ScopeFrom(ctx) != s {
+		t.Error("the derived context does not carry the Scope")
+	}
+	cancelParent()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+		t.Fatal("canceling the parent did not cancel the derived context")
 	}
 }

@@ -95,7 +95,7 @@ func (u *upstream) sameAs(b *config.Broker) bool { return reflect.DeepEqual(u.cf
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The reverse proxy's callbacks and the broker transport find the
 	// Scope in the outgoing request's context.
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), scopeKey{}, ScopeOf(w, r)), u.timeout)
+	ctx, cancel := context.WithTimeout(ScopeOf(w, r).withContext(r.Context()), u.timeout)
 	defer cancel()
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
