@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
