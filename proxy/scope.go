@@ -95,6 +95,8 @@ type Scope struct {
 	// ctx carries the Scope into the broker call's context (upstream
 	// stage) without an allocation of its own.
 	ctx scopeCtx
+	// call lists the broker call with its upstream's deadlines.
+	call callNode
 }
 
 type scopeKey struct{}

@@ -37,6 +37,7 @@ type upstream struct {
 	maxString string
 	maxHeader []string // []string{maxString}, shared: never appended to
 	timeout   time.Duration
+	deadlines *callDeadlines // cancels calls that outlive timeout
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 	log       *slog.Logger
@@ -56,6 +57,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (
 		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
 	}
 	u.maxHeader = []string{u.maxString}
+	u.deadlines = &callDeadlines{timeout: b.Timeout}
 	if b.Username != "" {
 		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
 	}
@@ -94,9 +96,11 @@ func (u *upstream) sameAs(b *config.Broker) bool { return reflect.DeepEqual(u.cf
 // request to the broker within the broker's timeout.
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The reverse proxy's callbacks and the broker transport find the
-	// Scope in the outgoing request's context.
-	ctx, cancel := context.WithTimeout(ScopeOf(w, r).withContext(r.Context()), u.timeout)
-	defer cancel()
+	// Scope in the outgoing request's context; the call is canceled when
+	// the platform goes away or the broker's timeout passes.
+	s := ScopeOf(w, r)
+	ctx := u.deadlines.start(s.withContext(r.Context()), &s.call)
+	defer u.deadlines.finish(&s.call)
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -200,14 +204,14 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	switch {
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
-	case errors.Is(err, context.Canceled) && r.Context().Err() == context.Canceled:
-		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
-		return
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
 		if ok, why := rules.OrphanOnTimeout(s.Call); ok && s.guard != nil {
 			s.guard.noteOrphan(r.Context(), s, why)
 		}
+	case errors.Is(err, context.Canceled) && s.ctx.Context != nil && s.ctx.Context.Err() != nil:
+		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
+		return
 	default:
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
 	}
@@ -220,7 +224,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 const StatusClientClosed = 499
 
 func isTimeout(err error, ctx context.Context) bool {
-	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		return true
 	}
 	var ne net.Error

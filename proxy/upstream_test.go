@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -236,4 +237,39 @@ func TestBodyLimit(t *testing.T) {
 			t.Errorf("broker got %d bytes with Content-Length %d", len(got), in.ContentLength)
 		}
 	})
+}
+
+// TestPlatformGoneCancelsTheBrokerCall: when the platform closes its
+// connection, the broker call is canceled at once, not when the broker's
+// timeout (30s here) passes.
+func TestPlatformGoneCancelsTheBrokerCall(t *testing.T) {
+	arrived, canceled := make(chan struct{}), make(chan struct{})
+	b1 := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+		close(canceled)
+	})
+	_, gw := testGateway(t, strings.Replace(twoTenantYAML, "timeout: 300ms", "timeout: 30s", 1), env(b1.URL, b1.URL))
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", nil)
+	req.SetBasicAuth(t1User, t1Pass)
+	req.Header.Set("X-Broker-API-Version", "2.14")
+	errc := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	select {
+	case <-canceled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the broker call went on after the platform went away")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the platform's canceled request got an answer")
+	}
 }

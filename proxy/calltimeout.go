@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// errBrokerTimeout is the cause a broker call is canceled with when it
+// outlives the broker's timeout; it wraps context.DeadlineExceeded.
+var errBrokerTimeout = fmt.Errorf("the broker's timeout passed: %w", context.DeadlineExceeded)
+
+// callDeadlines cancels the broker calls of one upstream that outlive its
+// timeout. A call costs a cancelable context and two list operations under
+// a mutex instead of a timer of its own: every call of an upstream has the
+// same timeout, so calls expire in the order they started, and one
+// goroutine sleeps until the oldest call's deadline. It wakes about once
+// per timeout while calls come and go, and exits after a timeout with
+// none. Safe for concurrent use.
+type callDeadlines struct {
+	timeout time.Duration
+	now     func() time.Duration // monotonic; nil: time.Since(callEpoch)
+
+	mu         sync.Mutex
+	head, tail *callNode
+	running    bool // a sweeper goroutine is on duty
+}
+
+// callNode is one call in flight; it lives in the call's Scope.
+type callNode struct {
+	prev, next *callNode
+	deadline   time.Duration
+	cancel     context.CancelCauseFunc
+	listed     bool
+}
+
+// callEpoch is the origin of the monotonic readings of callDeadlines.
+var callEpoch = time.Now()
+
+func (d *callDeadlines) clock() time.Duration {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Since(callEpoch)
+}
+
+// start derives the call's context from parent and lists n until finish,
+// which must be called once the call is over.
+func (d *callDeadlines) start(parent context.Context, n *callNode) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	n.cancel = cancel
+	n.deadline = d.clock() + d.timeout
+	d.mu.Lock()
+	n.prev, n.next, n.listed = d.tail, nil, true
+	if d.tail != nil {
+		d.tail.next = n
+	} else {
+		d.head = n
+	}
+	d.tail = n
+	if !d.running {
+		d.running = true
+		go d.sweep()
+	}
+	d.mu.Unlock()
+	return ctx
+}
+
+// finish unlists n and releases its context.
+func (d *callDeadlines) finish(n *callNode) {
+	d.mu.Lock()
+	d.unlink(n)
+	d.mu.Unlock()
+	n.cancel(nil)
+}
+
+func (d *callDeadlines) unlink(n *callNode) {
+	if !n.listed {
+		return
+	}
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		d.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		d.tail = n.prev
+	}
+	n.prev, n.next, n.listed = nil, nil, false
+}
+
+// sweep cancels expired calls, sleeping until the oldest call's deadline
+// (or for one timeout while none is listed: a call listed meanwhile
+// expires no sooner), and returns after a timeout without calls.
+func (d *callDeadlines) sweep() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	idle := false
+	for {
+		var expired []*callNode
+		d.mu.Lock()
+		now := d.clock()
+		for d.head != nil && d.head.deadline <= now {
+			n := d.head
+			d.unlink(n)
+			expired = append(expired, n)
+		}
+		wait := d.timeout
+		switch {
+		case d.head != nil:
+			wait, idle = d.head.deadline-now, false
+		case idle && len(expired) == 0:
+			d.running = false
+			d.mu.Unlock()
+			return
+		default:
+			idle = true
+		}
+		d.mu.Unlock()
+		for _, n := range expired {
+			n.cancel(errBrokerTimeout)
+		}
+		t.Reset(wait)
+		<-t.C
+	}
+}
