@@ -139,7 +139,7 @@ func withAuth() Middleware {
 				return
 			}
 			var buf [256]byte
-			header := r.Header.Get("Authorization")
+			header := headerValue(r.Header, "Authorization")
 			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
 			switch {

@@ -59,7 +59,7 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 	up := s.route.up
 	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: s.Forward}, reqID: s.RequestID}
 	if up.cfg.Catalog.VaryByPlatform {
-		f.identity = r.Header.Get(osb.HeaderOriginatingIdentity)
+		f.identity = headerValue(r.Header, headerOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")
 	}
 	return f
@@ -97,10 +97,10 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 // notModified applies RFC 9110's conditional GET: If-None-Match wins over
 // If-Modified-Since.
 func notModified(r *http.Request, etag string, lastModified time.Time) bool {
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
+	if inm := headerValue(r.Header, "If-None-Match"); inm != "" {
 		return etagMatch(inm, etag)
 	}
-	if ims := r.Header.Get("If-Modified-Since"); ims != "" {
+	if ims := headerValue(r.Header, "If-Modified-Since"); ims != "" {
 		t, err := http.ParseTime(ims)
 		return err == nil && !lastModified.After(t)
 	}

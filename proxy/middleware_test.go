@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,6 +66,12 @@ func TestScopeRequestIdentity(t *testing.T) {
 	}
 	if a, b := newRequestID(), newRequestID(); a == b {
 		t.Errorf("two generated ids are equal: %s", a)
+	}
+	uuidForm := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for range 100 {
+		if id := newRequestID(); !uuidForm.MatchString(id) {
+			t.Fatalf("generated id %q is not a version 4 UUID", id)
+		}
 	}
 }
 
@@ -162,5 +169,16 @@ func TestScopeContextAttachesToItsParent(t *testing.T) {
 	case <-ctx.Done():
 	case <-time.After(time.Second):
 		t.Fatal("canceling the parent did not cancel the derived context")
+	}
+}
+
+// TestHeaderKeysAreCanonical: headerValue reads the map directly, so the
+// keys it is given must be in canonical form.
+func TestHeaderKeysAreCanonical(t *testing.T) {
+	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Authorization", headerOriginatingIdentity,
+		headerRequestIdentity, headerAPIVersion} {
+		if c := http.CanonicalHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -182,6 +183,15 @@ func withScope(now func() time.Time) Middleware {
 }
 
 // Canonical header keys, precomputed so hot paths index maps directly.
+// headerValue is h.Get(key) for a key already in canonical form, without
+// canonicalizing it again on every request.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 var (
 	headerRequestIdentity = http.CanonicalHeaderKey(osb.HeaderRequestIdentity)
 	headerAPIVersion      = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
@@ -189,27 +199,29 @@ var (
 
 // newRequestID returns a random RFC 4122 version 4 UUID.
 func newRequestID() string {
-	const hex = "0123456789abcdef"
 	var u [16]byte
-	a, b := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 8; i++ {
-		u[i] = byte(a >> (8 * i))
-		u[8+i] = byte(b >> (8 * i))
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	var out [36]byte
 	j := 0
 	for i, c := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
+		out[j], out[j+1] = hexDigits[c>>4], hexDigits[c&0x0f]
+		j += 2
+		if dashAfter>>i&1 == 1 {
 			out[j] = '-'
 			j++
 		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0x0f]
-		j += 2
 	}
 	return string(out[:])
 }
+
+const (
+	hexDigits = "0123456789abcdef"
+	// dashAfter marks the bytes of a UUID followed by a dash (3, 5, 7, 9).
+	dashAfter = 1<<3 | 1<<5 | 1<<7 | 1<<9
+)
 
 // statusWriter records the status and body size in the Scope. It forwards
 // Flush and exposes the underlying writer to http.ResponseController.
