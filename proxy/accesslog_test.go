@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -87,4 +88,78 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Errorf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, got, want)
 		}
 	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use, counting writes.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes++
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) snapshot() (string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String(), l.writes
+}
+
+// TestBufferedAccessLog: buffered lines are written whole, in order, in
+// far fewer writes than lines; within the interval; and Close writes the
+// rest.
+func TestBufferedAccessLog(t *testing.T) {
+	var out lockedBuffer
+	a := NewAccessLog(&out, "json", slog.LevelInfo)
+	a.Buffer(20 * time.Millisecond)
+	line := func(g, i int) []accessField {
+		return []accessField{{key: "g", num: int64(g), isN: true}, {key: "i", num: int64(i), isN: true}}
+	}
+	a.write(time.Now(), slog.LevelInfo, line(0, 0))
+	deadline := time.Now().Add(5 * time.Second)
+	for text, _ := out.snapshot(); !strings.Contains(text, `"i":0`); text, _ = out.snapshot() {
+		if time.Now().After(deadline) {
+			t.Fatal("a buffered line was not written within the flush interval")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	const goroutines, perG = 4, 2000 // ~100 bytes a line: several buffers full
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				a.write(time.Now(), slog.LevelInfo, line(g+1, i))
+			}
+		})
+	}
+	wg.Wait()
+	a.Close()
+	text, writes := out.snapshot()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != 1+goroutines*perG {
+		t.Fatalf("%d lines, want %d", len(lines), 1+goroutines*perG)
+	}
+	next := make([]int, goroutines+1)
+	for _, l := range lines[1:] {
+		var rec struct{ G, I int }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("not a whole line: %q: %v", l, err)
+		}
+		if rec.I != next[rec.G] {
+			t.Fatalf("goroutine %d: line %d came where %d was due", rec.G, rec.I, next[rec.G])
+		}
+		next[rec.G]++
+	}
+	if writes > len(lines)/10 {
+		t.Errorf("%d writes for %d lines: not buffered", writes, len(lines))
+	}
+	a.write(time.Now(), slog.LevelInfo, line(9, 9)) // after Close: written at once
+	if text, _ := out.snapshot(); !strings.HasSuffix(text, "\"i\":9}\n") {
+		t.Error("a line after Close was not written")
+	}
 }

@@ -13,12 +13,19 @@ import (
 // AccessLog writes access lines straight to a writer, in the same JSON or
 // text shape as log/slog's handlers, without slog's generic machinery: the
 // access line is the one log line every request pays for. It is safe for
-// concurrent use; each line is one Write.
+// concurrent use. Unbuffered, each line is one Write; buffered (Buffer),
+// whole lines are written together, in order.
 type AccessLog struct {
 	w     io.Writer
 	text  bool
 	level slog.Leveler
-	mu    sync.Mutex
+	mu    sync.Mutex // guards buf and, unbuffered, writes
+	wmu   sync.Mutex // orders the writes of buffered lines
+	// buf holds lines not written yet, when buffered; spare is the other
+	// buffer, swapped in while buf is written.
+	buf, spare []byte
+	stop, done chan struct{}
+	closeOnce  sync.Once
 	// stamp caches the formatted second of the last line: lines within
 	// one second differ only in their milliseconds.
 	stamp atomic.Pointer[timeStamp]
@@ -112,10 +119,83 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 	}
 	b = append(b, '\n')
 	a.mu.Lock()
-	_, _ = a.w.Write(b)
+	switch {
+	case a.buf == nil:
+		_, _ = a.w.Write(b)
+	case len(a.buf)+len(b) <= cap(a.buf):
+		a.buf = append(a.buf, b...)
+	default: // full: write what is pending, then buffer this line
+		a.mu.Unlock()
+		a.Flush()
+		a.mu.Lock()
+		a.buf = append(a.buf, b...) // may grow past cap for one oversized line
+	}
 	a.mu.Unlock()
 	*bp = b
 	lineBufs.Put(bp)
+}
+
+// accessBufferSize is the buffer of a buffered AccessLog: about a hundred
+// lines, so a flush is one system call.
+const accessBufferSize = 32 << 10
+
+// Buffer makes a keep lines in memory and write them together when the
+// buffer fills and every interval, so that a busy gateway pays one system
+// call per interval for its access log instead of one per request. Lines
+// wait at most interval (Close writes what is left). Call it once, before
+// the first line; interval 0 leaves a unbuffered.
+func (a *AccessLog) Buffer(interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	a.buf = make([]byte, 0, accessBufferSize)
+	a.spare = make([]byte, 0, accessBufferSize)
+	a.stop, a.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(a.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-a.stop:
+				return
+			case <-t.C:
+				a.Flush()
+			}
+		}
+	}()
+}
+
+// Flush writes the buffered lines.
+func (a *AccessLog) Flush() {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	a.mu.Lock()
+	pending := a.buf
+	a.buf, a.spare = a.spare[:0], nil
+	a.mu.Unlock()
+	if len(pending) > 0 {
+		_, _ = a.w.Write(pending)
+	}
+	a.mu.Lock()
+	a.spare = pending[:0]
+	a.mu.Unlock()
+}
+
+// Close stops a buffered AccessLog's flushes and writes what is left;
+// lines after Close are written at once.
+func (a *AccessLog) Close() {
+	if a == nil || a.stop == nil {
+		return
+	}
+	a.closeOnce.Do(func() {
+		close(a.stop)
+		<-a.done
+		a.Flush()
+		a.mu.Lock()
+		a.buf, a.spare = nil, nil
+		a.mu.Unlock()
+	})
 }
 
 // jsonSafe marks the bytes appendJSONString copies as they are: ASCII

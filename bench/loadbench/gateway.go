@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,8 @@ tenants:
 
 // newGateway starts the real gateway (proxy.New) in front of the brokers at
 // urls (by gatewayYAML variable), logging access lines as JSON to
-// io.Discard, as in production. It returns the gateway's base URL, the
+// /dev/null through a buffered writer, as serve writes them to standard
+// error by default. It returns the gateway's base URL, the
 // gateway itself (to serve it on more listeners) and a function that stops
 // both.
 func newGateway(urls map[string]string) (string, http.Handler, func(), error) {
@@ -125,8 +127,17 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := proxy.Options{Logger: log, AccessLog: proxy.NewAccessLog(io.Discard, "json", slog.LevelInfo), Store: o.store}
-	var closers []func()
+	// The access lines go through the operating system as serve's go to
+	// standard error: to /dev/null, buffered as log.access_flush_interval
+	// says (its default here).
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	access := proxy.NewAccessLog(devNull, "json", slog.LevelInfo)
+	access.Buffer(*cfg.Log.AccessFlushInterval)
+	opts := proxy.Options{Logger: log, AccessLog: access, Store: o.store}
+	closers := []func(){func() { access.Close(); _ = devNull.Close() }}
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
@@ -143,7 +154,7 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 			exp = &countingExporter{}
 			topts = append(topts, telemetry.WithSpanExporter(exp))
 		}
-		// As osb-gateway serve runs: the access log (JSON, to io.Discard),
+		// As osb-gateway serve runs: the access log (JSON, buffered, to /dev/null),
 		// tracing, metrics, the audit log when configured, and the
 		// in-memory operation state.
 		prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, "bench", topts...)

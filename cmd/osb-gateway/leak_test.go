@@ -103,6 +103,7 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 			platform.Close()
 			admin.Close()
 			g.Close(nil)
+			logs.access.Close() // the buffered access lines
 			_ = aw.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

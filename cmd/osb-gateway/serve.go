@@ -41,6 +41,7 @@ func runServe(args []string, stderr io.Writer) int {
 		logs.log.Error("cannot start", slog.String("error", err.Error()))
 		return 1
 	}
+	defer logs.access.Close() // the buffered access lines
 	return srv.runUntilSignal()
 }
 
@@ -58,6 +59,9 @@ func newLogs(lc config.Log, w io.Writer) logs {
 	setLevel(level, lc.Level)
 	opts := &slog.HandlerOptions{Level: level}
 	l := logs{level: level, access: proxy.NewAccessLog(w, lc.Format, level)}
+	if lc.AccessFlushInterval != nil {
+		l.access.Buffer(*lc.AccessFlushInterval)
+	}
 	if lc.Format == "text" {
 		l.log = slog.New(slog.NewTextHandler(w, opts))
 	} else {
@@ -312,6 +316,7 @@ func (s *server) shutdown(ctx context.Context) error {
 	}
 	s.tls.Close()
 	s.sw.Load().Close(nil)
+	s.access.Close() // write the buffered access lines
 	s.stopSweep()
 	if s.st != nil {
 		s.st.Close()

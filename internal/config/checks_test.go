@@ -129,6 +129,9 @@ func TestChecks(t *testing.T) {
 			[]string{"listen.shutdown_grace: must not be negative"}},
 		{"broker timeout over an hour", func(c *Config) { c.Brokers[0].Timeout = 61 * time.Minute },
 			[]string{"brokers[0].timeout: must be at most 1h"}},
+		{"access flush interval over 10s", func(c *Config) { d := 11 * time.Second; c.Log.AccessFlushInterval = &d },
+			[]string{"log.access_flush_interval: must be at most 10s"}},
+		{"access flush interval zero", func(c *Config) { d := time.Duration(0); c.Log.AccessFlushInterval = &d }, nil},
 		{"negative response header timeout", func(c *Config) { c.Brokers[0].ResponseHeaderTimeout = -1 },
 			[]string{"brokers[0].response_header_timeout: must not be negative"}},
 

@@ -30,6 +30,10 @@ func (c *Config) ApplyDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = DefaultLogLevel
 	}
+	if c.Log.AccessFlushInterval == nil {
+		d := DefaultAccessFlushInterval
+		c.Log.AccessFlushInterval = &d
+	}
 	if c.Runtime.GOGC == 0 {
 		c.Runtime.GOGC = DefaultGOGC
 	}

@@ -33,7 +33,7 @@ func TestLoadFull(t *testing.T) {
 			TLS:               defaultListenTLS,
 		},
 		Admin:     Admin{Address: "off", Token: "an-admin-token-of-some-length"},
-		Log:       Log{Format: "text", Level: "debug"},
+		Log:       Log{Format: "text", Level: "debug", AccessFlushInterval: ptr(250 * time.Millisecond)},
 		Runtime:   Runtime{GOGC: 100, MemoryLimit: "512MiB"},
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
@@ -119,6 +119,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"admin.address", got.Admin.Address, DefaultAdminAddress},
 		{"log.format", got.Log.Format, DefaultLogFormat},
 		{"log.level", got.Log.Level, DefaultLogLevel},
+		{"log.access_flush_interval", got.Log.AccessFlushInterval.String(), DefaultAccessFlushInterval.String()},
 		{"prefix", got.Tenants[0].Routes[0].Prefix, "/cf-prod/mysql"},
 		{"api_version.min", got.Brokers[0].APIVersion.Min.String(), DefaultBrokerMinVersionString},
 		{"api_version.max", got.Brokers[0].APIVersion.Max.String(), DefaultBrokerMaxVersionString},
@@ -226,3 +227,5 @@ func TestConfigLookups(t *testing.T) {
 		t.Errorf("RouteCount = %d, want 3", n)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

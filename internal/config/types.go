@@ -29,6 +29,8 @@ const (
 	DefaultLogFormat = "json" // log.format
 	DefaultLogLevel  = "info" // log.level
 
+	DefaultAccessFlushInterval = 100 * time.Millisecond // log.access_flush_interval
+
 	DefaultMissingVersionStatus = 412 // tenants[].missing_version_status
 
 	DefaultBrokerTimeout          = 60 * time.Second // brokers[].timeout, as Cloud Controller
@@ -94,6 +96,12 @@ type Admin struct {
 type Log struct {
 	Format string `yaml:"format" validate:"oneof=json text"`
 	Level  string `yaml:"level" validate:"oneof=debug info warn error"`
+	// AccessFlushInterval is how long access lines may wait in a buffer
+	// (at most accessBufferSize bytes) before they are written, so that a
+	// busy gateway writes its access log in one system call per interval
+	// instead of one per request; 0 writes every line at once. nil:
+	// DefaultAccessFlushInterval.
+	AccessFlushInterval *time.Duration `yaml:"access_flush_interval" validate:"omitempty,gte=0,lte=10s"`
 }
 
 // Runtime sets Go runtime knobs at start.
