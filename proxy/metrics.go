@@ -459,7 +459,8 @@ type meteredTransport struct {
 // RoundTrip implements http.RoundTripper.
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	broker, ep := "", rules.Unknown
-	if s := ScopeFrom(req.Context()); s != nil {
+	s := ScopeFrom(req.Context())
+	if s != nil {
 		broker, ep = s.Broker, s.Call.Endpoint
 	}
 	start := t.m.tick()
@@ -473,24 +474,33 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		obs.Observe((t.m.tick() - start).Seconds())
 		return res, nil
 	}
-	res.Body = &doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start}
+	var b *doneBody
+	if s != nil && !s.metered.inUse { // the call's own: no allocation
+		b = &s.metered
+	} else {
+		b = new(doneBody)
+	}
+	*b = doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start, inUse: true}
+	res.Body = b
 	return res, nil
 }
 
 // doneBody observes the time since start (a tick) once, when the body is
-// first closed. It holds what it needs directly: one allocation per call.
+// first closed. It holds what it needs directly; a platform call's lives
+// in its Scope, so metering costs no allocation.
 type doneBody struct {
 	io.ReadCloser
 	m     *Metrics
 	obs   prometheus.Observer
 	start time.Duration
-	done  atomic.Bool
+	done  uint32 // 1 once observed (atomic; a plain word so a Scope may be copied)
+	inUse bool   // set by RoundTrip: a Scope's own doneBody is taken
 }
 
 // Close implements io.Closer.
 func (b *doneBody) Close() error {
 	err := b.ReadCloser.Close()
-	if b.done.CompareAndSwap(false, true) {
+	if atomic.CompareAndSwapUint32(&b.done, 0, 1) {
 		b.obs.Observe((b.m.tick() - b.start).Seconds())
 	}
 	return err

@@ -63,6 +63,9 @@ func withRoute(routes routeTable) Middleware {
 	}
 }
 
+// pathSpecial marks the bytes uncleanPath looks at: the rest are skipped.
+var pathSpecial = [256]bool{'/': true, '\\': true, '%': true}
+
 // uncleanPath says why the escaped path p may not be routed, or "". It
 // refuses empty segments, dot segments (literal or percent-encoded),
 // backslashes and encoded separators, in one pass without allocating.
@@ -72,17 +75,17 @@ func uncleanPath(p string) string {
 	}
 	segStart := 1
 	for i := 1; i <= len(p); i++ {
+		for i < len(p) && !pathSpecial[p[i]] {
+			i++
+		}
 		if i < len(p) {
 			switch p[i] {
-			case '/':
 			case '\\':
 				return "it contains a backslash"
 			case '%':
 				if why := badEscape(p[i:]); why != "" {
 					return why
 				}
-				continue
-			default:
 				continue
 			}
 		}

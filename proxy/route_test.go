@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -168,4 +169,49 @@ func TestUncleanPath(t *testing.T) {
 			t.Errorf("uncleanPath(%q) refuses = %v, want %v (%s)", tc.path, got, tc.bad, uncleanPath(tc.path))
 		}
 	}
+}
+
+// uncleanPathRef is uncleanPath as first written, byte by byte: the
+// reference the table-driven version must agree with.
+func uncleanPathRef(p string) string {
+	if p == "" || p[0] != '/' {
+		return "it does not start with \"/\""
+	}
+	segStart := 1
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) {
+			switch p[i] {
+			case '/':
+			case '\\':
+				return "it contains a backslash"
+			case '%':
+				if why := badEscape(p[i:]); why != "" {
+					return why
+				}
+				continue
+			default:
+				continue
+			}
+		}
+		seg := p[segStart:i]
+		if seg == "" && i < len(p) {
+			return "it has an empty segment (\"//\")"
+		}
+		if isDotSegment(seg) {
+			return fmt.Sprintf("it has a dot segment (%q)", seg)
+		}
+		segStart = i + 1
+	}
+	return ""
+}
+
+func FuzzUncleanPath(f *testing.F) {
+	for _, p := range []string{"/t1/b1/v2/catalog", "/t1/../b2", "/t1/%2e%2E/x", "//x", "/a\\b", "/a%2fb", "/a%zz", "/a%", "/.", "/x/.%2e/", "/x/"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := uncleanPath(p), uncleanPathRef(p); got != want {
+			t.Errorf("uncleanPath(%q) = %q, want %q", p, got, want)
+		}
+	})
 }

@@ -98,6 +98,8 @@ type Scope struct {
 	ctx scopeCtx
 	// call lists the broker call with its upstream's deadlines.
 	call callNode
+	// metered times the broker call's body (Metrics.Transport).
+	metered doneBody
 }
 
 type scopeKey struct{}

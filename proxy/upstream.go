@@ -32,6 +32,7 @@ type upstream struct {
 	name      string
 	cfg       config.Broker
 	target    *url.URL
+	basePath  string   // target's escaped path without a trailing "/"
 	auth      []string // the Authorization value for the broker, or nil
 	min, max  osb.Version
 	maxString string
@@ -57,6 +58,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (
 		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
 	}
 	u.maxHeader = []string{u.maxString}
+	u.basePath = strings.TrimSuffix(target.EscapedPath(), "/")
 	u.deadlines = &callDeadlines{timeout: b.Timeout}
 	if b.Username != "" {
 		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
@@ -113,7 +115,7 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	out.URL.Host = u.target.Host
 	out.Host = u.target.Host
 	rest := s.Path // escaped, prefix stripped
-	out.URL.Path, out.URL.RawPath = joinPath(u.target, rest)
+	out.URL.Path, out.URL.RawPath = joinPath(u.basePath, rest)
 	h := out.Header
 	delete(h, "Authorization")
 	if u.auth != nil {
@@ -133,10 +135,10 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	// to parse.
 }
 
-// joinPath appends the escaped rest to the broker URL's path and returns
-// the decoded Path and, when it differs, RawPath.
-func joinPath(target *url.URL, rest string) (path, rawPath string) {
-	base := strings.TrimSuffix(target.EscapedPath(), "/")
+// joinPath appends the escaped rest to base, the broker URL's escaped path
+// without a trailing "/", and returns the decoded Path and, when it
+// differs, RawPath.
+func joinPath(base, rest string) (path, rawPath string) {
 	raw := base + rest
 	if strings.IndexByte(raw, '%') < 0 {
 		return raw, ""

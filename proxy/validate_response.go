@@ -49,6 +49,7 @@ type pooledBody struct {
 	buf    bytes.Buffer
 	rest   io.ReadCloser // the unread remainder of a body too large to check
 	closed bool
+	limit  io.LimitedReader // reads the broker's body up to the checked size
 }
 
 func (b *pooledBody) Read(p []byte) (int, error) {
@@ -84,7 +85,9 @@ func (b *pooledBody) Close() error {
 func bufferResponse(res *http.Response) ([]byte, error) {
 	pb := pooledBodies.Get().(*pooledBody)
 	pb.closed = false
-	_, err := pb.buf.ReadFrom(io.LimitReader(res.Body, maxCheckedResponse+1))
+	pb.limit = io.LimitedReader{R: res.Body, N: maxCheckedResponse + 1}
+	_, err := pb.buf.ReadFrom(&pb.limit)
+	pb.limit.R = nil
 	if err != nil {
 		res.Body.Close()
 		pb.Close()
