@@ -9,8 +9,8 @@ import (
 // share is smaller. Counts are exact only without -race; the README's
 // test command runs this test a second time without it.
 const (
-	maxAllocsPerGET = 110
-	maxBytesPerGET  = 12 << 10
+	maxAllocsPerGET = 100
+	maxBytesPerGET  = 10 << 10
 )
 
 func TestProxiedGETAllocationBudget(t *testing.T) {
