@@ -252,6 +252,19 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 		}
 		for _, n := range o.conns {
 			targets := e.targetsFor(kind)
+			if o.rounds > 1 {
+				// One unmeasured run per target first: a target's first run
+				// at a connection count pays for filling its pools, caches
+				// and heap (the gateway's catalog for validation, its
+				// connections to the broker), which would otherwise count
+				// against whichever target happens to run first.
+				for _, t := range targets {
+					if _, err := load(ctx, loadSpec(kind, t, path, spec{conns: n, warmup: 0, measure: o.warmup + o.duration,
+						extraCPU: t.extraCPU})); err != nil {
+						return nil, fmt.Errorf("%s, %d conns, %s (warm-up): %w", kind, n, t.name, err)
+					}
+				}
+			}
 			for round := range o.rounds {
 				for i := range targets {
 					t := targets[(i+round)%len(targets)]

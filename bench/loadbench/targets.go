@@ -145,11 +145,24 @@ func basic(user, pass string) string {
 // platformHeader is what a platform sends through a proxy: the tenant's
 // credentials, which every proxy replaces with the broker's.
 func platformHeader() http.Header {
+	return ccHeader(basic(tenantUser, tenantPass))
+}
+
+// ccHeader is what Cloud Controller sends with every call: credentials, the
+// API version, its request identity and the originating user. The
+// identity is fixed here; the gateway and the brokers only pass it on and
+// echo it.
+func ccHeader(authorization string) http.Header {
 	return http.Header{
-		"Authorization": {basic(tenantUser, tenantPass)},
-		versionHeader:   {apiVersion},
+		"Authorization":                     {authorization},
+		versionHeader:                       {apiVersion},
+		"X-Broker-Api-Request-Identity":     {"6a1c7c28-3d1e-4f52-9a8b-2f0e4d5c6b7a"},
+		"X-Broker-Api-Originating-Identity": {ccIdentity},
 	}
 }
+
+// ccIdentity is Cloud Controller's originating identity of a user.
+var ccIdentity = "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"683ea748-3092-4ff4-b656-39cacc4d5360"}`))
 
 // serverSettings are the platform-facing server settings the gateway uses
 // by default; every in-process server gets them, so only handlers differ.
@@ -257,10 +270,7 @@ func newEnv(largeSize int) (*env, error) {
 
 // brokerHeader is what a platform sends to a broker directly.
 func brokerHeader() http.Header {
-	return http.Header{
-		"Authorization": {basic(brokerUser, brokerPass)},
-		versionHeader:   {apiVersion},
-	}
+	return ccHeader(basic(brokerUser, brokerPass))
 }
 
 // provision creates instanceID on the async plan and returns the operation
