@@ -122,7 +122,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		rec.APIVersion = apiVersionString(s.Version)
 	}
 	if v := r.Header[headerOriginatingIdentity]; len(v) > 0 && v[0] != "" { // as Header.Get, without canonicalizing
-		rec.Identity = audit.DecodeIdentity(v[0])
+		rec.Identity = audit.CachedIdentity(v[0])
 	}
 	if len(s.Findings) > 0 {
 		rec.Findings = make([]audit.Finding, len(s.Findings))

@@ -8,6 +8,12 @@
 // inbound *http.Request; later stages (validate, guard, catalog, trace,
 // audit) slot into the same Stack.
 //
+// A stage finds the Scope with ScopeOf(w, r): the scope stage hands the
+// inner stages a ResponseWriter that carries it, so no stage copies the
+// request just to pass the Scope on. The upstream stage puts it in the
+// broker call's context, where the reverse proxy's callbacks and the broker
+// transports find it with ScopeFrom.
+//
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
 // finish on the configuration they started with.

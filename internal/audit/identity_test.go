@@ -3,7 +3,9 @@ package audit
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -176,5 +178,29 @@ func BenchmarkDecodeIdentity(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = DecodeIdentity(h)
+	}
+}
+
+// TestCachedIdentity: the cache answers as DecodeIdentity does, for the
+// header it was asked, including malformed ones and headers that share a
+// slot, and a repeated header costs no allocation.
+func TestCachedIdentity(t *testing.T) {
+	enc := func(js string) string { return "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(js)) }
+	headers := []string{"", "cloudfoundry", "cloudfoundry !!!", enc(`{"user_id":"u-1"}`), enc(`{"username":"alice"}`),
+		enc(`[1]`), "kubernetes " + base64.StdEncoding.EncodeToString([]byte(`{"username":"bob","uid":"x"}`))}
+	for i := range 2 * identityCacheSlots { // more headers than slots: collisions replace entries
+		headers = append(headers, enc(fmt.Sprintf(`{"user_id":"user-%d"}`, i)))
+	}
+	for round := range 2 {
+		for _, h := range headers {
+			if got, want := CachedIdentity(h), DecodeIdentity(h); !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d: CachedIdentity(%q) = %+v, want %+v", round, h, got, want)
+			}
+		}
+	}
+	h := enc(`{"user_id":"683ea748-3092-4ff4-b656-39cacc4d5360"}`)
+	CachedIdentity(h)
+	if n := testing.AllocsPerRun(100, func() { CachedIdentity(h) }); n != 0 && !raceEnabled {
+		t.Errorf("a cached header costs %v allocations, want 0", n)
 	}
 }
