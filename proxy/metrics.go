@@ -506,43 +506,37 @@ func (b *doneBody) Close() error {
 	return err
 }
 
-// Gauge reports a value read at collection time, such as the operation
-// locks held; an error skips the observation and counts as a store error
-// of op "observe".
-type Gauge func(ctx context.Context) (int64, error)
+// StateCounts reports, at collection time, the operation locks held and
+// the asynchronous operations among them, from one read of the state
+// store; an error skips both observations and counts as a store error of
+// op "observe".
+type StateCounts func(ctx context.Context) (locks, operations int64, err error)
 
 // ObserveState registers gauges for the operation locks held and the
-// asynchronous operations in progress, read from the state store at each
-// scrape. Call it once per process; nil functions are skipped.
-func (m *Metrics) ObserveState(locks, operations Gauge) error {
-	if m == nil {
+// asynchronous operations in progress, both from one call of counts per
+// scrape. Call it once per process; a nil counts registers nothing.
+func (m *Metrics) ObserveState(counts StateCounts) error {
+	if m == nil || counts == nil {
 		return nil
 	}
-	var errs []error
-	for _, g := range []struct {
-		name, unit, desc string
-		f                Gauge
-	}{
-		{"osb_gateway.locks.held", "{lock}", "Operation locks held on service instances.", locks},
-		{"osb_gateway.operations.in_progress", "{operation}", "Asynchronous broker operations the gateway tracks.", operations},
-	} {
-		if g.f == nil {
-			continue
-		}
-		f := g.f
-		_, err := m.meter.Int64ObservableGauge(g.name, metric.WithDescription(g.desc), metric.WithUnit(g.unit),
-			metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
-				n, err := f(ctx)
-				if err != nil {
-					m.StoreError("observe")
-					return nil
-				}
-				o.Observe(n)
-				return nil
-			}))
-		errs = append(errs, err)
+	locks, err1 := m.meter.Int64ObservableGauge("osb_gateway.locks.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Operation locks held on service instances."))
+	ops, err2 := m.meter.Int64ObservableGauge("osb_gateway.operations.in_progress", metric.WithUnit("{operation}"),
+		metric.WithDescription("Asynchronous broker operations the gateway tracks."))
+	if err := errors.Join(err1, err2); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	_, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		l, n, err := counts(ctx)
+		if err != nil {
+			m.StoreError("observe")
+			return nil
+		}
+		o.ObserveInt64(locks, l)
+		o.ObserveInt64(ops, n)
+		return nil
+	}, locks, ops)
+	return err
 }
 
 // ObserveCatalogs registers counters of catalog cache hits, misses and

@@ -54,8 +54,9 @@ func TestMetricsSeries(t *testing.T) {
 	if err := m.ObserveCatalogs(func() *CatalogCache { return g.Catalogs() }); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ObserveState(func(context.Context) (int64, error) { return 3, nil },
-		func(context.Context) (int64, error) { return 0, errors.New("store down") }); err != nil {
+	var stateErr error // set after the first scrape: the store goes down
+	stateReads := 0
+	if err := m.ObserveState(func(context.Context) (int64, int64, error) { stateReads++; return 3, 1, stateErr }); err != nil {
 		t.Fatal(err)
 	}
 	gw, g, _ := stagedGateway(t, m.Transport, m.Stage())
@@ -80,8 +81,8 @@ func TestMetricsSeries(t *testing.T) {
 		`osb_gateway_catalog_misses_total{broker="strict"} 1`,
 		`osb_gateway_catalog_hits_total{broker="strict"}`,
 		"osb_gateway_locks_held 3\n",
+		"osb_gateway_operations_in_progress 1\n",
 		`osb_gateway_store_errors_total{op="lock"} 1`,
-		`osb_gateway_store_errors_total{op="observe"} 1`,
 		"osb_gateway_audit_write_errors_total 1\n",
 		"osb_gateway_requests_in_flight 0\n",
 		`target_info{`,
@@ -107,6 +108,16 @@ func TestMetricsSeries(t *testing.T) {
 				t.Errorf("unexpected label %q in %s", pair[1], m[0])
 			}
 		}
+	}
+	// One read of the store per scrape; a store that fails is counted and
+	// shows no stale gauges.
+	if stateReads != 1 {
+		t.Errorf("the store was read %d times for one scrape, want 1", stateReads)
+	}
+	stateErr = errors.New("store down")
+	text = scrape(t, p.MetricsHandler())
+	if !strings.Contains(text, `osb_gateway_store_errors_total{op="observe"} 1`) || strings.Contains(text, "osb_gateway_locks_held 3") {
+		t.Errorf("a failed store read is not counted or its gauges stay:\n%s", text)
 	}
 }
 

@@ -136,18 +136,14 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
 	s.sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	_ = obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
-	_ = obs.metrics.ObserveState(func(ctx context.Context) (int64, error) {
-		locks, err := st.List(ctx, store.ListFilter{})
-		return int64(len(locks)), err
-	}, func(ctx context.Context) (int64, error) {
-		locks, err := st.List(ctx, store.ListFilter{})
-		n := 0
-		for _, l := range locks {
+	_ = obs.metrics.ObserveState(func(ctx context.Context) (locks, operations int64, err error) {
+		held, err := st.List(ctx, store.ListFilter{}) // one read of the store per scrape
+		for _, l := range held {
 			if l.Async {
-				n++
+				operations++
 			}
 		}
-		return int64(n), err
+		return int64(len(held)), operations, err
 	})
 	l := cfg.Listen
 	s.main = &http.Server{
