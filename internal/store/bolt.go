@@ -176,7 +176,7 @@ func ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l Lock, outcome, 
 	case err != nil:
 		return Lock{}, nil, err
 	case !ok:
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key), nil
+		return Lock{}, noLock(key), nil
 	case l.Owner != owner:
 		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotOwner, key), nil
 	}

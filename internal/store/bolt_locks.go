@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -93,13 +92,7 @@ func (s *boltStore) ForceRelease(ctx context.Context, key string) (Lock, error) 
 		}
 		return deleteLock(tx, l)
 	})
-	switch {
-	case err != nil:
-		return Lock{}, err
-	case !found:
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
-	}
-	return l, nil
+	return foundLock(l, found, err, key)
 }
 
 func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
@@ -111,13 +104,7 @@ func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
 		l, found, err = liveLock(tx, key, now)
 		return err
 	})
-	switch {
-	case err != nil:
-		return Lock{}, err
-	case !found:
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
-	}
-	return l, nil
+	return foundLock(l, found, err, key)
 }
 
 func (s *boltStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {

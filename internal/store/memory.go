@@ -56,7 +56,7 @@ func (m *memory) owned(key, owner string, now time.Time) (Lock, error) {
 	l, ok := m.live(key, now)
 	switch {
 	case !ok:
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return Lock{}, noLock(key)
 	case l.Owner != owner:
 		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotOwner, key)
 	}
@@ -116,7 +116,7 @@ func (m *memory) ForceRelease(ctx context.Context, key string) (Lock, error) {
 	defer m.mu.Unlock()
 	l, ok := m.live(key, m.now())
 	if !ok {
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return Lock{}, noLock(key)
 	}
 	delete(m.locks, key)
 	return l, nil

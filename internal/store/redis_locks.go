@@ -110,7 +110,7 @@ func (s *redisStore) owned(ctx context.Context, op, key, owner string, rec []byt
 	case err != nil:
 		return s.fail(ctx, op+" script", err)
 	case res == 0:
-		return fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return noLock(key)
 	case res < 0:
 		return fmt.Errorf("%w: lock %s", ErrNotOwner, key)
 	}
@@ -154,13 +154,7 @@ func (s *redisStore) ForceRelease(ctx context.Context, key string) (Lock, error)
 		return Lock{}, err
 	}
 	l, ok, err := s.take(ctx, key, "live", s.now())
-	switch {
-	case err != nil:
-		return Lock{}, err
-	case !ok:
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
-	}
-	return l, nil
+	return foundLock(l, ok, err, key)
 }
 
 func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
@@ -170,7 +164,7 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	v, err := s.client.Get(ctx, s.lockKey(key)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return Lock{}, noLock(key)
 	case err != nil:
 		return Lock{}, s.fail(ctx, "GET", err)
 	}
@@ -179,7 +173,7 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	case err != nil:
 		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
 	case expired(l.Deadline, s.now()):
-		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotFound, key)
+		return Lock{}, noLock(key)
 	}
 	return l, nil
 }

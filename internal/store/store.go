@@ -24,6 +24,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -49,6 +50,21 @@ var (
 	// 9999); nothing was changed.
 	ErrInvalid = errors.New("store: invalid")
 )
+
+// noLock is ErrNotFound for the lock key.
+func noLock(key string) error { return fmt.Errorf("%w: lock %s", ErrNotFound, key) }
+
+// foundLock is what a backend's lookup of key returns: its error, else l
+// when found, else ErrNotFound.
+func foundLock(l Lock, found bool, err error, key string) (Lock, error) {
+	switch {
+	case err != nil:
+		return Lock{}, err
+	case !found:
+		return Lock{}, noLock(key)
+	}
+	return l, nil
+}
 
 // Lock and orphan kinds: the OSB call that took a lock, or that an orphan
 // still has to make.
