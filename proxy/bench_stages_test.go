@@ -1,0 +1,74 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/osb-gateway/osb-gateway/internal/audit"
+	"github.com/osb-gateway/osb-gateway/internal/config"
+)
+
+// BenchmarkStageAfterClassify measures the stages that need a classified
+// call — validate, catalog, guard, and the observing stages trace (1%
+// sampling into a batch processor) and audit (a record per call) — each
+// on top of the scope, route fields and classify stages; "classify" is
+// that base alone, so a stage costs its figure minus the base's.
+func BenchmarkStageAfterClassify(b *testing.B) {
+	g := benchGateway(b)
+	if err := g.WarmCatalogs(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close(nil) })
+	rt := &route{prefix: "/t1/b1", up: g.upstreams["b1"], tenant: newTenant(&g.cfg.Tenants[0]), filter: newCatalogFilter(g.cfg.Tenants[0].Routes[0])}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	aw, err := audit.Open(config.Audit{Sink: config.AuditSinkStdout, Fsync: config.AuditFsyncNever}, audit.Options{Stdout: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = aw.Close() })
+	const poll = "/v2/service_instances/i-1/last_operation"
+	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	for _, st := range []struct {
+		name, path string
+		mw         Middleware
+	}{
+		{"classify", poll, func(h http.Handler) http.Handler { return h }},
+		{"validate", poll, withValidate(g.catalogs, slog.New(slog.DiscardHandler))},
+		{"guard", poll, withGuard(g.guard)},
+		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
+		{"trace", poll, TraceStage(tp, propagation.TraceContext{})},
+		{"audit", poll, AuditStage(AuditOptions{Writer: aw, ParameterKeys: true})},
+	} {
+		b.Run(st.name, func(b *testing.B) {
+			prefill := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					s := ScopeOf(w, r)
+					s.route, s.Tenant, s.Broker, s.Path = rt, "t1", "b1", st.path
+					s.Version, s.Forward = rt.up.max, rt.up.maxString
+					next.ServeHTTP(w, r)
+				})
+			}
+			h := Stack(terminal, withScope(time.Now), prefill, withClassify(), st.mw)
+			r := benchRequest("/t1/b1" + st.path + "?operation=op1")
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				h.ServeHTTP(w, r)
+				if w.status != 200 {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+	}
+}
