@@ -176,7 +176,7 @@ func byKind(spans []sdktrace.ReadOnlySpan, k trace.SpanKind) []sdktrace.ReadOnly
 func attrMap(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -323,12 +323,12 @@ func TestTraceNeverRecordsSecrets(t *testing.T) {
 	for _, s := range endedSpans(t, sr, 5) {
 		text := s.Name()
 		for _, kv := range s.Attributes() {
-			text += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			text += " " + string(kv.Key) + "=" + kv.Value.String()
 		}
 		for _, e := range s.Events() {
 			text += " " + e.Name
 			for _, kv := range e.Attributes {
-				text += " " + kv.Value.Emit()
+				text += " " + kv.Value.String()
 			}
 		}
 		text += " " + s.Status().Description

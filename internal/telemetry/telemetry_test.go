@@ -48,7 +48,7 @@ func TestResource(t *testing.T) {
 	defer p.Shutdown(context.Background())
 	got := map[string]string{}
 	for _, kv := range p.Resource.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{"service.name": "gw-eu", "service.version": "1.2.3",
 		"service.instance.id": "gw-eu-1", "deployment.environment": "prod", "telemetry.sdk.language": "go"} {
@@ -59,8 +59,8 @@ func TestResource(t *testing.T) {
 	d, _ := Setup(t.Context(), configured(t, " {}"), "dev")
 	defer d.Shutdown(context.Background())
 	for _, kv := range d.Resource.Attributes() {
-		if kv.Key == "service.instance.id" && !strings.Contains(kv.Value.Emit(), "-") {
-			t.Errorf("default instance id %q, want <hostname>-<pid>", kv.Value.Emit())
+		if kv.Key == "service.instance.id" && !strings.Contains(kv.Value.String(), "-") {
+			t.Errorf("default instance id %q, want <hostname>-<pid>", kv.Value.String())
 		}
 	}
 }
