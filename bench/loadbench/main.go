@@ -39,12 +39,12 @@
 //
 // Usage:
 //
-//	go run ./bench/loadbench [-duration 3s] [-warmup 500ms] [-conns 1,16,64]
+//	go run ./bench/loadbench [-duration 1s] [-warmup 250ms] [-conns 1,16,64]
 //		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision]
-//		[-nginx auto|off] [-rounds 1] [-json] [-cpuprofile file]
+//		[-nginx auto|off] [-rounds 4] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
-// about (warmup+duration) × rounds × connection counts × the targets of
+// about (warmup+duration) × (rounds+1) × connection counts × the targets of
 // every kind.
 package main
 
@@ -114,12 +114,12 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "measured `time` per target, request kind and connection count")
-	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured warm-up `time` before each measured run")
+	fs.DurationVar(&o.duration, "duration", time.Second, "measured `time` per target, request kind, connection count and round")
+	fs.DurationVar(&o.warmup, "warmup", 250*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
 	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing and provision only when named)")
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
-	fs.IntVar(&o.rounds, "rounds", 1, "`number` of interleaved rounds per cell (more rounds even out a noisy machine)")
+	fs.IntVar(&o.rounds, "rounds", 4, "`number` of interleaved rounds per cell (more rounds even out a noisy machine; ratios are the median of the rounds' from 3 on)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `file` (samples carry the label role=load|broker|bare|gateway)")
 	if err := fs.Parse(args); err != nil {
