@@ -121,8 +121,8 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 	if !s.Version.IsZero() {
 		rec.APIVersion = apiVersionString(s.Version)
 	}
-	if v := r.Header[headerOriginatingIdentity]; len(v) > 0 && v[0] != "" { // as Header.Get, without canonicalizing
-		rec.Identity = audit.CachedIdentity(v[0])
+	if v := headerValue(r.Header, headerOriginatingIdentity); v != "" {
+		rec.Identity = audit.CachedIdentity(v)
 	}
 	if len(s.Findings) > 0 {
 		rec.Findings = make([]audit.Finding, len(s.Findings))

@@ -20,7 +20,6 @@ var errBrokerTimeout = fmt.Errorf("the broker's timeout passed: %w", context.Dea
 // none. Safe for concurrent use.
 type callDeadlines struct {
 	timeout time.Duration
-	now     func() time.Duration // monotonic; nil: time.Since(callEpoch)
 
 	mu         sync.Mutex
 	head, tail *callNode
@@ -38,19 +37,15 @@ type callNode struct {
 // callEpoch is the origin of the monotonic readings of callDeadlines.
 var callEpoch = time.Now()
 
-func (d *callDeadlines) clock() time.Duration {
-	if d.now != nil {
-		return d.now()
-	}
-	return time.Since(callEpoch)
-}
+// clock reads the monotonic clock as an offset from callEpoch.
+func clock() time.Duration { return time.Since(callEpoch) }
 
 // start derives the call's context from parent and lists n until finish,
 // which must be called once the call is over.
 func (d *callDeadlines) start(parent context.Context, n *callNode) context.Context {
 	ctx, cancel := context.WithCancelCause(parent)
 	n.cancel = cancel
-	n.deadline = d.clock() + d.timeout
+	n.deadline = clock() + d.timeout
 	d.mu.Lock()
 	n.prev, n.next, n.listed = d.tail, nil, true
 	if d.tail != nil {
@@ -102,7 +97,7 @@ func (d *callDeadlines) sweep() {
 	for {
 		var expired []*callNode
 		d.mu.Lock()
-		now := d.clock()
+		now := clock()
 		for d.head != nil && d.head.deadline <= now {
 			n := d.head
 			d.unlink(n)

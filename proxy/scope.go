@@ -184,7 +184,6 @@ func withScope(now func() time.Time) Middleware {
 	}
 }
 
-// Canonical header keys, precomputed so hot paths index maps directly.
 // headerValue is h.Get(key) for a key already in canonical form, without
 // canonicalizing it again on every request.
 func headerValue(h http.Header, key string) string {
@@ -194,6 +193,7 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
+// Canonical header keys, precomputed so hot paths index maps directly.
 var (
 	headerRequestIdentity = http.CanonicalHeaderKey(osb.HeaderRequestIdentity)
 	headerAPIVersion      = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
