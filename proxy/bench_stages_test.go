@@ -50,25 +50,8 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		{"audit", poll, AuditStage(AuditOptions{Writer: aw, ParameterKeys: true})},
 	} {
 		b.Run(st.name, func(b *testing.B) {
-			prefill := func(next http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					s := ScopeOf(w, r)
-					s.route, s.Tenant, s.Broker, s.Path = rt, "t1", "b1", st.path
-					s.Version, s.Forward = rt.up.max, rt.up.maxString
-					next.ServeHTTP(w, r)
-				})
-			}
-			h := Stack(terminal, withScope(time.Now), prefill, withClassify(), st.mw)
-			r := benchRequest("/t1/b1" + st.path + "?operation=op1")
-			w := &discardWriter{h: http.Header{}}
-			b.ReportAllocs()
-			for b.Loop() {
-				w.reset()
-				h.ServeHTTP(w, r)
-				if w.status != 200 {
-					b.Fatalf("status %d", w.status)
-				}
-			}
+			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), withClassify(), st.mw)
+			benchServe(b, h, benchRequest("/t1/b1"+st.path+"?operation=op1"))
 		})
 	}
 }
