@@ -98,17 +98,16 @@ func buildCache(infos []catalogInfo, kinds []string, conns []int, rows []row) ([
 // lacks the direct or the cached row.
 func newCacheRow(kind string, n int, rows []row) (cacheRow, bool) {
 	c := cacheRow{Request: kind, Conns: n}
-	var direct, cached bool
-	var d, g, comp *row
+	var d, g, comp *row // direct, cached, composed
 	for i, r := range rows {
 		if r.Request != kind || r.Conns != n {
 			continue
 		}
 		switch r.Target {
 		case targetDirect:
-			c.DirectRPS, c.DirectBytes, direct, d = r.RPS, r.Bytes, true, &rows[i]
+			c.DirectRPS, c.DirectBytes, d = r.RPS, r.Bytes, &rows[i]
 		case targetCached:
-			c.CachedRPS, c.CachedBytes, c.Requests, cached, g = r.RPS, r.Bytes, r.Requests, true, &rows[i]
+			c.CachedRPS, c.CachedBytes, c.Requests, g = r.RPS, r.Bytes, r.Requests, &rows[i]
 			if r.BrokerCatalogRequests != nil {
 				c.BrokerRequests = *r.BrokerCatalogRequests
 			}
@@ -117,7 +116,7 @@ func newCacheRow(kind string, n int, rows []row) (cacheRow, bool) {
 			c.ComposedRPS, c.ComposedCeiling, comp = &rps, &ceiling, &rows[i]
 		}
 	}
-	if !direct || !cached {
+	if d == nil || g == nil {
 		return c, false
 	}
 	c.RatioDirect = pairedRatio(g, d)
@@ -125,7 +124,7 @@ func newCacheRow(kind string, n int, rows []row) (cacheRow, bool) {
 		x := pairedRatio(g, comp)
 		c.RatioComposed = &x
 	}
-	return c, direct && cached
+	return c, true
 }
 
 // throughputVerdicts holds the cached catalog to minCachedShare of direct's
