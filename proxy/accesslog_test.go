@@ -71,25 +71,6 @@ func TestAccessTimeMatchesAppendFormat(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSONString: an access-log string decodes to what encoding/json
-// would have written (invalid UTF-8 as U+FFFD, byte by byte).
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "id-\"quoted\"\n\x01\xff", "é\u2028<&>", "\\\t\r\x7f", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var got, want string
-		if err := json.Unmarshal(appendJSONString(nil, s), &got); err != nil {
-			t.Fatalf("appendJSONString(%q) is not a JSON string: %v", s, err)
-		}
-		ref, _ := json.Marshal(s)
-		_ = json.Unmarshal(ref, &want)
-		if got != want {
-			t.Errorf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, got, want)
-		}
-	})
-}
-
 // lockedBuffer is a bytes.Buffer safe for concurrent use, counting writes.
 type lockedBuffer struct {
 	mu     sync.Mutex

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/osb-gateway/osb-gateway/internal/jsontext"
 )
 
 // AccessLog writes access lines straight to a writer, in the same JSON or
@@ -112,7 +114,7 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 			if f.isN {
 				b = strconv.AppendInt(b, f.num, 10)
 			} else {
-				b = appendJSONString(b, f.str)
+				b = jsontext.AppendString(b, f.str)
 			}
 		}
 		b = append(b, '}')
@@ -196,59 +198,6 @@ func (a *AccessLog) Close() {
 		a.buf, a.spare = nil, nil
 		a.mu.Unlock()
 	})
-}
-
-// jsonSafe marks the bytes appendJSONString copies as they are: ASCII
-// other than control characters, '"' and '\\'.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if jsonSafe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // appendTextValue appends s bare when it is safe to, else quoted, as

@@ -5,7 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/osb-gateway/osb-gateway/internal/jsontext"
 )
 
 // The encoder below writes a Record as encoding/json does with HTML
@@ -23,10 +24,10 @@ func appendRecord(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `"prev_hash":`...)
-	dst = appendString(dst, r.PrevHash)
+	dst = jsontext.AppendString(dst, r.PrevHash)
 	if r.Hash != "" {
 		dst = append(dst, `,"hash":`...)
-		dst = appendString(dst, r.Hash)
+		dst = jsontext.AppendString(dst, r.Hash)
 	}
 	return append(dst, '}'), nil
 }
@@ -52,21 +53,21 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"request_id":`...)
-	dst = appendString(dst, r.RequestID)
+	dst = jsontext.AppendString(dst, r.RequestID)
 	dst = appendOmitEmpty(dst, `,"trace_id":`, r.TraceID)
 	dst = appendOmitEmpty(dst, `,"tenant":`, r.Tenant)
 	dst = appendOmitEmpty(dst, `,"broker":`, r.Broker)
 	dst = append(dst, `,"endpoint":`...)
-	dst = appendString(dst, r.Endpoint)
+	dst = jsontext.AppendString(dst, r.Endpoint)
 	dst = append(dst, `,"method":`...)
-	dst = appendString(dst, r.Method)
+	dst = jsontext.AppendString(dst, r.Method)
 	dst = appendOmitEmpty(dst, `,"instance_id":`, r.InstanceID)
 	dst = appendOmitEmpty(dst, `,"binding_id":`, r.BindingID)
 	dst = appendOmitEmpty(dst, `,"service_id":`, r.ServiceID)
 	dst = appendOmitEmpty(dst, `,"plan_id":`, r.PlanID)
 	if id := r.Identity; id != nil {
 		dst = append(dst, `,"identity":{"platform":`...)
-		dst = appendString(dst, id.Platform)
+		dst = jsontext.AppendString(dst, id.Platform)
 		dst = appendOmitEmpty(dst, `,"user_id":`, id.UserID)
 		dst = appendOmitEmpty(dst, `,"username":`, id.Username)
 		if id.Undecodable {
@@ -86,20 +87,20 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"outcome":`...)
-	dst = appendString(dst, r.Outcome)
+	dst = jsontext.AppendString(dst, r.Outcome)
 	dst = appendOmitEmpty(dst, `,"operation":`, r.Operation)
 	if e := r.Error; e != nil {
 		dst = append(dst, `,"error":{`...)
 		sep := ""
 		if e.Code != "" {
 			dst = append(dst, `"code":`...)
-			dst = appendString(dst, e.Code)
+			dst = jsontext.AppendString(dst, e.Code)
 			sep = ","
 		}
 		if e.Description != "" {
 			dst = append(dst, sep...)
 			dst = append(dst, `"description":`...)
-			dst = appendString(dst, e.Description)
+			dst = jsontext.AppendString(dst, e.Description)
 		}
 		dst = append(dst, '}')
 	}
@@ -110,9 +111,9 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"rule":`...)
-			dst = appendString(dst, f.Rule)
+			dst = jsontext.AppendString(dst, f.Rule)
 			dst = append(dst, `,"direction":`...)
-			dst = appendString(dst, f.Direction)
+			dst = jsontext.AppendString(dst, f.Direction)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -132,7 +133,7 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, k)
+			dst = jsontext.AppendString(dst, k)
 		}
 		dst = append(dst, ']')
 	}
@@ -145,7 +146,7 @@ func appendOmitEmpty(dst []byte, key, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	return appendString(append(dst, key...), s)
+	return jsontext.AppendString(append(dst, key...), s)
 }
 
 // errTimeZone and errYear are time.Time.MarshalJSON's refusals.
@@ -193,71 +194,4 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 		}
 	}
 	return dst, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plain marks the bytes a string holds unescaped and that need no UTF-8
-// decoding: ASCII but for control characters, '"' and '\\'.
-var plain = func() (t [256]bool) {
-	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\'
-	}
-	return t
-}()
-
-// appendString appends s quoted as encoding/json writes a string with
-// HTML escaping off: '"' and '\' escaped, \b \f \n \r \t by name, other
-// control characters as \u00XX, each byte of invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 as \u2028 and \u2029.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if plain[b] {
-			i++
-			continue
-		}
-		if b < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
