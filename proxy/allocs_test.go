@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+
 	"testing"
 )
 
@@ -14,7 +16,7 @@ const (
 )
 
 func TestProxiedGETAllocationBudget(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes allocation counts; run without -race (the README's test command does)")
 	}
 	for _, path := range []string{"/t1/b1/v2/catalog", "/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"} {

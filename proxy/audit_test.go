@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -201,7 +203,7 @@ func TestAuditRecordSameThroughAnyWriter(t *testing.T) {
 // does writing it to an *audit.Writer; nor does a platform's repeated
 // originating identity (decoded once, then cached).
 func TestAuditStageWritesWithoutAllocating(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes allocation counts; run without -race")
 	}
 	w, err := audit.Open(config.Audit{Sink: config.AuditSinkStdout, Fsync: config.AuditFsyncNever}, audit.Options{Stdout: io.Discard})

@@ -1,6 +1,10 @@
 package rules
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+)
 
 // classifyCases are the requests the benchmarks and the allocation test run:
 // the common calls of a Cloud Controller, plus an error and an escaped id.
@@ -25,7 +29,7 @@ var classifyCases = []struct {
 }
 
 func TestClassifyAllocs(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes allocation counts (sync.Pool drops items at random); run without -race")
 	}
 	for _, tt := range classifyCases {

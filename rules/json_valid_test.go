@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -44,7 +46,7 @@ func FuzzValidJSON(f *testing.F) {
 }
 
 func TestValidJSONAllocs(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes allocation counts; run without -race")
 	}
 	doc := []byte(`{"state":"in progress","description":"provisioning","nested":[{"a":[1,2.5e3,true,null]}]}`)

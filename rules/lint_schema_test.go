@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -84,7 +86,7 @@ func TestSchemaRefsWithoutCompiling(t *testing.T) {
 // TestCheckSchemaAllocatesNextToNothing: the compile-free checks of a schema
 // allocate next to nothing, which is what keeps NewIndex fast.
 func TestCheckSchemaAllocatesNextToNothing(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector changes allocation counts; run without -race")
 	}
 	raw, err := json.Marshal(tenPropertySchema(1))

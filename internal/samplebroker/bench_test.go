@@ -1,6 +1,8 @@
 package samplebroker
 
 import (
+	"github.com/osb-gateway/osb-gateway/internal/raceflag"
+
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +51,7 @@ func hotRequests(tb testing.TB) (b *Broker, catalog, lastOperation *http.Request
 
 // TestHotPathAllocations guards the cost of the two hot paths.
 func TestHotPathAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("allocation counts differ under -race")
 	}
 	b, catalog, lastOperation := hotRequests(t)
