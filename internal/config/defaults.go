@@ -102,6 +102,10 @@ func (b *Broker) applyDefaults() {
 	if b.OrphanSchedule == "" {
 		b.OrphanSchedule = DefaultOrphanSchedule
 	}
+	if b.LockGranularity == "" {
+		b.LockGranularity = DefaultLockGranularity
+	}
+	setDuration(&b.HoldAfterTimeout, b.Timeout)
 	if b.Validation.Requests == "" {
 		b.Validation.Requests = DefaultRequestMode
 	}

@@ -74,6 +74,7 @@ func TestLoadFull(t *testing.T) {
 			Validation:            Validation{Requests: ModeReport, Responses: ModeEnforce},
 			ConcurrencyError:      "spec", AllowDeleteDuringCreate: true,
 			OrphanMitigation: "mitigate", OrphanSchedule: "1s,1m",
+			LockGranularity: "instance", HoldAfterTimeout: 5 * time.Minute,
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -88,6 +89,7 @@ func TestLoadFull(t *testing.T) {
 			Catalog:               BrokerCatalog{TTL: DefaultCatalogTTL},
 			Validation:            Validation{Requests: DefaultRequestMode, Responses: DefaultResponseMode},
 			ConcurrencyError:      DefaultConcurrencyError, OrphanMitigation: DefaultOrphanMitigation, OrphanSchedule: DefaultOrphanSchedule,
+			LockGranularity: DefaultLockGranularity, HoldAfterTimeout: 2 * time.Minute,
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

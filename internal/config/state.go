@@ -12,6 +12,7 @@ const (
 	DefaultConcurrencyError  = "blocking"  // brokers[].concurrency_error
 	DefaultOrphanMitigation  = "report"    // brokers[].orphan_mitigation
 	DefaultOrphanSchedule    = "10s,1m,5m,15m,1h,4h"
+	DefaultLockGranularity   = "binding" // brokers[].lock_granularity
 )
 
 // State is where the gateway keeps operation locks and the orphan queue.

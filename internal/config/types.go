@@ -217,6 +217,20 @@ type Broker struct {
 	// attempts; after the last, the gateway gives up and reports. Zero
 	// value: DefaultOrphanSchedule.
 	OrphanSchedule string `yaml:"orphan_schedule"`
+	// LockGranularity is what an operation in progress locks, as Cloud
+	// Controller does: "binding" (an instance operation blocks the instance
+	// and its bindings; a binding operation blocks that binding and the
+	// instance's update and deprovision; different bindings of one instance
+	// proceed side by side) or "instance" (every operation locks the whole
+	// instance: for brokers that cannot take concurrent binds). Zero value:
+	// DefaultLockGranularity.
+	LockGranularity string `yaml:"lock_granularity" validate:"oneof=binding instance"`
+	// HoldAfterTimeout is how long the instance (or binding) stays locked
+	// after the gateway gave up on a broker call at Timeout: the broker may
+	// still be working on it, and a retry must not overlap it. With
+	// orphan_mitigation: mitigate, the undo of a timed-out provision or bind
+	// is sent when the hold ends, under the same lock. Zero value: Timeout.
+	HoldAfterTimeout time.Duration `yaml:"hold_after_timeout" validate:"gt=0,lte=24h"`
 }
 
 // Validation modes, for requests and responses separately.
