@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -107,20 +108,43 @@ func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
 	return foundLock(l, found, err, key)
 }
 
+// List reads every lock, or with f.InstanceID only the instance's key and
+// the keys under "<instance key>/", by a cursor seek.
 func (s *boltStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	var out []Lock
+	add := func(_, v []byte) error {
+		l, err := decodeLock(v)
+		if err != nil {
+			return err
+		}
+		if !expired(l.Deadline, now) && f.matches(l) {
+			out = append(out, l) // keys iterate in byte order: sorted by Key
+		}
+		return nil
+	}
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLocks).ForEach(func(_, v []byte) error {
-			l, err := decodeLock(v)
-			if err != nil {
+		b := tx.Bucket(bucketLocks)
+		if f.InstanceID == "" {
+			return b.ForEach(add)
+		}
+		key := []byte(LockKey(f.Broker, f.InstanceID))
+		if v := b.Get(key); v != nil {
+			if err := add(key, v); err != nil {
 				return err
 			}
-			if !expired(l.Deadline, now) && f.matches(l) {
-				out = append(out, l) // keys iterate in byte order: sorted by Key
+		}
+		prefix := append(key, '/') // sorts after key itself
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if err := add(k, v); err != nil {
+				return err
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

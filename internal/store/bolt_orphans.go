@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,7 +57,7 @@ func (s *boltStore) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	case err != nil:
 		return Orphan{}, err
 	case !found:
-		return Orphan{}, fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return Orphan{}, noOrphan(id)
 	}
 	return o, nil
 }
@@ -94,11 +93,13 @@ func (s *boltStore) DeleteOrphan(ctx context.Context, id string) error {
 	case err != nil:
 		return err
 	case !found:
-		return fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return noOrphan(id)
 	}
 	return nil
 }
 
+// DueOrphans walks the due index from the earliest; claimed orphans are
+// read and skipped.
 func (s *boltStore) DueOrphans(ctx context.Context, now time.Time, limit int) ([]Orphan, error) {
 	var out []Orphan
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -111,7 +112,7 @@ func (s *boltStore) DueOrphans(ctx context.Context, now time.Time, limit int) ([
 			if err != nil {
 				return err
 			}
-			if ok {
+			if ok && !claimLive(o, now) {
 				out = append(out, o) // index order: by NextAttempt, then ID
 			}
 		}
@@ -121,4 +122,39 @@ func (s *boltStore) DueOrphans(ctx context.Context, now time.Time, limit int) ([
 		return nil, err
 	}
 	return out, nil
+}
+
+// ClaimOrphan decides inside its write transaction, so the check and the
+// claim are one atomic step. NextAttempt does not change: the due index
+// stays as it is.
+func (s *boltStore) ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error) {
+	if err := ctx.Err(); err != nil {
+		return Orphan{}, err
+	}
+	now := s.now()
+	until, err := prepareClaim(id, claimant, until, now)
+	if err != nil {
+		return Orphan{}, err
+	}
+	var o Orphan
+	var found bool
+	var outcome error
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		var err error
+		outcome = nil
+		if o, found, err = getOrphan(tx, id); err != nil || !found {
+			return err
+		}
+		if o, outcome = claim(o, claimant, until, now); outcome != nil {
+			return nil
+		}
+		return tx.Bucket(bucketOrphans).Put([]byte(id), encodeOrphan(o))
+	})
+	switch {
+	case err != nil:
+		return Orphan{}, err
+	case !found:
+		return Orphan{}, noOrphan(id)
+	}
+	return o, outcome
 }

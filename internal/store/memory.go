@@ -139,6 +139,9 @@ func (m *memory) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 		return nil, err
 	}
 	defer m.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	now := m.now()
 	var out []Lock
 	for _, l := range m.locks {
@@ -186,7 +189,7 @@ func (m *memory) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	defer m.mu.Unlock()
 	o, ok := m.orphans[id]
 	if !ok {
-		return Orphan{}, fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return Orphan{}, noOrphan(id)
 	}
 	return o, nil
 }
@@ -205,7 +208,7 @@ func (m *memory) DeleteOrphan(ctx context.Context, id string) error {
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.orphans[id]; !ok {
-		return fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return noOrphan(id)
 	}
 	delete(m.orphans, id)
 	return nil
@@ -217,6 +220,27 @@ func (m *memory) DueOrphans(ctx context.Context, now time.Time, limit int) ([]Or
 	}
 	defer m.mu.Unlock()
 	return dueOrphans(slices.Collect(maps.Values(m.orphans)), now, limit), nil
+}
+
+func (m *memory) ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error) {
+	if err := m.begin(ctx); err != nil {
+		return Orphan{}, err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	until, err := prepareClaim(id, claimant, until, now)
+	if err != nil {
+		return Orphan{}, err
+	}
+	o, ok := m.orphans[id]
+	if !ok {
+		return Orphan{}, noOrphan(id)
+	}
+	if o, err = claim(o, claimant, until, now); err != nil {
+		return o, err
+	}
+	m.orphans[id] = o
+	return o, nil
 }
 
 func (m *memory) Ping(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -52,6 +53,9 @@ func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
 		return Orphan{}, fmt.Errorf("%w: orphan has no ID", ErrInvalid)
 	case o.Kind != KindDeprovision && o.Kind != KindUnbind:
 		return Orphan{}, fmt.Errorf("%w: orphan %q has Kind %q, want deprovision or unbind", ErrInvalid, o.ID, o.Kind)
+	case (o.ClaimedBy == "") != o.ClaimedUntil.IsZero():
+		return Orphan{}, fmt.Errorf("%w: orphan %q has ClaimedBy %q and ClaimedUntil %s, want both set or neither",
+			ErrInvalid, o.ID, o.ClaimedBy, o.ClaimedUntil.Format(time.RFC3339Nano))
 	}
 	if o.Created.IsZero() {
 		o.Created = now
@@ -59,12 +63,55 @@ func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
 	if o.NextAttempt.IsZero() {
 		o.NextAttempt = now
 	}
-	o.Created, o.NextAttempt = utc(o.Created), utc(o.NextAttempt)
-	if !storable(o.Created) || !storable(o.NextAttempt) {
+	o.Created, o.NextAttempt, o.ClaimedUntil = utc(o.Created), utc(o.NextAttempt), utc(o.ClaimedUntil)
+	if !storable(o.Created) || !storable(o.NextAttempt) || !storable(o.ClaimedUntil) {
 		return Orphan{}, fmt.Errorf("%w: orphan %q has a time outside years 0 to 9999", ErrInvalid, o.ID)
 	}
 	return o, nil
 }
+
+// prepareClaim validates the arguments of ClaimOrphan and returns until as
+// a store keeps it.
+func prepareClaim(id, claimant string, until, now time.Time) (time.Time, error) {
+	until = utc(until)
+	switch {
+	case id == "":
+		return time.Time{}, fmt.Errorf("%w: claim of an orphan with no ID", ErrInvalid)
+	case claimant == "":
+		return time.Time{}, fmt.Errorf("%w: claim of orphan %q names no claimant", ErrInvalid, id)
+	case !storable(until):
+		return time.Time{}, fmt.Errorf("%w: claim of orphan %q until a time outside years 0 to 9999", ErrInvalid, id)
+	case expired(until, now):
+		return time.Time{}, fmt.Errorf("%w: claim of orphan %q until %s, not after now (%s)",
+			ErrInvalid, id, until.Format(time.RFC3339Nano), utc(now).Format(time.RFC3339Nano))
+	}
+	return until, nil
+}
+
+// claimLive reports whether o has a claim live at now. Redis scripts apply
+// the same rule to claimed_until_us.
+func claimLive(o Orphan, now time.Time) bool {
+	return o.ClaimedBy != "" && !expired(o.ClaimedUntil, now)
+}
+
+// claim is ClaimOrphan's decision on the stored o: o claimed by claimant
+// until until, or o and the error saying who holds it.
+func claim(o Orphan, claimant string, until, now time.Time) (Orphan, error) {
+	if claimLive(o, now) && o.ClaimedBy != claimant {
+		return o, orphanHeld(o)
+	}
+	o.ClaimedBy, o.ClaimedUntil = claimant, until
+	return o, nil
+}
+
+// orphanHeld reports that o's claim stopped a ClaimOrphan.
+func orphanHeld(o Orphan) error {
+	return fmt.Errorf("%w: orphan %s claimed by %s until %s", ErrHeld, o.ID, o.ClaimedBy,
+		o.ClaimedUntil.Format(time.RFC3339Nano))
+}
+
+// noOrphan is ErrNotFound for the orphan id.
+func noOrphan(id string) error { return fmt.Errorf("%w: orphan %s", ErrNotFound, id) }
 
 // utc is t as stored: UTC, to the microsecond, without a monotonic reading.
 func utc(t time.Time) time.Time {
@@ -88,9 +135,25 @@ func heldError(holder Lock) error {
 		holder.Deadline.Format(time.RFC3339))
 }
 
+// check returns ErrInvalid for a filter List cannot answer.
+func (f ListFilter) check() error {
+	if f.InstanceID != "" && f.Broker == "" {
+		return fmt.Errorf("%w: list filter has InstanceID %q but no Broker", ErrInvalid, f.InstanceID)
+	}
+	return nil
+}
+
 // matches reports whether f selects l.
 func (f ListFilter) matches(l Lock) bool {
-	return (f.Broker == "" || f.Broker == l.Broker) && (f.Tenant == "" || f.Tenant == l.Tenant)
+	return (f.Broker == "" || f.Broker == l.Broker) && (f.Tenant == "" || f.Tenant == l.Tenant) &&
+		(f.InstanceID == "" || f.InstanceID == l.InstanceID && f.instanceKey(l.Key))
+}
+
+// instanceKey reports whether key is f's instance lock or one of its
+// binding locks; f.InstanceID must be set.
+func (f ListFilter) instanceKey(key string) bool {
+	k := LockKey(f.Broker, f.InstanceID)
+	return key == k || strings.HasPrefix(key, k+"/")
 }
 
 func byKey(a, b Lock) int { return cmp.Compare(a.Key, b.Key) }
@@ -105,8 +168,8 @@ func byNextAttempt(a, b Orphan) int {
 	return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
 }
 
-// dueOrphans returns the orphans of all that are due at now, in order, at
-// most limit of them (limit <= 0: all). It sorts all in place.
+// dueOrphans returns the unclaimed orphans of all that are due at now, in
+// order, at most limit of them (limit <= 0: all). It sorts all in place.
 func dueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
 	slices.SortFunc(all, byNextAttempt)
 	due := all[:0]
@@ -114,7 +177,9 @@ func dueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
 		if o.NextAttempt.UnixMicro() > now.UnixMicro() || (limit > 0 && len(due) == limit) {
 			break
 		}
-		due = append(due, o)
+		if !claimLive(o, now) {
+			due = append(due, o)
+		}
 	}
 	return due
 }
@@ -165,25 +230,42 @@ func decodeLock(b []byte) (Lock, error) {
 	}, nil
 }
 
-// orphanRecord is an Orphan as bolt and Redis store it, in JSON.
+// orphanRecord is an Orphan as bolt and Redis store it, in JSON. Records
+// written before the claim fields existed lack them: no claim.
+// ClaimedUntilUS lets Redis scripts apply the claim rule; it is a JSON
+// string so that a script decoding and re-encoding the record with cjson
+// (which keeps 14 significant digits of a number) keeps it exact.
 type orphanRecord struct {
-	ID          string    `json:"id"`
-	Broker      string    `json:"broker,omitempty"`
-	Tenant      string    `json:"tenant,omitempty"`
-	Kind        string    `json:"kind"`
-	InstanceID  string    `json:"instance_id,omitempty"`
-	BindingID   string    `json:"binding_id,omitempty"`
-	ServiceID   string    `json:"service_id,omitempty"`
-	PlanID      string    `json:"plan_id,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	Attempts    int       `json:"attempts,omitempty"`
-	NextAttempt time.Time `json:"next_attempt"`
-	Created     time.Time `json:"created"`
-	LastError   string    `json:"last_error,omitempty"`
+	ID             string    `json:"id"`
+	Broker         string    `json:"broker,omitempty"`
+	Tenant         string    `json:"tenant,omitempty"`
+	Kind           string    `json:"kind"`
+	InstanceID     string    `json:"instance_id,omitempty"`
+	BindingID      string    `json:"binding_id,omitempty"`
+	ServiceID      string    `json:"service_id,omitempty"`
+	PlanID         string    `json:"plan_id,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Attempts       int       `json:"attempts,omitempty"`
+	NextAttempt    time.Time `json:"next_attempt"`
+	Created        time.Time `json:"created"`
+	LastError      string    `json:"last_error,omitempty"`
+	LockOwner      string    `json:"lock_owner,omitempty"`
+	ClaimedBy      string    `json:"claimed_by,omitempty"`
+	ClaimedUntil   time.Time `json:"claimed_until,omitzero"`
+	ClaimedUntilUS int64     `json:"claimed_until_us,omitempty,string"`
 }
 
 func encodeOrphan(o Orphan) []byte {
-	b, err := json.Marshal(orphanRecord(o))
+	r := orphanRecord{
+		ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
+		BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID, Reason: o.Reason,
+		Attempts: o.Attempts, NextAttempt: o.NextAttempt, Created: o.Created, LastError: o.LastError,
+		LockOwner: o.LockOwner, ClaimedBy: o.ClaimedBy, ClaimedUntil: o.ClaimedUntil,
+	}
+	if !o.ClaimedUntil.IsZero() {
+		r.ClaimedUntilUS = o.ClaimedUntil.UnixMicro()
+	}
+	b, err := json.Marshal(r)
 	if err != nil {
 		panic(fmt.Sprintf("store: encode orphan: %v", err))
 	}
@@ -195,7 +277,14 @@ func decodeOrphan(b []byte) (Orphan, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Orphan{}, fmt.Errorf("store: decode orphan record: %w", err)
 	}
-	o := Orphan(r)
-	o.NextAttempt, o.Created = o.NextAttempt.UTC(), o.Created.UTC()
+	o := Orphan{
+		ID: r.ID, Broker: r.Broker, Tenant: r.Tenant, Kind: r.Kind, InstanceID: r.InstanceID,
+		BindingID: r.BindingID, ServiceID: r.ServiceID, PlanID: r.PlanID, Reason: r.Reason,
+		Attempts: r.Attempts, NextAttempt: r.NextAttempt.UTC(), Created: r.Created.UTC(), LastError: r.LastError,
+		LockOwner: r.LockOwner, ClaimedBy: r.ClaimedBy,
+	}
+	if !r.ClaimedUntil.IsZero() {
+		o.ClaimedUntil = r.ClaimedUntil.UTC()
+	}
 	return o, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,11 +114,12 @@ func (s *redisStore) Close() error {
 	return nil
 }
 
-// scanLocks calls fn with every page of lock keys and their values (a
-// value is "" for a key gone between SCAN and GET), on every master. fn may
-// be called from several goroutines at once.
-func (s *redisStore) scanLocks(ctx context.Context, fn func(keys, values []string)) error {
-	pattern := globEscape(s.prefix+"lock:") + "*"
+// scanLocks calls fn with every page of the values of the lock keys that
+// start with s.lockKey(prefix) and pass keep (nil keeps all), on every
+// master; a value is "" for a key gone between SCAN and GET. fn may be
+// called from several goroutines at once.
+func (s *redisStore) scanLocks(ctx context.Context, prefix string, keep func(key string) bool, fn func(values []string)) error {
+	pattern := globEscape(s.lockKey(prefix)) + "*"
 	scan := func(ctx context.Context, c *redis.Client) error {
 		var cursor uint64
 		for {
@@ -125,12 +127,15 @@ func (s *redisStore) scanLocks(ctx context.Context, fn func(keys, values []strin
 			if err != nil {
 				return err
 			}
+			if keep != nil {
+				keys = slices.DeleteFunc(keys, func(k string) bool { return !keep(k) })
+			}
 			if len(keys) > 0 {
 				values, err := getAll(ctx, c, keys)
 				if err != nil {
 					return err
 				}
-				fn(keys, values)
+				fn(values)
 			}
 			if cursor = next; cursor == 0 {
 				return nil

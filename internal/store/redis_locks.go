@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -178,15 +179,27 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	return l, nil
 }
 
-// List SCANs every master: its cost grows with the number of keys under
-// the prefix, which suits an operator's listing, not a request path.
+// List SCANs every master: its cost grows with the number of keys in the
+// database, which suits an operator's listing, not a request path. With
+// f.InstanceID the SCAN MATCHes the instance's key prefix, so the server
+// filters and only the instance's locks (and those of instance ids that
+// extend its id, dropped before GET) come back.
 func (s *redisStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	var prefix string
+	var keep func(key string) bool
+	if f.InstanceID != "" {
+		prefix = LockKey(f.Broker, f.InstanceID)
+		keep = func(k string) bool { return f.instanceKey(strings.TrimPrefix(k, s.lockKey(""))) }
+	}
 	now := s.now()
 	var found collect[Lock]
-	err := s.scanLocks(ctx, func(_, values []string) {
+	err := s.scanLocks(ctx, prefix, keep, func(values []string) {
 		for _, v := range values {
 			if l, err := decodeLock([]byte(v)); err == nil && !expired(l.Deadline, now) && f.matches(l) {
 				found.add(l)
@@ -207,7 +220,7 @@ func (s *redisStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, erro
 		return nil, err
 	}
 	var due collect[string]
-	err := s.scanLocks(ctx, func(_, values []string) {
+	err := s.scanLocks(ctx, "", nil, func(values []string) {
 		for _, v := range values {
 			if l, err := decodeLock([]byte(v)); err == nil && expired(l.Deadline, now) {
 				due.add(l.Key)

@@ -14,23 +14,60 @@ import (
 
 // The orphan queue of the redis backend: a hash of records by ID and a
 // sorted set of IDs scored by NextAttempt in microseconds (exact in a
-// float64 until the year 2255). Writes to both go in one MULTI/EXEC.
+// float64 until the year 2255). Writes to both go in one MULTI/EXEC. A
+// claim lives in the record (claimed_by, claimed_until, claimed_until_us);
+// records written before claims existed lack those fields: unclaimed.
 
 // dueScript returns the records of up to ARGV[2] (0: all) orphans whose
-// score is at most ARGV[1], by score then ID; a record gone is nil.
+// score is at most ARGV[1] and that have no claim live at ARGV[1] µs, by
+// score then ID. It reads the set a page at a time, so that orphans skipped
+// as claimed (or gone from the hash) do not count against the limit. A
+// record that does not decode is returned, for the caller to report.
 // KEYS: due set, hash.
 var dueScript = redis.NewScript(`
-local ids
-if tonumber(ARGV[2]) > 0 then
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-else
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out, offset = {}, 0
+while true do
+  local ids
+  if limit > 0 then
+    ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', offset, limit)
+  else
+    ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+  end
+  for _, id in ipairs(ids) do
+    local cur = redis.call('HGET', KEYS[2], id)
+    if cur then
+      local ok, rec = pcall(cjson.decode, cur)
+      if not ok or not (rec.claimed_until_us and tonumber(rec.claimed_until_us) > now) then
+        out[#out + 1] = cur
+        if #out == limit then return out end
+      end
+    end
+  end
+  if limit <= 0 or #ids < limit then return out end
+  offset = offset + #ids
 end
-local out = {}
-for i, id in ipairs(ids) do
-  out[i] = redis.call('HGET', KEYS[2], id)
+`)
+
+// claimScript claims orphan ARGV[1] of hash KEYS[1] for ARGV[2] until
+// ARGV[3] (RFC 3339) = ARGV[4] µs unless another claimant's claim is live
+// at ARGV[5] µs. It returns {1, new record} when claimed, {-1, record} when
+// held, {0} when there is no such orphan, {-2, record} when the record does
+// not decode. The record is decoded and re-encoded by cjson: key order and
+// escapes change, values do not (claimed_until_us is a string; the only
+// number, attempts, is small).
+var claimScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur then return {0} end
+local ok, rec = pcall(cjson.decode, cur)
+if not ok or type(rec) ~= 'table' then return {-2, cur} end
+if rec.claimed_by ~= ARGV[2] and rec.claimed_until_us and tonumber(rec.claimed_until_us) > tonumber(ARGV[5]) then
+  return {-1, cur}
 end
-return out
+rec.claimed_by, rec.claimed_until, rec.claimed_until_us = ARGV[2], ARGV[3], ARGV[4]
+local new = cjson.encode(rec)
+redis.call('HSET', KEYS[1], ARGV[1], new)
+return {1, new}
 `)
 
 func (s *redisStore) PutOrphan(ctx context.Context, o Orphan) error {
@@ -56,7 +93,7 @@ func (s *redisStore) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	v, err := s.client.HGet(ctx, s.orphansKey(), id).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Orphan{}, fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return Orphan{}, noOrphan(id)
 	case err != nil:
 		return Orphan{}, s.fail(ctx, "HGET", err)
 	}
@@ -102,7 +139,7 @@ func (s *redisStore) DeleteOrphan(ctx context.Context, id string) error {
 	case err != nil:
 		return s.fail(ctx, "delete orphan", err)
 	case del.Val() == 0:
-		return fmt.Errorf("%w: orphan %s", ErrNotFound, id)
+		return noOrphan(id)
 	}
 	return nil
 }
@@ -118,10 +155,7 @@ func (s *redisStore) DueOrphans(ctx context.Context, now time.Time, limit int) (
 	}
 	var out []Orphan
 	for _, v := range res {
-		rec, ok := v.(string)
-		if !ok { // deleted from the hash but not the set: skip it
-			continue
-		}
+		rec, _ := v.(string)
 		o, err := decodeOrphan([]byte(rec))
 		if err != nil {
 			return nil, fmt.Errorf("%w: due orphan: %w", ErrUnavailable, err)
@@ -129,4 +163,44 @@ func (s *redisStore) DueOrphans(ctx context.Context, now time.Time, limit int) (
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// ClaimOrphan is one claimScript call: one round trip, atomic on the
+// server, on the one slot of the orphans hash.
+func (s *redisStore) ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error) {
+	if err := ctx.Err(); err != nil {
+		return Orphan{}, err
+	}
+	now := s.now()
+	until, err := prepareClaim(id, claimant, until, now)
+	if err != nil {
+		return Orphan{}, err
+	}
+	res, err := claimScript.Run(ctx, s.client, []string{s.orphansKey()},
+		id, claimant, until.Format(time.RFC3339Nano), us(until), us(now)).Slice()
+	if err != nil {
+		return Orphan{}, s.fail(ctx, "claim orphan script", err)
+	}
+	var code int64
+	var rec string
+	if len(res) > 0 {
+		code, _ = res[0].(int64)
+	}
+	if len(res) > 1 {
+		rec, _ = res[1].(string)
+	}
+	if code == 0 {
+		return Orphan{}, noOrphan(id)
+	}
+	o, err := decodeOrphan([]byte(rec))
+	if err == nil && code == -2 {
+		err = errors.New("the claim script cannot decode the record")
+	}
+	switch {
+	case err != nil:
+		return Orphan{}, fmt.Errorf("%w: orphan %s: %w", ErrUnavailable, id, err)
+	case code < 0:
+		return o, orphanHeld(o)
+	}
+	return o, nil
 }

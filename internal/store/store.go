@@ -19,6 +19,31 @@
 // each lock key a TTL of the time to the Deadline plus RedisTTLMargin, a
 // safety net that removes abandoned keys by itself (a key removed that way is
 // not reported by ExpireDue).
+//
+// # Instance and binding locks
+//
+// An operation on a service instance locks LockKey(broker, instance); an
+// operation on one of its bindings may instead lock BindingLockKey(broker,
+// instance, binding), "<broker>/<instance>/<binding>", beside it, so that
+// bindings of one instance proceed side by side. The store treats both as
+// independent keys: whether a binding operation must also wait for the
+// instance lock (or the reverse) is the caller's rule. List with
+// ListFilter.InstanceID finds an instance's lock and its binding locks
+// without reading the other locks (see List for the cost per backend).
+//
+// # Orphan claims
+//
+// Several replicas sharing a store may each run an orphan mitigator. Before
+// it calls a broker, a mitigator claims the orphan with ClaimOrphan: a lease
+// naming the replica (ClaimedBy) until a time (ClaimedUntil). While the
+// claim is live, that is while ClaimedUntil is after the store's clock,
+// other claimants get ErrHeld and DueOrphans does not offer the orphan. The
+// claimant ends its work with DeleteOrphan (done) or PutOrphan with the
+// claim cleared and a later NextAttempt (rescheduled); a claimant that dies
+// leaves a claim that lapses at ClaimedUntil, after which the orphan is due
+// again. A claim is a lease, not a fence: a claimant whose work outlasts its
+// claim must claim again (a claim by the same claimant renews) before it
+// writes, or another replica may be working on the orphan too.
 package store
 
 import (
@@ -31,7 +56,8 @@ import (
 // Errors returned by a Store, wrapped with detail; match them with errors.Is.
 var (
 	// ErrHeld means Acquire found the lock held by another owner and not
-	// expired. Acquire returns the holder beside it.
+	// expired, or ClaimOrphan found the orphan under a live claim of
+	// another claimant. Both return the holder beside it.
 	ErrHeld = errors.New("store: lock held")
 	// ErrNotOwner means Update or Release named a live lock that another
 	// owner holds; nothing was changed.
@@ -44,10 +70,11 @@ var (
 	// The request may or may not have taken effect. A caller answers it
 	// as "operation state unavailable" (HTTP 503), not as a logic error.
 	ErrUnavailable = errors.New("store: unavailable")
-	// ErrInvalid means a Lock or Orphan given to a Store is unusable (an
-	// empty Key or Owner, an unknown Kind, a Deadline not after now, an
-	// Operation longer than MaxOperationLen, a time outside the years 0 to
-	// 9999); nothing was changed.
+	// ErrInvalid means a Lock, Orphan, claim or ListFilter given to a Store
+	// is unusable (an empty Key or Owner, an unknown Kind, a Deadline or
+	// claim not after now, an Operation longer than MaxOperationLen, a time
+	// outside the years 0 to 9999, a ClaimedBy without ClaimedUntil or the
+	// reverse, an InstanceID filter without a Broker); nothing was changed.
 	ErrInvalid = errors.New("store: invalid")
 )
 
@@ -83,7 +110,9 @@ const MaxOperationLen = 10000
 // Lock is one operation in progress on a service instance. The zero value
 // is not a valid lock: Key, Owner, Kind and Deadline are required.
 type Lock struct {
-	// Key names what is locked, LockKey(Broker, InstanceID).
+	// Key names what is locked: LockKey(Broker, InstanceID), or
+	// BindingLockKey(Broker, InstanceID, BindingID) for a lock on one
+	// binding.
 	Key string
 	// Owner is the unique token of the holder (one per request); only the
 	// owner may Update or Release the lock.
@@ -125,12 +154,25 @@ func LockKey(broker, instanceID string) string {
 	return broker + "/" + instanceID
 }
 
+// BindingLockKey returns the Lock.Key for one binding of a service
+// instance: "<broker>/<instance id>/<binding id>", beside the instance's
+// own LockKey.
+func BindingLockKey(broker, instanceID, bindingID string) string {
+	return LockKey(broker, instanceID) + "/" + bindingID
+}
+
 // ListFilter selects locks for List; an empty field matches every lock.
 type ListFilter struct {
 	// Broker keeps locks with this Lock.Broker.
 	Broker string
 	// Tenant keeps locks with this Lock.Tenant.
 	Tenant string
+	// InstanceID keeps the locks of one service instance of Broker, which
+	// must be set with it: the locks with this Lock.InstanceID whose Key is
+	// LockKey(Broker, InstanceID) or BindingLockKey(Broker, InstanceID, any
+	// binding), that is the instance's own lock and its binding locks.
+	// List then reads only keys under that prefix.
+	InstanceID string
 }
 
 // Orphan is a pending orphan mitigation: a deprovision or unbind the gateway
@@ -161,6 +203,19 @@ type Orphan struct {
 	Created time.Time
 	// LastError is the outcome of the last failed attempt.
 	LastError string
+	// LockOwner is the Lock.Owner under which the orphan holds its
+	// instance's lock while it waits (after a broker timeout, say), so
+	// that no other operation starts on the instance before mitigation
+	// ends; empty if it holds none. The store keeps it and nothing more:
+	// releasing that lock is the caller's job.
+	LockOwner string
+	// ClaimedBy names the claimant (a gateway replica) carrying the
+	// mitigation out, set by ClaimOrphan; empty when unclaimed.
+	ClaimedBy string
+	// ClaimedUntil is when the claim lapses: the claim is live while
+	// ClaimedUntil is after the store's clock. Zero exactly when ClaimedBy
+	// is empty.
+	ClaimedUntil time.Time
 }
 
 // Store holds operation locks and the orphan-mitigation queue.
@@ -170,8 +225,10 @@ type Orphan struct {
 // by one process at a time; Redis is shared by replicas). Each change to
 // one lock or one orphan is atomic: it takes effect entirely or not at all,
 // and no other caller sees a state in between; in particular, of any number
-// of concurrent Acquire calls for one free key, exactly one succeeds. List
-// and ExpireDue are atomic per lock, not necessarily across locks.
+// of concurrent Acquire calls for one free key, exactly one succeeds, and of
+// any number of concurrent ClaimOrphan calls by distinct claimants for one
+// orphan without a live claim, exactly one succeeds. List, ExpireDue and
+// DueOrphans are atomic per lock or orphan, not necessarily across them.
 //
 // Every method honours ctx: one called with a done context returns
 // ctx.Err() (possibly wrapped) without touching the backend, and a context
@@ -215,7 +272,17 @@ type Store interface {
 	// Get returns the live lock key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Lock, error)
 
-	// List returns the live locks matching f, sorted by Key.
+	// List returns the live locks matching f, sorted by Key. A filter with
+	// an InstanceID but no Broker is ErrInvalid.
+	//
+	// Cost: without InstanceID, List reads every lock (Redis: SCANs every
+	// master), which suits an operator's listing, not a request path. With
+	// InstanceID, memory still looks at every lock in memory; bolt seeks
+	// to the instance's keys and reads only them; Redis cannot seek by
+	// prefix without an index its key layout lacks, so it still SCANs
+	// every master, one round trip per 1000 keys of the database, but
+	// with a MATCH on the instance's key prefix: the server filters, and
+	// only the instance's locks cross the network and are decoded.
 	List(ctx context.Context, f ListFilter) ([]Lock, error)
 
 	// ExpireDue deletes the locks whose Deadline is not after now and
@@ -224,7 +291,10 @@ type Store interface {
 	// On an error, the locks returned (if any) were deleted before it.
 	ExpireDue(ctx context.Context, now time.Time) ([]Lock, error)
 
-	// PutOrphan inserts o, or replaces the orphan with the same ID.
+	// PutOrphan inserts o, or replaces the orphan with the same ID, claim
+	// included: it does not check claims, so only the claimant (or an
+	// operator) should replace a claimed orphan. A claimant reschedules an
+	// orphan by putting it with a later NextAttempt and the claim cleared.
 	PutOrphan(ctx context.Context, o Orphan) error
 
 	// GetOrphan returns the orphan id, or ErrNotFound.
@@ -233,14 +303,29 @@ type Store interface {
 	// ListOrphans returns every queued orphan, sorted by ID.
 	ListOrphans(ctx context.Context) ([]Orphan, error)
 
-	// DeleteOrphan removes the orphan id, or returns ErrNotFound.
+	// DeleteOrphan removes the orphan id, claimed or not, or returns
+	// ErrNotFound.
 	DeleteOrphan(ctx context.Context, id string) error
 
 	// DueOrphans returns up to limit orphans whose NextAttempt is not
-	// after now, sorted by NextAttempt, then ID; limit <= 0 means all. It
-	// does not remove or claim them: the caller updates each with
-	// PutOrphan or removes it with DeleteOrphan.
+	// after now and that have no claim live at now (ClaimedUntil after
+	// now), sorted by NextAttempt, then ID; limit <= 0 means all. Claimed
+	// orphans are skipped, not counted against limit. DueOrphans does not
+	// remove or claim them: the caller claims each with ClaimOrphan before
+	// working on it, then updates it with PutOrphan or removes it with
+	// DeleteOrphan.
 	DueOrphans(ctx context.Context, now time.Time, limit int) ([]Orphan, error)
+
+	// ClaimOrphan claims the orphan id for claimant until the time until,
+	// which must be after the store's clock: if the orphan has no claim
+	// live at the store's clock, or claimant holds it (a renewal), it sets
+	// ClaimedBy and ClaimedUntil, changing nothing else, and returns the
+	// orphan as stored. If another claimant holds a live claim, ClaimOrphan
+	// returns the orphan as stored and an error wrapping ErrHeld. It
+	// returns ErrNotFound if there is no such orphan, and ErrInvalid for
+	// an empty id or claimant or an until not after now. The check and the
+	// change are one atomic step on every backend (a Lua script on Redis).
+	ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error)
 
 	// Ping reports whether the backend can be reached: nil, or an error
 	// wrapping ErrUnavailable.
