@@ -77,6 +77,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now)
 	}
 	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
+	if opts.Previous != nil && opts.Previous.guard.st == st {
+		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
+	} else {
+		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics, opts.Now)
+	}
 	pool := newBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -173,8 +178,13 @@ func (g *Gateway) CatalogsReady() error {
 }
 
 // Close releases idle broker connections of upstreams that next does not
-// use. In-flight requests are not interrupted. next may be nil.
+// use. In-flight requests are not interrupted. next may be nil: the
+// gateway is stopping, and the queue of settlements the store has not
+// taken yet (logged) is dropped.
 func (g *Gateway) Close(next *Gateway) {
+	if next == nil || next.guard.retry != g.guard.retry {
+		g.guard.retry.close()
+	}
 	for name, u := range g.upstreams {
 		if next != nil && next.upstreams[name] == u {
 			continue

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -27,20 +27,29 @@ const syncHoldMargin = time.Minute
 // request's own context may be gone.
 const releaseTimeout = 5 * time.Second
 
-// guard holds the operation locks of one Gateway. Its store outlives
-// reloads.
+// guard holds the operation locks of one Gateway. Its store, its replica
+// name and its queue of releases to retry outlive reloads.
 type guard struct {
 	st       store.Store
 	now      func() time.Time
 	log      *slog.Logger
 	deadline time.Duration // default async deadline (state.operation_deadline)
 	metrics  *Metrics      // nil: none
+	// replica names this process in orphan claims, so that of several
+	// gateways sharing a store exactly one carries out each mitigation.
+	replica string
+	// retry keeps releasing what the store refused to release.
+	retry *releaser
 }
 
 // heldLock is the lock a mutating call holds while it runs.
 type heldLock struct {
 	lock    store.Lock
-	settled bool // converted to async or released by the response
+	settled bool // converted to async, held after a timeout, or released
+	// platform is the platform's request context: the broker call runs
+	// on without its cancellation, so the lock is settled by what the
+	// broker did, and a platform gone by then is noticed here.
+	platform context.Context
 }
 
 var kinds = map[rules.Endpoint]string{
@@ -48,14 +57,14 @@ var kinds = map[rules.Endpoint]string{
 	rules.Bind: store.KindBind, rules.Unbind: store.KindUnbind,
 }
 
-// withGuard is the guard stage. A mutating call on an instance takes the
-// instance's lock for its duration; a 202 turns the lock into an async
-// operation (see settle), which a later last_operation releases. While the
-// lock is held, another mutating call on the instance or its bindings gets
-// 400 "Another operation for this service instance is in progress." (or
-// 422 ConcurrencyError with concurrency_error: spec at 2.14+) without
-// reaching the broker. When the store cannot be reached, mutating calls
-// fail closed with 503; reads never touch the lock.
+// withGuard is the guard stage. A mutating call takes the lock of what it
+// changes for its duration (see acquire for what blocks what); a 202 turns
+// the lock into an async operation (see answered), which a later
+// last_operation releases. While a blocking lock is held, the call gets 400
+// "Another operation for this service instance is in progress." (or 422
+// ConcurrencyError with concurrency_error: spec at 2.14+) without reaching
+// the broker. When the store cannot be reached, mutating calls fail closed
+// with 503; reads never wait on a lock.
 func withGuard(g *guard) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +81,7 @@ func withGuard(g *guard) Middleware {
 			up := s.route.up
 			now := g.now()
 			l := store.Lock{
-				Key: store.LockKey(up.name, s.Call.InstanceID), Owner: newRequestID(), Kind: kind,
+				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: newRequestID(), Kind: kind,
 				Tenant: s.Tenant, Broker: up.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 				ServiceID: s.Call.ServiceID, PlanID: s.Call.PlanID, TraceParent: s.TraceParent,
 				Started: now, Deadline: now.Add(up.timeout + syncHoldMargin),
@@ -80,7 +89,7 @@ func withGuard(g *guard) Middleware {
 			if s.Request != nil {
 				l.ServiceID, l.PlanID = s.Request.ServiceID, s.Request.PlanID
 			}
-			held, err := g.st.Acquire(r.Context(), l)
+			held, err := g.acquire(r.Context(), up, l)
 			switch {
 			case errors.Is(err, store.ErrHeld):
 				if up.cfg.AllowDeleteDuringCreate && kind == store.KindDeprovision && held.Kind == store.KindProvision && held.Async {
@@ -101,11 +110,79 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, err) // a bug or a gone platform: a generic 500, the cause in the log
 				return
 			}
-			s.lock = &heldLock{lock: l}
-			defer g.finish(s) // however the call ends: error, timeout, client gone, panic
+			s.lock = &heldLock{lock: l, platform: r.Context()}
+			defer g.finish(s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// lockKey is the key a call on the instance (and binding) locks: the
+// binding's own key under lock_granularity binding, else the instance's.
+func (u *upstream) lockKey(instanceID, bindingID string) string {
+	if bindingID != "" && u.bindingLocks {
+		return store.BindingLockKey(u.name, instanceID, bindingID)
+	}
+	return store.LockKey(u.name, instanceID)
+}
+
+// acquire takes l for a platform call or an orphan mitigation and then
+// checks the locks that block it, as Cloud Controller's LockCheck does
+// (lock_granularity binding):
+//
+//   - an instance operation in progress blocks every operation on the
+//     instance and on its bindings (raise_if_instance_locked);
+//   - a binding operation in progress blocks that binding
+//     (raise_if_binding_locked) and the instance's update and deprovision
+//     (its UpdaterLock checks every binding of the instance);
+//   - bindings of one instance do not block each other.
+//
+// Each side takes its own lock before it looks at the other's, so of a
+// binding call and an instance call that race, at least one sees the
+// other: both may be refused, never both let through. When a blocking lock
+// is found, l is released again and the blocker comes back with an error
+// wrapping store.ErrHeld. Under lock_granularity instance every call locks
+// the instance key, and Acquire alone decides.
+func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.Lock, error) {
+	if held, err := g.st.Acquire(ctx, l); err != nil {
+		return held, err
+	}
+	if !u.bindingLocks {
+		return store.Lock{}, nil
+	}
+	blocker, found, err := g.blocker(ctx, u, l)
+	if err == nil && !found {
+		return store.Lock{}, nil
+	}
+	g.release(ctx, l)
+	if err != nil {
+		return store.Lock{}, err
+	}
+	return blocker, fmt.Errorf("%w: %s is locked by a %s in progress", store.ErrHeld, blocker.Key, blocker.Kind)
+}
+
+// blocker finds a lock held by another operation that blocks l (see
+// acquire).
+func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.Lock, bool, error) {
+	switch l.Kind {
+	case store.KindBind, store.KindUnbind:
+		il, err := g.st.Get(ctx, store.LockKey(u.name, l.InstanceID))
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Lock{}, false, nil
+		}
+		return il, err == nil, err
+	case store.KindUpdate, store.KindDeprovision:
+		ls, err := g.st.List(ctx, store.ListFilter{Broker: u.name, InstanceID: l.InstanceID})
+		if err != nil {
+			return store.Lock{}, false, err
+		}
+		for _, x := range ls {
+			if x.Key != l.Key && x.BindingID != "" {
+				return x, true, nil
+			}
+		}
+	}
+	return store.Lock{}, false, nil
 }
 
 // busy is the answer to a call blocked by an operation in progress.
@@ -114,109 +191,6 @@ func (g *guard) busy(s *Scope) *osb.Error {
 		return &osb.Error{Status: http.StatusUnprocessableEntity, Code: osb.CodeConcurrencyError, Description: InProgress}
 	}
 	return &osb.Error{Status: http.StatusBadRequest, Description: InProgress}
-}
-
-// settle decides the fate of the call's lock from the broker's answer,
-// before the answer reaches the platform (so the platform's next call sees
-// the new state): a 202 keeps it as an async operation until the plan's
-// maximum_polling_duration (or state.operation_deadline); anything else
-// releases it.
-func (g *guard) settle(res *http.Response, s *Scope) {
-	h := s.lock
-	if h == nil || h.settled {
-		return
-	}
-	h.settled = true
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
-	defer cancel()
-	if res.StatusCode != http.StatusAccepted {
-		g.release(ctx, h.lock)
-		return
-	}
-	l := h.lock
-	now := g.now()
-	l.Async, l.Operation, l.Deadline = true, s.Operation, now.Add(g.deadline)
-	if s.catalog != nil && l.PlanID != "" {
-		if d, ok := s.catalog.index.MaximumPollingDuration(l.PlanID); ok {
-			l.Deadline = now.Add(d)
-		}
-	}
-	if err := g.st.Update(ctx, l); err != nil {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
-			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
-	}
-}
-
-// finish releases the lock of a call that ended without an answer from
-// the broker (error, timeout, platform gone, panic).
-func (g *guard) finish(s *Scope) {
-	if h := s.lock; h != nil && !h.settled {
-		h.settled = true
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		g.release(ctx, h.lock)
-	}
-}
-
-func (g *guard) release(ctx context.Context, l store.Lock) {
-	if err := g.st.Release(ctx, l.Key, l.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-		g.metrics.StoreError("release")
-		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not released; it expires at its deadline",
-			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID),
-			slog.Time("deadline", l.Deadline), slog.String("error", err.Error()))
-	}
-}
-
-// notePoll looks up the async operation a last_operation polls, so the
-// poll's span can link to the span that started it. A store failure does
-// not block a poll.
-func (g *guard) notePoll(ctx context.Context, s *Scope) {
-	l, err := g.st.Get(ctx, store.LockKey(s.route.up.name, s.Call.InstanceID))
-	if err != nil || !l.Async || !g.polls(s.Call, l) {
-		return
-	}
-	polled := l // copied only for a tracked operation: l itself stays on the stack
-	s.polled = &polled
-	s.StartedBy = l.TraceParent
-	if s.Operation == "" {
-		s.Operation = l.Operation
-	}
-}
-
-// polls reports whether a last_operation call is about the operation l.
-func (g *guard) polls(c rules.Call, l store.Lock) bool {
-	if c.Endpoint == rules.BindingLastOperation {
-		return l.BindingID == c.BindingID
-	}
-	return l.BindingID == ""
-}
-
-// settlePoll releases the polled operation's lock when the broker says it
-// is over: state succeeded or failed, or 410 Gone for a delete.
-func (g *guard) settlePoll(res *http.Response, body []byte, s *Scope) {
-	l := s.polled
-	if l == nil {
-		return
-	}
-	over := false
-	switch res.StatusCode {
-	case http.StatusOK:
-		var lo struct {
-			State string `json:"state"`
-		}
-		if json.Unmarshal(body, &lo) == nil && (lo.State == "succeeded" || lo.State == "failed") {
-			over = true
-		}
-	case http.StatusGone:
-		over = l.Kind == store.KindDeprovision || l.Kind == store.KindUnbind
-	}
-	if !over {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
-	defer cancel()
-	g.release(ctx, *l)
 }
 
 // sweep releases the locks whose deadline passed and logs each; the
@@ -230,8 +204,8 @@ func (g *guard) sweep(ctx context.Context) {
 	for _, l := range expired {
 		g.log.LogAttrs(ctx, slog.LevelWarn, "operation deadline passed; lock released",
 			slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
-			slog.String("kind", l.Kind), slog.Bool("async", l.Async), slog.String("operation", l.Operation),
-			slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
+			slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
+			slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
 	}
 }
 

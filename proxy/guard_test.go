@@ -154,18 +154,21 @@ func TestGuardAllowDeleteDuringCreate(t *testing.T) {
 }
 
 // TestGuardReleasePaths: whatever ends a call that got no 202, the lock
-// goes with it.
+// goes with it — but for a broker timeout, after which the broker may
+// still be working: the lock is held for hold_after_timeout (the broker's
+// timeout, 500ms here), then expires.
 func TestGuardReleasePaths(t *testing.T) {
 	syncProvision := provisionBody(samplebroker.PlanSyncID, "")
 	for _, tc := range []struct {
 		name  string
 		fault *samplebroker.Fault
 		want  int
+		held  bool
 	}{
-		{"success", nil, 201},
-		{"broker error", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 500, Body: `{}`, Count: 1}, 500},
-		{"broker timeout", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Hang: true, Count: 1}, 504},
-		{"garbage", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 201, Body: `{`, Count: 1}, 201},
+		{"success", nil, 201, false},
+		{"broker error", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 500, Body: `{}`, Count: 1}, 500, false},
+		{"broker timeout", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Hang: true, Count: 1}, 504, true},
+		{"garbage", &samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Status: 201, Body: `{`, Count: 1}, 201, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newGuardEnv(t, nil, "blocking", "false")
@@ -176,6 +179,17 @@ func TestGuardReleasePaths(t *testing.T) {
 			}
 			if code, body := e.call(t, "PUT", "/v2/service_instances/i1", "2.15", syncProvision); code != tc.want {
 				t.Fatalf("provision: %d %s", code, body)
+			}
+			if tc.held {
+				locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{})
+				if len(locks) != 1 || !locks[0].Deadline.Equal(e.clock.now().Add(500*time.Millisecond)) {
+					t.Fatalf("after a timeout, want the lock held for 500ms, got %+v", locks)
+				}
+				if code, _ := e.call(t, "PUT", "/v2/service_instances/i1", "2.15", syncProvision); code != 400 {
+					t.Errorf("a retry during the hold: %d, want 400", code)
+				}
+				e.clock.add(time.Second)
+				e.g.SweepOperations(context.Background())
 			}
 			if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 				t.Errorf("lock left behind: %+v", locks)

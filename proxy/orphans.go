@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,41 +27,104 @@ var neverDue = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // OrphanTick is how often the background worker looks for due orphans.
 const OrphanTick = 2 * time.Second
 
+// Results of one mitigation (mitigate), for logs and the admin API.
+const (
+	mitigated       = "mitigated"         // the broker undid it (200, 202 or 410)
+	mitigationFail  = "failed"            // the broker did not; rescheduled or given up
+	mitigationBusy  = "busy"              // another operation holds the instance; tried when the claim lapses
+	mitigationTaken = "claimed"           // another gateway replica is carrying it out
+	mitigationGone  = "cancelled"         // nothing left to undo (a later success cancelled it)
+	mitigationDown  = "state unavailable" // the store did not answer; the next tick tries again
+)
+
+// orphanID names the pending undo of one instance or binding: a repeated
+// failure replaces the entry, and a later success finds it to cancel. It
+// is the kind and a digest of the broker and ids, so that it fits in a URL
+// path segment (POST /admin/orphans/{id}/retry) whatever the ids hold.
+func orphanID(kind, broker, instanceID, bindingID string) string {
+	key := store.LockKey(broker, instanceID)
+	if kind == store.KindUnbind {
+		key = store.BindingLockKey(broker, instanceID, bindingID)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return kind + "-" + hex.EncodeToString(sum[:16])
+}
+
+// orphanIDOf is the orphan a call's failure would leave, and its success
+// cancels: the deprovision of the instance for provision and deprovision,
+// the unbind of the binding for bind and unbind.
+func orphanIDOf(u *upstream, c rules.Call) string {
+	if c.Endpoint == rules.Bind || c.Endpoint == rules.Unbind {
+		return orphanID(store.KindUnbind, u.name, c.InstanceID, c.BindingID)
+	}
+	return orphanID(store.KindDeprovision, u.name, c.InstanceID, "")
+}
+
 // noteOrphan records an orphan candidate for a provision or bind that may
 // have left something behind, per the broker's orphan_mitigation: report
-// stores and logs it, mitigate also makes it due now.
-func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string) {
+// stores and logs it, mitigate also makes it due at due. lockOwner is the
+// owner of a lock the orphan takes over (the hold after a timeout), or "".
+func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string) {
 	up := s.route.up
 	mode := up.cfg.OrphanMitigation
-	if mode == "off" || s.lock == nil {
+	if mode == "off" || s.lock == nil || (s.Call.Endpoint != rules.Provision && s.Call.Endpoint != rules.Bind) {
 		return
 	}
 	l := s.lock.lock
-	o := store.Orphan{ID: newRequestID(), Broker: up.name, Tenant: s.Tenant, InstanceID: l.InstanceID, BindingID: l.BindingID,
-		ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.now(), NextAttempt: neverDue, Kind: store.KindDeprovision}
+	o := store.Orphan{ID: orphanIDOf(up, s.Call), Broker: up.name, Tenant: s.Tenant, InstanceID: l.InstanceID,
+		BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.now(),
+		NextAttempt: neverDue, Kind: store.KindDeprovision, LockOwner: lockOwner}
 	if s.Call.Endpoint == rules.Bind {
 		o.Kind = store.KindUnbind
 	}
 	s.Orphan = "reported"
 	if mode == "mitigate" {
-		o.NextAttempt, s.Orphan = g.now(), "queued"
+		o.NextAttempt, s.Orphan = due, "queued"
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := g.st.PutOrphan(ctx, o); err != nil {
+		g.metrics.StoreError("orphan")
 		g.log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded", slog.String("broker", up.name),
 			slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.name),
 		slog.String("tenant", s.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
-		slog.String("binding_id", o.BindingID), slog.String("reason", reason), slog.String("decision", s.Orphan))
+		slog.String("binding_id", o.BindingID), slog.String("reason", reason), slog.String("decision", s.Orphan),
+		slog.Time("due", o.NextAttempt))
 }
 
-// MitigateOrphans sends the deprovision or unbind of every due orphan
-// once, and reschedules the ones that fail on the broker's
-// orphan_schedule; after the last try it gives up and logs. Call it every
-// OrphanTick.
+// cancelOrphan deletes the pending orphan id after a success the platform
+// saw; false means the store failed and nothing is known.
+func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
+	err := g.st.DeleteOrphan(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	}
+	s.Orphan = "cancelled"
+	g.log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigation cancelled: the platform's call succeeded", slog.String("id", id),
+		slog.String("broker", s.Broker), slog.String("instance_id", s.Call.InstanceID), slog.String("binding_id", s.Call.BindingID))
+	return true
+}
+
+// onTimeout is what the gateway does when it gives up on a mutating call
+// at the broker's timeout: the broker may still be working, so the lock is
+// held for hold_after_timeout; a provision or bind becomes an orphan
+// candidate, due (with orphan_mitigation: mitigate) when the hold ends and
+// taking the held lock over.
+func (g *guard) onTimeout(ctx context.Context, s *Scope) {
+	owner := g.holdAfterTimeout(s)
+	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
+		g.noteOrphan(ctx, s, why, g.now().Add(s.route.up.cfg.HoldAfterTimeout), owner)
+	}
+}
+
+// MitigateOrphans carries out every due orphan once (see mitigate). Call
+// it every OrphanTick; replicas sharing a store may all call it.
 func (g *Gateway) MitigateOrphans(ctx context.Context) {
 	due, err := g.guard.st.DueOrphans(ctx, g.guard.now(), 20)
 	if err != nil {
@@ -70,20 +135,81 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) {
 	}
 }
 
-func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) {
-	log := g.guard.log
+// mitigate carries out one orphan's undo, once across replicas, never
+// against an instance a platform call is using or has just made its own:
+//
+//  1. it claims the orphan in the store for the broker's timeout (a
+//     replica that loses the claim skips it);
+//  2. it takes the instance's (or binding's) lock as a platform call
+//     would, under the owner of the lock held after a timeout when there is
+//     one; while another operation holds it, the orphan waits until its
+//     claim lapses (not counted as an attempt);
+//  3. it reads the orphan again: a provision or bind that succeeded
+//     cancels it while holding the lock, so a mitigation that got the lock
+//     after it finds nothing to undo;
+//  4. it sends the deprovision or unbind, then deletes the orphan (200,
+//     202 or 410) or reschedules it on orphan_schedule, and only then
+//     releases the lock (so no success can be cancelled in between).
+func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
+	gd := g.guard
 	u := g.upstreams[o.Broker]
 	if u == nil {
-		o.NextAttempt, o.LastError = neverDue, "the broker is no longer configured"
-		_ = g.guard.st.PutOrphan(ctx, o)
-		return
+		o.NextAttempt, o.LastError, o.ClaimedBy, o.ClaimedUntil = neverDue, "the broker is no longer configured", "", time.Time{}
+		_ = gd.st.PutOrphan(ctx, o)
+		return mitigationFail
 	}
+	now := gd.now()
+	o, err := gd.st.ClaimOrphan(ctx, o.ID, gd.replica, now.Add(u.timeout+syncHoldMargin))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return mitigationGone
+	case errors.Is(err, store.ErrHeld):
+		return mitigationTaken
+	case err != nil:
+		return mitigationDown
+	}
+	owner := o.LockOwner
+	if owner == "" {
+		owner = newRequestID()
+	}
+	l := store.Lock{Key: u.lockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
+		InstanceID: o.InstanceID, BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID,
+		Started: now, Deadline: now.Add(u.timeout + syncHoldMargin)}
+	if _, err := gd.acquire(ctx, u, l); err != nil {
+		// Nothing is written: a call holding the lock may cancel the
+		// orphan, and a write here could bring it back. The claim lapses
+		// and the orphan is due again then.
+		if errors.Is(err, store.ErrHeld) {
+			return mitigationBusy
+		}
+		return mitigationDown
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		gd.release(rctx, l)
+	}()
+	if _, err := gd.st.GetOrphan(ctx, o.ID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return mitigationGone
+		}
+		return mitigationDown
+	}
+	return g.undoOrphan(ctx, u, o)
+}
+
+// undoOrphan sends o's deprovision or unbind and records the outcome.
+func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o store.Orphan) string {
+	log := g.guard.log
 	status, err := u.undo(ctx, o)
 	if err == nil && (status == http.StatusOK || status == http.StatusAccepted || status == http.StatusGone) {
-		_ = g.guard.st.DeleteOrphan(ctx, o.ID)
+		if err := g.guard.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			log.LogAttrs(ctx, slog.LevelWarn, "orphan mitigated but not removed from the queue; the next try finds it gone (410)",
+				slog.String("id", o.ID), slog.String("error", err.Error()))
+		}
 		log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
 			slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
-		return
+		return mitigated
 	}
 	if err == nil {
 		err = fmt.Errorf("the broker answered %d", status)
@@ -91,6 +217,7 @@ func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) {
 	schedule, _ := config.ParseSchedule(u.cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
+	o.LockOwner = ""
 	if o.Attempts > len(schedule) {
 		o.NextAttempt = neverDue
 		log.LogAttrs(ctx, slog.LevelError, "orphan mitigation gave up; the operator must clean up", slog.String("id", o.ID),
@@ -99,8 +226,16 @@ func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) {
 	} else {
 		o.NextAttempt = g.guard.now().Add(schedule[o.Attempts-1])
 	}
+	g.putOrphan(ctx, o)
+	return mitigationFail
+}
+
+// putOrphan stores o back with its claim cleared.
+func (g *Gateway) putOrphan(ctx context.Context, o store.Orphan) {
+	o.ClaimedBy, o.ClaimedUntil = "", time.Time{}
 	if err := g.guard.st.PutOrphan(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
-		log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled", slog.String("id", o.ID), slog.String("error", err.Error()))
+		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled; its claim lapses and the next tick tries again",
+			slog.String("id", o.ID), slog.String("error", err.Error()))
 	}
 }
 

@@ -66,8 +66,10 @@ type Scope struct {
 	// that started the operation being polled ("" when unknown): the trace
 	// stage links the poll's span to it.
 	StartedBy string
-	// Orphan is the orphan-mitigation decision for a failed provision or
-	// bind: "" (none), "reported" or "queued".
+	// Orphan is the orphan-mitigation decision for a provision or bind:
+	// "" (none), "reported" or "queued" for a call that may have left an
+	// orphan, "cancelled" for a success (of any mutating call) that
+	// cancelled a pending mitigation of its instance or binding.
 	Orphan string
 	// Status is the status sent to the platform (0 until written) and Bytes
 	// the body bytes written.
@@ -86,6 +88,9 @@ type Scope struct {
 	refusedByRules bool
 	lock           *heldLock   // the lock a mutating call holds
 	polled         *store.Lock // the async operation a last_operation polls
+	// pollUnseen: the store did not answer when the poll looked for its
+	// operation; an answer that ends it is settled later (guard.settlePoll).
+	pollUnseen bool
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string

@@ -39,9 +39,12 @@ type upstream struct {
 	maxHeader []string // []string{maxString}, shared: never appended to
 	timeout   time.Duration
 	deadlines *callDeadlines // cancels calls that outlive timeout
-	transport *http.Transport
-	proxy     *httputil.ReverseProxy
-	log       *slog.Logger
+	// bindingLocks: bind and unbind lock the binding, not the whole
+	// instance (lock_granularity binding).
+	bindingLocks bool
+	transport    *http.Transport
+	proxy        *httputil.ReverseProxy
+	log          *slog.Logger
 }
 
 func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (*upstream, error) {
@@ -58,6 +61,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (
 		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
 	}
 	u.maxHeader = []string{u.maxString}
+	u.bindingLocks = b.LockGranularity != "instance"
 	u.basePath = strings.TrimSuffix(target.EscapedPath(), "/")
 	u.deadlines = &callDeadlines{timeout: b.Timeout}
 	if b.Username != "" {
@@ -100,8 +104,15 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The reverse proxy's callbacks and the broker transport find the
 	// Scope in the outgoing request's context; the call is canceled when
 	// the platform goes away or the broker's timeout passes.
+	// A call holding a lock runs on when the platform goes away, until
+	// the broker answers or its timeout passes: the lock is then settled
+	// by what the broker did, never released while the broker still works.
 	s := ScopeOf(w, r)
-	ctx := u.deadlines.start(s.withContext(r.Context()), &s.call)
+	parent := r.Context()
+	if s.lock != nil {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx := u.deadlines.start(s.withContext(parent), &s.call)
 	defer u.deadlines.finish(&s.call)
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -150,8 +161,10 @@ func joinPath(base, rest string) (path, rawPath string) {
 	return dec, raw
 }
 
-// modifyResponse checks the broker's answer against the OSB rules and
-// echoes the request identity when the broker did not.
+// modifyResponse checks the broker's answer against the OSB rules, echoes
+// the request identity when the broker did not, and settles the call's
+// lock, the polled operation and orphans (guard.answered) before the
+// answer reaches the platform.
 func (u *upstream) modifyResponse(res *http.Response) error {
 	s := ScopeFrom(res.Request.Context())
 	if s == nil {
@@ -161,31 +174,37 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 		res.Header[headerRequestIdentity] = s.idHeader
 	}
 	var body []byte
-	if s.lock != nil || s.polled != nil || (u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown) {
+	if s.lock != nil || s.polled != nil || s.pollUnseen || (u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown) {
 		var err error
 		if body, err = bufferResponse(res); err != nil {
-			return err
+			if s.guard != nil {
+				s.guard.answered(res, s, nil, answer{cut: true})
+			}
+			return &cutShort{status: res.StatusCode, err: err}
 		}
 	}
 	if s.lock != nil && res.StatusCode == http.StatusAccepted {
 		s.Operation = operationOf(body)
 	}
 	err := u.checkResponse(res, s, body)
-	if s.guard != nil && s.lock != nil {
-		if ok, why := rules.OrphanCandidate(s.Call, res.StatusCode, body); ok {
-			s.guard.noteOrphan(res.Request.Context(), s, why)
-		}
-	}
-	if s.guard != nil { // settle the lock before the answer reaches the platform
-		if err != nil {
-			s.guard.finish(s) // refused: the platform sees a 502, not the operation
-		} else {
-			s.guard.settle(res, s)
-			s.guard.settlePoll(res, body, s)
-		}
+	if s.guard != nil {
+		s.guard.answered(res, s, body, answer{refused: err != nil})
 	}
 	return err
 }
+
+// cutShort is a broker answer whose body ended before it was complete
+// (a connection closed mid-body, a chunked body without its last chunk).
+type cutShort struct {
+	status int
+	err    error
+}
+
+func (e *cutShort) Error() string {
+	return fmt.Sprintf("answered %d but its body was cut short: %v", e.status, e.err)
+}
+
+func (e *cutShort) Unwrap() error { return e.err }
 
 // operationOf returns the "operation" of a 202 body, or "".
 func operationOf(body []byte) string {
@@ -203,13 +222,16 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
 	var refused *responseRefused
+	var cut *cutShort
 	switch {
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
+	case errors.As(err, &cut):
+		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.Error())
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
-		if ok, why := rules.OrphanOnTimeout(s.Call); ok && s.guard != nil {
-			s.guard.noteOrphan(r.Context(), s, why)
+		if s.guard != nil {
+			s.guard.onTimeout(r.Context(), s)
 		}
 	case errors.Is(err, context.Canceled) && s.ctx.Context != nil && s.ctx.Context.Err() != nil:
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed

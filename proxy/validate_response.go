@@ -116,7 +116,7 @@ func (u *upstream) checkResponse(res *http.Response, s *Scope, body []byte) erro
 	if s.catalog != nil {
 		cat = s.catalog.index
 	}
-	vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request})
+	vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s)})
 	if len(vs) == 0 {
 		return nil
 	}

@@ -67,3 +67,32 @@ func isJSONObject(b []byte) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(b, &m) == nil && m != nil
 }
+
+// OrphanUnseen reports whether a provision or bind the broker answered
+// with a success (200, 201 or 202) left an orphan because the platform did
+// not get that answer (why says what happened instead, e.g. "the platform
+// went away before the answer reached it"): the platform takes the call as
+// failed and does not track what the broker created, which is Cloud
+// Controller's "5xx" and "client timeout" rows.
+func OrphanUnseen(c Call, status int, why string) (bool, string) {
+	if (c.Endpoint != Provision && c.Endpoint != Bind) || status < 200 || status > 202 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the broker answered %d but %s", status, why)
+}
+
+// OrphanSettled reports whether a call's answer, seen by the platform,
+// leaves nothing of an earlier failed attempt on the same instance or
+// binding to undo: a provision or bind that succeeded (200, 201, 202) made
+// the resource the platform's again, and a deprovision or unbind that
+// succeeded (200, 202, 410 Gone) removed it. A pending orphan mitigation
+// of the resource is then cancelled.
+func OrphanSettled(c Call, status int) bool {
+	switch c.Endpoint {
+	case Provision, Bind:
+		return status >= 200 && status <= 202
+	case Deprovision, Unbind:
+		return status == http.StatusOK || status == http.StatusAccepted || status == http.StatusGone
+	}
+	return false
+}

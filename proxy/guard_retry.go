@@ -1,0 +1,245 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// Backoff of the retry queue: the first retry comes after retryMin, each
+// later one after twice the wait before, at most retryMax. A lock whose
+// release the store refused thus outlives the store's outage by at most
+// retryMax.
+const (
+	retryMin = 250 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// pending is one settlement the store has not taken yet.
+type pending struct {
+	// lock is released (by Key and Owner) once cancelOrphan is done, unless
+	// keep is set (the lock stays, as an async operation).
+	lock store.Lock
+	// cancelOrphan is the ID of an orphan to delete first: a success the
+	// platform saw cancels a pending mitigation before the lock goes.
+	cancelOrphan string
+	keep         bool
+	// poll, when set, is a poll answer that ended an operation whose lock
+	// the poll could not read; lock is then unused.
+	poll *pollSeen
+	// cause is the store's error, for the first log line.
+	cause error
+}
+
+// pollSeen is a last_operation answer seen while the store was down.
+type pollSeen struct {
+	key   string
+	call  rules.Call
+	state string    // rules.PollState of the answer
+	seen  time.Time // when the platform got it
+}
+
+// id keys p in the queue: one entry per lock and owner, or per polled key.
+func (p pending) id() string {
+	if p.poll != nil {
+		return "poll\x00" + p.poll.key
+	}
+	return "lock\x00" + p.lock.Key + "\x00" + p.lock.Owner
+}
+
+// releaser retries the settlements the store refused (releases, orphan
+// cancellations, polls that ended an operation) until the store takes
+// them: a terminal answer the platform has seen never leaves a lock behind
+// for longer than the store's outage. One goroutine works the queue while
+// it is not empty. A releaser outlives reloads (the Gateway built by a
+// reload takes its predecessor's); Close ends it. Safe for concurrent use.
+type releaser struct {
+	st      store.Store
+	log     *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+
+	mu      sync.Mutex
+	queue   map[string]pending
+	running bool
+	closed  bool
+	stop    chan struct{}
+	// kick wakes the worker at once (tests, and a store that is back).
+	kick chan struct{}
+}
+
+func newReleaser(st store.Store, log *slog.Logger, m *Metrics, now func() time.Time) *releaser {
+	return &releaser{st: st, log: log, metrics: m, now: now, queue: map[string]pending{},
+		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+}
+
+// add queues p, logs it at error level and counts it, and starts the worker
+// if it is not running.
+func (r *releaser) add(p pending) {
+	what, key := "lock release failed; retrying until the operation state takes it", p.lock.Key
+	if p.cancelOrphan != "" {
+		what = "orphan cancellation failed; the lock is kept and both are retried until the operation state takes them"
+	}
+	if p.poll != nil {
+		what, key = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers", p.poll.key
+	}
+	attrs := []slog.Attr{slog.String("key", key)}
+	if p.cause != nil {
+		attrs = append(attrs, slog.String("error", p.cause.Error()))
+	}
+	r.log.LogAttrs(context.Background(), slog.LevelError, what, attrs...)
+	r.metrics.StoreError("release")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.queue[p.id()] = p
+	if !r.running {
+		r.running = true
+		go r.work()
+	}
+}
+
+// Len returns how many settlements wait for the store.
+func (r *releaser) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue)
+}
+
+// retryNow makes the worker try again at once instead of at its next
+// backoff step.
+func (r *releaser) retryNow() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the worker; what is still queued is logged and dropped (the
+// locks then expire at their deadlines).
+func (r *releaser) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.closed = true
+	close(r.stop)
+	if n := len(r.queue); n > 0 {
+		r.log.LogAttrs(context.Background(), slog.LevelError, "stopping with settlements the operation state never took; their locks expire at their deadlines",
+			slog.Int("pending", n))
+	}
+}
+
+// work retries the queue with backoff until it is empty or closed.
+func (r *releaser) work() {
+	wait := retryMin
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		case <-r.kick:
+		}
+		if r.flush() == 0 {
+			r.mu.Lock()
+			if len(r.queue) == 0 {
+				r.running = false
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Unlock()
+		}
+		wait = min(2*wait, retryMax)
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
+	}
+}
+
+// flush tries every queued settlement once and returns how many are left.
+func (r *releaser) flush() int {
+	r.mu.Lock()
+	items := make([]pending, 0, len(r.queue))
+	for _, p := range r.queue {
+		items = append(items, p)
+	}
+	r.mu.Unlock()
+	for _, p := range items {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		err := r.settle(ctx, p)
+		cancel()
+		if err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan {
+			delete(r.queue, p.id())
+		}
+		r.mu.Unlock()
+		r.log.LogAttrs(context.Background(), slog.LevelInfo, "operation state back: pending settlement done",
+			slog.String("key", p.lock.Key+pollKeyOf(p)))
+	}
+	return r.Len()
+}
+
+func pollKeyOf(p pending) string {
+	if p.poll == nil {
+		return ""
+	}
+	return p.poll.key
+}
+
+// settle carries p out once; nil means done (or nothing left to do).
+func (r *releaser) settle(ctx context.Context, p pending) error {
+	if p.poll != nil {
+		return r.settlePoll(ctx, p.poll)
+	}
+	if p.cancelOrphan != "" {
+		if err := r.st.DeleteOrphan(ctx, p.cancelOrphan); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	if p.keep {
+		return nil
+	}
+	err := r.st.Release(ctx, p.lock.Key, p.lock.Owner)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
+		return nil
+	}
+	return err
+}
+
+// settlePoll releases the lock at ps.key if it is the async operation the
+// poll was about, started before the poll's answer was seen, and the
+// answer ended it.
+func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
+	l, err := r.st.Get(ctx, ps.key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !rules.PollOver(ps.state, kindEndpoints[l.Kind]) {
+		return nil // a newer operation, or not one this answer ends
+	}
+	err = r.st.Release(ctx, l.Key, l.Owner)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// kindEndpoints maps a lock's Kind back to the endpoint that took it.
+var kindEndpoints = map[string]rules.Endpoint{
+	store.KindProvision: rules.Provision, store.KindUpdate: rules.Update, store.KindDeprovision: rules.Deprovision,
+	store.KindBind: rules.Bind, store.KindUnbind: rules.Unbind,
+}
+
+// answer is how the broker's answer reaches the platform, as the upstream
+// stage saw it.
+type answer struct {
+	cut     bool // the body was cut short: the platform gets a 502
+	refused bool // refused by the response rules (enforce): a 502
+}
+
+// answered settles, before the broker's answer reaches the platform (so
+// the platform's next call sees the new state), everything the answer
+// decides:
+//
+//   - the call's own lock: a 202 the platform gets keeps it as an async
+//     operation until the plan's maximum_polling_duration (or
+//     state.operation_deadline); anything else releases it;
+//   - orphans: a success the platform gets cancels a pending mitigation of
+//     the same instance or binding (before the lock is released, so a
+//     mitigation waiting for the lock finds nothing to undo); a failure
+//     records a candidate per the orphan-mitigation table, as does a
+//     success the platform does not get (cut short, refused, or the
+//     platform gone);
+//   - a polled operation the answer reports ended, in every validation
+//     mode, even when the answer is refused for another field.
+func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
+	defer cancel()
+	if h := s.lock; h != nil && !h.settled {
+		h.settled = true
+		status := res.StatusCode
+		gone := h.platform != nil && h.platform.Err() != nil
+		seen := !a.cut && !a.refused && !gone
+		var orphan bool
+		var why string
+		switch {
+		case a.cut:
+			orphan, why = rules.OrphanCandidate(s.Call, status, nil)
+			why += " (cut short)"
+		case a.refused:
+			orphan, why = rules.OrphanUnseen(s.Call, status, "the answer broke the OSB rules, so the platform got a 502")
+		case gone:
+			orphan, why = rules.OrphanUnseen(s.Call, status, "the platform went away before the answer reached it")
+		}
+		if !orphan {
+			orphan, why = rules.OrphanCandidate(s.Call, status, body)
+		}
+		cancelID := ""
+		if orphan {
+			g.noteOrphan(ctx, s, why, g.now(), "")
+		} else if seen && rules.OrphanSettled(s.Call, status) {
+			cancelID = orphanIDOf(s.route.up, s.Call)
+		}
+		if cancelID != "" && !g.cancelOrphan(ctx, s, cancelID) {
+			// The store did not take the cancellation: keep the lock
+			// until it does, so no mitigation can undo what just
+			// succeeded; the retry queue cancels, then releases.
+			g.retry.add(pending{lock: h.lock, cancelOrphan: cancelID, keep: seen && status == http.StatusAccepted})
+		} else if seen && status == http.StatusAccepted {
+			g.keepAsync(ctx, s)
+		} else {
+			g.release(ctx, h.lock)
+		}
+	}
+	if s.polled != nil || s.pollUnseen {
+		g.settlePoll(ctx, res, body, s)
+	}
+}
+
+// keepAsync turns the call's lock into an async operation.
+func (g *guard) keepAsync(ctx context.Context, s *Scope) {
+	l := s.lock.lock
+	now := g.now()
+	l.Async, l.Operation, l.Deadline = true, s.Operation, now.Add(g.deadline)
+	if s.catalog != nil && l.PlanID != "" {
+		if d, ok := s.catalog.index.MaximumPollingDuration(l.PlanID); ok {
+			l.Deadline = now.Add(d)
+		}
+	}
+	if err := g.st.Update(ctx, l); err != nil {
+		g.metrics.StoreError("update")
+		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
+			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
+	}
+}
+
+// holdAfterTimeout keeps the call's lock for the broker's
+// hold_after_timeout once the gateway gave up on the broker's answer: the
+// broker may still be working on the call, and a retry must not overlap
+// it. It returns the lock's owner, under which an orphan mitigation takes
+// the lock over.
+func (g *guard) holdAfterTimeout(s *Scope) string {
+	h := s.lock
+	if h == nil || h.settled {
+		return ""
+	}
+	h.settled = true
+	l := h.lock
+	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := g.st.Update(ctx, l); err != nil {
+		g.metrics.StoreError("update")
+		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a broker timeout; it expires at the deadline it was taken with",
+			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.Time("deadline", h.lock.Deadline),
+			slog.String("error", err.Error()))
+	}
+	return l.Owner
+}
+
+// finish releases the lock of a call that ended without an answer from
+// the broker (unreachable, refused connection, panic).
+func (g *guard) finish(s *Scope) {
+	if h := s.lock; h != nil && !h.settled {
+		h.settled = true
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		g.release(ctx, h.lock)
+	}
+}
+
+// release releases l; when the store fails, the retry queue keeps trying
+// until it takes it.
+func (g *guard) release(ctx context.Context, l store.Lock) {
+	err := g.st.Release(ctx, l.Key, l.Owner)
+	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
+		return
+	}
+	g.retry.add(pending{lock: l, cause: err})
+}
+
+// notePoll looks up the async operation a last_operation polls, so the
+// poll's span can link to the span that started it and its answer can
+// settle it. A store failure does not block a poll: a poll answer that
+// ends the operation is then settled by the retry queue.
+func (g *guard) notePoll(ctx context.Context, s *Scope) {
+	key := g.pollKey(s)
+	l, err := g.st.Get(ctx, key)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.pollUnseen = true
+		}
+		return
+	}
+	if !l.Async || !polls(s.Call, l) {
+		return
+	}
+	polled := l // copied only for a tracked operation: l itself stays on the stack
+	s.polled = &polled
+	s.StartedBy = l.TraceParent
+	if s.Operation == "" {
+		s.Operation = l.Operation
+	}
+}
+
+// pollKey is the lock key of the operation a last_operation call polls.
+func (g *guard) pollKey(s *Scope) string {
+	if s.Call.Endpoint == rules.BindingLastOperation {
+		return s.route.up.lockKey(s.Call.InstanceID, s.Call.BindingID)
+	}
+	return store.LockKey(s.route.up.name, s.Call.InstanceID)
+}
+
+// polls reports whether a last_operation call is about the operation l.
+func polls(c rules.Call, l store.Lock) bool {
+	if c.Endpoint == rules.BindingLastOperation {
+		return l.BindingID == c.BindingID
+	}
+	return l.BindingID == ""
+}
+
+// polledEndpoint is the endpoint whose operation s polls, or Unknown.
+func polledEndpoint(s *Scope) rules.Endpoint {
+	if s.polled == nil {
+		return rules.Unknown
+	}
+	return kindEndpoints[s.polled.Kind]
+}
+
+// settlePoll releases the polled operation's lock when the broker says it
+// is over (rules.PollOver). When the poll could not see the lock (the store
+// was down), an answer that may end it goes to the retry queue, which
+// settles it once the store answers.
+func (g *guard) settlePoll(ctx context.Context, res *http.Response, body []byte, s *Scope) {
+	state := rules.PollState(res.StatusCode, body)
+	if s.polled != nil {
+		if rules.PollOver(state, polledEndpoint(s)) {
+			g.release(ctx, *s.polled)
+		}
+		return
+	}
+	if rules.PollOver(state, rules.Deprovision) { // the kind is unknown until the store answers
+		g.retry.add(pending{poll: &pollSeen{key: g.pollKey(s), call: s.Call, state: state, seen: g.now()}})
+	}
+}
