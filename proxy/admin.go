@@ -2,26 +2,40 @@ package proxy
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strings"
 )
 
 // Admin is the operator-facing handler served on the admin listener, never
-// on the platform listener: /healthz (the process is alive) and /readyz
-// (the configuration is loaded and the listeners are open).
+// on the platform listener. /healthz (the process is alive), /readyz (the
+// configuration is loaded and the listeners are open) and whatever Handle
+// adds (/metrics) are open. Every path under /admin/ is a control route
+// added by a Mount method: it needs the bearer token admin.token (403
+// while none is configured, 401 without it or with another), answers
+// errors as OSB JSON errors and logs one line per call.
 type Admin struct {
 	// Ready reports nil when the gateway can take traffic, or why not.
 	// nil: always ready.
 	Ready func() error
-	mux   *http.ServeMux
+	mux   *http.ServeMux // the open routes
+	// ctl serves every path under /admin/. Only control adds to it, so
+	// every route there checks the token and logs what it did.
+	ctl    *http.ServeMux
+	routes []string // the patterns control added, for tests
+	sw     *Switch  // the gateway whose admin.token and state the routes use
+	log    *slog.Logger
 }
 
-// NewAdmin returns the admin handler.
+// NewAdmin returns the admin handler. Until a Mount method gives it a
+// gateway, paths under /admin/ answer 403.
 func NewAdmin(ready func() error) *Admin {
-	a := &Admin{Ready: ready, mux: http.NewServeMux()}
+	a := &Admin{Ready: ready, mux: http.NewServeMux(), ctl: http.NewServeMux(), log: slog.Default()}
 	a.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	a.mux.HandleFunc("GET /readyz", a.readyz)
+	a.ctl.Handle("/admin/", a.control("/admin/", noControlRoute))
 	return a
 }
 
@@ -35,11 +49,34 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// ServeHTTP implements http.Handler.
-func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler: paths under /admin/ go to the control
+// routes, the rest to the open ones.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isControlPath(r.URL.Path) {
+		a.ctl.ServeHTTP(w, r)
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
 
-// Handle adds an admin endpoint (later stages add metrics and controls).
-func (a *Admin) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+// Handle adds an open endpoint such as GET /metrics. It panics for a
+// pattern under /admin/: control routes are added by the Mount methods,
+// behind the token.
+func (a *Admin) Handle(pattern string, h http.Handler) {
+	path := pattern
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		path = p
+	}
+	if i := strings.IndexByte(path, '/'); i >= 0 && isControlPath(path[i:]) {
+		panic("proxy: Admin.Handle(" + pattern + "): routes under /admin/ need the admin token; add them with a Mount method")
+	}
+	a.mux.Handle(pattern, h)
+}
+
+// isControlPath reports whether path is /admin or under /admin/.
+func isControlPath(path string) bool {
+	return path == "/admin" || strings.HasPrefix(path, "/admin/")
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // brokerStatus is one row of GET /admin/brokers.
@@ -30,28 +34,29 @@ type catalogStatus struct {
 	LastModified time.Time `json:"last_modified"`
 }
 
-// MountCatalogAdmin adds the catalog control endpoints to a:
-// GET /admin/brokers lists each broker of the current configuration with
-// its cache counters and cached catalogs; POST
-// /admin/brokers/{name}/catalog/refresh fetches the broker's catalogs again
-// now and answers with the result.
-func (a *Admin) MountCatalogAdmin(sw *Switch) {
-	a.mux.HandleFunc("GET /admin/brokers", func(w http.ResponseWriter, r *http.Request) {
-		g := sw.Load()
-		writeJSON(w, http.StatusOK, map[string]any{"brokers": g.brokerStatuses()})
+// MountCatalogAdmin adds the catalog control routes to a, behind the
+// admin token (see control), logging each call to log (nil: slog.Default()):
+//
+//	GET  /admin/brokers                           each broker of the current configuration with its cache counters and cached catalogs
+//	POST /admin/brokers/{broker}/catalog/refresh  fetch the broker's catalogs again now and answer with the result
+func (a *Admin) MountCatalogAdmin(sw *Switch, log *slog.Logger) {
+	a.bind(sw, log)
+	a.handleControl("GET /admin/brokers", func(r *http.Request, g *Gateway) (any, string, error) {
+		bs := g.brokerStatuses()
+		return map[string]any{"brokers": bs}, fmt.Sprintf("listed %d brokers", len(bs)), nil
 	})
-	a.mux.HandleFunc("POST /admin/brokers/{name}/catalog/refresh", func(w http.ResponseWriter, r *http.Request) {
-		g := sw.Load()
-		u := g.upstreams[r.PathValue("name")]
+	a.handleControl("POST /admin/brokers/{broker}/catalog/refresh", func(r *http.Request, g *Gateway) (any, string, error) {
+		name := r.PathValue("broker")
+		u := g.upstreams[name]
 		if u == nil {
-			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no broker named " + r.PathValue("name")})
-			return
+			return nil, "", osb.Errorf(http.StatusNotFound, "", "no broker named %q in the configuration", name)
 		}
-		if _, err := g.catalogs.refresh(r.Context(), u, u.warmVersion().String()); err != nil {
-			writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
-			return
+		entries, err := g.catalogs.refresh(r.Context(), u, u.warmVersion().String())
+		if err != nil {
+			return nil, "", &osb.Error{Status: http.StatusBadGateway, Err: err, Description: fmt.Sprintf(
+				"refreshing the catalog of broker %q failed: see catalog_last_error in GET /admin/brokers; the cause is in the gateway's log", name)}
 		}
-		writeJSON(w, http.StatusOK, g.brokerStatus(u))
+		return g.brokerStatus(u), fmt.Sprintf("refreshed %d catalogs", len(entries)), nil
 	})
 }
 

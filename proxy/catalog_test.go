@@ -80,7 +80,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 const catalogYAML = `
-admin: {address: "off"}
+admin: {address: "off", token: "` + testAdminToken + `"}
 brokers:
   - name: b1
     url: ${B1_URL}
@@ -332,32 +332,29 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	g, gw := catalogGateway(t, cb, clock)
 	sw := NewSwitch(g)
 	admin := NewAdmin(nil)
-	admin.MountCatalogAdmin(sw)
+	admin.MountCatalogAdmin(sw, slog.New(slog.DiscardHandler))
 	as := httptest.NewServer(admin)
 	defer as.Close()
 	getCatalog(t, gw, t1User, t1Pass, nil)
 	getCatalog(t, gw, t1User, t1Pass, nil)
 
 	cb.set(catalogV2, 200, 0)
-	res, err := http.Post(as.URL+"/admin/brokers/b1/catalog/refresh", "", nil)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("refresh: %v %v", err, res.Status)
+	if res, body := adminCall(t, "POST", as.URL+"/admin/brokers/b1/catalog/refresh", testAdminToken); res.StatusCode != 200 {
+		t.Fatalf("refresh: %v %s", res.Status, body)
 	}
-	res.Body.Close()
 	if _, body := getCatalog(t, gw, t1User, t1Pass, nil); body != catalogV2 {
 		t.Errorf("after refresh: %s", body)
 	}
-	res, _ = http.Get(as.URL + "/admin/brokers")
+	_, body := adminCall(t, "GET", as.URL+"/admin/brokers", testAdminToken)
 	var list struct {
 		Brokers []brokerStatus `json:"brokers"`
 	}
-	_ = json.NewDecoder(res.Body).Decode(&list)
-	res.Body.Close()
+	_ = json.Unmarshal([]byte(body), &list)
 	if len(list.Brokers) != 1 || list.Brokers[0].Hits != 2 || list.Brokers[0].Misses != 1 || len(list.Brokers[0].Catalogs) != 1 ||
 		list.Brokers[0].Catalogs[0].Bytes != len(catalogV2) {
 		t.Errorf("GET /admin/brokers: %+v", list)
 	}
-	if res, _ := http.Post(as.URL+"/admin/brokers/nope/catalog/refresh", "", nil); res.StatusCode != 404 {
+	if res, _ := adminCall(t, "POST", as.URL+"/admin/brokers/nope/catalog/refresh", testAdminToken); res.StatusCode != 404 {
 		t.Errorf("unknown broker: %d", res.StatusCode)
 	}
 

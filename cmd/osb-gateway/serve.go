@@ -190,10 +190,11 @@ func (s *server) readiness() error {
 	return nil
 }
 
-// adminHandler is the admin API: health, readiness, catalog control.
+// adminHandler is the admin API: health, readiness and metrics, open;
+// catalog, operation and orphan control under /admin/, behind admin.token.
 func (s *server) adminHandler() http.Handler {
 	a := proxy.NewAdmin(s.readiness)
-	a.MountCatalogAdmin(s.sw)
+	a.MountCatalogAdmin(s.sw, s.log)
 	a.MountOperationsAdmin(s.sw, s.log)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
 	return a

@@ -85,9 +85,9 @@ type Admin struct {
 	// Address is host:port; zero value: DefaultAdminAddress (loopback).
 	// "off" disables the admin listener.
 	Address string `yaml:"address" validate:"required,hostport_or_off"`
-	// Token is the bearer token the control endpoints (/admin/operations,
-	// /admin/orphans) require; empty: they are disabled. TokenFile reads it
-	// from a file instead.
+	// Token is the bearer token every control route under /admin/
+	// requires; empty: they answer 403. TokenFile reads it from a file
+	// instead.
 	Token     Secret `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
 }
