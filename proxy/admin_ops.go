@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -24,12 +25,14 @@ type operationStatus struct {
 //
 //	GET    /admin/operations?broker=&tenant=     locks and async operations, with age and deadline
 //	DELETE /admin/operations/{broker}/{instance} force release (?reason=…, logged with who and why)
+//	DELETE /admin/operations/{broker}/{instance}/{binding} force release of a binding's lock
 //	GET    /admin/orphans                        orphan candidates, queued and given up
 //	POST   /admin/orphans/{orphan}/retry         try an orphan's mitigation now
 func (a *Admin) MountOperationsAdmin(sw *Switch, log *slog.Logger) {
 	a.bind(sw, log)
 	a.handleControl("GET /admin/operations", listOperations)
 	a.handleControl("DELETE /admin/operations/{broker}/{instance}", releaseOperation)
+	a.handleControl("DELETE /admin/operations/{broker}/{instance}/{binding}", releaseOperation)
 	a.handleControl("GET /admin/orphans", func(r *http.Request, g *Gateway) (any, string, error) {
 		orphans, err := g.guard.st.ListOrphans(r.Context())
 		if err != nil {
@@ -60,10 +63,14 @@ func releaseOperation(r *http.Request, g *Gateway) (any, string, error) {
 	if reason == "" {
 		return nil, "", osb.Errorf(http.StatusBadRequest, "", "a force release needs a reason: expected ?reason=… (it is logged), got none")
 	}
-	l, err := g.guard.st.ForceRelease(r.Context(), store.LockKey(r.PathValue("broker"), r.PathValue("instance")))
+	key, what := store.LockKey(r.PathValue("broker"), r.PathValue("instance")), "instance %q"
+	if b := r.PathValue("binding"); b != "" {
+		key, what = store.BindingLockKey(r.PathValue("broker"), r.PathValue("instance"), b), "binding "+strconv.Quote(b)+" of instance %q"
+	}
+	l, err := g.guard.st.ForceRelease(r.Context(), key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, "", osb.Errorf(http.StatusNotFound, "", "no operation in progress on instance %q of broker %q", r.PathValue("instance"), r.PathValue("broker"))
+		return nil, "", osb.Errorf(http.StatusNotFound, "", "no operation in progress on "+what+" of broker %q", r.PathValue("instance"), r.PathValue("broker"))
 	case err != nil:
 		return nil, "", storeError("releasing the operation", err)
 	}

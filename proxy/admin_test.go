@@ -32,6 +32,7 @@ var adminRoutes = []string{
 	"POST /admin/brokers/{broker}/catalog/refresh",
 	"GET /admin/operations",
 	"DELETE /admin/operations/{broker}/{instance}",
+	"DELETE /admin/operations/{broker}/{instance}/{binding}",
 	"GET /admin/orphans",
 	"POST /admin/orphans/{orphan}/retry",
 }
