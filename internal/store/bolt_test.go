@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -161,4 +162,49 @@ func TestCommitterIsolatesFailures(t *testing.T) {
 	if !errors.Is(errs[7], boom) {
 		t.Errorf("failing write returned %v, want boom", errs[7])
 	}
+}
+
+// TestBoltOldOrphanRecord serves an orphan record written before claims
+// existed.
+func TestBoltOldOrphanRecord(t *testing.T) {
+	s := openBoltForTest(t, newClock().now).(*boltStore)
+	testOldOrphanRecord(t, s, func(rec []byte) {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bucketOrphanDue).Put(timeKey(t0, "old1"), nil); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketOrphans).Put([]byte("old1"), rec)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestBoltListInstanceSeeks puts records that do not decode beside an
+// instance's locks: List by instance does not read them, a full List does.
+func TestBoltListInstanceSeeks(t *testing.T) {
+	ctx := context.Background()
+	s := openBoltForTest(t, newClock().now).(*boltStore)
+	want := []Lock{
+		mustAcquire(t, s, instanceLock("b1", "i1", "", "x", time.Hour)),
+		mustAcquire(t, s, instanceLock("b1", "i1", "x1", "x", time.Hour)),
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, k := range []string{"b1/i", "b1/i1-a", "b1/i10", "b1/i2", "a/i1"} {
+			if err := tx.Bucket(bucketLocks).Put([]byte(k), []byte("not json")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(ctx, ListFilter{Broker: "b1", InstanceID: "i1"})
+	if d := cmp.Diff(want, got); err != nil || d != "" {
+		t.Errorf("List by instance = %v; diff (-want +got):\n%s", err, d)
+	}
+	_, err = s.List(ctx, ListFilter{Broker: "b1"})
+	wantErr(t, "List by broker", err, ErrUnavailable)
 }

@@ -90,6 +90,7 @@ func testOrphan(id string, next time.Time) Orphan {
 	return Orphan{
 		ID: id, Broker: "b1", Tenant: "cf1", Kind: KindDeprovision, InstanceID: "i-" + id,
 		ServiceID: "svc", PlanID: "plan", Reason: "provision timed out", NextAttempt: next, Created: t0,
+		LockOwner: "lock-owner-" + id,
 	}
 }
 
@@ -186,6 +187,7 @@ func calls(ctx context.Context, s Store) map[string]error {
 	_, errs["ListOrphans"] = s.ListOrphans(ctx)
 	errs["DeleteOrphan"] = s.DeleteOrphan(ctx, "o1")
 	_, errs["DueOrphans"] = s.DueOrphans(ctx, t0, 0)
+	_, errs["ClaimOrphan"] = s.ClaimOrphan(ctx, "o1", "replica-a", t0.Add(time.Hour))
 	errs["Ping"] = s.Ping(ctx)
 	return errs
 }
@@ -261,6 +263,7 @@ func testRestart(t *testing.T, b backend) {
 	}
 	l2 := mustAcquire(t, s, testLock("i2", "owner-2", 2*time.Hour))
 	o := testOrphan("o1", t0)
+	o.ClaimedBy, o.ClaimedUntil = "replica-a", t0.Add(-time.Minute) // lapsed: still due
 	if err := s.PutOrphan(ctx, o); err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,15 @@ func testContract(t *testing.T, b backend) {
 		{"Expiry", testExpiry},
 		{"ForceRelease", testForceRelease},
 		{"List", testList},
+		{"ListInstance", testListInstance},
 		{"ExpireDue", testExpireDue},
 		{"Orphans", testOrphans},
 		{"DueOrphans", testDueOrphans},
+		{"ClaimOrphan", testClaimOrphan},
+		{"ClaimInvalid", testClaimInvalid},
+		{"ClaimKeepsFields", testClaimKeepsFields},
+		{"DueOrphansClaimed", testDueOrphansClaimed},
+		{"ClaimRaceOneWinner", testClaimRaceOneWinner},
 		{"CancelledContext", testCancelledContext},
 		{"RaceOneWinner", testRaceOneWinner},
 		{"Restart", testRestart},
@@ -176,8 +182,19 @@ func testInvalid(t *testing.T, b backend) {
 	if got, err := s.List(ctx, ListFilter{}); err != nil || len(got) != 0 {
 		t.Errorf("List after invalid calls = %v, %v; want none", got, err)
 	}
-	for _, o := range []Orphan{{Kind: KindUnbind}, {ID: "o1", Kind: KindProvision}} {
-		wantErr(t, "PutOrphan "+o.ID, s.PutOrphan(ctx, o), ErrInvalid)
+	year10000 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, o := range map[string]Orphan{
+		"no id":                   {Kind: KindUnbind},
+		"kind provision":          {ID: "o1", Kind: KindProvision},
+		"ClaimedBy without until": {ID: "o1", Kind: KindUnbind, ClaimedBy: "replica-a"},
+		"ClaimedUntil without by": {ID: "o1", Kind: KindUnbind, ClaimedUntil: t0.Add(time.Hour)},
+		"ClaimedUntil year 10000": {ID: "o1", Kind: KindUnbind, ClaimedBy: "r", ClaimedUntil: year10000},
+		"NextAttempt year 10000":  {ID: "o1", Kind: KindUnbind, NextAttempt: year10000},
+	} {
+		wantErr(t, "PutOrphan with "+name, s.PutOrphan(ctx, o), ErrInvalid)
+	}
+	if got, err := s.ListOrphans(ctx); err != nil || len(got) != 0 {
+		t.Errorf("ListOrphans after invalid calls = %v, %v; want none", got, err)
 	}
 }
 

@@ -118,7 +118,8 @@ func (s *redisStore) Close() error {
 // start with s.lockKey(prefix) and pass keep (nil keeps all), on every
 // master; a value is "" for a key gone between SCAN and GET. fn may be
 // called from several goroutines at once.
-func (s *redisStore) scanLocks(ctx context.Context, prefix string, keep func(key string) bool, fn func(values []string)) error {
+func (s *redisStore) scanLocks(ctx context.Context, prefix string, keep func(key string) bool,
+	fn func(values []string)) error {
 	pattern := globEscape(s.lockKey(prefix)) + "*"
 	scan := func(ctx context.Context, c *redis.Client) error {
 		var cursor uint64
