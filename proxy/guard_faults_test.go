@@ -28,7 +28,7 @@ brokers:
     url: ${URL}
     username: sample
     password: sample-secret
-    timeout: 300ms
+    timeout: ${TIMEOUT}
     orphan_mitigation: ${MODE}
     orphan_schedule: 10s,1m
     lock_granularity: ${GRANULARITY}
@@ -44,6 +44,7 @@ tenants:
 // clock; zero fields take the defaults shown in newFaultEnv.
 type faultSetup struct {
 	mode, granularity, responses string
+	timeout                      string // the broker's timeout; default 300ms
 	st                           store.Store
 	clock                        *fakeClock
 	// wrap, if set, wraps the sample broker's handler.
@@ -69,6 +70,9 @@ func newFaultEnv(t *testing.T, fs faultSetup) *faultEnv {
 	if fs.responses == "" {
 		fs.responses = "report"
 	}
+	if fs.timeout == "" {
+		fs.timeout = "300ms"
+	}
 	if fs.clock == nil {
 		fs.clock = &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	}
@@ -79,7 +83,7 @@ func newFaultEnv(t *testing.T, fs faultSetup) *faultEnv {
 	}
 	bs := httptest.NewServer(h)
 	t.Cleanup(bs.Close)
-	vars := map[string]string{"URL": bs.URL, "MODE": fs.mode, "GRANULARITY": fs.granularity, "RESPONSES": fs.responses}
+	vars := map[string]string{"URL": bs.URL, "MODE": fs.mode, "GRANULARITY": fs.granularity, "RESPONSES": fs.responses, "TIMEOUT": fs.timeout}
 	cfg, err := config.Parse([]byte(faultYAML), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -150,9 +154,7 @@ func TestOrphanMitigationSparesAnInstanceARetryCreated(t *testing.T) {
 			f := tc.fault
 			f.Endpoint, f.Count = samplebroker.EndpointProvision, 1
 			_ = e.broker.InjectFault(f)
-			if code, body := e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody); code == 201 {
-				t.Fatalf("first provision: %d %s", code, body)
-			}
+			e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody)
 			if os := e.orphans(t); len(os) != 1 {
 				t.Fatalf("orphans after the fault: %+v", os)
 			}
@@ -245,5 +247,254 @@ func TestOrphanMitigatedOnceAcrossReplicas(t *testing.T) {
 	}
 	if os := a.orphans(t); len(os) != 0 {
 		t.Errorf("orphans left: %+v", os)
+	}
+}
+
+// cutShortBroker answers a provision of instance "i-cut" with a 201 whose
+// body ends early: a Content-Length the body never reaches, or (chunked)
+// no last chunk. Other calls reach next.
+func cutShortBroker(chunked bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/service_instances/i-cut") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			if !chunked {
+				w.Header().Set("Content-Length", "100")
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"dashboard_url":"http`))
+			if f, ok := w.(http.Flusher); ok && chunked {
+				f.Flush()
+			}
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		})
+	}
+}
+
+// TestCutShortSuccessIsAnOrphanCandidate: a broker that sends a 201 header
+// and part of the body, then closes, gives the platform a 502 — and, as the
+// orphan-mitigation record says of a 201 with a malformed body, leaves an
+// orphan candidate (none was recorded).
+func TestCutShortSuccessIsAnOrphanCandidate(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%t", chunked), func(t *testing.T) {
+			e := newFaultEnv(t, faultSetup{mode: "report", wrap: cutShortBroker(chunked)})
+			code, body := e.call(t, "PUT", "/v2/service_instances/i-cut", syncProvisionBody)
+			if code != 502 || !strings.Contains(body, "cut short") {
+				t.Errorf("platform got %d %s, want 502 naming the cut-short body", code, body)
+			}
+			os := e.orphans(t)
+			if len(os) != 1 || os[0].InstanceID != "i-cut" || !strings.Contains(os[0].Reason, "malformed") {
+				t.Errorf("orphans: %+v", os)
+			}
+			if ls := e.locks(t); len(ls) != 0 {
+				t.Errorf("locks left: %+v", ls)
+			}
+		})
+	}
+}
+
+// TestPlatformGoneBeforeSuccessIsAnOrphanCandidate: the platform hangs up
+// while the broker works; the gateway lets the broker call finish (the
+// lock is settled by what the broker did), and a 201 nobody received is an
+// orphan candidate, as Cloud Controller's "client timeout" row says. (It
+// was recorded nowhere, and the broker call was cut.)
+func TestPlatformGoneBeforeSuccessIsAnOrphanCandidate(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e := newFaultEnv(t, faultSetup{mode: "report", timeout: "30s", wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut {
+				once.Do(func() { close(arrived) })
+				<-release
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	gone := make(chan struct{})
+	var goneOnce sync.Once
+	platform := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() { <-r.Context().Done(); goneOnce.Do(func() { close(gone) }) }()
+		e.g.ServeHTTP(w, r)
+	}))
+	defer platform.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "PUT", platform.URL+"/t1/b/v2/service_instances/i1", strings.NewReader(syncProvisionBody))
+	req.SetBasicAuth(t1User, t1Pass)
+	req.Header.Set("X-Broker-API-Version", "2.15")
+	errc := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		errc <- err
+	}()
+	<-arrived
+	cancel()
+	<-errc
+	<-gone
+	close(release)
+	waitFor(t, func() bool { return len(e.orphans(t)) == 1 && len(e.locks(t)) == 0 })
+	if n := e.broker.Count(samplebroker.EndpointProvision); n != 1 {
+		t.Errorf("provisions at the broker: %d", n)
+	}
+	if os := e.orphans(t); !strings.Contains(os[0].Reason, "went away") {
+		t.Errorf("reason %q", os[0].Reason)
+	}
+}
+
+// TestTimeoutHoldsTheInstanceUntilTheUndo: a provision the broker does not
+// answer in time gets 504; a retry sent straight after must not reach a
+// broker still busy with the first PUT (it did: two overlapping
+// provisions). The instance stays held until the orphan decision is carried
+// out: here the undo, due when hold_after_timeout passes.
+func TestTimeoutHoldsTheInstanceUntilTheUndo(t *testing.T) {
+	e := newFaultEnv(t, faultSetup{})
+	_ = e.broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointProvision, Hang: true, Count: 1})
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody); code != 504 {
+		t.Fatalf("provision: %d %s", code, body)
+	}
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody); code != 400 || !strings.Contains(body, InProgress) {
+		t.Errorf("retry during the hold: %d %s", code, body)
+	}
+	if n := e.broker.Count(samplebroker.EndpointProvision); n != 1 {
+		t.Errorf("provisions at the broker: %d, want 1", n)
+	}
+	e.g.MitigateOrphans(context.Background())
+	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 0 {
+		t.Errorf("undo sent before the hold ended: %d", n)
+	}
+	e.clock.add(time.Second)
+	e.g.MitigateOrphans(context.Background())
+	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 1 {
+		t.Errorf("undo after the hold: %d deprovisions, want 1", n)
+	}
+	if ls, os := e.locks(t), e.orphans(t); len(ls) != 0 || len(os) != 0 {
+		t.Errorf("left: locks %+v, orphans %+v", ls, os)
+	}
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody); code != 201 {
+		t.Errorf("provision after the undo: %d %s", code, body)
+	}
+}
+
+// TestEnforcedPollStillSettlesTheLock: a last_operation answer that says
+// "succeeded" but breaks another rule is refused (502) under responses:
+// enforce — and still ends the operation, so the instance is not blocked
+// for the lock's 7 days. (guard.finish handled the poll's own lock only.)
+func TestEnforcedPollStillSettlesTheLock(t *testing.T) {
+	e := newFaultEnv(t, faultSetup{responses: "enforce"})
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvision); code != 202 {
+		t.Fatalf("async provision: %d %s", code, body)
+	}
+	_ = e.broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointInstanceLastOperation, Status: 200,
+		Body: `{"state":"succeeded","description":5}`, Count: 1})
+	if code, body := e.call(t, "GET", "/v2/service_instances/i1/last_operation", ""); code != 502 || !strings.Contains(body, "response.last_operation.description.type") {
+		t.Fatalf("poll: %d %s", code, body)
+	}
+	if ls := e.locks(t); len(ls) != 0 {
+		t.Errorf("lock kept after a terminal poll: %+v", ls)
+	}
+	if code, body := e.call(t, "PATCH", "/v2/service_instances/i1", updateBody); code == 400 {
+		t.Errorf("update after the operation ended: %d %s", code, body)
+	}
+}
+
+// TestGoneWhilePollingAProvisionBreaksTheRule: 410 to the poll of a
+// provision is the broker's error (response.last_operation.gone); the rule
+// never ran because the gateway did not tell the rules what it polled.
+func TestGoneWhilePollingAProvisionBreaksTheRule(t *testing.T) {
+	e := newFaultEnv(t, faultSetup{responses: "enforce"})
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvision); code != 202 {
+		t.Fatalf("async provision: %d %s", code, body)
+	}
+	_ = e.broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointInstanceLastOperation, Status: 410, Body: `{}`, Count: 1})
+	if code, body := e.call(t, "GET", "/v2/service_instances/i1/last_operation", ""); code != 502 || !strings.Contains(body, "response.last_operation.gone") {
+		t.Errorf("poll: %d %s", code, body)
+	}
+	if ls := e.locks(t); len(ls) != 1 {
+		t.Errorf("a 410 does not end a provision: locks %+v", ls)
+	}
+}
+
+// TestTerminalPollWhileStoreDownReleasesLater: the store (Redis) is down
+// when the platform polls and gets "succeeded"; the platform never polls
+// again, so the gateway must release the lock itself once the store is
+// back, not leave it for its deadline. (PATCH got 400 for 168 h.)
+func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
+	r := storetest.StartRedis(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}}, clock.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := newFaultEnv(t, faultSetup{st: st, clock: clock, timeout: "10s"})
+	if code, body := e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvision); code != 202 {
+		t.Fatalf("async provision: %d %s", code, body)
+	}
+	r.Stop()
+	clock.add(2 * time.Minute) // the broker finishes
+	code, body := e.call(t, "GET", "/v2/service_instances/i1/last_operation", "")
+	if code != 200 || !strings.Contains(body, "succeeded") {
+		t.Fatalf("poll with the store down: %d %s", code, body)
+	}
+	r.Start()
+	waitFor(t, func() bool {
+		e.g.guard.retry.retryNow()
+		ls, err := st.List(context.Background(), store.ListFilter{})
+		return err == nil && len(ls) == 0
+	})
+	if code, body := e.call(t, "PATCH", "/v2/service_instances/i1", updateBody); code == 400 {
+		t.Errorf("update once the store is back: %d %s", code, body)
+	}
+}
+
+// TestBindingLocksFollowCloudController: with lock_granularity binding, an
+// async bind in progress blocks that binding and the instance's
+// deprovision, not another binding; an async provision blocks every bind.
+// With lock_granularity instance, the second binding is blocked too.
+func TestBindingLocksFollowCloudController(t *testing.T) {
+	bind := func(e *faultEnv, id string) int {
+		code, _ := e.call(t, "PUT", "/v2/service_instances/i1/service_bindings/"+id+"?accepts_incomplete=true", bindBody)
+		return code
+	}
+	for _, tc := range []struct {
+		granularity string
+		otherBind   int
+	}{{"binding", 202}, {"instance", 400}} {
+		t.Run(tc.granularity, func(t *testing.T) {
+			e := newFaultEnv(t, faultSetup{granularity: tc.granularity})
+			if code, body := e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvision); code != 202 {
+				t.Fatalf("async provision: %d %s", code, body)
+			}
+			if code := bind(e, "b0"); code != 400 {
+				t.Errorf("bind during the provision: %d, want 400", code)
+			}
+			e.clock.add(2 * time.Minute)
+			e.call(t, "GET", "/v2/service_instances/i1/last_operation", "")
+			if code := bind(e, "b1"); code != 202 {
+				t.Fatalf("bind b1: %d", code)
+			}
+			if code := bind(e, "b2"); code != tc.otherBind {
+				t.Errorf("bind b2 while b1 is in progress: %d, want %d", code, tc.otherBind)
+			}
+			if code := bind(e, "b1"); code != 400 {
+				t.Errorf("bind b1 again while it is in progress: %d, want 400", code)
+			}
+			if code, _ := e.call(t, "DELETE", "/v2/service_instances/i1"+deprovisionQ, ""); code != 400 {
+				t.Errorf("deprovision while a bind is in progress: %d, want 400", code)
+			}
+			if code, _ := e.call(t, "PATCH", "/v2/service_instances/i1", updateBody); code != 400 {
+				t.Errorf("update while a bind is in progress: %d, want 400 (Cloud Controller's UpdaterLock)", code)
+			}
+		})
 	}
 }
