@@ -19,8 +19,11 @@ type Finding struct {
 }
 
 // withValidate is the validate stage. For provision, update, bind,
-// deprovision and unbind it checks the request against the OSB rules of
-// the platform's API version and against the broker's catalog
+// deprovision and unbind it first gets the broker's catalog where the call
+// needs it (needsCatalog: a route with filters, or rules checked against
+// the catalog); when none can be had, withoutCatalog refuses the call with
+// 503 or lets it on unchecked. Then it checks the request against the OSB
+// rules of the platform's API version and against the catalog
 // (rules.CheckRequest), per the broker's validation.requests mode: enforce
 // refuses (400/412/422) without reaching the broker, report records the
 // findings and forwards. Then, for a broker whose maximum version is below
@@ -35,10 +38,19 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 				return
 			}
 			up := s.route.up
+			if needsCatalog(s) {
+				e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+				if err == nil {
+					s.catalog = e
+				} else if refusal := withoutCatalog(s, err); refusal != nil {
+					s.fail(w, refusal)
+					return
+				}
+			}
 			if mode := up.cfg.Validation.Requests; mode != config.ModeOff {
-				var cat rules.CatalogView
-				if e, _, err := cache.get(r.Context(), catalogFetchFor(r, s)); err == nil {
-					cat, s.catalog = e.index, e
+				var cat rules.CatalogView // nil: checked without the catalog
+				if s.catalog != nil {
+					cat = s.catalog.index
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
 				s.Request = req
