@@ -328,13 +328,19 @@ func (c *CatalogCache) Forget(broker string) {
 	c.forgetFailures(broker)
 }
 
-// refresh fetches the broker's cached catalogs again now (or, with none
-// cached, the one at version), waiting for the result; a remembered
-// failure does not hold it back.
+// refresh fetches the broker's catalogs again now, waiting for the
+// result: those cached and those whose latest fetch failed (a remembered
+// failure does not hold them back), or, with none of either, the one at
+// version.
 func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string) ([]*catalogEntry, error) {
 	var keys []catalogKey
 	for _, k := range c.entries.Keys() {
 		if k.broker == up.name {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range c.failures.Keys() {
+		if k.broker == up.name && !c.entries.Contains(k) {
 			keys = append(keys, k)
 		}
 	}

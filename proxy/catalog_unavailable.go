@@ -53,7 +53,7 @@ func withoutCatalog(s *Scope, cause error) error {
 	if s.route.filter != nil {
 		s.CatalogUnavailable = CatalogRefused
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: cause, Header: hdr, Description: fmt.Sprintf(
-			"the %s was not forwarded: tenant %q may use only the services and plans of broker %q its route's services and plans filters let through, and without the broker's catalog the gateway cannot tell which these are; %s",
+			"the %s was not forwarded: the route of tenant %q to broker %q has services or plans filters, and without the broker's catalog the gateway cannot tell whether they let this call through; %s",
 			s.Call.Endpoint, s.Tenant, s.Broker, why)}
 	}
 	if s.route.up.cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
