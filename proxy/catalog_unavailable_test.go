@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -319,8 +321,21 @@ func TestCatalogFetchBackoff(t *testing.T) {
 	burst(30, "2026-01-01T00:00:15Z")
 	check("within the doubled interval", 2, 2)
 
+	res, err := http.Get(as.URL + "/admin/brokers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Brokers []brokerStatus `json:"brokers"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&list)
+	res.Body.Close()
+	if len(list.Brokers) != 1 || list.Brokers[0].NextFetch == nil || !list.Brokers[0].NextFetch.Equal(time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)) {
+		t.Errorf("GET /admin/brokers does not show the next fetch: %+v", list.Brokers)
+	}
+
 	// An admin refresh fetches now, backoff or not.
-	res, err := http.Post(as.URL+"/admin/brokers/b1/catalog/refresh", "", nil)
+	res, err = http.Post(as.URL+"/admin/brokers/b1/catalog/refresh", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,5 +414,35 @@ func TestCatalogStaleRefreshBacksOff(t *testing.T) {
 	stale(20)
 	if n := cb.catalogs.Load(); n != 3 {
 		t.Errorf("%d catalog fetches after one retry interval, want 3", n)
+	}
+}
+
+func TestCatalogRetryWait(t *testing.T) {
+	tests := []struct {
+		name  string
+		c     config.BrokerCatalog
+		waits []time.Duration // after the 1st, 2nd, … consecutive failure
+	}{
+		{"defaults", config.BrokerCatalog{RetryInterval: config.DefaultCatalogRetryInterval, RetryMaxInterval: config.DefaultCatalogRetryMaxInterval},
+			[]time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{"no growth", config.BrokerCatalog{RetryInterval: 2 * time.Second, RetryMaxInterval: 2 * time.Second},
+			[]time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second}},
+		{"cap between doublings", config.BrokerCatalog{RetryInterval: time.Second, RetryMaxInterval: 3 * time.Second},
+			[]time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second}},
+		{"zero value", config.BrokerCatalog{}, []time.Duration{5 * time.Second, 10 * time.Second}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []time.Duration
+			for i := range tc.waits {
+				got = append(got, retryWait(tc.c, i+1))
+			}
+			if diff := cmp.Diff(tc.waits, got); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if d := retryWait(config.BrokerCatalog{RetryInterval: time.Hour, RetryMaxInterval: 24 * time.Hour}, 1000); d != 24*time.Hour {
+		t.Errorf("after 1000 failures: %s, want the cap", d)
 	}
 }
