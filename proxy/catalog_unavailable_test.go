@@ -25,7 +25,7 @@ import (
 // tenant t2 with the probe's filters: one service allowed, one plan
 // denied.
 const unavailableYAML = `
-admin: {address: "off"}
+admin: {address: "off", token: "` + testAdminToken + `"}
 brokers:
   - name: b1
     url: ${B1_URL}
@@ -261,7 +261,7 @@ func TestCatalogFetchBackoff(t *testing.T) {
 	logs := &logCounter{prefix: "catalog fetch failed"}
 	g, gw, _ := unavailableGateway(t, cb, clock, config.ModeEnforce, config.WithoutCatalogRefuse, logs)
 	admin := NewAdmin(nil)
-	admin.MountCatalogAdmin(NewSwitch(g))
+	admin.MountCatalogAdmin(NewSwitch(g), slog.New(slog.DiscardHandler))
 	as := httptest.NewServer(admin)
 	t.Cleanup(as.Close)
 
@@ -321,26 +321,17 @@ func TestCatalogFetchBackoff(t *testing.T) {
 	burst(30, "2026-01-01T00:00:15Z")
 	check("within the doubled interval", 2, 2)
 
-	res, err := http.Get(as.URL + "/admin/brokers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := adminCall(t, "GET", as.URL+"/admin/brokers", testAdminToken)
 	var list struct {
 		Brokers []brokerStatus `json:"brokers"`
 	}
-	_ = json.NewDecoder(res.Body).Decode(&list)
-	res.Body.Close()
+	_ = json.Unmarshal([]byte(body), &list)
 	if len(list.Brokers) != 1 || list.Brokers[0].NextFetch == nil || !list.Brokers[0].NextFetch.Equal(time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)) {
 		t.Errorf("GET /admin/brokers does not show the next fetch: %+v", list.Brokers)
 	}
 
 	// An admin refresh fetches now, backoff or not.
-	res, err = http.Post(as.URL+"/admin/brokers/b1/catalog/refresh", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusBadGateway {
+	if res, _ := adminCall(t, "POST", as.URL+"/admin/brokers/b1/catalog/refresh", testAdminToken); res.StatusCode != http.StatusBadGateway {
 		t.Errorf("refresh of a failing broker: %d", res.StatusCode)
 	}
 	check("admin refresh", 3, 3)
@@ -349,12 +340,7 @@ func TestCatalogFetchBackoff(t *testing.T) {
 	if res, body := osbCall(t, gw, "t1", "provision"); res.StatusCode != 503 {
 		t.Errorf("the broker recovered within the backoff: %d %s, want the remembered 503", res.StatusCode, body)
 	}
-	res, err = http.Post(as.URL+"/admin/brokers/b1/catalog/refresh", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 200 {
+	if res, _ := adminCall(t, "POST", as.URL+"/admin/brokers/b1/catalog/refresh", testAdminToken); res.StatusCode != 200 {
 		t.Fatalf("refresh of a recovered broker: %d", res.StatusCode)
 	}
 	for _, c := range []struct{ tenant, call string }{{"t1", "provision"}, {"t2", "provision"}, {"t2", "unbind"}} {
