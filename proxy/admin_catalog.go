@@ -12,15 +12,18 @@ import (
 
 // brokerStatus is one row of GET /admin/brokers.
 type brokerStatus struct {
-	Name        string          `json:"name"`
-	URL         string          `json:"url"`
-	APIVersion  string          `json:"api_version"`
-	Hits        int64           `json:"catalog_hits"`
-	Misses      int64           `json:"catalog_misses"`
-	StaleServes int64           `json:"catalog_stale_serves"`
-	LastFetch   *time.Time      `json:"catalog_last_fetch,omitempty"`
-	LastError   string          `json:"catalog_last_error,omitempty"`
-	Catalogs    []catalogStatus `json:"catalogs"`
+	Name        string     `json:"name"`
+	URL         string     `json:"url"`
+	APIVersion  string     `json:"api_version"`
+	Hits        int64      `json:"catalog_hits"`
+	Misses      int64      `json:"catalog_misses"`
+	StaleServes int64      `json:"catalog_stale_serves"`
+	LastFetch   *time.Time `json:"catalog_last_fetch,omitempty"`
+	LastError   string     `json:"catalog_last_error,omitempty"`
+	// NextFetch is, while a failed fetch is remembered, the earliest time
+	// the gateway fetches one of the broker's catalogs again on its own.
+	NextFetch *time.Time      `json:"catalog_next_fetch,omitempty"`
+	Catalogs  []catalogStatus `json:"catalogs"`
 }
 
 // catalogStatus describes one cached catalog of a broker.
@@ -38,7 +41,7 @@ type catalogStatus struct {
 // admin token (see control), logging each call to log (nil: slog.Default()):
 //
 //	GET  /admin/brokers                           each broker of the current configuration with its cache counters and cached catalogs
-//	POST /admin/brokers/{broker}/catalog/refresh  fetch the broker's catalogs again now and answer with the result
+//	POST /admin/brokers/{broker}/catalog/refresh  fetch the broker's catalogs again now, whatever the backoff after failed fetches, and answer with the result
 func (a *Admin) MountCatalogAdmin(sw *Switch, log *slog.Logger) {
 	a.bind(sw, log)
 	a.handleControl("GET /admin/brokers", func(r *http.Request, g *Gateway) (any, string, error) {
@@ -81,6 +84,9 @@ func (g *Gateway) brokerStatus(u *upstream) brokerStatus {
 	bs.LastError = st.lastError
 	st.mu.Unlock()
 	now := c.now()
+	if next := c.nextFetch(u.name, now); !next.IsZero() {
+		bs.NextFetch = &next
+	}
 	for _, k := range c.entries.Keys() {
 		if k.broker != u.name {
 			continue

@@ -30,9 +30,14 @@ import (
 // first). Concurrent misses share one broker fetch. An entry past its TTL is
 // served while one background refresh runs; a broker that is down or
 // answers an invalid catalog leaves the last good catalog in place, served
-// with a Warning header. It is safe for concurrent use.
+// with a Warning header. A failed fetch is remembered: the next fetch of
+// that catalog on a platform call's behalf waits for the broker's
+// catalog.retry_interval (doubling up to catalog.retry_max_interval while
+// failures continue), and calls in between get the remembered failure at
+// once. It is safe for concurrent use.
 type CatalogCache struct {
 	entries  *lru.Cache[catalogKey, *catalogEntry]
+	failures *lru.Cache[catalogKey, *fetchFailure] // bounded like entries: platforms name keys
 	maxBytes int64
 	bytes    atomic.Int64
 	flight   singleflight.Group
@@ -98,6 +103,7 @@ func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) *
 		max = config.DefaultCatalogMaxEntries
 	}
 	cc.entries, _ = lru.NewWithEvict(max, func(_ catalogKey, e *catalogEntry) { cc.bytes.Add(-int64(len(e.body))) })
+	cc.failures, _ = lru.New[catalogKey, *fetchFailure](max)
 	return cc
 }
 
@@ -118,12 +124,17 @@ type catalogFetch struct {
 	key      catalogKey
 	identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
 	reqID    string
+	// force fetches even while a failed fetch of the key is remembered
+	// (admin refresh, warm-up, check); platform calls never force.
+	force bool
 }
 
 // get returns the catalog for f.key: fresh from the cache, stale while a
 // refresh runs or after one failed (stale true), or fetched now. With no
-// good catalog ever, it returns a 503 *osb.Error naming the broker and the
-// cause.
+// good catalog, it returns a 503 *osb.Error naming the broker, the cause
+// and when the next fetch may start: at once, without asking the broker,
+// while a failed fetch is remembered (see backingOff). A stale entry's
+// background refresh waits for the same backoff.
 func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry, stale bool, err error) {
 	st := c.statsFor(f.key.broker)
 	now := c.now()
@@ -133,7 +144,7 @@ func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry
 			return e, false, nil
 		}
 		st.stale.Add(1)
-		if e.refreshing.CompareAndSwap(false, true) {
+		if c.backingOff(f.key, now) == nil && e.refreshing.CompareAndSwap(false, true) {
 			go func() {
 				defer e.refreshing.Store(false)
 				_, _ = c.load(context.WithoutCancel(ctx), f, e)
@@ -141,15 +152,32 @@ func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry
 		}
 		return e, true, nil
 	}
+	if ff := c.backingOff(f.key, now); ff != nil {
+		return nil, false, unavailable(f.key, ff, now)
+	}
 	st.misses.Add(1)
 	e, err = c.load(ctx, f, nil)
 	return e, false, err
 }
 
 // load fetches f's catalog once for all concurrent callers and stores it.
-// prev is the entry being refreshed, if any: on failure it stays.
+// prev is the entry being refreshed, if any: on failure it stays. Unless
+// f.force is set, a remembered failure whose backoff has not passed is
+// returned without a fetch (checked again inside the shared call, so a
+// caller that saw no failure before another's fetch failed does not
+// fetch again).
 func (c *CatalogCache) load(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
-	ch := c.flight.DoChan(f.key.String(), func() (any, error) {
+	key := f.key.String()
+	if f.force {
+		key += " force" // never answered by a shared call that may skip the fetch
+	}
+	ch := c.flight.DoChan(key, func() (any, error) {
+		if !f.force {
+			now := c.now()
+			if ff := c.backingOff(f.key, now); ff != nil {
+				return nil, unavailable(f.key, ff, now)
+			}
+		}
 		// Detached from the first caller: others wait on the same fetch.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.up.timeout)
 		defer cancel()
@@ -180,7 +208,9 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 	}
 	st.mu.Unlock()
 	if err != nil {
-		level := slog.LevelWarn
+		// Remembered before it is logged or returned: a call that sees the
+		// log line or this fetch's answer finds the backoff in place.
+		ff := c.recordFailure(f, err, now)
 		msg := "catalog fetch failed; no good catalog to serve"
 		if prev == nil {
 			if old, ok := c.entries.Peek(f.key); ok {
@@ -190,11 +220,19 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 		if prev != nil {
 			msg = "catalog fetch failed; serving the last good catalog"
 		}
-		c.log.LogAttrs(ctx, level, msg, slog.String("broker", f.key.broker),
-			slog.String("version", f.key.version), slog.String("error", err.Error()))
-		return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-			Description: fmt.Sprintf("the catalog of broker %q is unavailable (none is cached): %s", f.key.broker, err)}
+		// One line per fetch, and fetches wait for the backoff: not one
+		// line per platform call.
+		c.log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("broker", f.key.broker),
+			slog.String("version", f.key.version), slog.String("error", err.Error()),
+			slog.Int("consecutive_failures", ff.count), slog.Time("next_fetch", ff.next),
+			slog.String("without_catalog", withoutCatalogLog(f.up.cfg.Validation)))
+		if prev != nil {
+			return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, err)}
+		}
+		return nil, unavailable(f.key, ff, now)
 	}
+	c.failures.Remove(f.key)
 	c.put(e)
 	return e, nil
 }
@@ -279,21 +317,30 @@ func (c *CatalogCache) put(e *catalogEntry) {
 	}
 }
 
-// Forget drops every entry of the named broker (its settings changed).
+// Forget drops every entry and remembered failure of the named broker (its
+// settings changed).
 func (c *CatalogCache) Forget(broker string) {
 	for _, k := range c.entries.Keys() {
 		if k.broker == broker {
 			c.entries.Remove(k)
 		}
 	}
+	c.forgetFailures(broker)
 }
 
-// Refresh fetches the broker's cached catalogs again now (or, with none
-// cached, the one at version), waiting for the result.
+// refresh fetches the broker's catalogs again now, waiting for the
+// result: those cached and those whose latest fetch failed (a remembered
+// failure does not hold them back), or, with none of either, the one at
+// version.
 func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string) ([]*catalogEntry, error) {
 	var keys []catalogKey
 	for _, k := range c.entries.Keys() {
 		if k.broker == up.name {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range c.failures.Keys() {
+		if k.broker == up.name && !c.entries.Contains(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -304,7 +351,7 @@ func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string
 	var errs []error
 	for _, k := range keys {
 		prev, _ := c.entries.Peek(k)
-		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: newRequestID()}, prev)
+		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: newRequestID(), force: true}, prev)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -108,8 +108,9 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 }
 
 // hiddenFromTenant refuses a call whose service or plan the tenant's
-// filter hides. When the catalog cannot be had, the call goes on: the
-// broker decides, and the validation stage reports what it could not check.
+// filter hides. When the catalog cannot be had, the call is refused with
+// 503 (withoutCatalog): a filtered route never forwards on a guess. The
+// validate stage has usually fetched the catalog, or refused already.
 func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 	var ids struct {
 		ServiceID string `json:"service_id"`
@@ -127,7 +128,7 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 	if e == nil {
 		var err error
 		if e, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
-			return nil
+			return withoutCatalog(s, err) // refuses: the route has a filter
 		}
 	}
 	return checkVisible(s.route.filter, e, s.Tenant, ids.ServiceID, ids.PlanID)

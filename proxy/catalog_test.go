@@ -212,6 +212,7 @@ func TestCatalogBrokerDown(t *testing.T) {
 			t.Errorf("%d %s", res.StatusCode, body)
 		}
 		cb.set(`{}`, 500, 0)
+		clock.add(config.DefaultCatalogRetryInterval) // the failure is remembered until then
 		res, body = getCatalog(t, gw, t1User, t1Pass, nil)
 		if res.StatusCode != 503 || !strings.Contains(body, "status 500") {
 			t.Errorf("%d %s", res.StatusCode, body)

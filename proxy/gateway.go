@@ -151,7 +151,7 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: newRequestID()}, nil); err != nil {
+		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: newRequestID(), force: true}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
 		}
 	}

@@ -74,7 +74,8 @@ const (
 
 // twoTenantYAML is a configuration with tenants t1 (brokers b1, b2) and t2
 // (broker b2 only, and missing_version_status 400), and brokers b1 (2.13 to
-// 2.15, 300ms timeout) and b2.
+// 2.15, 300ms timeout) and b2. The fake brokers serve no catalog, so both
+// forward calls without the catalog checks (validation.without_catalog).
 const twoTenantYAML = `
 listen: {address: "127.0.0.1:0", max_body_bytes: 4096}
 admin: {address: "off"}
@@ -85,8 +86,10 @@ brokers:
     password: ${BROKER_PASS}
     api_version: {min: "2.13", max: "2.15"}
     timeout: 300ms
+    validation: {without_catalog: forward}
   - name: b2
     url: ${B2_URL}/base/
+    validation: {without_catalog: forward}
 tenants:
   - name: t1
     credentials:

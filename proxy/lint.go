@@ -22,7 +22,7 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
 		cl := CatalogLint{Broker: b.Name, Version: u.warmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID()}, nil)
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID(), force: true}, nil)
 		if err != nil {
 			cl.Err = err
 		} else {

@@ -114,6 +114,7 @@ type Metrics struct {
 	blocked   *prometheus.CounterVec
 	findings  *prometheus.CounterVec
 	orphans   *prometheus.CounterVec
+	noCatalog *prometheus.CounterVec
 	auditErrs prometheus.Counter
 	// storeErrs stays on the meter: the scrape-time reads of ObserveState
 	// count their failures here, and the SDK runs those callbacks before
@@ -196,6 +197,9 @@ func NewMetrics(mp metric.MeterProvider, reg prometheus.Registerer, now func() t
 	m.orphans = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_orphan_candidates_total",
 		Help: "Failed provisions and binds that need orphan mitigation, by broker and decision."},
 		[]string{"broker", "decision"})
+	m.noCatalog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_catalog_unavailable_total",
+		Help: "Mutating calls that needed the broker's catalog when none could be had, by broker and decision (refused or forwarded)."},
+		[]string{"broker", "decision"})
 	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
 		Help: "Audit records that could not be written."})
 	var err error
@@ -206,7 +210,7 @@ func NewMetrics(mp metric.MeterProvider, reg prometheus.Registerer, now func() t
 	}
 	errs := []error{err}
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.auditErrs} {
+		m.orphans, m.noCatalog, m.auditErrs} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
@@ -352,8 +356,8 @@ func inc(c prometheus.Counter, ex prometheus.Labels) {
 
 // Stage returns the metrics stage: after the inner stages return it counts
 // the call and its duration by tenant, broker, endpoint and status class,
-// blocked calls, the findings in the Scope and orphan-mitigation
-// candidates. It belongs in Options.Outer, inside the trace stage (a
+// blocked calls, the findings in the Scope, orphan-mitigation candidates
+// and calls decided without a catalog. It belongs in Options.Outer, inside the trace stage (a
 // sampled span's trace id becomes the exemplar). A nil m returns a stage
 // that does nothing.
 func (m *Metrics) Stage() Middleware {
@@ -383,7 +387,7 @@ func (m *Metrics) record(ctx context.Context, s *Scope) {
 		c.count.Inc()
 		c.duration.Observe(d)
 	}
-	if !s.Blocked && len(s.Findings) == 0 && s.Orphan == "" {
+	if !s.Blocked && len(s.Findings) == 0 && s.Orphan == "" && s.CatalogUnavailable == "" {
 		return
 	}
 	// Rare counters: an exemplar on every sampled one.
@@ -399,6 +403,9 @@ func (m *Metrics) record(ctx context.Context, s *Scope) {
 	}
 	if s.Orphan != "" {
 		inc(m.orphans.WithLabelValues(s.Broker, s.Orphan), ex)
+	}
+	if s.CatalogUnavailable != "" {
+		inc(m.noCatalog.WithLabelValues(s.Broker, s.CatalogUnavailable), ex)
 	}
 }
 

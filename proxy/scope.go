@@ -71,6 +71,10 @@ type Scope struct {
 	// orphan, "cancelled" for a success (of any mutating call) that
 	// cancelled a pending mitigation of its instance or binding.
 	Orphan string
+	// CatalogUnavailable is what the gateway did with a call that needed
+	// the broker's catalog when none could be had: "" (it had one, or
+	// needed none), CatalogRefused or CatalogForwarded.
+	CatalogUnavailable string
 	// Status is the status sent to the platform (0 until written) and Bytes
 	// the body bytes written.
 	Status int

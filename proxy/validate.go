@@ -19,11 +19,15 @@ type Finding struct {
 }
 
 // withValidate is the validate stage. For provision, update, bind,
-// deprovision and unbind it checks the request against the OSB rules of
-// the platform's API version and against the broker's catalog
-// (rules.CheckRequest), per the broker's validation.requests mode: enforce
-// refuses (400/412/422) without reaching the broker, report records the
-// findings and forwards. Then, for a broker whose maximum version is below
+// deprovision and unbind it gets the broker's catalog where the call needs
+// it (needsCatalog: a route with filters, or rules checked against the
+// catalog), and checks the request against the OSB rules of the
+// platform's API version and against the catalog (rules.CheckRequest), per
+// the broker's validation.requests mode: enforce refuses (400/412/422)
+// without reaching the broker, report records the findings and forwards.
+// When the catalog cannot be had, the request is checked by the rules
+// that need none, then withoutCatalog refuses it with 503 or lets it on
+// unchecked. Then, for a broker whose maximum version is below
 // the platform's, it bridges the body (rules.Bridge): older brokers get the
 // top-level fields their version expects.
 func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
@@ -35,10 +39,15 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 				return
 			}
 			up := s.route.up
+			var noCatalog error // why the catalog the call needs cannot be had
+			if needsCatalog(s) {
+				e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+				s.catalog, noCatalog = e, err
+			}
 			if mode := up.cfg.Validation.Requests; mode != config.ModeOff {
-				var cat rules.CatalogView
-				if e, _, err := cache.get(r.Context(), catalogFetchFor(r, s)); err == nil {
-					cat, s.catalog = e.index, e
+				var cat rules.CatalogView // nil: checked without the catalog
+				if s.catalog != nil {
+					cat = s.catalog.index
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
 				s.Request = req
@@ -49,6 +58,14 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 						s.fail(w, rules.Reject(vs))
 						return
 					}
+				}
+			}
+			// After the rules that need no catalog: a request they refuse
+			// gets their lasting 400, not a 503 that invites a retry.
+			if noCatalog != nil {
+				if refusal := withoutCatalog(s, noCatalog); refusal != nil {
+					s.fail(w, refusal)
+					return
 				}
 			}
 			if up.max.Less(s.Version) && len(s.Body) > 0 {

@@ -72,7 +72,7 @@ func TestVersionGateAtTheBrokersMaximum(t *testing.T) {
 	legacy := newBackend(t, nil)
 	_, gw := testGateway(t, `
 admin: {address: "off"}
-brokers: [{name: legacy, url: "${URL}", api_version: {min: "2.0", max: "2.8"}}]
+brokers: [{name: legacy, url: "${URL}", api_version: {min: "2.0", max: "2.8"}, validation: {without_catalog: forward}}]
 tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: legacy}]}]
 `, map[string]string{"URL": legacy.URL})
 	const bindBody = `{"service_id":"s","plan_id":"p","bind_resource":{"app_guid":"a"}}`

@@ -107,6 +107,7 @@ type endpointInfo struct {
 	method   string      // HTTP method
 	route    routeID     // path shape
 	mutating bool        // changes broker state
+	catalog  bool        // CheckRequest checks it against the broker's catalog
 	since    osb.Version // oldest API version with this endpoint
 	// asyncSince, when set, is the oldest API version in which the endpoint
 	// may be asynchronous (accepts_incomplete=true), if later than since.
@@ -122,12 +123,12 @@ var (
 var endpoints = [...]endpointInfo{
 	Unknown:               {name: "unknown"},
 	Catalog:               {name: "catalog", method: http.MethodGet, route: routeCatalog, since: v2_0},
-	Provision:             {name: "provision", method: http.MethodPut, route: routeInstance, mutating: true, since: v2_0},
-	Update:                {name: "update", method: http.MethodPatch, route: routeInstance, mutating: true, since: v2_0},
+	Provision:             {name: "provision", method: http.MethodPut, route: routeInstance, mutating: true, catalog: true, since: v2_0},
+	Update:                {name: "update", method: http.MethodPatch, route: routeInstance, mutating: true, catalog: true, since: v2_0},
 	Deprovision:           {name: "deprovision", method: http.MethodDelete, route: routeInstance, mutating: true, since: v2_0},
 	GetInstance:           {name: "get_instance", method: http.MethodGet, route: routeInstance, since: v2_14},
 	InstanceLastOperation: {name: "instance_last_operation", method: http.MethodGet, route: routeInstanceLastOperation, since: v2_0},
-	Bind:                  {name: "bind", method: http.MethodPut, route: routeBinding, mutating: true, since: v2_0, asyncSince: v2_14},
+	Bind:                  {name: "bind", method: http.MethodPut, route: routeBinding, mutating: true, catalog: true, since: v2_0, asyncSince: v2_14},
 	Unbind:                {name: "unbind", method: http.MethodDelete, route: routeBinding, mutating: true, since: v2_0, asyncSince: v2_14},
 	GetBinding:            {name: "get_binding", method: http.MethodGet, route: routeBinding, since: v2_14},
 	BindingLastOperation:  {name: "binding_last_operation", method: http.MethodGet, route: routeBindingLastOperation, since: v2_14},
@@ -150,6 +151,12 @@ func (e Endpoint) String() string { return e.info().name }
 // Mutating reports whether the endpoint changes state at the broker:
 // provision, update, deprovision, bind and unbind.
 func (e Endpoint) Mutating() bool { return e.info().mutating }
+
+// ChecksCatalog reports whether CheckRequest checks the endpoint's calls
+// against the broker's catalog (service and plan ids, bindable,
+// plan_updateable, parameter schemas, maintenance_info): provision, update
+// and bind. Deprovision and unbind are checked without it.
+func (e Endpoint) ChecksCatalog() bool { return e.info().catalog }
 
 // Instance reports whether the endpoint's path names a service instance, that
 // is every endpoint but Catalog and Unknown.

@@ -13,6 +13,7 @@ func TestEndpointProperties(t *testing.T) {
 	type props struct {
 		Name                        string
 		Mutating, Instance, Binding bool
+		ChecksCatalog               bool
 		Since                       osb.Version
 	}
 	tests := []struct {
@@ -21,12 +22,12 @@ func TestEndpointProperties(t *testing.T) {
 	}{
 		{Unknown, props{Name: "unknown"}},
 		{Catalog, props{Name: "catalog", Since: v2_0}},
-		{Provision, props{Name: "provision", Mutating: true, Instance: true, Since: v2_0}},
-		{Update, props{Name: "update", Mutating: true, Instance: true, Since: v2_0}},
+		{Provision, props{Name: "provision", Mutating: true, Instance: true, ChecksCatalog: true, Since: v2_0}},
+		{Update, props{Name: "update", Mutating: true, Instance: true, ChecksCatalog: true, Since: v2_0}},
 		{Deprovision, props{Name: "deprovision", Mutating: true, Instance: true, Since: v2_0}},
 		{GetInstance, props{Name: "get_instance", Instance: true, Since: v2_14}},
 		{InstanceLastOperation, props{Name: "instance_last_operation", Instance: true, Since: v2_0}},
-		{Bind, props{Name: "bind", Mutating: true, Instance: true, Binding: true, Since: v2_0}},
+		{Bind, props{Name: "bind", Mutating: true, Instance: true, Binding: true, ChecksCatalog: true, Since: v2_0}},
 		{Unbind, props{Name: "unbind", Mutating: true, Instance: true, Binding: true, Since: v2_0}},
 		{GetBinding, props{Name: "get_binding", Instance: true, Binding: true, Since: v2_14}},
 		{BindingLastOperation, props{Name: "binding_last_operation", Instance: true, Binding: true, Since: v2_14}},
@@ -34,7 +35,7 @@ func TestEndpointProperties(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want.Name, func(t *testing.T) {
-			got := props{tt.e.String(), tt.e.Mutating(), tt.e.Instance(), tt.e.Binding(), tt.e.Since()}
+			got := props{tt.e.String(), tt.e.Mutating(), tt.e.Instance(), tt.e.Binding(), tt.e.ChecksCatalog(), tt.e.Since()}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Endpoint(%d) mismatch (-want +got):\n%s", uint8(tt.e), diff)
 			}

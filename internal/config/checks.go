@@ -37,6 +37,7 @@ func checkFields(c *Config, probs *Problems) {
 			}
 		}
 		checkVersions(b.APIVersion, path+".api_version", probs)
+		checkCatalogRetry(b.Catalog, path+".catalog", probs)
 	}
 	checkWriteTimeout(c, probs)
 	checkFilters(c, probs)
@@ -277,4 +278,16 @@ func ParseSchedule(s string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// checkCatalogRetry checks that the cap of the catalog fetch backoff is not
+// below its first wait (values out of range are reported already).
+func checkCatalogRetry(c BrokerCatalog, path string, probs *Problems) {
+	if probs.seen[path+".retry_interval"] || probs.seen[path+".retry_max_interval"] {
+		return
+	}
+	if c.RetryMaxInterval < c.RetryInterval {
+		probs.addf(path+".retry_max_interval", "%s is shorter than retry_interval (%s); the wait after a failed fetch starts at retry_interval and doubles up to retry_max_interval",
+			c.RetryMaxInterval, c.RetryInterval)
+	}
 }

@@ -93,6 +93,8 @@ func (b *Broker) applyDefaults() {
 	setDuration(&b.IdleConnTimeout, DefaultIdleConnTimeout)
 	setDuration(&b.ResponseHeaderTimeout, b.Timeout)
 	setDuration(&b.Catalog.TTL, DefaultCatalogTTL)
+	setDuration(&b.Catalog.RetryInterval, DefaultCatalogRetryInterval)
+	setDuration(&b.Catalog.RetryMaxInterval, max(DefaultCatalogRetryMaxInterval, b.Catalog.RetryInterval))
 	if b.ConcurrencyError == "" {
 		b.ConcurrencyError = DefaultConcurrencyError
 	}
@@ -111,6 +113,9 @@ func (b *Broker) applyDefaults() {
 	}
 	if b.Validation.Responses == "" {
 		b.Validation.Responses = DefaultResponseMode
+	}
+	if b.Validation.WithoutCatalog == "" {
+		b.Validation.WithoutCatalog = DefaultWithoutCatalog
 	}
 	if b.MaxIdleConns == 0 {
 		b.MaxIdleConns = DefaultMaxIdleConnsPerBroker

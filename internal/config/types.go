@@ -46,6 +46,14 @@ const (
 	DefaultCatalogMaxEntries = 1000     // catalog.max_entries
 	DefaultCatalogMaxBytes   = 64 << 20 // catalog.max_bytes
 	DefaultCatalogTTL        = 5 * time.Minute
+
+	// DefaultCatalogRetryInterval is brokers[].catalog.retry_interval: how
+	// long after a failed catalog fetch the next one may start.
+	DefaultCatalogRetryInterval = 5 * time.Second
+	// DefaultCatalogRetryMaxInterval is brokers[].catalog.retry_max_interval:
+	// the cap of the doubling wait after consecutive failures (raised to
+	// retry_interval when that is longer).
+	DefaultCatalogRetryMaxInterval = time.Minute
 )
 
 // Config is the whole gateway.yaml.
@@ -248,6 +256,19 @@ const (
 	DefaultResponseMode = ModeReport  // brokers[].validation.responses
 )
 
+// What a call that needs the broker's catalog gets when no catalog can be
+// had (brokers[].validation.without_catalog).
+const (
+	// WithoutCatalogRefuse answers 503 naming the broker and the cause; the
+	// call is not forwarded.
+	WithoutCatalogRefuse = "refuse"
+	// WithoutCatalogForward checks what can be checked without the catalog,
+	// records that the rest was not, and forwards.
+	WithoutCatalogForward = "forward"
+
+	DefaultWithoutCatalog = WithoutCatalogRefuse // brokers[].validation.without_catalog
+)
+
 // Validation says how the OSB rules are applied to one broker's traffic.
 type Validation struct {
 	// Requests is the mode for platform requests; zero value:
@@ -256,6 +277,12 @@ type Validation struct {
 	// Responses is the mode for broker responses; zero value:
 	// DefaultResponseMode.
 	Responses string `yaml:"responses" validate:"oneof=enforce report off"`
+	// WithoutCatalog is what a provision, update or bind gets when Requests
+	// is not off and the broker's catalog cannot be had (none cached, the
+	// fetch failed): WithoutCatalogRefuse or WithoutCatalogForward. Routes
+	// with services or plans filters refuse every mutating call without a
+	// catalog, whatever this says. Zero value: DefaultWithoutCatalog.
+	WithoutCatalog string `yaml:"without_catalog" validate:"oneof=forward refuse"`
 }
 
 // BrokerCatalog is how one broker's catalog is cached.
@@ -268,6 +295,14 @@ type BrokerCatalog struct {
 	// word of X-Broker-API-Originating-Identity), for brokers whose catalog
 	// differs by platform.
 	VaryByPlatform bool `yaml:"vary_by_platform"`
+	// RetryInterval is how long after a failed fetch the next fetch of the
+	// same catalog may start; calls in between get the remembered failure
+	// at once. Each further consecutive failure doubles the wait, up to
+	// RetryMaxInterval. Zero value: DefaultCatalogRetryInterval.
+	RetryInterval time.Duration `yaml:"retry_interval" validate:"gt=0,lte=1h"`
+	// RetryMaxInterval caps the doubled wait. Zero value:
+	// DefaultCatalogRetryMaxInterval, or RetryInterval when that is longer.
+	RetryMaxInterval time.Duration `yaml:"retry_max_interval" validate:"gt=0,lte=24h"`
 }
 
 // VersionRange bounds the API versions a broker accepts. The header sent to
