@@ -39,6 +39,9 @@ type answer struct {
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
 func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
+	if (s.lock == nil || s.lock.settled) && s.polled == nil && !s.pollUnseen {
+		return // a read with no operation to settle: the hot path
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
 	defer cancel()
 	if h := s.lock; h != nil && !h.settled {
