@@ -28,7 +28,12 @@ type pending struct {
 	// cancelOrphan is the ID of an orphan to delete first: a success the
 	// platform saw cancels a pending mitigation before the lock goes.
 	cancelOrphan string
-	keep         bool
+	// putOrphan is an orphan candidate to record first, while lock (still
+	// held by its owner) keeps platform calls away; if the lock lapsed in
+	// the meantime, the instance may be the platform's again, and the
+	// candidate is dropped and logged for the operator instead.
+	putOrphan *store.Orphan
+	keep      bool
 	// poll, when set, is a poll answer that ended an operation whose lock
 	// the poll could not read; lock is then unused.
 	poll *pollSeen
@@ -84,6 +89,9 @@ func (r *releaser) add(p pending) {
 	what, key := "lock release failed; retrying until the operation state takes it", p.lock.Key
 	if p.cancelOrphan != "" {
 		what = "orphan cancellation failed; the lock is kept and both are retried until the operation state takes them"
+	}
+	if p.putOrphan != nil {
+		what = "orphan candidate not recorded; the lock is kept and both are retried until the operation state takes them"
 	}
 	if p.poll != nil {
 		what, key = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers", p.poll.key
@@ -186,7 +194,7 @@ func (r *releaser) flush() int {
 			continue
 		}
 		r.mu.Lock()
-		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan {
+		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan && cur.putOrphan == p.putOrphan {
 			delete(r.queue, p.id())
 		}
 		r.mu.Unlock()
@@ -207,6 +215,21 @@ func pollKeyOf(p pending) string {
 func (r *releaser) settle(ctx context.Context, p pending) error {
 	if p.poll != nil {
 		return r.settlePoll(ctx, p.poll)
+	}
+	if p.putOrphan != nil {
+		l, err := r.st.Get(ctx, p.lock.Key)
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && l.Owner != p.lock.Owner):
+			r.log.LogAttrs(ctx, slog.LevelError, "orphan candidate dropped: its lock lapsed while the operation state was unavailable, so the instance may be the platform's again; the operator must check it",
+				slog.String("broker", p.putOrphan.Broker), slog.String("instance_id", p.putOrphan.InstanceID),
+				slog.String("binding_id", p.putOrphan.BindingID), slog.String("reason", p.putOrphan.Reason))
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := r.st.PutOrphan(ctx, *p.putOrphan); err != nil {
+			return err
+		}
 	}
 	if p.cancelOrphan != "" {
 		if err := r.st.DeleteOrphan(ctx, p.cancelOrphan); err != nil && !errors.Is(err, store.ErrNotFound) {

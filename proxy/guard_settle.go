@@ -65,11 +65,17 @@ func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
 		}
 		cancelID := ""
 		if orphan {
-			g.noteOrphan(ctx, s, why, g.now(), "")
+			o, ok := g.noteOrphan(ctx, s, why, g.now(), "")
+			orphan = !ok // not recorded: settled below, with the lock
+			if orphan {
+				g.retry.add(pending{lock: h.lock, putOrphan: &o})
+			}
 		} else if seen && rules.OrphanSettled(s.Call, status) {
 			cancelID = orphanIDOf(s.route.up, s.Call)
 		}
-		if cancelID != "" && !g.cancelOrphan(ctx, s, cancelID) {
+		if orphan {
+			// the retry queue records the orphan, then releases the lock
+		} else if cancelID != "" && !g.cancelOrphan(ctx, s, cancelID) {
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.

@@ -64,11 +64,14 @@ func orphanIDOf(u *upstream, c rules.Call) string {
 // have left something behind, per the broker's orphan_mitigation: report
 // stores and logs it, mitigate also makes it due at due. lockOwner is the
 // owner of a lock the orphan takes over (the hold after a timeout), or "".
-func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string) {
+// When the store does not take it, it returns the orphan and false: the
+// caller keeps the call's lock and queues both (pending.putOrphan), so no
+// platform call can succeed and cancel in between.
+func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string) (store.Orphan, bool) {
 	up := s.route.up
 	mode := up.cfg.OrphanMitigation
 	if mode == "off" || s.lock == nil || (s.Call.Endpoint != rules.Provision && s.Call.Endpoint != rules.Bind) {
-		return
+		return store.Orphan{}, true
 	}
 	l := s.lock.lock
 	o := store.Orphan{ID: orphanIDOf(up, s.Call), Broker: up.name, Tenant: s.Tenant, InstanceID: l.InstanceID,
@@ -85,14 +88,15 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 	defer cancel()
 	if err := g.st.PutOrphan(ctx, o); err != nil {
 		g.metrics.StoreError("orphan")
-		g.log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded", slog.String("broker", up.name),
-			slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
-		return
+		g.log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded yet; the instance stays locked until the operation state takes it",
+			slog.String("broker", up.name), slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
+		return o, false
 	}
 	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.name),
 		slog.String("tenant", s.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
 		slog.String("binding_id", o.BindingID), slog.String("reason", reason), slog.String("decision", s.Orphan),
 		slog.Time("due", o.NextAttempt))
+	return o, true
 }
 
 // cancelOrphan deletes the pending orphan id after a success the platform
@@ -119,7 +123,11 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		g.noteOrphan(ctx, s, why, g.now().Add(s.route.up.cfg.HoldAfterTimeout), owner)
+		if o, ok := g.noteOrphan(ctx, s, why, g.now().Add(s.route.up.cfg.HoldAfterTimeout), owner); !ok {
+			held := s.lock.lock
+			held.Owner = owner
+			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
+		}
 	}
 }
 
