@@ -52,7 +52,8 @@ brokers:
     timeout: ${TIMEOUT}
     orphan_mitigation: ${MODE}
     orphan_schedule: 10s,1m
-    validation: {responses: ${RESPONSES}}
+    validation:
+      responses: ${RESPONSES}
 tenants:
   - name: t
     credentials: [{username: platform-user, password: platform-pass}]
