@@ -82,8 +82,9 @@ func (b *brokerFront) cut(ep string, status int, chunked bool) {
 	b.set(ep, func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		b.next.ServeHTTP(rec, r)
-		if status == 0 {
-			status = rec.Code
+		code := status
+		if code == 0 {
+			code = rec.Code
 		}
 		conn, buf, err := http.NewResponseController(w).Hijack()
 		if err != nil {
@@ -92,7 +93,7 @@ func (b *brokerFront) cut(ep string, status int, chunked bool) {
 		defer conn.Close()
 		body := rec.Body.Bytes()
 		half := body[:len(body)/2]
-		fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n", status, http.StatusText(status))
+		fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n", code, http.StatusText(code))
 		if chunked {
 			fmt.Fprintf(buf, "Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(half), half)
 		} else {
@@ -103,7 +104,10 @@ func (b *brokerFront) cut(ep string, status int, chunked bool) {
 }
 
 // refuser sends the next n broker calls to a port that refuses
-// connections: the broker is down, as far as the gateway can tell.
+// connections: the broker is down, as far as the gateway can tell. (The
+// gateway's transport dials that port and gets ECONNREFUSED from the
+// kernel; only the address in its error differs from the broker's.) The
+// broker itself stays up on its own port, so the retry reaches it.
 type refuser struct {
 	addr string
 	n    atomic.Int32
