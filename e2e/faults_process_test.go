@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// processToken is the admin token of the gateway process; the fault table
+// reads its locks and orphans through the admin API.
+const processToken = "fault-table-admin-token"
+
+// gatewayProc is the osb-gateway binary serving one broker from a bolt
+// file, behind a tapped reverse proxy that follows it across restarts.
+type gatewayProc struct {
+	bin, dir, brokerURL string
+	target              atomic.Pointer[url.URL] // the running process's listener
+	adminURL            string
+	cmd                 *exec.Cmd
+	done                chan struct{}
+	logs                *bytes.Buffer
+}
+
+// startProcess runs the gateway binary in front of brokerURL, with the
+// platform's tap before it.
+func (f *faultEnv) startProcess(t *testing.T, brokerURL string) {
+	t.Helper()
+	p := &gatewayProc{bin: gatewayBinary(t), dir: t.TempDir(), brokerURL: brokerURL}
+	front := &tap{h: &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(p.target.Load()) }}}
+	srv := httptest.NewServer(front)
+	t.Cleanup(srv.Close)
+	f.platforms, f.urls, f.proc = []*tap{front}, []string{srv.URL}, p
+	p.start(t)
+}
+
+// start runs the binary on the bolt file of p.dir until the test ends or
+// kill9 kills it.
+func (p *gatewayProc) start(t *testing.T) {
+	t.Helper()
+	listen, admin := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	y := fmt.Sprintf(`
+listen: {address: %q}
+admin: {address: %q, token: %q}
+state: {backend: bolt, path: %q}
+log: {format: json, level: warn}
+brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s}]
+tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
+`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL)
+	path := filepath.Join(p.dir, "gateway.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(p.bin, "serve", "-config", path)
+	logs := &bytes.Buffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("gateway process log:\n%s", logs)
+		}
+	})
+	p.cmd, p.done, p.logs, p.adminURL = cmd, done, logs, "http://"+admin
+	waitFor(t, "the gateway process to be ready", func() bool {
+		res, err := http.Get(p.adminURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	p.target.Store(&url.URL{Scheme: "http", Host: listen})
+}
+
+// kill9 kills the process with SIGKILL, as a crash or the OOM killer
+// would: nothing of it runs after the signal.
+func (p *gatewayProc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill -9: %v", err)
+	}
+	await(t, p.done, "the killed gateway process to exit")
+}
+
+// killAndRestart is a step's after: kill -9, then a new process on the
+// same bolt file.
+func killAndRestart(t *testing.T, f *faultEnv) {
+	f.proc.kill9(t)
+	f.proc.start(t)
+}
+
+// admin GETs an admin API path into v.
+func (p *gatewayProc) admin(path string, v any) error {
+	req, err := http.NewRequest(http.MethodGet, p.adminURL+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+processToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, res.Status)
+	}
+	return json.NewDecoder(res.Body).Decode(v)
+}
+
+// freeLoopbackAddr returns a loopback address nothing listens on right
+// now, for the gateway process to listen on.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// gatewayBinary builds cmd/osb-gateway once per test run; TestMain removes
+// it.
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "osb-gateway-e2e"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "osb-gateway")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/osb-gateway/osb-gateway/cmd/osb-gateway").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
