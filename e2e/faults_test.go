@@ -175,11 +175,10 @@ var faultTable = []faultRow{
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
+		// The orphan candidate waits in the retry queue with the call's
+		// lock until the store takes it; then the undo goes.
 		name: "store down during a failed call, and back",
 		env:  redisEnv,
-		skip: "gateway bug: an orphan candidate decided while the store is down is lost. guard.noteOrphan " +
-			"(proxy/orphans.go) logs \"orphan candidate not recorded\" and drops it; unlike a release " +
-			"(guard_retry.go), a failed PutOrphan is never retried, so the 500 is never mitigated",
 		steps: []faultStep{{call: provision, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 500, Count: 1}),
 			during: stopStore, after: startStore,
 			want: state{saw: saw{500, "injected fault: status 500"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
