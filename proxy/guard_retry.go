@@ -43,10 +43,10 @@ type pending struct {
 
 // pollSeen is a last_operation answer seen while the store was down.
 type pollSeen struct {
-	key   string
-	call  rules.Call
-	state string    // rules.PollState of the answer
-	seen  time.Time // when the platform got it
+	key    string
+	call   rules.Call
+	answer rules.Answer // what the poll's answer said
+	seen   time.Time    // when the platform got it
 }
 
 // id keys p in the queue: one entry per lock and owner, or per polled key.
@@ -257,7 +257,7 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 	if err != nil {
 		return err
 	}
-	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !rules.PollOver(ps.state, kindEndpoints[l.Kind]) {
+	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !ps.answer.Ends(kindEndpoints[l.Kind]) {
 		return nil // a newer operation, or not one this answer ends
 	}
 	err = r.st.Release(ctx, l.Key, l.Owner)

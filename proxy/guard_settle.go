@@ -16,11 +16,12 @@ var kindEndpoints = map[string]rules.Endpoint{
 	store.KindBind: rules.Bind, store.KindUnbind: rules.Unbind,
 }
 
-// answer is how the broker's answer reaches the platform, as the upstream
-// stage saw it.
+// answer is the broker's answer as the upstream stage read it, and how it
+// reaches the platform.
 type answer struct {
-	cut     bool // the body was cut short: the platform gets a 502
-	refused bool // refused by the response rules (enforce): a 502
+	rules.Answer      // what the rules read of it (of a body cut short: no object)
+	cut          bool // the body was cut short: the platform gets a 502
+	refused      bool // refused by the response rules (enforce): a 502
 }
 
 // answered settles, before the broker's answer reaches the platform (so
@@ -38,7 +39,7 @@ type answer struct {
 //     platform gone);
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
-func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
+func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 	if (s.lock == nil || s.lock.settled) && s.polled == nil && !s.pollUnseen {
 		return // a read with no operation to settle: the hot path
 	}
@@ -53,7 +54,7 @@ func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
 		var why string
 		switch {
 		case a.cut:
-			orphan, why = rules.OrphanCandidate(s.Call, status, nil)
+			orphan, why = rules.OrphanCandidate(s.Call, a.Answer)
 			why += " (cut short)"
 		case a.refused:
 			orphan, why = rules.OrphanUnseen(s.Call, status, "the answer broke the OSB rules, so the platform got a 502")
@@ -61,7 +62,7 @@ func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
 			orphan, why = rules.OrphanUnseen(s.Call, status, "the platform went away before the answer reached it")
 		}
 		if !orphan {
-			orphan, why = rules.OrphanCandidate(s.Call, status, body)
+			orphan, why = rules.OrphanCandidate(s.Call, a.Answer)
 		}
 		cancelID := ""
 		if orphan {
@@ -87,7 +88,7 @@ func (g *guard) answered(res *http.Response, s *Scope, body []byte, a answer) {
 		}
 	}
 	if s.polled != nil || s.pollUnseen {
-		g.settlePoll(ctx, res, body, s)
+		g.settlePoll(ctx, a.Answer, s)
 	}
 }
 
@@ -201,19 +202,18 @@ func polledEndpoint(s *Scope) rules.Endpoint {
 	return kindEndpoints[s.polled.Kind]
 }
 
-// settlePoll releases the polled operation's lock when the broker says it
-// is over (rules.PollOver). When the poll could not see the lock (the store
-// was down), an answer that may end it goes to the retry queue, which
+// settlePoll releases the polled operation's lock when the broker's answer
+// a ends it (rules.Answer.Ends). When the poll could not see the lock (the
+// store was down), an answer that may end it goes to the retry queue, which
 // settles it once the store answers.
-func (g *guard) settlePoll(ctx context.Context, res *http.Response, body []byte, s *Scope) {
-	state := rules.PollState(res.StatusCode, body)
+func (g *guard) settlePoll(ctx context.Context, a rules.Answer, s *Scope) {
 	if s.polled != nil {
-		if rules.PollOver(state, polledEndpoint(s)) {
+		if a.Ends(polledEndpoint(s)) {
 			g.release(ctx, *s.polled)
 		}
 		return
 	}
-	if rules.PollOver(state, rules.Deprovision) { // the kind is unknown until the store answers
-		g.retry.add(pending{poll: &pollSeen{key: g.pollKey(s), call: s.Call, state: state, seen: g.now()}})
+	if a.Ends(rules.Deprovision) { // the kind is unknown until the store answers
+		g.retry.add(pending{poll: &pollSeen{key: g.pollKey(s), call: s.Call, answer: a, seen: g.now()}})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -161,10 +160,10 @@ func joinPath(base, rest string) (path, rawPath string) {
 	return dec, raw
 }
 
-// modifyResponse checks the broker's answer against the OSB rules, echoes
-// the request identity when the broker did not, and settles the call's
-// lock, the polled operation and orphans (guard.answered) before the
-// answer reaches the platform.
+// modifyResponse reads the broker's answer once and checks it against the
+// OSB rules (readResponse), echoes the request identity when the broker
+// did not, and settles the call's lock, the polled operation and orphans
+// (guard.answered) before the answer reaches the platform.
 func (u *upstream) modifyResponse(res *http.Response) error {
 	s := ScopeFrom(res.Request.Context())
 	if s == nil {
@@ -174,21 +173,21 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 		res.Header[headerRequestIdentity] = s.idHeader
 	}
 	var body []byte
-	if s.lock != nil || s.polled != nil || s.pollUnseen || (u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown) {
+	if s.lock != nil || s.polled != nil || s.pollUnseen || u.checksResponses(s) {
 		var err error
 		if body, err = bufferResponse(res); err != nil {
 			if s.guard != nil {
-				s.guard.answered(res, s, nil, answer{cut: true})
+				s.guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
 			}
 			return &cutShort{status: res.StatusCode, err: err}
 		}
 	}
+	read, err := u.readResponse(res, s, body)
 	if s.lock != nil && res.StatusCode == http.StatusAccepted {
-		s.Operation = operationOf(body)
+		s.Operation = read.Operation
 	}
-	err := u.checkResponse(res, s, body)
 	if s.guard != nil {
-		s.guard.answered(res, s, body, answer{refused: err != nil})
+		s.guard.answered(res, s, answer{Answer: read, refused: err != nil})
 	}
 	return err
 }
@@ -205,15 +204,6 @@ func (e *cutShort) Error() string {
 }
 
 func (e *cutShort) Unwrap() error { return e.err }
-
-// operationOf returns the "operation" of a 202 body, or "".
-func operationOf(body []byte) string {
-	var a struct {
-		Operation string `json:"operation"`
-	}
-	_ = json.Unmarshal(body, &a)
-	return a.Operation
-}
 
 // errorHandler turns a failed broker call into an OSB error body: 504 for a
 // timeout, 502 for anything else. A platform

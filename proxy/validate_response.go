@@ -105,24 +105,32 @@ func bufferResponse(res *http.Response) ([]byte, error) {
 	return body, nil
 }
 
-// checkResponse applies the response rules to the broker's answer per the
-// broker's validation.responses mode.
-func (u *upstream) checkResponse(res *http.Response, s *Scope, body []byte) error {
-	mode := u.cfg.Validation.Responses
-	if mode == config.ModeOff || s.Call.Endpoint == rules.Unknown || body == nil {
-		return nil
+// checksResponses reports whether the broker's answer to s's call is
+// checked against the response rules (the broker's validation.responses).
+func (u *upstream) checksResponses(s *Scope) bool {
+	return u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown
+}
+
+// readResponse reads the broker's answer, once: with the response rules
+// (rules.CheckResponse) per the broker's validation.responses mode, or
+// without them (rules.ReadResponse) when they are off or the body is too
+// large to check (body nil). The error refuses the answer (enforce).
+func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rules.Answer, error) {
+	if !u.checksResponses(s) || body == nil {
+		return rules.ReadResponse(s.Call, res.StatusCode, body), nil
 	}
 	var cat rules.CatalogView
 	if s.catalog != nil {
 		cat = s.catalog.index
 	}
-	vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s)})
+	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s)})
 	if len(vs) == 0 {
-		return nil
+		return read, nil
 	}
+	mode := u.cfg.Validation.Responses
 	s.addFindings(u.log, res.Request, "response", vs, mode == config.ModeReport)
 	if mode == config.ModeEnforce {
-		return &responseRefused{broker: u.name, call: s.Call, status: res.StatusCode, vs: vs}
+		return read, &responseRefused{broker: u.name, call: s.Call, status: res.StatusCode, vs: vs}
 	}
-	return nil
+	return read, nil
 }

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -34,14 +33,15 @@ var orphanTable = [...]orphanRow{
 	{lo: 500, hi: 599, mitigate: true, reason: "the broker answered %d"},
 }
 
-// OrphanCandidate reports whether a provision or bind answered with status
-// and body may have left an orphan behind, and why. Other endpoints never
-// do (an update is never mitigated).
-func OrphanCandidate(c Call, status int, body []byte) (bool, string) {
+// OrphanCandidate reports whether a provision or bind answered with a (as
+// ReadResponse or CheckResponse read it; a body cut short is no object)
+// may have left an orphan behind, and why. Other endpoints never do (an
+// update is never mitigated).
+func OrphanCandidate(c Call, a Answer) (bool, string) {
 	if c.Endpoint != Provision && c.Endpoint != Bind {
 		return false, ""
 	}
-	wellFormed := isJSONObject(body)
+	status, wellFormed := a.Status, a.Object
 	for _, r := range orphanTable {
 		if status < r.lo || status > r.hi || (r.malformed && wellFormed) || (r.wellFormed && !wellFormed) {
 			continue
@@ -61,11 +61,6 @@ func OrphanOnTimeout(c Call) (bool, string) {
 		return false, ""
 	}
 	return true, "the broker did not answer in time (" + http.StatusText(http.StatusGatewayTimeout) + ")"
-}
-
-func isJSONObject(b []byte) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(b, &m) == nil && m != nil
 }
 
 // OrphanUnseen reports whether a provision or bind the broker answered

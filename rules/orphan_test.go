@@ -27,7 +27,7 @@ func TestOrphanCandidate(t *testing.T) {
 		{"503", bind, 503, ``, true},
 		{"update 500 is never mitigated", upd, 500, `{}`, false},
 	} {
-		got, why := OrphanCandidate(tc.c, tc.status, []byte(tc.body))
+		got, why := OrphanCandidate(tc.c, ReadResponse(tc.c, tc.status, []byte(tc.body)))
 		if got != tc.want || (got && why == "") {
 			t.Errorf("%s: %v %q, want %v", tc.name, got, why, tc.want)
 		}

@@ -50,7 +50,7 @@ func BenchmarkCheckResponse(b *testing.B) {
 			opts := ResponseOptions{Request: &Request{ServiceID: "s-mysql"}}
 			b.ReportAllocs()
 			for b.Loop() {
-				if vs := CheckResponse(bc.call, v, bc.status, body, testCatalog(), opts); vs != nil {
+				if _, vs := CheckResponse(bc.call, v, bc.status, body, testCatalog(), opts); vs != nil {
 					b.Fatal(vs)
 				}
 			}

@@ -128,8 +128,9 @@ func FuzzBridge(f *testing.F) {
 	})
 }
 
-// FuzzCheckResponse checks that CheckResponse never panics and that every
-// violation is well-formed.
+// FuzzCheckResponse checks that CheckResponse never panics, that every
+// violation is well-formed, and that it reads the answer as ReadResponse
+// does.
 func FuzzCheckResponse(f *testing.F) {
 	for _, tt := range append(append([]responseCase(nil), responseStatusCases...), responseBodyCases...) {
 		f.Add([]byte(tt.body), uint8(tt.call.Endpoint), uint8(osb.MustParseVersion(tt.version).Minor),
@@ -138,10 +139,14 @@ func FuzzCheckResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, endpoint, minor uint8, status uint16, async bool, polled uint8) {
 		c, v := fuzzCall(endpoint, minor, async)
 		opts := ResponseOptions{Polled: Endpoint(polled % uint8(len(endpoints))), Request: &Request{ServiceID: "s-route"}}
-		for _, x := range CheckResponse(c, v, int(status), body, testCatalog(), opts) {
+		a, vs := CheckResponse(c, v, int(status), body, testCatalog(), opts)
+		for _, x := range vs {
 			if x.Rule == "" || x.Description == "" || x.Status != 502 {
 				t.Fatalf("malformed violation %+v", x)
 			}
+		}
+		if read := ReadResponse(c, int(status), body); a != read {
+			t.Fatalf("CheckResponse read %+v, ReadResponse %+v", a, read)
 		}
 	})
 }

@@ -33,10 +33,12 @@ type ResponseOptions struct {
 // CheckResponse checks a broker's answer to a call made at API version v:
 // the status against the specification's table for the endpoint (see
 // statusTable) and the body against the checks Cloud Controller makes, and,
-// when cat is not nil, against the broker's catalog. It returns the
-// violations in the order the rules ran; none means the answer passes. Each
-// violation has status 502: a gateway in enforce mode answers with
-// Reject(violations) instead of the broker's answer.
+// when cat is not nil, against the broker's catalog. It returns what it
+// read of the answer, as ReadResponse reads it (whatever the rules find),
+// and the violations in the order the rules ran; none means the answer
+// passes. Each violation has status 502: a gateway in enforce mode answers
+// with Reject(violations) instead of the broker's answer. The body is
+// decoded once, for both.
 //
 // The rules, by id:
 //
@@ -72,17 +74,17 @@ type ResponseOptions struct {
 //   - response.bind.requires: syslog_drain_url, route_service_url or
 //     volume_mounts from a service whose "requires" lacks syslog_drain,
 //     route_forwarding or volume_mount.
-func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogView, opts ResponseOptions) []Violation {
+func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogView, opts ResponseOptions) (Answer, []Violation) {
+	var buf [16]objMember // most answers have fewer members: no allocation
+	a, fields, shape := readAnswer(c, status, body, buf[:0])
 	var vs violationList
 	row := checkStatus(c, v, status, opts, &vs)
 	success := status >= 200 && status <= 299 && row != nil
 	if !success && !isErrorStatus(status) {
-		return vs
+		return a, vs
 	}
-	var buf [16]objMember // most answers have fewer members: no allocation
-	fields, ok := responseObject(c, status, body, buf[:0], &vs)
-	if !ok {
-		return vs
+	if !checkShape(c, status, body, shape, &vs) {
+		return a, vs
 	}
 	if success {
 		checkSuccessBody(c, v, status, body, fields, cat, opts, &vs)
@@ -90,9 +92,9 @@ func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogVi
 		checkErrorBody(c, v, status, row, body, fields, &vs)
 	}
 	if len(vs) == 0 {
-		return nil
+		return a, nil
 	}
-	return vs
+	return a, vs
 }
 
 // addResponse appends a response violation: status 502, no code.
@@ -100,12 +102,11 @@ func (vs *violationList) addResponse(rule, description string) {
 	*vs = append(*vs, Violation{Rule: rule, Status: http.StatusBadGateway, Description: description})
 }
 
-// responseObject decodes a response body that must be a JSON object into
-// its members (slices of body).
-func responseObject(c Call, status int, body []byte, buf []objMember, vs *violationList) (memberList, bool) {
-	start := skipJSONSpace(body, 0)
-	switch {
-	case start < len(body) && !validJSON(body):
+// checkShape reports whether a body that must be a JSON object is one,
+// and adds the violation when it is not.
+func checkShape(c Call, status int, body []byte, shape bodyShape, vs *violationList) bool {
+	switch shape {
+	case shapeSyntax:
 		var syn *json.SyntaxError
 		err := json.Unmarshal(body, new(any))
 		offset := int64(len(body))
@@ -114,14 +115,13 @@ func responseObject(c Call, status int, body []byte, buf []objMember, vs *violat
 		}
 		vs.addResponse("response.body.syntax", fmt.Sprintf("the broker's %s answer to %s is not valid JSON at byte %d: %v",
 			describeStatus(status), c.Endpoint.describe(), offset, err))
-		return nil, false
-	case start == len(body) || body[start] != '{':
+		return false
+	case shapeEmpty, shapeNotObject:
 		vs.addResponse("response.body.not_object", fmt.Sprintf("the broker's %s answer to %s must be a JSON object, got %s",
 			describeStatus(status), c.Endpoint.describe(), valueKindOf(body)))
-		return nil, false
+		return false
 	}
-	ms, _, _ := appendObjectMembers(buf, body, start)
-	return ms, true
+	return true
 }
 
 // checkErrorBody checks an error answer: "error" and "description" are

@@ -203,7 +203,10 @@ func runResponseCase(t *testing.T, tt responseCase) {
 	if tt.catalog {
 		cat = testCatalog()
 	}
-	vs := CheckResponse(tt.call, osb.MustParseVersion(tt.version), tt.status, []byte(tt.body), cat, tt.opts)
+	a, vs := CheckResponse(tt.call, osb.MustParseVersion(tt.version), tt.status, []byte(tt.body), cat, tt.opts)
+	if read := ReadResponse(tt.call, tt.status, []byte(tt.body)); a != read {
+		t.Errorf("CheckResponse read %+v, ReadResponse %+v", a, read)
+	}
 	if diff := cmp.Diff(tt.want, ruleIDs(vs)); diff != "" {
 		t.Errorf("CheckResponse rules mismatch (-want +got):\n%s\nviolations: %+v", diff, vs)
 	}

@@ -1,0 +1,160 @@
+package rules
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Answer is what the gateway reads of a broker's answer to a call: the
+// facts the HTTP layer acts on (the operation an async call keeps, the
+// state that ends a polled one, the orphan-mitigation decision), read
+// once, by ReadResponse or CheckResponse, so no other layer decodes the
+// body again. It holds no reference to the body. The zero value is an
+// answer with status 0 that says nothing.
+type Answer struct {
+	// Status is the answer's HTTP status.
+	Status int
+	// Object reports whether the body is a well-formed JSON object: the
+	// orphan-mitigation table treats any other 201 or 202 body as
+	// malformed.
+	Object bool
+	// Operation is the "operation" string of a success (2xx) body, ""
+	// when it has none.
+	Operation string
+	// State is what a last_operation answer says of the polled operation:
+	// the "state" of a 200 answer (PollInProgress, PollSucceeded,
+	// PollFailed, or whatever other string the broker sent), read even
+	// when other fields of the body break the rules, so that an answer
+	// refused for its description still ends the operation it reports
+	// ended; PollGone for 410 Gone; "" for other answers, answers without
+	// a string "state", and calls other than last_operation.
+	State string
+	// Description is the broker's account of a failure: the "description"
+	// string of an error body (4xx, 5xx), or of a last_operation answer
+	// whose state is failed. Other descriptions (progress messages) are
+	// not read, so that a poll costs no allocation.
+	Description string
+}
+
+// The states of an operation a last_operation answer can report
+// (Answer.State).
+const (
+	PollInProgress = "in progress"
+	PollSucceeded  = "succeeded"
+	PollFailed     = "failed"
+	// PollGone is a 410 Gone answer: the resource is gone, which ends a
+	// deprovision or unbind being polled.
+	PollGone = "gone"
+)
+
+// Ends reports whether a last_operation answer ends the polled operation,
+// the one the call that took the lock (polled: Provision, Update,
+// Deprovision, Bind or Unbind) started: succeeded or failed always, gone
+// while a Deprovision or Unbind is polled (a 410 to the poll of a
+// provision, update or bind is the broker's error, not an end: see
+// response.last_operation.gone).
+func (a Answer) Ends(polled Endpoint) bool {
+	switch a.State {
+	case PollSucceeded, PollFailed:
+		return true
+	case PollGone:
+		return polled == Deprovision || polled == Unbind
+	}
+	return false
+}
+
+// ReadResponse reads a broker's answer to the call c without checking it
+// against the rules: for a gateway that does not check a broker's answers
+// but still needs what they say. A nil body (not read, or too large to
+// read) is not an object and says nothing but its status. CheckResponse
+// reads the same, beside its checks: a caller calls one or the other.
+func ReadResponse(c Call, status int, body []byte) Answer {
+	var buf [16]objMember // most answers have fewer members: no allocation
+	a, _, _ := readAnswer(c, status, body, buf[:0])
+	return a
+}
+
+// bodyShape is what a response body is, as far as the rules care before
+// they look at its members.
+type bodyShape uint8
+
+const (
+	shapeObject    bodyShape = iota // a JSON object
+	shapeEmpty                      // nothing but whitespace
+	shapeSyntax                     // not valid JSON
+	shapeNotObject                  // valid JSON, but no object
+)
+
+// readAnswer reads body once: its shape and, for an object, its members
+// (appended to buf, slices of body), from which the Answer's fields come.
+func readAnswer(c Call, status int, body []byte, buf []objMember) (Answer, memberList, bodyShape) {
+	a := Answer{Status: status}
+	lastOp := lastOperations.has(c.Endpoint)
+	if lastOp && status == http.StatusGone {
+		a.State = PollGone
+	}
+	start := skipJSONSpace(body, 0)
+	switch {
+	case start == len(body):
+		return a, nil, shapeEmpty
+	case !validJSON(body):
+		return a, nil, shapeSyntax
+	case body[start] != '{':
+		return a, nil, shapeNotObject
+	}
+	ms, _, _ := appendObjectMembers(buf, body, start)
+	fields := memberList(ms)
+	a.Object = true
+	switch {
+	case lastOp && status == http.StatusOK:
+		a.State = knownState(fields.stringFold(body, "state"))
+		if a.State == PollFailed {
+			a.Description = string(fields.stringFold(body, "description"))
+		}
+	case status >= 200 && status <= 299:
+		a.Operation = string(fields.stringFold(body, "operation"))
+	case isErrorStatus(status):
+		a.Description = string(fields.stringFold(body, "description"))
+	}
+	return a, fields, shapeObject
+}
+
+// knownState returns the state s, without a copy for the states the
+// specification defines.
+func knownState(s []byte) string {
+	for _, st := range [...]string{PollInProgress, PollSucceeded, PollFailed} {
+		if string(s) == st {
+			return st
+		}
+	}
+	return string(s)
+}
+
+// stringFold returns the string value of the member of doc whose key is
+// name, matched as encoding/json matches struct fields (without regard to
+// case, the last of several winning), unescaped; nil when there is none or
+// its value is no string. A value without escapes is a slice of doc.
+func (ms memberList) stringFold(doc []byte, name string) []byte {
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		raw := doc[m.keyStart+1 : m.keyEnd-1]
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			if !strings.EqualFold(m.key(doc), name) {
+				continue
+			}
+		} else if !bytes.EqualFold(raw, []byte(name)) {
+			continue
+		}
+		val := doc[m.valStart:m.valEnd]
+		if typeOf(val) != typeString {
+			return nil
+		}
+		if bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val) {
+			return val[1 : len(val)-1]
+		}
+		return []byte(unquoteJSON(val))
+	}
+	return nil
+}
