@@ -148,7 +148,9 @@ var headerOriginatingIdentity = http.CanonicalHeaderKey(osb.HeaderOriginatingIde
 // record costs no allocation for its api_version.
 var apiVersions = func() (vs [32]string) {
 	for i := range vs {
-		vs[i] = osb.Version{Major: 2, Minor: i}.String()
+		v := osb.Oldest // 2.0
+		v.Minor = i
+		vs[i] = v.String()
 	}
 	return vs
 }()

@@ -11,18 +11,14 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// WarmVersion is the API version whose catalog is fetched at start when
-// catalog.warm is set (capped at each broker's maximum): Cloud
-// Controller's.
-var WarmVersion = osb.Version{Major: 2, Minor: 15}
-
-// warmVersion is WarmVersion capped at the broker's maximum: the version
-// the gateway fetches a catalog at on its own (warm-up, refresh, check).
+// warmVersion is the version the gateway fetches a catalog at on its own
+// (warm-up, refresh, check): rules.CloudControllerVersion capped at the
+// broker's maximum.
 func (u *upstream) warmVersion() osb.Version {
-	if u.max.Less(WarmVersion) {
+	if u.max.Less(rules.CloudControllerVersion) {
 		return u.max
 	}
-	return WarmVersion
+	return rules.CloudControllerVersion
 }
 
 var staleWarning = []string{`110 osb-gateway "Response is Stale"`}

@@ -145,7 +145,7 @@ func (g *Gateway) Config() *config.Config { return g.cfg }
 // Catalogs returns the catalog cache g serves from.
 func (g *Gateway) Catalogs() *CatalogCache { return g.catalogs }
 
-// WarmCatalogs fetches every broker's catalog at WarmVersion (capped at the
+// WarmCatalogs fetches every broker's catalog at rules.CloudControllerVersion (capped at the
 // broker's maximum) and returns what failed.
 func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error

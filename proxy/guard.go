@@ -14,9 +14,8 @@ import (
 )
 
 // InProgress is Cloud Controller's description for a call refused while
-// another operation on the instance is in progress (OSB 2.10 "Blocking
-// Operations").
-const InProgress = "Another operation for this service instance is in progress."
+// another operation on the instance is in progress: rules.InProgress.
+const InProgress = rules.InProgress
 
 // syncHoldMargin is added to a broker's timeout to make the deadline of a
 // synchronous call's lock: a gateway that dies mid-call leaves a lock that
@@ -52,11 +51,6 @@ type heldLock struct {
 	platform context.Context
 }
 
-var kinds = map[rules.Endpoint]string{
-	rules.Provision: store.KindProvision, rules.Update: store.KindUpdate, rules.Deprovision: store.KindDeprovision,
-	rules.Bind: store.KindBind, rules.Unbind: store.KindUnbind,
-}
-
 // withGuard is the guard stage. A mutating call takes the lock of what it
 // changes for its duration (see acquire for what blocks what); a 202 turns
 // the lock into an async operation (see answered), which a later
@@ -70,7 +64,7 @@ func withGuard(g *guard) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			s.guard = g
-			kind, mutating := kinds[s.Call.Endpoint]
+			kind, mutating := rules.LockKind(s.Call.Endpoint)
 			if !mutating {
 				if s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation {
 					g.notePoll(r.Context(), s)
@@ -164,14 +158,14 @@ func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.L
 // blocker finds a lock held by another operation that blocks l (see
 // acquire).
 func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.Lock, bool, error) {
-	switch l.Kind {
-	case store.KindBind, store.KindUnbind:
+	switch rules.LockChecks(l.Kind) {
+	case rules.CheckInstance:
 		il, err := g.st.Get(ctx, store.LockKey(u.name, l.InstanceID))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Lock{}, false, nil
 		}
 		return il, err == nil, err
-	case store.KindUpdate, store.KindDeprovision:
+	case rules.CheckBindings:
 		ls, err := g.st.List(ctx, store.ListFilter{Broker: u.name, InstanceID: l.InstanceID})
 		if err != nil {
 			return store.Lock{}, false, err
@@ -185,12 +179,11 @@ func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.L
 	return store.Lock{}, false, nil
 }
 
-// busy is the answer to a call blocked by an operation in progress.
+// busy is the answer to a call blocked by an operation in progress
+// (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
+// spec, else 400).
 func (g *guard) busy(s *Scope) *osb.Error {
-	if s.route.up.cfg.ConcurrencyError == "spec" && s.Version.AtLeast(osb.Version{Major: 2, Minor: 14}) {
-		return &osb.Error{Status: http.StatusUnprocessableEntity, Code: osb.CodeConcurrencyError, Description: InProgress}
-	}
-	return &osb.Error{Status: http.StatusBadRequest, Description: InProgress}
+	return rules.Busy(s.Version, s.route.up.cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed and logs each; the

@@ -257,7 +257,7 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 	if err != nil {
 		return err
 	}
-	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !ps.answer.Ends(kindEndpoints[l.Kind]) {
+	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !ps.answer.Ends(rules.LockedBy(l.Kind)) {
 		return nil // a newer operation, or not one this answer ends
 	}
 	err = r.st.Release(ctx, l.Key, l.Owner)

@@ -10,12 +10,6 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// kindEndpoints maps a lock's Kind back to the endpoint that took it.
-var kindEndpoints = map[string]rules.Endpoint{
-	store.KindProvision: rules.Provision, store.KindUpdate: rules.Update, store.KindDeprovision: rules.Deprovision,
-	store.KindBind: rules.Bind, store.KindUnbind: rules.Unbind,
-}
-
 // answer is the broker's answer as the upstream stage read it, and how it
 // reaches the platform.
 type answer struct {
@@ -199,7 +193,7 @@ func polledEndpoint(s *Scope) rules.Endpoint {
 	if s.polled == nil {
 		return rules.Unknown
 	}
-	return kindEndpoints[s.polled.Kind]
+	return rules.LockedBy(s.polled.Kind)
 }
 
 // settlePoll releases the polled operation's lock when the broker's answer

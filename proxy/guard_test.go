@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 const guardYAML = `
@@ -248,4 +249,18 @@ func TestGuardRedisStoppedAndRestarted(t *testing.T) {
 		code, _ := e.call(t, "PUT", "/v2/service_instances/i3", "2.15", syncProvision)
 		return code == 201
 	})
+}
+
+// TestLockKindsAreStoreKinds: the guard records rules.LockKind as a lock's
+// Kind, and reads it back with rules.LockedBy, so the rules' kinds are
+// exactly the store's.
+func TestLockKindsAreStoreKinds(t *testing.T) {
+	for e, want := range map[rules.Endpoint]string{
+		rules.Provision: store.KindProvision, rules.Update: store.KindUpdate, rules.Deprovision: store.KindDeprovision,
+		rules.Bind: store.KindBind, rules.Unbind: store.KindUnbind,
+	} {
+		if kind, _ := rules.LockKind(e); kind != want {
+			t.Errorf("rules.LockKind(%s) = %q, the store's kind is %q", e, kind, want)
+		}
+	}
 }

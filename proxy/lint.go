@@ -15,7 +15,7 @@ type CatalogLint struct {
 }
 
 // LintCatalogs fetches every broker's catalog through its configured
-// credentials and TLS, at WarmVersion capped at the broker's maximum, and
+// credentials and TLS, at rules.CloudControllerVersion capped at the broker's maximum, and
 // lints it (rules.NewIndex). osb-gateway check prints the result.
 func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	out := make([]CatalogLint, 0, len(g.cfg.Brokers))

@@ -12,12 +12,9 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
-	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
-
-var osbVersion2_14 = osb.Version{Major: 2, Minor: 14}
 
 // neverDue is the NextAttempt of an orphan the gateway will not try on its
 // own: reported only, or given up on. POST /admin/orphans/{id}/retry makes
@@ -255,7 +252,7 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 		p = p.JoinPath("service_bindings", o.BindingID)
 	}
 	q := url.Values{"service_id": {o.ServiceID}, "plan_id": {o.PlanID}, "accepts_incomplete": {"true"}}
-	if o.Kind == store.KindUnbind && u.max.Less(osbVersion2_14) {
+	if async := (rules.Call{Endpoint: rules.LockedBy(o.Kind), AcceptsIncomplete: true}); u.max.Less(rules.RequiredVersion(async)) {
 		q.Del("accepts_incomplete") // async unbind needs 2.14
 	}
 	p.RawQuery = q.Encode()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
@@ -200,5 +201,40 @@ func TestOrphanMitigationSurvivesRestart(t *testing.T) {
 	}
 	if orphans, _ := st2.ListOrphans(context.Background()); len(orphans) != 0 {
 		t.Errorf("left: %+v", orphans)
+	}
+}
+
+// TestUndoAsksForAsyncWhereTheBrokerHasIt: a mitigation's deprovision or
+// unbind accepts an asynchronous answer, but an unbind only from OSB 2.14
+// (the broker's maximum), where it has one.
+func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
+	queries := make(chan string, 1)
+	bs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries <- r.URL.Query().Get("accepts_incomplete")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(bs.Close)
+	for _, tc := range []struct {
+		name, max, kind, want string
+	}{
+		{"deprovision at 2.8", "2.8", store.KindDeprovision, "true"},
+		{"unbind at 2.13", "2.13", store.KindUnbind, ""},
+		{"unbind at 2.14", "2.14", store.KindUnbind, "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := config.Broker{Name: "b", URL: bs.URL, Timeout: 5 * time.Second,
+				APIVersion: config.VersionRange{Min: osb.Oldest, Max: osb.MustParseVersion(tc.max)}}
+			u, err := newUpstream(&b, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := store.Orphan{ID: "o", Kind: tc.kind, InstanceID: "i1", BindingID: "b1", ServiceID: "s", PlanID: "p"}
+			if status, err := u.undo(context.Background(), o); status != 200 || err != nil {
+				t.Fatalf("undo: %d %v", status, err)
+			}
+			if got := <-queries; got != tc.want {
+				t.Errorf("accepts_incomplete=%q, want %q", got, tc.want)
+			}
+		})
 	}
 }

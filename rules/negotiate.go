@@ -6,6 +6,12 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
+// CloudControllerVersion is the API version Cloud Controller, the most
+// common platform, sends (OSB 2.15): the version a gateway speaks to a
+// broker on its own (a catalog fetched at start, refreshed or linted),
+// capped at the broker's maximum.
+var CloudControllerVersion = v2_15
+
 // Negotiated is the outcome of version negotiation: the version the
 // platform speaks and the version the broker is called at.
 type Negotiated struct {
