@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,17 +107,14 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 // 503 (withoutCatalog): a filtered route never forwards on a guess. The
 // validate stage has usually fetched the catalog, or refused already.
 func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
-	var ids struct {
-		ServiceID string `json:"service_id"`
-		PlanID    string `json:"plan_id"`
-	}
+	var serviceID, planID string
 	if s.Request != nil { // the validate stage decoded the body already
-		ids.ServiceID, ids.PlanID = s.Request.ServiceID, s.Request.PlanID
+		serviceID, planID = s.Request.ServiceID, s.Request.PlanID
 	} else if len(s.Body) > 0 {
-		_ = json.Unmarshal(s.Body, &ids)
+		serviceID, planID = rules.RequestIDs(s.Body)
 	}
-	if ids.ServiceID == "" {
-		ids.ServiceID = s.Call.ServiceID
+	if serviceID == "" {
+		serviceID = s.Call.ServiceID
 	}
 	e := s.catalog // fetched by the validate stage, when it ran
 	if e == nil {
@@ -127,5 +123,5 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 			return withoutCatalog(s, err) // refuses: the route has a filter
 		}
 	}
-	return checkVisible(s.route.filter, e, s.Tenant, ids.ServiceID, ids.PlanID)
+	return checkVisible(s.route.filter, e, s.Tenant, serviceID, planID)
 }
