@@ -274,6 +274,10 @@ func TestCatalogTenantViews(t *testing.T) {
 	if res.StatusCode != 200 || full != catalogV1 {
 		t.Fatalf("unfiltered: %s", full)
 	}
+	// The broker's bytes but for the plan t2 may not see.
+	if want := strings.Replace(catalogV1, `,{"id":"p-large","name":"large","description":"l"}`, "", 1); filtered != want {
+		t.Errorf("tenant t2's view is not the broker's bytes without p-large:\n got %s\nwant %s", filtered, want)
+	}
 	var cat struct {
 		Services []struct {
 			ID    string                `json:"id"`

@@ -70,7 +70,9 @@ func newCatalogView(body []byte, etag []string) *catalogView {
 }
 
 // view returns the bytes a route serves: the broker's own bytes without a
-// filter, else the filtered catalog, built once and kept with the entry.
+// filter, else the catalog without what the filter hides (rules.Index.View:
+// the broker's bytes but for the services and plans dropped), built once
+// and kept with the entry.
 func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 	if f == nil {
 		return e.plain, nil
@@ -78,7 +80,7 @@ func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 	if v, ok := e.views.Load(f.key); ok {
 		return v.(*catalogView), nil
 	}
-	body, err := filterCatalog(e.body, f)
+	body, err := e.index.View(f.serviceVisible, f.planVisible)
 	if err != nil {
 		return nil, err
 	}
@@ -86,55 +88,6 @@ func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 	v := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
 	actual, _ := e.views.LoadOrStore(f.key, v)
 	return actual.(*catalogView), nil
-}
-
-// filterCatalog drops the services and plans f hides from a catalog body;
-// a service left with no plan goes too. Every other field is kept as the
-// broker wrote it.
-func filterCatalog(body []byte, f *catalogFilter) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, err
-	}
-	var services []json.RawMessage
-	if err := json.Unmarshal(top["services"], &services); err != nil {
-		return nil, err
-	}
-	kept := make([]json.RawMessage, 0, len(services))
-	for _, raw := range services {
-		var svc map[string]json.RawMessage
-		var names osb.Service
-		if err := json.Unmarshal(raw, &svc); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, &names); err != nil {
-			return nil, err
-		}
-		if !f.serviceVisible(&names) {
-			continue
-		}
-		var plans []json.RawMessage
-		if err := json.Unmarshal(svc["plans"], &plans); err != nil {
-			return nil, err
-		}
-		keptPlans := plans[:0]
-		for i, p := range plans {
-			if f.planVisible(&names, &names.Plans[i]) {
-				keptPlans = append(keptPlans, p)
-			}
-		}
-		if len(keptPlans) == 0 {
-			continue
-		}
-		svc["plans"], _ = json.Marshal(keptPlans)
-		out, err := json.Marshal(svc)
-		if err != nil {
-			return nil, err
-		}
-		kept = append(kept, out)
-	}
-	top["services"], _ = json.Marshal(kept)
-	return json.Marshal(top)
 }
 
 // checkVisible refuses a provision, update or bind for a service or plan

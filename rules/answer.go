@@ -132,29 +132,38 @@ func knownState(s []byte) string {
 	return string(s)
 }
 
-// stringFold returns the string value of the member of doc whose key is
-// name, matched as encoding/json matches struct fields (without regard to
-// case, the last of several winning), unescaped; nil when there is none or
-// its value is no string. A value without escapes is a slice of doc.
+// stringFold returns the string value of the member of doc named name
+// (see lastFold), unescaped; nil when there is none or its value is no
+// string. A value without escapes is a slice of doc.
 func (ms memberList) stringFold(doc []byte, name string) []byte {
+	m, ok := ms.lastFold(doc, name)
+	if !ok {
+		return nil
+	}
+	val := doc[m.valStart:m.valEnd]
+	if typeOf(val) != typeString {
+		return nil
+	}
+	if bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val) {
+		return val[1 : len(val)-1]
+	}
+	return []byte(unquoteJSON(val))
+}
+
+// lastFold returns the member of doc whose key is name as encoding/json
+// matches keys to struct fields: without regard to case, the last of
+// several winning.
+func (ms memberList) lastFold(doc []byte, name string) (objMember, bool) {
 	for i := len(ms) - 1; i >= 0; i-- {
 		m := ms[i]
 		raw := doc[m.keyStart+1 : m.keyEnd-1]
 		if bytes.IndexByte(raw, '\\') >= 0 {
-			if !strings.EqualFold(m.key(doc), name) {
-				continue
+			if strings.EqualFold(m.key(doc), name) {
+				return m, true
 			}
-		} else if !bytes.EqualFold(raw, []byte(name)) {
-			continue
+		} else if bytes.EqualFold(raw, []byte(name)) {
+			return m, true
 		}
-		val := doc[m.valStart:m.valEnd]
-		if typeOf(val) != typeString {
-			return nil
-		}
-		if bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val) {
-			return val[1 : len(val)-1]
-		}
-		return []byte(unquoteJSON(val))
 	}
-	return nil
+	return objMember{}, false
 }
