@@ -14,6 +14,16 @@
 // broker call's context, where the reverse proxy's callbacks and the broker
 // transports find it with ScopeFrom.
 //
+// Protocol decisions are the rules package's: a stage branches on what
+// rules hands back and never decodes an OSB payload itself. The version
+// stage takes rules.Negotiate's versions; the validate stage the request
+// rules.CheckRequest decoded; the guard the lock kind and the refusal of
+// rules.LockKind and rules.Busy; the catalog stage serves a tenant's view
+// from rules.Index.View. The upstream stage reads the broker's answer once,
+// with rules.CheckResponse (or rules.ReadResponse when the broker's answers
+// are not checked), and the guard settles locks, polls and orphans from
+// the rules.Answer it returns.
+//
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
 // finish on the configuration they started with.
