@@ -152,18 +152,42 @@ func (ms memberList) stringFold(doc []byte, name string) []byte {
 
 // lastFold returns the member of doc whose key is name as encoding/json
 // matches keys to struct fields: without regard to case, the last of
-// several winning.
+// several winning. name is lower-case ASCII.
 func (ms memberList) lastFold(doc []byte, name string) (objMember, bool) {
 	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		raw := doc[m.keyStart+1 : m.keyEnd-1]
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			if strings.EqualFold(m.key(doc), name) {
-				return m, true
-			}
-		} else if bytes.EqualFold(raw, []byte(name)) {
+		if m := ms[i]; keyFold(doc, m, name) {
 			return m, true
 		}
 	}
 	return objMember{}, false
+}
+
+// keyFold reports whether m's key is name, lower-case ASCII, without
+// regard to case as encoding/json folds keys (Unicode simple folding: the
+// Kelvin sign is a "k"). Keys of ASCII letters without escapes, the
+// common case, are compared in place.
+func keyFold(doc []byte, m objMember, name string) bool {
+	raw := doc[m.keyStart+1 : m.keyEnd-1]
+	ascii := true
+	for _, c := range raw {
+		if c >= utf8.RuneSelf || c == '\\' {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		return strings.EqualFold(m.key(doc), name)
+	}
+	if len(raw) != len(name) {
+		return false
+	}
+	for i, c := range raw {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -122,6 +122,8 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte(`{"STATE":"failed","Description":"x\u00e9","description":"y"}`), uint8(InstanceLastOperation), uint16(200))
 	f.Add([]byte("{\"operation\":\"\xff\\n\",\"Operation\":null}"), uint8(Provision), uint16(202))
 	f.Add([]byte(`{"description":"a","description":"b"} `), uint8(Bind), uint16(500))
+	f.Add([]byte(`{"ſtate":"succeeded","\u0053TATE ":"failed"}`), uint8(BindingLastOperation), uint16(200))
+	f.Add([]byte(`{"operation":"a","OPERATION":5}`), uint8(Update), uint16(202))
 	f.Fuzz(func(t *testing.T, body []byte, endpoint uint8, status uint16) {
 		c := Call{Endpoint: Endpoint(endpoint % uint8(len(endpoints)))}
 		got, want := ReadResponse(c, int(status), body), jsonAnswer(c, int(status), body)
