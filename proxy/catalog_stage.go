@@ -107,14 +107,22 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 // 503 (withoutCatalog): a filtered route never forwards on a guess. The
 // validate stage has usually fetched the catalog, or refused already.
 func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
-	var serviceID, planID string
+	// The ids as the request rules read them, and as a broker decoding
+	// with encoding/json would (keys in any case, the last duplicate
+	// winning): a body that reads differently under the two must pass the
+	// filter both ways, or a tenant could slip a hidden plan past it.
+	var ids [2][2]string
+	n := 0
 	if s.Request != nil { // the validate stage decoded the body already
-		serviceID, planID = s.Request.ServiceID, s.Request.PlanID
-	} else if len(s.Body) > 0 {
-		serviceID, planID = rules.RequestIDs(s.Body)
+		ids[n] = [2]string{s.Request.ServiceID, s.Request.PlanID}
+		n++
 	}
-	if serviceID == "" {
-		serviceID = s.Call.ServiceID
+	if len(s.Body) > 0 {
+		svc, plan := rules.RequestIDs(s.Body)
+		if n == 0 || ids[0] != [2]string{svc, plan} {
+			ids[n] = [2]string{svc, plan}
+			n++
+		}
 	}
 	e := s.catalog // fetched by the validate stage, when it ran
 	if e == nil {
@@ -123,5 +131,17 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 			return withoutCatalog(s, err) // refuses: the route has a filter
 		}
 	}
-	return checkVisible(s.route.filter, e, s.Tenant, serviceID, planID)
+	if n == 0 {
+		return checkVisible(s.route.filter, e, s.Tenant, s.Call.ServiceID, "")
+	}
+	for _, id := range ids[:n] {
+		serviceID := id[0]
+		if serviceID == "" {
+			serviceID = s.Call.ServiceID
+		}
+		if err := checkVisible(s.route.filter, e, s.Tenant, serviceID, id[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
