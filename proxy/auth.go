@@ -130,7 +130,7 @@ func withAuth() Middleware {
 			t := s.route.tenant
 			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
 			if certErr != nil {
-				s.fail(w, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
+				s.failUnread(w, r, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
 					Description: fmt.Sprintf("the client certificate is not accepted for tenant %q: %s", t.name, certErr)})
 				return
 			}
@@ -152,7 +152,7 @@ func withAuth() Middleware {
 			}
 			if err != nil {
 				err.Header = http.Header{"Www-Authenticate": challenge}
-				s.fail(w, err)
+				s.failUnread(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r)

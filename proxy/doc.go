@@ -2,11 +2,17 @@
 // platform request passes through, the per-broker reverse proxies, and the
 // admin API.
 //
-// A request passes, outermost first: scope, recover, access log, body,
-// route, auth, version, classify, upstream. Each stage is a small
-// Middleware that reads and fills the request's *Scope and never mutates the
-// inbound *http.Request; later stages (validate, guard, catalog, trace,
-// audit) slot into the same Stack.
+// A request passes, outermost first: scope, the Options.Outer stages
+// (trace, metrics, audit), recover, access log, route, auth, body,
+// version, classify, validate, catalog, guard, upstream. Each stage is a
+// small Middleware that reads and fills the request's *Scope and never
+// mutates the inbound *http.Request.
+//
+// Route and auth look at the request line and headers only, and run before
+// the body stage reads a byte of the body: a client that is not
+// authenticated cannot make the gateway read or buffer a body, and its
+// refusal goes out at once and closes the connection (Scope.failUnread).
+// Nothing before the body stage may depend on the body.
 //
 // A stage finds the Scope with ScopeOf(w, r): the scope stage hands the
 // inner stages a ResponseWriter that carries it, so no stage copies the

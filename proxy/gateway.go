@@ -122,9 +122,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	chain = append(chain,
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
-		withBodyLimit(cfg.Listen.MaxBodyBytes),
 		withRoute(routes),
 		withAuth(),
+		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
 		withValidate(g.catalogs, opts.Logger),

@@ -45,16 +45,16 @@ func withRoute(routes routeTable) Middleware {
 			p := r.URL.EscapedPath()
 			if r.URL.Opaque != "" || (r.URL.Host != "" && r.RequestURI != "" && r.RequestURI[0] != '/') {
 				// absolute-form and opaque request targets are for proxies, not origins
-				s.fail(w, osb.Errorf(http.StatusBadRequest, "", "request target %q is not an origin-form path", r.RequestURI))
+				s.failUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "request target %q is not an origin-form path", r.RequestURI))
 				return
 			}
 			if why := uncleanPath(p); why != "" {
-				s.fail(w, osb.Errorf(http.StatusBadRequest, "", "path %q is refused: %s", p, why))
+				s.failUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "path %q is refused: %s", p, why))
 				return
 			}
 			rt, rest := routes.match(p)
 			if rt == nil {
-				s.fail(w, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
+				s.failUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
 			s.route, s.Tenant, s.Broker, s.Path = rt, rt.tenant.name, rt.up.name, rest
