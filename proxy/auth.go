@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -30,6 +32,16 @@ type tenant struct {
 	// successes are stored, so it holds at most one entry per bcrypt
 	// credential.
 	verified sync.Map // [32]byte → *credential
+
+	// bcryptRuns is how many bcrypt comparisons a refused password costs:
+	// the most bcrypt credentials one username of the tenant has (usually
+	// 1; 2 while a password is rotated), 0 for a tenant without any. A
+	// username with fewer (or none: unknown, or a plain credential's) is
+	// made up to it with comparisons against dummy, a hash of the highest
+	// cost among the tenant's, so the time a wrong password takes does not
+	// tell which usernames exist.
+	bcryptRuns int
+	dummy      []byte
 }
 
 // credential holds SHA-256 digests, so comparisons run in constant time
@@ -61,58 +73,98 @@ func presentedDigest(user, pass []byte) [32]byte {
 func newTenant(tc *config.Tenant) *tenant {
 	t := &tenant{name: tc.Name, missingStatus: tc.MissingVersionStatus}
 	t.cert, _ = gwtls.NewClientCertRule(tc.ClientCert) // subjects were checked by config validation
+	perUser := map[[32]byte]int{}
+	maxCost := 0
 	for i := range tc.Credentials {
 		c := &tc.Credentials[i]
 		cr := credential{user: sha256.Sum256([]byte(c.Username))}
 		if c.IsBcrypt() {
 			cr.bcrypt = []byte(c.Password.Reveal())
+			cost, _ := bcrypt.Cost(cr.bcrypt) // hashes were checked by config validation
+			maxCost = max(maxCost, cost)
+			perUser[cr.user]++
+			t.bcryptRuns = max(t.bcryptRuns, perUser[cr.user])
 		} else {
 			cr.pair = presentedDigest([]byte(c.Username), []byte(c.Password.Reveal()))
 		}
 		t.creds = append(t.creds, cr)
 	}
+	if t.bcryptRuns > 0 {
+		t.dummy = dummyHash(maxCost)
+	}
 	return t
 }
 
-// authenticate reports whether user and pass match one of the tenant's
-// credentials. Every plain credential is compared, so timing does not tell
-// which one (or whether a username) matched.
-func (t *tenant) authenticate(user, pass string) bool {
-	return t.authenticateBytes([]byte(user), []byte(pass))
+// verify checks a username and password presented from addr against the
+// tenant's credentials; nil means they are valid. Every plain credential
+// is compared, so timing does not tell which one (or whether a username)
+// matched. A pair neither cached nor plain goes to bcrypt, within g's
+// limits: refused with 429 when addr has no failure left, waiting for a
+// slot as long as ctx lasts (503 when it ends), and answered without
+// bcrypt when refused a moment ago. A success costs addr nothing.
+func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) *osb.Error {
+	d := presentedDigest(user, pass)
+	if _, ok := t.verified.Load(d); ok {
+		return nil
+	}
+	plain := 0
+	for i := range t.creds {
+		if c := &t.creds[i]; c.bcrypt == nil {
+			plain |= subtle.ConstantTimeCompare(d[:], c.pair[:])
+		}
+	}
+	if plain == 1 {
+		return nil
+	}
+	if t.bcryptRuns == 0 || g.recentlyFailed(t, d) {
+		g.fail(addr)
+		return t.refused()
+	}
+	f, wait, ok := g.reserve(addr)
+	if !ok {
+		return g.tooMany(addr, wait)
+	}
+	if err := g.acquire(ctx); err != nil {
+		f.refund()
+		return g.abandoned(err)
+	}
+	// A copy for the comparisons: pass points into the auth stage's stack
+	// buffer, which must not escape through g.compare on the hot path.
+	c := t.bcryptMatch(g, user, bytes.Clone(pass))
+	g.release()
+	if c == nil {
+		g.rememberFailed(t, d)
+		return t.refused()
+	}
+	f.refund()
+	t.verified.Store(d, c)
+	return nil
 }
 
-func (t *tenant) authenticateBytes(user, pass []byte) bool {
-	d := presentedDigest(user, pass)
-	var known *credential // the bcrypt credential d was verified for
-	if v, ok := t.verified.Load(d); ok {
-		known = v.(*credential)
-	}
-	ok := 0
+// bcryptMatch returns the bcrypt credential user and pass match, or nil
+// after exactly bcryptRuns comparisons.
+func (t *tenant) bcryptMatch(g *authGate, user, pass []byte) *credential {
+	u := sha256.Sum256(user)
+	runs := 0
 	for i := range t.creds {
 		c := &t.creds[i]
-		if c.bcrypt == nil {
-			ok |= subtle.ConstantTimeCompare(d[:], c.pair[:])
+		if c.bcrypt == nil || subtle.ConstantTimeCompare(u[:], c.user[:]) != 1 {
 			continue
 		}
-		if known == c || (known == nil && t.bcryptOK(c, d, user, pass)) {
-			ok = 1
+		runs++
+		if g.compare(c.bcrypt, pass) == nil {
+			return c
 		}
 	}
-	return ok == 1
+	for ; runs < t.bcryptRuns; runs++ {
+		_ = g.compare(t.dummy, pass)
+	}
+	return nil
 }
 
-// bcryptOK checks a pair not verified before against a bcrypt credential
-// and remembers it under its digest d when it matches.
-func (t *tenant) bcryptOK(c *credential, d [32]byte, user, pass []byte) bool {
-	u := sha256.Sum256(user)
-	if subtle.ConstantTimeCompare(u[:], c.user[:]) != 1 {
-		return false
-	}
-	if bcrypt.CompareHashAndPassword(c.bcrypt, pass) != nil {
-		return false
-	}
-	t.verified.Store(d, c)
-	return true
+// refused is the answer to credentials that are not valid.
+func (t *tenant) refused() *osb.Error {
+	return osb.Errorf(http.StatusUnauthorized, "", "the basic-auth credentials are not valid for tenant %q", t.name)
 }
 
 // Realm is the basic-auth realm the gateway announces.
@@ -120,22 +172,36 @@ const Realm = "osb-gateway"
 
 var challenge = []string{`Basic realm="` + Realm + `"`}
 
-// withAuth is the auth stage: the route's tenant credentials, by HTTP basic
-// auth. The platform's Authorization header is never forwarded: the upstream
-// stage replaces it with the broker's own credentials.
-func withAuth() Middleware {
+// withAuth is the auth stage: the route's tenant credentials, by client
+// certificate and HTTP basic auth, within the limits of g (see authGate
+// and tenant.verify). It reads nothing of the body (which the body stage,
+// after it, does), and the platform's Authorization header is never
+// forwarded: the upstream stage replaces it with the broker's own
+// credentials.
+//
+// An address over its failure limit gets 429 before its credentials are
+// looked at, so a correct guess cannot be told from a wrong one there.
+// Refused credentials count against the address: wrong or malformed ones
+// and a refused client certificate; a request that presents none does not.
+func withAuth(g *authGate) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			t := s.route.tenant
+			addr := clientAddr(r.RemoteAddr)
 			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
 			if certErr != nil {
+				g.fail(addr)
 				s.failUnread(w, r, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
 					Description: fmt.Sprintf("the client certificate is not accepted for tenant %q: %s", t.name, certErr)})
 				return
 			}
 			if !pwNeeded { // a matching certificate is enough for this tenant
 				next.ServeHTTP(w, r)
+				return
+			}
+			if wait, over := g.overLimit(addr); over {
+				s.failUnread(w, r, g.tooMany(addr, wait))
 				return
 			}
 			var buf [256]byte
@@ -146,12 +212,15 @@ func withAuth() Middleware {
 			case header == "":
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got no Authorization header", t.name)
 			case !ok:
+				g.fail(addr)
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(header))
-			case !t.authenticateBytes(user, pass):
-				err = osb.Errorf(http.StatusUnauthorized, "", "the basic-auth credentials are not valid for tenant %q", t.name)
+			default:
+				err = t.verify(r.Context(), g, addr, user, pass)
 			}
 			if err != nil {
-				err.Header = http.Header{"Www-Authenticate": challenge}
+				if err.Status == http.StatusUnauthorized {
+					err.Header = http.Header{"Www-Authenticate": challenge}
+				}
 				s.failUnread(w, r, err)
 				return
 			}

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -71,6 +73,7 @@ func TestAuthBcrypt(t *testing.T) {
 		{Username: "plain", Password: "plain-pass"},
 		{Username: "hashed", Password: config.Secret(hash)},
 	}})
+	g := testAuthGate(config.Auth{}, time.Now)
 	for _, tc := range []struct {
 		user, pass string
 		want       bool
@@ -84,8 +87,8 @@ func TestAuthBcrypt(t *testing.T) {
 		{"plai", "nplain-pass", false}, // same bytes, split elsewhere: the digest keeps them apart
 		{"hashe", "dhashed-pass", false},
 	} {
-		if got := tn.authenticate(tc.user, tc.pass); got != tc.want {
-			t.Errorf("authenticate(%q, %q) = %v, want %v", tc.user, tc.pass, got, tc.want)
+		if err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass)); (err == nil) != tc.want {
+			t.Errorf("verify(%q, %q) = %v, want valid %v", tc.user, tc.pass, err, tc.want)
 		}
 	}
 	n := 0

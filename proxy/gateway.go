@@ -25,7 +25,9 @@ type Options struct {
 	// Previous is the Gateway being replaced by a reload, or nil. Upstreams
 	// of brokers whose settings did not change are taken over from it, idle
 	// connections included; its catalog cache too, less the entries of
-	// brokers whose settings changed.
+	// brokers whose settings changed; its auth limits too (the bcrypt slots
+	// and the failures counted per client address) when the auth section
+	// did not change them.
 	Previous *Gateway
 	// Catalogs is the catalog cache; nil: Previous's, else a new one sized
 	// by the configuration.
@@ -51,6 +53,7 @@ type Gateway struct {
 	upstreams map[string]*upstream
 	catalogs  *CatalogCache
 	guard     *guard
+	auth      *authGate
 	handler   http.Handler
 }
 
@@ -106,6 +109,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	var prevAuth *authGate
+	if opts.Previous != nil {
+		prevAuth = opts.Previous.auth
+	}
+	g.auth = newAuthGate(cfg.Auth, opts.Now, prevAuth)
 	routes := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
@@ -123,7 +131,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
 		withRoute(routes),
-		withAuth(),
+		withAuth(g.auth),
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),

@@ -38,6 +38,7 @@ func (c *Config) ApplyDefaults() {
 		c.Runtime.GOGC = DefaultGOGC
 	}
 	c.State.applyDefaults()
+	c.Auth.applyDefaults()
 	if c.Catalog.MaxEntries == 0 {
 		c.Catalog.MaxEntries = DefaultCatalogMaxEntries
 	}

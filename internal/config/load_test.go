@@ -37,6 +37,7 @@ func TestLoadFull(t *testing.T) {
 		Runtime:   Runtime{GOGC: 100, MemoryLimit: "512MiB"},
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
+		Auth: Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
 		State: State{Backend: "redis", Path: DefaultStatePath, OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
 			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
 		Tenants: []Tenant{{
@@ -116,6 +117,16 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantListen, got.Listen); diff != "" {
 		t.Errorf("listen (-want +got):\n%s", diff)
+	}
+	wantAuth := Auth{Failures: AuthFailures{Rate: DefaultFailureRate, Burst: DefaultFailureBurst,
+		MaxAddresses: DefaultFailureMaxAddresses}, FailureCacheTTL: DefaultFailureCacheTTL}
+	if diff := cmp.Diff(wantAuth, got.Auth); diff != "" {
+		t.Errorf("auth (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct{ setting, gomaxprocs, want int }{{0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 8, 4}, {6, 2, 6}} {
+		if got := (Auth{BcryptConcurrency: c.setting}).BcryptSlots(c.gomaxprocs); got != c.want {
+			t.Errorf("bcrypt_concurrency %d at GOMAXPROCS %d: %d slots, want %d", c.setting, c.gomaxprocs, got, c.want)
+		}
 	}
 	for _, c := range []struct{ name, got, want string }{
 		{"admin.address", got.Admin.Address, DefaultAdminAddress},

@@ -67,6 +67,7 @@ type Config struct {
 	Tenants []Tenant `yaml:"tenants" validate:"required,min=1,dive"`
 	Brokers []Broker `yaml:"brokers" validate:"required,min=1,dive"`
 
+	Auth      Auth      `yaml:"auth"`      // auth.go
 	Telemetry Telemetry `yaml:"telemetry"` // telemetry.go
 	Audit     Audit     `yaml:"audit"`     // telemetry.go
 }

@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/time/rate"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// authGate bounds what checking credentials costs the gateway (config
+// section auth). A bcrypt comparison takes tens of milliseconds of CPU, so
+// a flood of wrong passwords would otherwise starve every other request:
+//
+//   - at most a fixed number of bcrypt comparisons run at once (slots);
+//     the others wait for as long as their request lasts;
+//   - refused credentials are limited per client address with a token
+//     bucket; an address over it gets 429 and nothing of what it sends is
+//     checked;
+//   - a username and password refused a moment ago are refused again
+//     without bcrypt (failed).
+//
+// A Gateway has one; it is safe for concurrent use.
+type authGate struct {
+	now    func() time.Time
+	limits *authLimits
+	// failed maps a tenant and the digest of a refused username and
+	// password to when they were refused. It is never carried over a
+	// reload: new credentials may accept what the old ones refused.
+	failed *lru.Cache[failedKey, time.Time]
+	ttl    time.Duration
+	// compare is bcrypt.CompareHashAndPassword; tests count the calls.
+	compare func(hash, pass []byte) error
+}
+
+// authLimits is the part of an authGate a reload carries over when its
+// settings did not change: the bcrypt slots (so a reload does not double
+// them while the old Gateway finishes its requests) and the failure counts
+// per client address (so a reload does not forgive them).
+type authLimits struct {
+	failures config.AuthFailures
+	slots    chan struct{} // one element per bcrypt comparison running
+	waiting  atomic.Int32  // requests waiting for a slot
+	addrs    *lru.Cache[netip.Addr, *rate.Limiter]
+}
+
+// failedKey names a refused username and password of one tenant.
+type failedKey struct {
+	t *tenant
+	d [32]byte // presentedDigest
+}
+
+// failedDigests bounds authGate.failed: about 1 MB.
+const failedDigests = 8192
+
+// newAuthGate builds the gate for the auth section c, taking prev's limits
+// over when their settings are the same. prev may be nil.
+func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) *authGate {
+	g := &authGate{now: now, ttl: c.FailureCacheTTL, compare: bcrypt.CompareHashAndPassword}
+	g.failed, _ = lru.New[failedKey, time.Time](failedDigests)
+	slots := c.BcryptSlots(runtime.GOMAXPROCS(0))
+	if prev != nil && prev.limits.failures == c.Failures && cap(prev.limits.slots) == slots {
+		g.limits = prev.limits
+		return g
+	}
+	l := &authLimits{failures: c.Failures, slots: make(chan struct{}, slots)}
+	l.addrs, _ = lru.New[netip.Addr, *rate.Limiter](max(1, c.Failures.MaxAddresses))
+	g.limits = l
+	return g
+}
+
+// clientAddr is the address failures are counted by: the connection's
+// remote IP (never a header a client can set, such as X-Forwarded-For), an
+// IPv6 client's /64 (one host is usually given a whole /64). An address
+// that does not parse (a Unix socket) counts as the zero Addr.
+func clientAddr(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Addr{}
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr()
+	}
+	return a
+}
+
+// overLimit reports whether addr has no failure left, and how long until
+// it has one. It costs no allocation: it runs for every request.
+func (g *authGate) overLimit(addr netip.Addr) (time.Duration, bool) {
+	lim, ok := g.limits.addrs.Peek(addr)
+	if !ok {
+		return 0, false
+	}
+	tokens := lim.TokensAt(g.now())
+	if tokens >= 1 {
+		return 0, false
+	}
+	return time.Duration((1 - tokens) / float64(lim.Limit()) * float64(time.Second)), true
+}
+
+// limiter returns addr's bucket, adding a full one when there is none.
+func (g *authGate) limiter(addr netip.Addr) *rate.Limiter {
+	if lim, ok := g.limits.addrs.Get(addr); ok {
+		return lim
+	}
+	f := g.limits.failures
+	lim := rate.NewLimiter(rate.Limit(f.Rate), f.Burst)
+	if prev, found, _ := g.limits.addrs.PeekOrAdd(addr, lim); found {
+		return prev // added by a concurrent failure
+	}
+	return lim
+}
+
+// fail counts a refusal that cost nothing to find against addr.
+func (g *authGate) fail(addr netip.Addr) {
+	g.limiter(addr).AllowN(g.now(), 1)
+}
+
+// failure is a failure reserved for addr before a bcrypt check.
+type failure struct {
+	r  *rate.Reservation
+	at time.Time
+}
+
+// reserve takes one failure from addr's bucket before a check that costs
+// bcrypt, so concurrent checks from one address never exceed what it has
+// left; it returns false and how long to wait when there is none.
+func (g *authGate) reserve(addr netip.Addr) (failure, time.Duration, bool) {
+	now := g.now()
+	r := g.limiter(addr).ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return failure{}, d, false
+	}
+	return failure{r: r, at: now}, 0, true
+}
+
+// refund gives a reserved failure back: the check succeeded (or never
+// ran). It cancels the reservation at the time it was made, as of which it
+// is not yet due; rate gives back only what is not.
+func (f failure) refund() { f.r.CancelAt(f.at) }
+
+// acquire takes a bcrypt slot, waiting until one is free or ctx is done.
+func (g *authGate) acquire(ctx context.Context) error {
+	select {
+	case g.limits.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	g.limits.waiting.Add(1)
+	defer g.limits.waiting.Add(-1)
+	select {
+	case g.limits.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release frees the slot acquire took.
+func (g *authGate) release() { <-g.limits.slots }
+
+// recentlyFailed reports whether t refused the digest d less than ttl ago.
+func (g *authGate) recentlyFailed(t *tenant, d [32]byte) bool {
+	at, ok := g.failed.Get(failedKey{t, d})
+	return ok && g.now().Sub(at) < g.ttl
+}
+
+// rememberFailed records that t refused d.
+func (g *authGate) rememberFailed(t *tenant, d [32]byte) {
+	g.failed.Add(failedKey{t, d}, g.now())
+}
+
+// tooMany is the answer to an address over its failure limit.
+func (g *authGate) tooMany(addr netip.Addr, wait time.Duration) *osb.Error {
+	f := g.limits.failures
+	secs := max(1, int64(math.Ceil(wait.Seconds())))
+	return &osb.Error{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
+		Description: fmt.Sprintf("too many refused credentials from %s: auth.failures allows %d in a row, then %s per second "+
+			"per client address; the credentials were not checked, retry after %ds",
+			addrName(addr), f.Burst, strconv.FormatFloat(f.Rate, 'g', -1, 64), secs)}
+}
+
+// abandoned is the answer to a request that ended while it waited for a
+// bcrypt slot (the platform hung up, or the gateway is shutting down).
+func (g *authGate) abandoned(err error) *osb.Error {
+	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+		Description: fmt.Sprintf("the credentials were not checked: the request ended while it waited for one of the %d "+
+			"bcrypt slots (auth.bcrypt_concurrency)", cap(g.limits.slots))}
+}
+
+// addrName names a client address in a description.
+func addrName(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "this client"
+	case a.Is6():
+		return a.String() + "/64"
+	}
+	return a.String()
+}
+
+// dummyHash is a bcrypt hash of the given cost that costs as much to
+// compare with as any other of that cost: it stands in for the hash of a
+// username the tenant does not have, so that a wrong password costs the
+// same whether its username exists or not. Only the cost field differs
+// from a real hash; what it is compared with does not matter, as the
+// result is ignored.
+func dummyHash(cost int) []byte {
+	return fmt.Appendf(nil, "$2a$%02d$%s", cost, "L7hJUUnTGjD9hBXbw8FaeuZctrwizijA3OpCJ7CIYTc8ycOugPNJS")
+}
