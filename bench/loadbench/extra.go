@@ -67,6 +67,11 @@ func (e *env) startExtra(kinds []string) error {
 			return fmt.Errorf("provision: %w", err)
 		}
 	}
+	if slices.Contains(kinds, kindAuthFlood) && e.authFlood == nil {
+		if err := e.startAuthFlood(); err != nil {
+			return fmt.Errorf("auth-flood: %w", err)
+		}
+	}
 	return nil
 }
 

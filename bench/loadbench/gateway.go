@@ -23,7 +23,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-// gatewayYAML is a realistic configuration: one tenant with basic auth,
+// gatewayYAML is a realistic configuration: one tenant with basic auth
+// (and bcryptTenant, whose credential is a bcrypt hash, for auth-flood),
 // brokers with credentials, JSON access logs at info level. The pass-through
 // kinds use the sample broker; the catalog cache's brokers (cache.go) keep
 // their catalogs for an hour, so a run never sees one expire.
@@ -61,6 +62,12 @@ tenants:
       - broker: ` + brokerName + `
       - broker: ` + composedName + `
       - broker: ` + largeName + `
+  - name: ` + bcryptTenant + `
+    credentials:
+      - username: ` + tenantUser + `
+        password: "${TENANT_HASH}"
+    routes:
+      - broker: ` + brokerName + `
 `
 
 // newGateway starts the real gateway (proxy.New) in front of the brokers at
@@ -117,7 +124,11 @@ type gatewayInstance struct {
 // buildGateway makes the real gateway in front of the brokers at urls,
 // observed as o says.
 func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
-	vars := map[string]string{"BROKER_PASSWORD": brokerPass, "TENANT_PASSWORD": tenantPass}
+	hash, err := tenantHash()
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{"BROKER_PASSWORD": brokerPass, "TENANT_PASSWORD": tenantPass, "TENANT_HASH": hash}
 	maps.Copy(vars, urls)
 	cfg, err := config.Parse([]byte(gatewayYAML), config.Options{LookupEnv: func(k string) (string, bool) {
 		v, ok := vars[k]

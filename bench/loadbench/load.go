@@ -45,6 +45,11 @@ type spec struct {
 	newRequest func(ctx context.Context, worker int, seq int64) (*http.Request, error)
 	// status is the answer counted as a success; zero: 200.
 	status int
+	// side, when not nil, is started before the warm-up and stopped after
+	// the measured period: load from elsewhere that the run is measured
+	// beside (auth-flood's wrong passwords). What its stop function returns
+	// goes to sample.flood.
+	side func(ctx context.Context) (stop func() *floodStats)
 }
 
 // sample is what one load run measured.
@@ -61,14 +66,25 @@ type sample struct {
 	// received in the period; counted says whether it was counted at all.
 	upstream int64
 	counted  bool
-	// rounds is the throughput of each round merged by add, in order.
-	rounds []float64
+	// rounds is the throughput of each round merged by add, in order, and
+	// roundP99 each round's p99 latency in microseconds.
+	rounds   []float64
+	roundP99 []float64
+	// flood is what spec.side sent and got back, when there was one.
+	flood *floodStats
 }
 
 // add merges o into s, for a cell measured in several rounds.
 func (s *sample) add(o *sample) {
 	if o.elapsed > 0 {
 		s.rounds = append(s.rounds, float64(o.requests)/o.elapsed.Seconds())
+		s.roundP99 = append(s.roundP99, us(o.hist.quantile(0.99)))
+	}
+	if o.flood != nil {
+		if s.flood == nil {
+			s.flood = &floodStats{}
+		}
+		s.flood.merge(o.flood)
 	}
 	s.requests += o.requests
 	s.elapsed += o.elapsed
@@ -130,9 +146,16 @@ func load(ctx context.Context, r spec) (*sample, error) {
 		}
 	})
 
+	var stopSide func() *floodStats
+	if r.side != nil {
+		stopSide = r.side(ctx)
+	}
 	stop := func() {
 		phase.Store(phaseStop)
 		wg.Wait()
+		if stopSide != nil {
+			stopSide()
+		}
 	}
 	if err := sleep(ctx, r.warmup); err != nil {
 		stop()
@@ -158,11 +181,15 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	up1 := count(r.upstream)
 	io1 := readProcIO()
 	runtime.ReadMemStats(&mem1)
+	var flood *floodStats
+	if stopSide != nil {
+		flood, stopSide = stopSide(), nil
+	}
 	stop()
 	if err != nil {
 		return nil, err
 	}
-	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0,
+	s := &sample{elapsed: elapsed, cpu: cpu1 - cpu0, flood: flood,
 		allocs: mem1.Mallocs - mem0.Mallocs, bytes: mem1.TotalAlloc - mem0.TotalAlloc,
 		io: io1.minus(io0), upstream: up1 - up0, counted: r.upstream != nil}
 	for _, w := range workers {

@@ -290,7 +290,7 @@ func TestParseFlags(t *testing.T) {
 			"-nginx", "off", "-rounds", "2", "-json"}},
 		{name: "bad conns", args: []string{"-conns", "1,0,x"}, wantErr: `-conns: "0"`},
 		{name: "cache kinds", args: []string{"-requests", "catalog-cache, catalog-1mb"}},
-		{name: "extra kinds", args: []string{"-requests", "tls,tracing,provision"}},
+		{name: "extra kinds", args: []string{"-requests", "tls,tracing,provision,auth-flood"}},
 		{name: "bad request kind", args: []string{"-requests", "bind"}, wantErr: `-requests: "bind"`},
 		{name: "bad nginx mode", args: []string{"-nginx", "on"}, wantErr: `-nginx: "on"`},
 	} {
@@ -392,5 +392,89 @@ func TestPairedRatioIsTheMedianOfRoundRatios(t *testing.T) {
 				t.Errorf("pairedRatio = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAuthFloodTargetsAnswerAndReportPrints(t *testing.T) {
+	e, err := newEnv(testLargeSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	kinds := []string{kindAuthFlood}
+	if err := e.startExtra(kinds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.check(kinds); err != nil {
+		t.Fatal(err)
+	}
+	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1, Targets: e.targetNames(kinds)}
+	if got, want := strings.Join(m.Targets, ","), "bcrypt tenant,+ 40 wrong/s, 1 address,+ 40 wrong/s, 40 addresses"; got != want {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	path, err := e.requestPath(kindAuthFlood)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 2
+	samples := map[cell]*sample{}
+	for _, tg := range e.targetsFor(kindAuthFlood) {
+		sp := spec{conns: conns, warmup: 20 * time.Millisecond, measure: 150 * time.Millisecond}
+		if tg.flood != nil {
+			sp.side = tg.flood.start
+		}
+		s, err := load(context.Background(), loadSpec(kindAuthFlood, tg, path, sp))
+		if err != nil {
+			t.Fatalf("%s: %v", tg.name, err)
+		}
+		if len(s.errors) > 0 || s.requests == 0 {
+			t.Errorf("%s: %d requests, errors %v; want only 200s", tg.name, s.requests, s.errors)
+		}
+		if (s.flood != nil) != (tg.flood != nil) {
+			t.Fatalf("%s: flood stats %v, want them exactly when the target floods", tg.name, s.flood)
+		}
+		if s.flood != nil {
+			// Every wrong password is answered 401 (bcrypt ran), 429 (over the
+			// limit) or not at all before the run ended; never 200.
+			for answer := range s.flood.Answers {
+				if answer != "status 401" && answer != "status 429" && answer != floodSkipped {
+					t.Errorf("%s: the flood got %q", tg.name, answer)
+				}
+			}
+			if s.flood.Sent == 0 {
+				t.Errorf("%s: the flood sent nothing", tg.name)
+			}
+		}
+		var mr sample
+		mr.add(s)
+		samples[cell{kindAuthFlood, conns, tg.name}] = &mr
+	}
+
+	rep := buildReport(m, kinds, []int{conns}, samples)
+	var md bytes.Buffer
+	rep.writeMarkdown(&md)
+	for _, want := range []string{
+		"| conns | target | req/s | p50 | p99 | p99 × undisturbed |",
+		"| 2 | bcrypt tenant |",
+		"| 2 | + 40 wrong/s, 1 address |",
+		"| 2 | + 40 wrong/s, 40 addresses |",
+		"Verdict (auth-flood): at 2 connections, with 40 wrong passwords/s from one address the legitimate p99 stays ≤ 2×",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.writeJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatalf("JSON report does not decode: %v", err)
+	}
+	if len(back.Rows) != 0 || len(back.AuthFlood) != 3 || len(back.AuthFloodVerdicts) != 1 || back.AuthFlood[1].Flood == nil ||
+		back.AuthFlood[1].Flood.Sent == 0 {
+		t.Fatalf("JSON report has %d rows, %d auth-flood rows, %d verdicts; want 0, 3, 1 and the flood's answers",
+			len(back.Rows), len(back.AuthFlood), len(back.AuthFloodVerdicts))
 	}
 }

@@ -37,10 +37,16 @@
 // operation locks are kept in the in-memory and in the bolt state store,
 // and reports provisions per second and the bolt/memory ratio.
 //
+// And one more (authflood.go): auth-flood sends GET last_operation as a
+// tenant whose credential is a bcrypt hash, undisturbed and while 40 wrong
+// passwords a second arrive from one other client address and from 40,
+// and holds the legitimate calls' p99 under the single-address flood to
+// twice the undisturbed p99 of the same run.
+//
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 1s] [-warmup 250ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision,auth-flood]
 //		[-nginx auto|off] [-rounds 4] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
@@ -82,7 +88,7 @@ var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCa
 
 // knownKinds are every request kind -requests accepts: allKinds and the
 // kinds run only when asked for (extra.go).
-var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision)
+var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision, kindAuthFlood)
 
 // options are the command's flags.
 type options struct {
@@ -117,7 +123,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", time.Second, "measured `time` per target, request kind, connection count and round")
 	fs.DurationVar(&o.warmup, "warmup", 250*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing and provision only when named)")
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing, provision and auth-flood only when named)")
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
 	fs.IntVar(&o.rounds, "rounds", 4, "`number` of interleaved rounds per cell (more rounds even out a noisy machine; ratios are the median of the rounds' from 3 on)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
@@ -272,8 +278,12 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 					if t.counter != nil {
 						up = t.counter
 					}
+					var side func(context.Context) func() *floodStats
+					if t.flood != nil {
+						side = t.flood.start
+					}
 					s, err := load(ctx, loadSpec(kind, t, path, spec{conns: n,
-						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: up}))
+						warmup: o.warmup, measure: o.duration, extraCPU: t.extraCPU, upstream: up, side: side}))
 					if err != nil {
 						return nil, fmt.Errorf("%s, %d conns, %s: %w", kind, n, t.name, err)
 					}

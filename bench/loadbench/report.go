@@ -38,6 +38,8 @@ type report struct {
 	ExtraVerdicts     []extraVerdict     `json:"tls_tracing_verdicts,omitempty"`
 	Provision         []provisionRow     `json:"provision,omitempty"`
 	ProvisionVerdicts []provisionVerdict `json:"provision_verdicts,omitempty"`
+	AuthFlood         []authFloodRow     `json:"auth_flood,omitempty"`
+	AuthFloodVerdicts []authFloodVerdict `json:"auth_flood_verdicts,omitempty"`
 	Notes             []string           `json:"notes,omitempty"`
 }
 
@@ -114,8 +116,8 @@ type cell struct {
 func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) *report {
 	rep := &report{Meta: m}
 	for _, kind := range kinds {
-		if isExtraKind(kind) || kind == kindProvision {
-			continue // report_extra.go
+		if isExtraKind(kind) || kind == kindProvision || kind == kindAuthFlood {
+			continue // report_extra.go, report_provision.go, report_authflood.go
 		}
 		for _, n := range conns {
 			rows := map[string]*row{}
@@ -145,6 +147,7 @@ func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) 
 	rep.Cache, rep.CacheVerdicts = buildCache(m.Catalogs, kinds, conns, rep.Rows)
 	rep.TLS, rep.Tracing, rep.ExtraVerdicts = buildExtra(kinds, conns, samples)
 	rep.Provision, rep.ProvisionVerdicts = buildProvision(kinds, conns, samples)
+	rep.AuthFlood, rep.AuthFloodVerdicts = buildAuthFlood(kinds, conns, samples)
 	return rep
 }
 
@@ -265,6 +268,7 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	rep.writeCacheMarkdown(w)
 	rep.writeExtraMarkdown(w)
 	rep.writeProvisionMarkdown(w)
+	rep.writeAuthFloodMarkdown(w)
 	errs := false
 	for _, r := range rep.allRows() {
 		if len(r.Errors) > 0 {

@@ -201,5 +201,8 @@ func (rep *report) allRows() []row {
 	for _, x := range rep.Provision {
 		rows = append(rows, row{Request: kindProvision, Conns: x.Conns, Target: x.Target, Errors: x.Errors})
 	}
+	for _, x := range rep.AuthFlood {
+		rows = append(rows, row{Request: kindAuthFlood, Conns: x.Conns, Target: x.Target, Errors: x.Errors})
+	}
 	return rows
 }

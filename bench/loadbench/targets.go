@@ -67,7 +67,10 @@ type target struct {
 	// (tls) or the spans its exporter received (tracing).
 	counter func() int64
 	// tls, when not nil, is the client configuration for an https target.
-	tls   *tls.Config
+	tls *tls.Config
+	// flood, when not nil, sends wrong passwords beside the measured
+	// calls (auth-flood).
+	flood *flooder
 	close func()
 }
 
@@ -85,6 +88,7 @@ type env struct {
 	tracing   []*target // tracing's (extra.go), once startExtra ran
 	auditDir  string    // where tracing's gateways write their audit logs
 	provision []*target // provision's (provision.go), once startExtra ran
+	authFlood []*target // auth-flood's (authflood.go), once startExtra ran
 	stateDir  string    // where gateway bolt keeps its state file
 	// gateway is the gateway behind targetGateway, and urls the brokers'
 	// base URLs by gatewayYAML variable, for startExtra.
@@ -110,6 +114,8 @@ func (e *env) targetsFor(kind string) []*target {
 		return e.tracing
 	case kindProvision:
 		return e.provision
+	case kindAuthFlood:
+		return e.authFlood
 	}
 	return e.targets
 }
@@ -351,7 +357,7 @@ func (e *env) requestPath(kind string) (string, error) {
 	switch kind {
 	case kindCatalog, kindCatalogCache, kindCatalogLarge:
 		return "/v2/catalog", nil
-	case kindLastOperation, kindTLS, kindTracing:
+	case kindLastOperation, kindTLS, kindTracing, kindAuthFlood:
 		q := url.Values{"service_id": {samplebroker.ServiceID}, "plan_id": {samplebroker.PlanAsyncID},
 			"operation": {e.operation}}
 		return "/v2/service_instances/" + instanceID + "/last_operation?" + q.Encode(), nil
