@@ -132,14 +132,21 @@ func (f *flooder) close() {
 	}
 }
 
-// start floods until the returned function is called, which returns what
-// was sent and answered.
-func (f *flooder) start(ctx context.Context) func() *floodStats {
+// start floods until stop is called, which returns what was sent and
+// answered since mark was called (or since the start, without a mark).
+func (f *flooder) start(ctx context.Context) (mark func(), stop func() *floodStats) {
 	ctx, cancel := context.WithCancel(ctx)
 	st := &floodStats{Addresses: len(f.clients), Answers: map[string]int64{}}
 	var wg sync.WaitGroup
 	open := make(chan struct{}, floodInFlight)
 	t0 := time.Now()
+	mark = func() {
+		st.mu.Lock()
+		clear(st.Answers)
+		t0 = time.Now()
+		st.mu.Unlock()
+		st.sending.Store(0)
+	}
 	// fire sends the i-th wrong password, unless every connection is busy.
 	fire := func(i int) {
 		select {
@@ -172,13 +179,16 @@ func (f *flooder) start(ctx context.Context) func() *floodStats {
 			}
 		}
 	})
-	return func() *floodStats {
+	stop = func() *floodStats {
+		st.mu.Lock()
+		st.Seconds = time.Since(t0).Seconds()
+		st.mu.Unlock()
+		st.Sent = st.sending.Load()
 		cancel()
 		wg.Wait()
-		st.Seconds = time.Since(t0).Seconds()
-		st.Sent = st.sending.Load()
 		return st
 	}
+	return mark, stop
 }
 
 // send sends one wrong password and describes the answer ("status 401").
@@ -197,15 +207,16 @@ func (f *flooder) send(ctx context.Context, c *http.Client, pass string) string 
 	return fmt.Sprintf("status %d", res.StatusCode)
 }
 
-// floodStats is what a flood sent and what came back, over its whole run
-// (warm-up included).
+// floodStats is what a flood sent and what came back in the measured
+// period.
 type floodStats struct {
 	Addresses int          `json:"addresses"`
 	Seconds   float64      `json:"seconds"`
 	Sent      int64        `json:"sent"` // wrong passwords sent, answered or not
 	sending   atomic.Int64 // Sent while the flood runs
 	// Answers counts the answers that came before the flood stopped
-	// ("status 401", "status 429"), and floodSkipped.
+	// ("status 401", "status 429"), and floodSkipped. An answer to a
+	// password sent before the period may count in it.
 	Answers map[string]int64 `json:"answers"`
 	mu      sync.Mutex
 }

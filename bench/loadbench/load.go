@@ -47,9 +47,10 @@ type spec struct {
 	status int
 	// side, when not nil, is started before the warm-up and stopped after
 	// the measured period: load from elsewhere that the run is measured
-	// beside (auth-flood's wrong passwords). What its stop function returns
-	// goes to sample.flood.
-	side func(ctx context.Context) (stop func() *floodStats)
+	// beside (auth-flood's wrong passwords). Its mark function is called
+	// when the measured period starts; what its stop function returns (its
+	// figures since mark) goes to sample.flood.
+	side func(ctx context.Context) (mark func(), stop func() *floodStats)
 }
 
 // sample is what one load run measured.
@@ -146,9 +147,10 @@ func load(ctx context.Context, r spec) (*sample, error) {
 		}
 	})
 
+	var markSide func()
 	var stopSide func() *floodStats
 	if r.side != nil {
-		stopSide = r.side(ctx)
+		markSide, stopSide = r.side(ctx)
 	}
 	stop := func() {
 		phase.Store(phaseStop)
@@ -172,6 +174,9 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	up0 := count(r.upstream)
 	start := time.Now()
 	phase.Store(phaseMeasure)
+	if markSide != nil {
+		markSide()
+	}
 	if err := sleep(ctx, r.measure); err != nil {
 		stop()
 		return nil, err

@@ -278,7 +278,7 @@ func (e *env) measure(ctx context.Context, o options, progress io.Writer) (map[c
 					if t.counter != nil {
 						up = t.counter
 					}
-					var side func(context.Context) func() *floodStats
+					var side func(context.Context) (func(), func() *floodStats)
 					if t.flood != nil {
 						side = t.flood.start
 					}
