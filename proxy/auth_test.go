@@ -35,7 +35,7 @@ func TestAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := len(b1.requests())
+			n := len(b1.Requests())
 			req, _ := http.NewRequest("GET", url, nil)
 			req.Header.Set("X-Broker-API-Version", "2.14")
 			if tc.header != "" {
@@ -45,7 +45,7 @@ func TestAuth(t *testing.T) {
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
 			}
-			reached := len(b1.requests()) > n
+			reached := len(b1.Requests()) > n
 			if reached != (tc.status == 200) {
 				t.Errorf("broker reached = %v for status %d", reached, tc.status)
 			}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // testAddr is the client address of checks that call verify directly.
@@ -192,8 +193,8 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 // A username and password refused a moment ago are refused again without
 // bcrypt, until auth.failure_cache_ttl has passed.
 func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)}
-	g := testAuthGate(config.Auth{FailureCacheTTL: time.Minute, Failures: config.AuthFailures{Burst: 1000}}, clock.now)
+	clock := osbtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	g := testAuthGate(config.Auth{FailureCacheTTL: time.Minute, Failures: config.AuthFailures{Burst: 1000}}, clock.Now)
 	var log compareLog
 	g.compare = log.compare
 	cfg := &config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}}
@@ -213,7 +214,7 @@ func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 		{"same pair at another tenant", other, "wrong-a", 0, 1},
 	}
 	for _, st := range steps {
-		clock.add(st.advance)
+		clock.Advance(st.advance)
 		err := st.tenant.verify(context.Background(), g, testAddr, []byte("u"), []byte(st.pass))
 		if err == nil || err.Status != http.StatusUnauthorized {
 			t.Fatalf("%s: %v, want 401", st.name, err)
@@ -246,7 +247,7 @@ tenants:
 // its credentials are not checked, right ones included. A success does not
 // count, and a reload keeps the counts.
 func TestRefusedCredentialsAreLimitedPerAddress(t *testing.T) {
-	b1 := newBackend(t, nil)
+	b1 := osbtest.NewBroker(t, nil)
 	vars := map[string]string{"B1_URL": b1.URL, "T1_HASH": string(hashOf(t, t1Pass, bcrypt.MinCost))}
 	cfg, err := config.Parse([]byte(authLimitYAML), config.Options{LookupEnv: func(k string) (string, bool) {
 		v, ok := vars[k]
@@ -255,10 +256,10 @@ func TestRefusedCredentialsAreLimitedPerAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{t: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	var log compareLog
 	serve := func(prev *Gateway) (*Gateway, string) {
-		g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Previous: prev})
+		g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Previous: prev})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +294,7 @@ func TestRefusedCredentialsAreLimitedPerAddress(t *testing.T) {
 		{name: "a reload keeps the counts", from: "127.0.0.1", pass: "wrong-8", reload: true, status: 429},
 	}
 	for _, st := range steps {
-		clock.add(st.advance)
+		clock.Advance(st.advance)
 		if st.reload {
 			g, url = serve(g)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // A regression test for a hostile-client probe: 200 connections declaring
@@ -28,7 +29,7 @@ import (
 func TestRefusalBeforeTheBodyIsRead(t *testing.T) {
 	const limit = 1 << 20
 	yaml := strings.Replace(twoTenantYAML, "max_body_bytes: 4096", fmt.Sprintf("max_body_bytes: %d", limit), 1)
-	b1, b2 := newBackend(t, nil), newBackend(t, nil)
+	b1, b2 := osbtest.NewBroker(t, nil), osbtest.NewBroker(t, nil)
 	_, gw := testGateway(t, yaml, env(b1.URL, b2.URL))
 	addr := strings.TrimPrefix(gw.URL, "http://")
 	const provision = "/v2/service_instances/i-1"
@@ -90,7 +91,7 @@ func TestRefusalBeforeTheBodyIsRead(t *testing.T) {
 			if n, err := br.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Errorf("after the answer: read %d bytes, %v; want the connection closed", n, err)
 			}
-			if n := len(b1.requests()) + len(b2.requests()); n != 0 {
+			if n := len(b1.Requests()) + len(b2.Requests()); n != 0 {
 				t.Errorf("%d requests reached a broker", n)
 			}
 		})
@@ -101,7 +102,7 @@ func TestRefusalBeforeTheBodyIsRead(t *testing.T) {
 // chain does not read a byte of its body (the control row shows it reads
 // all of it once the platform is authenticated).
 func TestBodyStageNeverRunsForRefusedRequests(t *testing.T) {
-	b1, b2 := newBackend(t, nil), newBackend(t, nil)
+	b1, b2 := osbtest.NewBroker(t, nil), osbtest.NewBroker(t, nil)
 	cfg, err := config.Parse([]byte(twoTenantYAML), config.Options{LookupEnv: func(k string) (string, bool) {
 		v, ok := env(b1.URL, b2.URL)[k]
 		return v, ok

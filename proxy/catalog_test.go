@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // A catalog with odd spacing, so re-encoding would show.
@@ -66,19 +67,6 @@ func (cb *catalogBroker) set(body string, status int, delay time.Duration) {
 	cb.mu.Unlock()
 }
 
-// fakeClock is an injected clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 const catalogYAML = `
 admin: {address: "off", token: "` + testAdminToken + `"}
 brokers:
@@ -97,13 +85,13 @@ tenants:
         plans: {deny: ["*/large"]}
 `
 
-func catalogGateway(t *testing.T, cb *catalogBroker, clock *fakeClock) (*Gateway, *httptest.Server) {
+func catalogGateway(t *testing.T, cb *catalogBroker, clock *osbtest.Clock) (*Gateway, *httptest.Server) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(catalogYAML), config.Options{LookupEnv: func(k string) (string, bool) { return cb.URL, true }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +113,7 @@ func getCatalog(t *testing.T, gw *httptest.Server, user, pass string, hdr map[st
 
 func TestCatalogServedFaithfullyFromCache(t *testing.T) {
 	cb := newCatalogBroker(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	_, gw := catalogGateway(t, cb, clock)
 	for i := 0; i < 5; i++ {
 		res, body := getCatalog(t, gw, t1User, t1Pass, nil)
@@ -153,15 +141,15 @@ func TestCatalogServedFaithfullyFromCache(t *testing.T) {
 
 func TestCatalogTTLAndStaleWhileRevalidate(t *testing.T) {
 	cb := newCatalogBroker(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	_, gw := catalogGateway(t, cb, clock)
 	getCatalog(t, gw, t1User, t1Pass, nil)
-	clock.add(59 * time.Second)
+	clock.Advance(59 * time.Second)
 	if _, body := getCatalog(t, gw, t1User, t1Pass, nil); body != catalogV1 || cb.catalogs.Load() != 1 {
 		t.Fatalf("within the TTL: %d fetches", cb.catalogs.Load())
 	}
 	cb.set(catalogV2, 200, 0)
-	clock.add(2 * time.Second) // past the 1m TTL
+	clock.Advance(2 * time.Second) // past the 1m TTL
 	res, body := getCatalog(t, gw, t1User, t1Pass, nil)
 	if body != catalogV1 || res.Header.Get("Warning") == "" {
 		t.Fatalf("expired entry not served stale with a Warning: %q %s", res.Header.Get("Warning"), body)
@@ -179,7 +167,7 @@ func TestCatalogTTLAndStaleWhileRevalidate(t *testing.T) {
 func TestCatalogSingleflight(t *testing.T) {
 	cb := newCatalogBroker(t)
 	cb.set(catalogV1, 200, 200*time.Millisecond)
-	_, gw := catalogGateway(t, cb, &fakeClock{t: time.Now()})
+	_, gw := catalogGateway(t, cb, osbtest.NewClock(time.Now()))
 	var wg sync.WaitGroup
 	var bad atomic.Int32
 	for i := 0; i < 100; i++ {
@@ -202,7 +190,7 @@ func TestCatalogSingleflight(t *testing.T) {
 }
 
 func TestCatalogBrokerDown(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t.Run("no good catalog ever", func(t *testing.T) {
 		cb := newCatalogBroker(t)
 		cb.set(`{"services": "nope"`, 200, 0)
@@ -212,7 +200,7 @@ func TestCatalogBrokerDown(t *testing.T) {
 			t.Errorf("%d %s", res.StatusCode, body)
 		}
 		cb.set(`{}`, 500, 0)
-		clock.add(config.DefaultCatalogRetryInterval) // the failure is remembered until then
+		clock.Advance(config.DefaultCatalogRetryInterval) // the failure is remembered until then
 		res, body = getCatalog(t, gw, t1User, t1Pass, nil)
 		if res.StatusCode != 503 || !strings.Contains(body, "status 500") {
 			t.Errorf("%d %s", res.StatusCode, body)
@@ -223,7 +211,7 @@ func TestCatalogBrokerDown(t *testing.T) {
 		_, gw := catalogGateway(t, cb, clock)
 		getCatalog(t, gw, t1User, t1Pass, nil)
 		cb.Close() // the broker goes away
-		clock.add(2 * time.Minute)
+		clock.Advance(2 * time.Minute)
 		for i := 0; i < 3; i++ {
 			res, body := getCatalog(t, gw, t1User, t1Pass, nil)
 			if res.StatusCode != 200 || body != catalogV1 || !strings.Contains(res.Header.Get("Warning"), "Stale") {
@@ -236,7 +224,7 @@ func TestCatalogBrokerDown(t *testing.T) {
 
 func TestCatalogConditionalGET(t *testing.T) {
 	cb := newCatalogBroker(t)
-	_, gw := catalogGateway(t, cb, &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	_, gw := catalogGateway(t, cb, osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	res, _ := getCatalog(t, gw, t1User, t1Pass, nil)
 	etag, lm := res.Header.Get("ETag"), res.Header.Get("Last-Modified")
 	tests := []struct {
@@ -268,7 +256,7 @@ func TestCatalogConditionalGET(t *testing.T) {
 
 func TestCatalogTenantViews(t *testing.T) {
 	cb := newCatalogBroker(t)
-	_, gw := catalogGateway(t, cb, &fakeClock{t: time.Now()})
+	_, gw := catalogGateway(t, cb, osbtest.NewClock(time.Now()))
 	_, full := getCatalog(t, gw, t1User, t1Pass, nil)
 	res, filtered := getCatalog(t, gw, t2User, t2Pass, nil)
 	if res.StatusCode != 200 || full != catalogV1 {
@@ -335,7 +323,7 @@ func TestCatalogTenantViews(t *testing.T) {
 
 func TestCatalogAdminAndReload(t *testing.T) {
 	cb := newCatalogBroker(t)
-	clock := &fakeClock{t: time.Now()}
+	clock := osbtest.NewClock(time.Now())
 	g, gw := catalogGateway(t, cb, clock)
 	sw := NewSwitch(g)
 	admin := NewAdmin(nil)
@@ -368,7 +356,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	// A reload with unchanged broker settings keeps the entry; a changed
 	// one drops it.
 	cfg := *g.Config()
-	g2, err := New(&cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Previous: g})
+	g2, err := New(&cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Previous: g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +366,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	cfg2 := cfg
 	cfg2.Brokers = append([]config.Broker(nil), cfg.Brokers...)
 	cfg2.Brokers[0].Catalog.TTL = 2 * time.Minute
-	if _, err := New(&cfg2, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Previous: g2}); err != nil {
+	if _, err := New(&cfg2, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Previous: g2}); err != nil {
 		t.Fatal(err)
 	}
 	if n := g.Catalogs().entries.Len(); n != 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // unavailableYAML fronts broker b1 for tenant t1 without filters and for
@@ -63,7 +64,7 @@ func (h *logCounter) WithGroup(string) slog.Handler      { return h }
 // unavailableGateway serves unavailableYAML for broker cb with the given
 // validation.requests and validation.without_catalog, on clock, logging to
 // log, with the metrics stage counting on a registry it returns.
-func unavailableGateway(t *testing.T, cb *catalogBroker, clock *fakeClock, requests, without string, log *logCounter) (*Gateway, *httptest.Server, *prometheus.Registry) {
+func unavailableGateway(t *testing.T, cb *catalogBroker, clock *osbtest.Clock, requests, without string, log *logCounter) (*Gateway, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
 	vars := map[string]string{"B1_URL": cb.URL, "REQUESTS": requests, "WITHOUT": without}
 	cfg, err := config.Parse([]byte(unavailableYAML), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }})
@@ -71,11 +72,11 @@ func unavailableGateway(t *testing.T, cb *catalogBroker, clock *fakeClock, reque
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(nil, reg, clock.now)
+	m, err := NewMetrics(nil, reg, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(log), Now: clock.now, Outer: []Middleware{m.Stage()}})
+	g, err := New(cfg, Options{Logger: slog.New(log), Now: clock.Now, Outer: []Middleware{m.Stage()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestCatalogUnavailableFailsClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cb := newCatalogBroker(t)
 			cb.set(`{"description":"boom"}`, 500, 0)
-			clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			_, gw, reg := unavailableGateway(t, cb, clock, tc.requests, tc.without, &logCounter{})
 			want := map[string]int{}
 			for _, r := range tc.rows {
@@ -226,7 +227,7 @@ func TestCatalogUnavailableFailsClosed(t *testing.T) {
 	t.Run("requests off, no filter: nothing fetched", func(t *testing.T) {
 		cb := newCatalogBroker(t)
 		cb.set(`{}`, 500, 0)
-		_, gw, _ := unavailableGateway(t, cb, &fakeClock{t: time.Now()}, config.ModeOff, config.WithoutCatalogRefuse, &logCounter{})
+		_, gw, _ := unavailableGateway(t, cb, osbtest.NewClock(time.Now()), config.ModeOff, config.WithoutCatalogRefuse, &logCounter{})
 		for _, c := range []string{"provision", "provision hidden", "update", "bind", "unbind", "deprovision"} {
 			if res, body := osbCall(t, gw, "t1", c); res.StatusCode != 201 {
 				t.Errorf("%s: %d %s", c, res.StatusCode, body)
@@ -257,7 +258,7 @@ func grepLines(text, s string) string {
 func TestCatalogFetchBackoff(t *testing.T) {
 	cb := newCatalogBroker(t)
 	cb.set(`{}`, 500, 0)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	logs := &logCounter{prefix: "catalog fetch failed"}
 	g, gw, _ := unavailableGateway(t, cb, clock, config.ModeEnforce, config.WithoutCatalogRefuse, logs)
 	admin := NewAdmin(nil)
@@ -311,13 +312,13 @@ func TestCatalogFetchBackoff(t *testing.T) {
 
 	burst(60, "2026-01-01T00:00:05Z")
 	check("first interval", 1, 1)
-	clock.add(4 * time.Second)
+	clock.Advance(4 * time.Second)
 	burst(30, "2026-01-01T00:00:05Z")
 	check("within the interval", 1, 1)
-	clock.add(time.Second) // 00:05: the next fetch fails too; the wait doubles
+	clock.Advance(time.Second) // 00:05: the next fetch fails too; the wait doubles
 	burst(30, "2026-01-01T00:00:15Z")
 	check("second interval", 2, 2)
-	clock.add(9 * time.Second)
+	clock.Advance(9 * time.Second)
 	burst(30, "2026-01-01T00:00:15Z")
 	check("within the doubled interval", 2, 2)
 
@@ -358,14 +359,14 @@ func TestCatalogFetchBackoff(t *testing.T) {
 // broker fails, and its background refresh waits for the backoff too.
 func TestCatalogStaleRefreshBacksOff(t *testing.T) {
 	cb := newCatalogBroker(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	logs := &logCounter{prefix: "catalog fetch failed"}
 	g, gw, _ := unavailableGateway(t, cb, clock, config.ModeEnforce, config.WithoutCatalogRefuse, logs)
 	if res, _ := getCatalog(t, gw, t1User, t1Pass, nil); res.StatusCode != 200 {
 		t.Fatalf("first fetch: %d", res.StatusCode)
 	}
 	cb.set(`{}`, 500, 0)
-	clock.add(2 * time.Minute) // past the 1m TTL
+	clock.Advance(2 * time.Minute) // past the 1m TTL
 
 	stale := func(n int) {
 		t.Helper()
@@ -394,7 +395,7 @@ func TestCatalogStaleRefreshBacksOff(t *testing.T) {
 	if n := cb.catalogs.Load(); n != 2 {
 		t.Errorf("%d catalog fetches within the retry interval, want 2", n)
 	}
-	clock.add(config.DefaultCatalogRetryInterval)
+	clock.Advance(config.DefaultCatalogRetryInterval)
 	stale(1)
 	refreshed(2)
 	stale(20)

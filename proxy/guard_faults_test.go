@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
@@ -46,7 +47,7 @@ type faultSetup struct {
 	mode, granularity, responses string
 	timeout                      string // the broker's timeout; default 300ms
 	st                           store.Store
-	clock                        *fakeClock
+	clock                        *osbtest.Clock
 	// wrap, if set, wraps the sample broker's handler.
 	wrap func(http.Handler) http.Handler
 }
@@ -55,7 +56,7 @@ type faultEnv struct {
 	g      *Gateway
 	gw     *httptest.Server
 	broker *samplebroker.Broker
-	clock  *fakeClock
+	clock  *osbtest.Clock
 	st     store.Store
 }
 
@@ -74,9 +75,9 @@ func newFaultEnv(t *testing.T, fs faultSetup) *faultEnv {
 		fs.timeout = "300ms"
 	}
 	if fs.clock == nil {
-		fs.clock = &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		fs.clock = osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	}
-	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: time.Minute, Now: fs.clock.now})
+	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: time.Minute, Now: fs.clock.Now})
 	var h http.Handler = broker
 	if fs.wrap != nil {
 		h = fs.wrap(broker)
@@ -89,9 +90,9 @@ func newFaultEnv(t *testing.T, fs faultSetup) *faultEnv {
 		t.Fatal(err)
 	}
 	if fs.st == nil {
-		fs.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, fs.clock.now)
+		fs.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, fs.clock.Now)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: fs.clock.now, Store: fs.st})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: fs.clock.Now, Store: fs.st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestOrphanMitigationSparesAnInstanceARetryCreated(t *testing.T) {
 			if code, body := e.call(t, "PUT", "/v2/service_instances/i1", syncProvisionBody); code != 201 {
 				t.Fatalf("retry: %d %s", code, body)
 			}
-			e.clock.add(time.Hour)
+			e.clock.Advance(time.Hour)
 			e.g.MitigateOrphans(context.Background())
 			if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 0 {
 				t.Errorf("the broker got %d deprovisions after the retry succeeded", n)
@@ -195,7 +196,7 @@ func TestOrphanMitigationWaitsForTheInstanceLock(t *testing.T) {
 		t.Fatalf("a DELETE went out while the provision held the instance (%d)", n)
 	}
 	// The operation ends; the claim of the skipped try lapses; the undo goes.
-	e.clock.add(2 * time.Minute)
+	e.clock.Advance(2 * time.Minute)
 	if code, _ := e.call(t, "GET", "/v2/service_instances/i1/last_operation", ""); code != 200 {
 		t.Fatalf("poll: %d", code)
 	}
@@ -210,9 +211,9 @@ func TestOrphanMitigationWaitsForTheInstanceLock(t *testing.T) {
 // replicas' ticks interleave. (6 orphans made 11 DELETEs.)
 func TestOrphanMitigatedOnceAcrossReplicas(t *testing.T) {
 	r := storetest.StartRedis(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock.now)
+		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +238,7 @@ func TestOrphanMitigatedOnceAcrossReplicas(t *testing.T) {
 		go func() { defer wg.Done(); g.MitigateOrphans(context.Background()) }()
 	}
 	wg.Wait()
-	clock.add(2 * time.Minute) // any claim left by a replica that lost the lock race lapses
+	clock.Advance(2 * time.Minute) // any claim left by a replica that lost the lock race lapses
 	a.g.MitigateOrphans(context.Background())
 	b.g.MitigateOrphans(context.Background())
 	// Each gateway has its own sample broker; the DELETEs of both count.
@@ -371,7 +372,7 @@ func TestTimeoutHoldsTheInstanceUntilTheUndo(t *testing.T) {
 	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 0 {
 		t.Errorf("undo sent before the hold ended: %d", n)
 	}
-	e.clock.add(time.Second)
+	e.clock.Advance(time.Second)
 	e.g.MitigateOrphans(context.Background())
 	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 1 {
 		t.Errorf("undo after the hold: %d deprovisions, want 1", n)
@@ -429,9 +430,9 @@ func TestGoneWhilePollingAProvisionBreaksTheRule(t *testing.T) {
 // back, not leave it for its deadline. (PATCH got 400 for 168 h.)
 func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
 	r := storetest.StartRedis(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}}, clock.now)
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
 		t.Fatalf("async provision: %d %s", code, body)
 	}
 	r.Stop()
-	clock.add(2 * time.Minute) // the broker finishes
+	clock.Advance(2 * time.Minute) // the broker finishes
 	code, body := e.call(t, "GET", "/v2/service_instances/i1/last_operation", "")
 	if code != 200 || !strings.Contains(body, "succeeded") {
 		t.Fatalf("poll with the store down: %d %s", code, body)
@@ -478,7 +479,7 @@ func TestBindingLocksFollowCloudController(t *testing.T) {
 			if code := bind(e, "b0"); code != 400 {
 				t.Errorf("bind during the provision: %d, want 400", code)
 			}
-			e.clock.add(2 * time.Minute)
+			e.clock.Advance(2 * time.Minute)
 			e.call(t, "GET", "/v2/service_instances/i1/last_operation", "")
 			if code := bind(e, "b1"); code != 202 {
 				t.Fatalf("bind b1: %d", code)

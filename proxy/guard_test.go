@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
@@ -36,17 +37,17 @@ type guardEnv struct {
 	gw     *httptest.Server
 	g      *Gateway
 	broker *samplebroker.Broker
-	clock  *fakeClock
+	clock  *osbtest.Clock
 }
 
 func newGuardEnv(t *testing.T, open func(now func() time.Time) store.Store, concurrency, allowDelete string) *guardEnv {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var st store.Store
 	if open != nil {
-		st = open(clock.now)
+		st = open(clock.Now)
 	}
-	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: time.Minute, Now: clock.now})
+	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: time.Minute, Now: clock.Now})
 	bs := httptest.NewServer(broker)
 	t.Cleanup(bs.Close)
 	env := map[string]string{"URL": bs.URL, "CONCURRENCY": concurrency, "ALLOW_DELETE": allowDelete}
@@ -54,7 +55,7 @@ func newGuardEnv(t *testing.T, open func(now func() time.Time) store.Store, conc
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Store: st})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestGuardBlocksDuringAsyncProvision(t *testing.T) {
 		t.Errorf("other instance: %d %s", code, body)
 	}
 
-	e.clock.add(2 * time.Minute) // the broker's operation completes
+	e.clock.Advance(2 * time.Minute) // the broker's operation completes
 	if code, body := e.call(t, "GET", "/v2/service_instances/i1/last_operation", "2.15", ""); code != 200 || !strings.Contains(body, "succeeded") {
 		t.Fatalf("poll: %d %s", code, body)
 	}
@@ -183,13 +184,13 @@ func TestGuardReleasePaths(t *testing.T) {
 			}
 			if tc.held {
 				locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{})
-				if len(locks) != 1 || !locks[0].Deadline.Equal(e.clock.now().Add(500*time.Millisecond)) {
+				if len(locks) != 1 || !locks[0].Deadline.Equal(e.clock.Now().Add(500*time.Millisecond)) {
 					t.Fatalf("after a timeout, want the lock held for 500ms, got %+v", locks)
 				}
 				if code, _ := e.call(t, "PUT", "/v2/service_instances/i1", "2.15", syncProvision); code != 400 {
 					t.Errorf("a retry during the hold: %d, want 400", code)
 				}
-				e.clock.add(time.Second)
+				e.clock.Advance(time.Second)
 				e.g.SweepOperations(context.Background())
 			}
 			if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
@@ -209,10 +210,10 @@ func TestGuardDeadline(t *testing.T) {
 		t.Fatalf("async lock: %+v", locks)
 	}
 	// The async plan's maximum_polling_duration (600s) bounds the lock.
-	if want := e.clock.now().Add(samplebroker.MaxPollingDuration * time.Second); !locks[0].Deadline.Equal(want) {
+	if want := e.clock.Now().Add(samplebroker.MaxPollingDuration * time.Second); !locks[0].Deadline.Equal(want) {
 		t.Errorf("deadline %v, want %v", locks[0].Deadline, want)
 	}
-	e.clock.add(601 * time.Second)
+	e.clock.Advance(601 * time.Second)
 	e.g.SweepOperations(context.Background())
 	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("the sweeper left %+v", locks)

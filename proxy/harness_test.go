@@ -2,65 +2,17 @@ package proxy
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
-
-// backend is a fake broker that records what reached it.
-type backend struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []*http.Request
-	// respond writes the answer; nil: 200 {"seen":"<path>"}.
-	respond func(w http.ResponseWriter, r *http.Request)
-}
-
-func newBackend(t *testing.T, respond func(w http.ResponseWriter, r *http.Request)) *backend {
-	t.Helper()
-	b := &backend{respond: respond}
-	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r2 := r.Clone(r.Context())
-		r2.Body = io.NopCloser(strings.NewReader(string(body)))
-		b.mu.Lock()
-		b.seen = append(b.seen, r2)
-		b.mu.Unlock()
-		if b.respond != nil {
-			b.respond(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"seen":%q}`, r.URL.RequestURI())
-	}))
-	t.Cleanup(b.Close)
-	return b
-}
-
-// requests returns what reached the backend so far.
-func (b *backend) requests() []*http.Request {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]*http.Request(nil), b.seen...)
-}
-
-func (b *backend) last(t *testing.T) *http.Request {
-	t.Helper()
-	rs := b.requests()
-	if len(rs) == 0 {
-		t.Fatal("no request reached the broker")
-	}
-	return rs[len(rs)-1]
-}
 
 // Credentials used by the test configurations.
 const (
@@ -123,9 +75,9 @@ func testGateway(t *testing.T, yaml string, env map[string]string) (*Gateway, *h
 }
 
 // twoTenants starts two backends and a gateway for twoTenantYAML.
-func twoTenants(t *testing.T) (gw *httptest.Server, b1, b2 *backend) {
+func twoTenants(t *testing.T) (gw *httptest.Server, b1, b2 *osbtest.Broker) {
 	t.Helper()
-	b1, b2 = newBackend(t, nil), newBackend(t, nil)
+	b1, b2 = osbtest.NewBroker(t, nil), osbtest.NewBroker(t, nil)
 	_, gw = testGateway(t, twoTenantYAML, env(b1.URL, b2.URL))
 	return gw, b1, b2
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
@@ -34,10 +35,10 @@ tenants:
     routes: [{broker: b}]
 `
 
-func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.Server, *samplebroker.Broker, *fakeClock) {
+func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.Server, *samplebroker.Broker, *osbtest.Clock) {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1, Now: clock.now})
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1, Now: clock.Now})
 	bs := httptest.NewServer(broker)
 	t.Cleanup(bs.Close)
 	env := map[string]string{"URL": bs.URL, "MODE": mode}
@@ -46,9 +47,9 @@ func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.S
 		t.Fatal(err)
 	}
 	if st == nil {
-		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.now)
+		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.now, Store: st})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestOrphanMitigation(t *testing.T) {
 	if n := broker.Count(samplebroker.EndpointDeprovision); n != 1 {
 		t.Fatalf("before the hold ended: %d deprovisions, want 1 (the 500's)", n)
 	}
-	clock.add(time.Second)
+	clock.Advance(time.Second)
 	g.MitigateOrphans(ctx)
 	orphans, _ = g.guard.st.ListOrphans(ctx)
 	if len(orphans) != 2 || orphans[0].Attempts != 1 || orphans[1].Attempts != 1 {
@@ -97,7 +98,7 @@ func TestOrphanMitigation(t *testing.T) {
 	if broker.Count(samplebroker.EndpointDeprovision) != before {
 		t.Error("an orphan was retried before it was due")
 	}
-	clock.add(11 * time.Second)
+	clock.Advance(11 * time.Second)
 	g.MitigateOrphans(ctx)
 	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
 		t.Errorf("left after mitigation: %+v", orphans)
@@ -172,9 +173,9 @@ func TestOrphanReportAndAdmin(t *testing.T) {
 // is mitigated by the gateway that runs after it, from the bolt file.
 func TestOrphanMitigationSurvivesRestart(t *testing.T) {
 	path := t.TempDir() + "/state.db"
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.now)
+		st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

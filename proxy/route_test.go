@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 func TestRouting(t *testing.T) {
@@ -15,8 +17,8 @@ func TestRouting(t *testing.T) {
 		user    string
 		pass    string
 		status  int
-		broker  *backend // nil: must reach no broker
-		brokerP string   // the request URI the broker must see
+		broker  *osbtest.Broker // nil: must reach no broker
+		brokerP string          // the request URI the broker must see
 	}{
 		{"t1 to b1", "/t1/b1/v2/service_instances/i/last_operation", t1User, t1Pass, 200, b1, "/v2/service_instances/i/last_operation"},
 		{"t1 to b2 with base path", "/t1/b2/v2/service_instances/i/last_operation", t1User, t1Pass, 200, b2, "/base/v2/service_instances/i/last_operation"},
@@ -37,12 +39,12 @@ func TestRouting(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n1, n2 := len(b1.requests()), len(b2.requests())
+			n1, n2 := len(b1.Requests()), len(b2.Requests())
 			res, body := do(t, "GET", gw.URL+tc.path, tc.user, tc.pass, "2.14", nil)
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d; body %s", res.StatusCode, tc.status, body)
 			}
-			g1, g2 := len(b1.requests())-n1, len(b2.requests())-n2
+			g1, g2 := len(b1.Requests())-n1, len(b2.Requests())-n2
 			switch tc.broker {
 			case nil:
 				if g1+g2 != 0 {
@@ -59,7 +61,7 @@ func TestRouting(t *testing.T) {
 				if other != 0 {
 					t.Fatal("the other broker was reached")
 				}
-				if got := tc.broker.last(t).RequestURI; got != tc.brokerP {
+				if got := tc.broker.Last(t).RequestURI; got != tc.brokerP {
 					t.Errorf("broker saw %q, want %q", got, tc.brokerP)
 				}
 			}
@@ -96,13 +98,13 @@ func TestPathTricks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := len(b1.requests()) + len(b2.requests())
+			n := len(b1.Requests()) + len(b2.Requests())
 			res, body := raw(t, addr, "GET "+tc.target+" HTTP/1.1\r\nHost: "+tc.host+"\r\n"+auth+
 				"X-Broker-API-Version: 2.14\r\nConnection: close\r\n\r\n")
 			if res.StatusCode != tc.status {
 				t.Errorf("status %d, want %d; body %s", res.StatusCode, tc.status, body)
 			}
-			if got := len(b1.requests()) + len(b2.requests()); got != n {
+			if got := len(b1.Requests()) + len(b2.Requests()); got != n {
 				t.Errorf("a broker was reached")
 			}
 			if !strings.HasPrefix(body, `{"description":`) {

@@ -9,16 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 func TestHeaderHygiene(t *testing.T) {
-	b1 := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+	b1 := osbtest.NewBroker(t, func(w http.ResponseWriter, r *http.Request) {
 		// A careless broker that echoes what it got, credentials included.
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Echo-Authorization", r.Header.Get("Authorization"))
 		_, _ = io.WriteString(w, `{}`)
 	})
-	b2 := newBackend(t, nil)
+	b2 := osbtest.NewBroker(t, nil)
 	_, gw := testGateway(t, twoTenantYAML, env(b1.URL, b2.URL))
 
 	req, _ := http.NewRequest("GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", nil)
@@ -30,7 +32,7 @@ func TestHeaderHygiene(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	in := b1.last(t)
+	in := b1.Last(t)
 	user, pass, ok := in.BasicAuth()
 	if !ok || user != brokerUser || pass != brokerPass {
 		t.Errorf("broker got credentials %q/%q, want its own", user, pass)
@@ -53,11 +55,11 @@ func TestHeaderHygiene(t *testing.T) {
 	req.SetBasicAuth(t1User, t1Pass)
 	req.Header.Set("X-Broker-API-Version", "2.14")
 	res, _ = send(t, req)
-	if got := b2.last(t).Header.Get("Authorization"); got != "" {
+	if got := b2.Last(t).Header.Get("Authorization"); got != "" {
 		t.Errorf("platform's Authorization reached a broker: %q", got)
 	}
 	id := res.Header.Get("X-Broker-API-Request-Identity")
-	if len(id) != 36 || b2.last(t).Header.Get("X-Broker-API-Request-Identity") != id {
+	if len(id) != 36 || b2.Last(t).Header.Get("X-Broker-API-Request-Identity") != id {
 		t.Errorf("generated request identity %q not sent to the broker and echoed", id)
 	}
 }
@@ -94,7 +96,7 @@ func TestPassThroughFidelity(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b1 := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+			b1 := osbtest.NewBroker(t, func(w http.ResponseWriter, r *http.Request) {
 				h := w.Header()
 				h.Set("Content-Type", "application/json; charset=utf-8")
 				h.Set("Retry-After", "17")
@@ -130,7 +132,7 @@ func TestRequestBodyPassesUnchanged(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	in := b1.last(t)
+	in := b1.Last(t)
 	got, _ := io.ReadAll(in.Body)
 	if string(got) != payload || in.Method != "PUT" {
 		t.Errorf("broker got %s %q", in.Method, got)
@@ -144,7 +146,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now
-	b2 := newBackend(t, nil)
+	b2 := osbtest.NewBroker(t, nil)
 	_, gw := testGateway(t, twoTenantYAML, env(dead, b2.URL))
 	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)
 	if res.StatusCode != http.StatusBadGateway {
@@ -180,7 +182,7 @@ func TestBrokerGarbage(t *testing.T) {
 
 func TestBrokerTimeout(t *testing.T) {
 	release := make(chan struct{})
-	b1 := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+	b1 := osbtest.NewBroker(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -213,7 +215,7 @@ func TestBodyLimit(t *testing.T) {
 		checkGolden(t, "body_too_large", res, body)
 	})
 	t.Run("chunked", func(t *testing.T) {
-		n := len(b1.requests())
+		n := len(b1.Requests())
 		// io.MultiReader hides the length, so the client sends chunks.
 		res, body := do(t, "PUT", gw.URL+"/t1/b1/v2/service_instances/i1", t1User, t1Pass, "2.14", io.MultiReader(strings.NewReader(big)))
 		if res.StatusCode != http.StatusRequestEntityTooLarge {
@@ -222,7 +224,7 @@ func TestBodyLimit(t *testing.T) {
 		if !strings.Contains(body, "4096") {
 			t.Errorf("description does not name the limit: %s", body)
 		}
-		if got := len(b1.requests()) - n; got != 0 {
+		if got := len(b1.Requests()) - n; got != 0 {
 			t.Errorf("%d requests with an oversized body reached the broker", got)
 		}
 	})
@@ -231,7 +233,7 @@ func TestBodyLimit(t *testing.T) {
 		if res.StatusCode != 200 {
 			t.Fatalf("status %d: %s", res.StatusCode, body)
 		}
-		in := b1.last(t)
+		in := b1.Last(t)
 		got, _ := io.ReadAll(in.Body)
 		if string(got) != provision(3800) || in.ContentLength != int64(len(provision(3800))) {
 			t.Errorf("broker got %d bytes with Content-Length %d", len(got), in.ContentLength)
@@ -244,7 +246,7 @@ func TestBodyLimit(t *testing.T) {
 // timeout (30s here) passes.
 func TestPlatformGoneCancelsTheBrokerCall(t *testing.T) {
 	arrived, canceled := make(chan struct{}), make(chan struct{})
-	b1 := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+	b1 := osbtest.NewBroker(t, func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
 		<-r.Context().Done()
 		close(canceled)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // TestVersionNegotiation checks the version stage on the wire: the
@@ -35,7 +37,7 @@ func TestVersionNegotiation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := len(b1.requests()) + len(b2.requests())
+			n := len(b1.Requests()) + len(b2.Requests())
 			req, _ := http.NewRequest("GET", gw.URL+tc.path, nil)
 			req.SetBasicAuth(tc.user, tc.pass)
 			for _, v := range tc.header {
@@ -45,7 +47,7 @@ func TestVersionNegotiation(t *testing.T) {
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
 			}
-			reached := len(b1.requests())+len(b2.requests()) > n
+			reached := len(b1.Requests())+len(b2.Requests()) > n
 			if reached != (tc.status == 200) {
 				t.Fatalf("broker reached = %v", reached)
 			}
@@ -54,7 +56,7 @@ func TestVersionNegotiation(t *testing.T) {
 				if tc.path[:6] == "/t1/b2" {
 					b = b2
 				}
-				if got := b.last(t).Header.Values("X-Broker-API-Version"); len(got) != 1 || got[0] != tc.forward {
+				if got := b.Last(t).Header.Values("X-Broker-API-Version"); len(got) != 1 || got[0] != tc.forward {
 					t.Errorf("broker saw X-Broker-API-Version %q, want %q", got, tc.forward)
 				}
 			}
@@ -69,7 +71,7 @@ func TestVersionNegotiation(t *testing.T) {
 // version a broker speaks is refused, though the platform's version has it;
 // the broker would get a header that does not know the endpoint.
 func TestVersionGateAtTheBrokersMaximum(t *testing.T) {
-	legacy := newBackend(t, nil)
+	legacy := osbtest.NewBroker(t, nil)
 	_, gw := testGateway(t, `
 admin: {address: "off"}
 brokers: [{name: legacy, url: "${URL}", api_version: {min: "2.0", max: "2.8"}, validation: {without_catalog: forward}}]
@@ -89,7 +91,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := len(legacy.requests())
+			n := len(legacy.Requests())
 			var in io.Reader
 			if tc.body != "" {
 				in = strings.NewReader(tc.body)
@@ -98,7 +100,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 			if res.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
 			}
-			if reached := len(legacy.requests()) > n; reached != (tc.status == 200) {
+			if reached := len(legacy.Requests()) > n; reached != (tc.status == 200) {
 				t.Errorf("broker reached = %v", reached)
 			}
 			if tc.golden != "" {
