@@ -18,6 +18,7 @@ import (
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
@@ -63,7 +64,7 @@ tenants:
 // can cut its answers short or hold a call, and one or two gateways in
 // front of it, every platform-side hop tapped.
 type faultEnv struct {
-	clock  *clock // the gateways', the stores' and the broker's clock
+	clock  *osbtest.Clock // the gateways', the stores' and the broker's clock
 	broker *samplebroker.Broker
 	front  *brokerFront
 	undos  *tap     // the broker's own answers, for the mitigation DELETEs
@@ -90,7 +91,7 @@ type faultOptions struct {
 // newFaultEnv builds the world of kind k.
 func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	f := &faultEnv{clock: clk, refuse: &refuser{addr: refusingAddr(t)}}
 	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now})
 	f.undos = &tap{h: f.broker}

@@ -14,6 +14,7 @@ import (
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -87,24 +88,6 @@ tenants:
     credentials: [{username: cf-dev-user, password: cf-dev-pass}]
     routes: [{broker: sample, prefix: /dev/shared-sample}, {broker: brokerapi}]
 `
-
-// clock is the brokers' clock; only the test moves it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // exchange is one request and its answer as seen on one side of the gateway.
 type exchange struct {
@@ -196,7 +179,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // env is one gateway in front of the three brokers, each on its own
 // loopback listener, every hop tapped.
 type env struct {
-	clock  *clock
+	clock  *osbtest.Clock
 	sample *samplebroker.Broker
 	legacy *samplebroker.Broker
 	api    *apiBroker
@@ -209,7 +192,7 @@ type env struct {
 // newEnv starts the brokers and the gateway for gatewayYAML.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := &env{
 		clock:   clk,
 		sample:  samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: asyncDelay, Now: clk.Now}),

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // Test credentials.
@@ -19,37 +19,19 @@ const (
 	testPass = "s3cret"
 )
 
-// fakeClock is an injectable clock that moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // fixture is a broker behind a real loopback listener.
 type fixture struct {
 	t     testing.TB
 	b     *Broker
 	srv   *httptest.Server
-	clock *fakeClock
+	clock *osbtest.Clock
 }
 
 // newFixture starts a broker. Unless opts says otherwise it authenticates
 // with testUser/testPass and runs on a fake clock.
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	if opts.Now == nil {
 		opts.Now = clock.Now
 	}

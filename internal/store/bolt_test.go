@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -167,7 +168,7 @@ func TestCommitterIsolatesFailures(t *testing.T) {
 // TestBoltOldOrphanRecord serves an orphan record written before claims
 // existed.
 func TestBoltOldOrphanRecord(t *testing.T) {
-	s := openBoltForTest(t, newClock().now).(*boltStore)
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
 	testOldOrphanRecord(t, s, func(rec []byte) {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			if err := tx.Bucket(bucketOrphanDue).Put(timeKey(t0, "old1"), nil); err != nil {
@@ -185,7 +186,7 @@ func TestBoltOldOrphanRecord(t *testing.T) {
 // instance's locks: List by instance does not read them, a full List does.
 func TestBoltListInstanceSeeks(t *testing.T) {
 	ctx := context.Background()
-	s := openBoltForTest(t, newClock().now).(*boltStore)
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
 	want := []Lock{
 		mustAcquire(t, s, instanceLock("b1", "i1", "", "x", time.Hour)),
 		mustAcquire(t, s, instanceLock("b1", "i1", "x1", "x", time.Hour)),

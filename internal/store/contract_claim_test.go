@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The contract of orphan claims: ClaimOrphan, and DueOrphans skipping
@@ -30,8 +31,8 @@ func claimed(o Orphan, claimant string, until time.Time) Orphan {
 
 func testClaimOrphan(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	o := mustPutOrphan(t, s, testOrphan("o1", t0))
 	wantOrphan := func(what string, want Orphan) {
 		t.Helper()
@@ -60,10 +61,10 @@ func testClaimOrphan(t *testing.T, b backend) {
 		t.Errorf("renewal by a = %v; diff (-want +got):\n%s", err, cmp.Diff(renewed, got))
 	}
 
-	c.advance(30*time.Second - time.Microsecond) // 1µs before the claim lapses
+	c.Advance(30*time.Second - time.Microsecond) // 1µs before the claim lapses
 	_, err = s.ClaimOrphan(ctx, o.ID, "replica-b", t0.Add(time.Hour))
 	wantErr(t, "ClaimOrphan by b 1µs before a's claim lapses", err, ErrHeld)
-	c.advance(time.Microsecond) // now == ClaimedUntil: lapsed
+	c.Advance(time.Microsecond) // now == ClaimedUntil: lapsed
 	byB := claimed(o, "replica-b", t0.Add(time.Hour))
 	if got, err := s.ClaimOrphan(ctx, o.ID, "replica-b", byB.ClaimedUntil); err != nil || !cmp.Equal(byB, got) {
 		t.Errorf("ClaimOrphan by b after a's claim lapsed = %v; diff (-want +got):\n%s", err, cmp.Diff(byB, got))
@@ -87,7 +88,7 @@ func testClaimOrphan(t *testing.T, b backend) {
 
 func testClaimInvalid(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	o := mustPutOrphan(t, s, testOrphan("o1", t0))
 	tests := []struct {
 		name, id, claimant string
@@ -118,7 +119,7 @@ func testClaimInvalid(t *testing.T, b backend) {
 // else (Redis decodes and re-encodes the record in a script).
 func testClaimKeepsFields(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	o := testOrphan("o/1 \"é\"", t0.Add(-time.Hour))
 	o.Kind, o.BindingID, o.Attempts = KindUnbind, "bnd/1", 123456
 	o.Reason = "quote \" slash / backslash \\ <tag> & \u2028 \x00\x01\t\n 日本 😀"
@@ -141,8 +142,8 @@ func testClaimKeepsFields(t *testing.T, b backend) {
 
 func testDueOrphansClaimed(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	var all []Orphan
 	for i := range 6 {
 		all = append(all, mustPutOrphan(t, s, testOrphan(fmt.Sprint("o", i), t0.Add(time.Duration(i)*time.Second))))
@@ -187,7 +188,7 @@ func testDueOrphansClaimed(t *testing.T, b backend) {
 // and every other sees the winner's claim.
 func testClaimRaceOneWinner(t *testing.T, b backend) {
 	const racers = 50
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	mustPutOrphan(t, s, testOrphan("o1", t0))
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The contract of binding locks and of List by instance.
@@ -29,8 +30,8 @@ func instanceLock(broker, id, binding, tenant string, ttl time.Duration) Lock {
 
 func testListInstance(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	acquire := func(l Lock) Lock { t.Helper(); return mustAcquire(t, s, l) }
 	i1 := acquire(instanceLock("b1", "i1", "", "x", time.Hour))
 	// Binding locks sit beside the instance lock: all are held at once.
@@ -50,7 +51,7 @@ func testListInstance(t *testing.T, b backend) {
 	glob := acquire(instanceLock("g[1]*", `i?\`, "", "x", time.Hour))
 	globX := acquire(instanceLock("g[1]*", `i?\`, "x*", "x", time.Hour))
 	acquire(instanceLock("g1x", `iZ`, "", "x", time.Hour))
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 
 	tests := []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The rest of the contract: listing, expiry sweeps, the orphan queue,
@@ -17,7 +18,7 @@ import (
 
 func testList(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	var all []Lock
 	for _, p := range []struct{ broker, tenant, id string }{
 		{"a", "x", "1"}, {"a", "y", "2"}, {"b", "x", "3"}, {"b", "y", "4"}, {"a", "x", "5"},
@@ -63,7 +64,7 @@ var cmpEmpty = cmpopts.EquateEmpty()
 
 func testExpireDue(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	l3 := mustAcquire(t, s, testLock("3", "o", 3*time.Minute))
 	l2b := mustAcquire(t, s, testLock("2b", "o", 2*time.Minute))
 	l1 := mustAcquire(t, s, testLock("1", "o", time.Minute))
@@ -96,7 +97,7 @@ func testOrphan(id string, next time.Time) Orphan {
 
 func testOrphans(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	o2, o1 := testOrphan("o2", t0.Add(time.Minute)), testOrphan("o1", time.Time{})
 	o1.Created, o1.Kind, o1.BindingID = time.Time{}, KindUnbind, "bnd"
 	for _, o := range []Orphan{o2, o1} {
@@ -130,7 +131,7 @@ func testOrphans(t *testing.T, b backend) {
 
 func testDueOrphans(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	put := func(o Orphan) Orphan {
 		t.Helper()
 		if err := s.PutOrphan(ctx, o); err != nil {
@@ -193,7 +194,7 @@ func calls(ctx context.Context, s Store) map[string]error {
 }
 
 func testCancelledContext(t *testing.T, b backend) {
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
@@ -214,7 +215,7 @@ func testCancelledContext(t *testing.T, b backend) {
 
 func testRaceOneWinner(t *testing.T, b backend) {
 	const racers = 100
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	holders := make([]Lock, racers)
@@ -254,8 +255,8 @@ func testRestart(t *testing.T, b backend) {
 		t.Skip("nothing persists")
 	}
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	l1 := mustAcquire(t, s, testLock("i1", "owner-1", time.Minute))
 	l1.Async, l1.Operation, l1.Deadline = true, "task-42", t0.Add(time.Hour)
 	if err := s.Update(ctx, l1); err != nil {
@@ -268,7 +269,7 @@ func testRestart(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 
-	s = b.reopen(t, s, c.now)
+	s = b.reopen(t, s, c.Now)
 	got, err := s.List(ctx, ListFilter{})
 	if d := cmp.Diff([]Lock{l1, l2}, got); err != nil || d != "" {
 		t.Errorf("List after restart = %v; diff (-want +got):\n%s", err, d)
@@ -287,7 +288,7 @@ func testRestart(t *testing.T, b backend) {
 }
 
 func testClosed(t *testing.T, b backend) {
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

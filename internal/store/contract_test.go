@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // backend opens Stores of one kind for the contract tests.
@@ -58,26 +58,6 @@ func testContract(t *testing.T, b backend) {
 // backends that used real time would fail the expiry tests.
 var t0 = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 
-// clock is an injected clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: t0} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // testLock is a lock on instance id of broker "b1" for tenant "cf1", held
 // by owner until t0 plus ttl.
 func testLock(id, owner string, ttl time.Duration) Lock {
@@ -108,7 +88,7 @@ func wantErr(t *testing.T, what string, err, want error) {
 
 func testAcquireHeldRelease(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	l := testLock("i1", "owner-1", time.Hour)
 	l.Started = time.Time{} // filled in with the store's now
 	got := mustAcquire(t, s, l)
@@ -140,7 +120,7 @@ func testAcquireHeldRelease(t *testing.T, b backend) {
 
 func testAcquireBySameOwner(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	l := testLock("i1", "owner-1", time.Hour)
 	mustAcquire(t, s, l)
 	again := l
@@ -155,7 +135,7 @@ func testAcquireBySameOwner(t *testing.T, b backend) {
 
 func testInvalid(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	valid := testLock("i1", "owner-1", time.Hour)
 	tests := []struct {
 		name   string
@@ -201,7 +181,7 @@ func testInvalid(t *testing.T, b backend) {
 // testFarDeadline takes a lock until the last storable year: no TTL or
 // index arithmetic may overflow.
 func testFarDeadline(t *testing.T, b backend) {
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	l := testLock("i1", "owner-1", 0)
 	l.Deadline = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 	mustAcquire(t, s, l)
@@ -212,8 +192,8 @@ func testFarDeadline(t *testing.T, b backend) {
 
 func testUpdate(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Minute))
 
 	async := l
@@ -228,7 +208,7 @@ func testUpdate(t *testing.T, b backend) {
 	}
 
 	// The new deadline holds: past the old one, the lock is still there.
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	if _, err := s.Acquire(ctx, testLock("i1", "owner-2", 2*time.Hour)); !errors.Is(err, ErrHeld) {
 		t.Errorf("Acquire past the old deadline: %v, want ErrHeld", err)
 	}
@@ -238,25 +218,25 @@ func testUpdate(t *testing.T, b backend) {
 
 func testExpiry(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Minute))
 
-	c.advance(time.Minute - time.Microsecond)
+	c.Advance(time.Minute - time.Microsecond)
 	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(l, got) {
 		t.Errorf("Get 1µs before the deadline = %+v, %v; want the lock", got, err)
 	}
 	_, err := s.Acquire(ctx, testLock("i1", "owner-2", 2*time.Hour))
 	wantErr(t, "Acquire 1µs before the deadline", err, ErrHeld)
 
-	c.advance(time.Microsecond) // now == Deadline: expired
+	c.Advance(time.Microsecond) // now == Deadline: expired
 	_, err = s.Get(ctx, l.Key)
 	wantErr(t, "Get at the deadline", err, ErrNotFound)
 	if got, err := s.List(ctx, ListFilter{}); err != nil || len(got) != 0 {
 		t.Errorf("List at the deadline = %v, %v; want none", got, err)
 	}
 	later := l
-	later.Deadline = c.now().Add(time.Hour)
+	later.Deadline = c.Now().Add(time.Hour)
 	wantErr(t, "Update at the deadline", s.Update(ctx, later), ErrNotFound)
 	wantErr(t, "Release at the deadline", s.Release(ctx, l.Key, l.Owner), ErrNotFound)
 	_, err = s.ForceRelease(ctx, l.Key)
@@ -270,7 +250,7 @@ func testExpiry(t *testing.T, b backend) {
 
 func testForceRelease(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	l := mustAcquire(t, s, testLock("i1", "owner-1", time.Hour))
 	got, err := s.ForceRelease(ctx, l.Key)
 	if err != nil || !cmp.Equal(l, got) {

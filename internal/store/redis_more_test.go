@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestRedisOldOrphanRecord(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 	testOldOrphanRecord(t, s, func(rec []byte) {
@@ -69,7 +70,7 @@ func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestRedisListInstanceMatches(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	var want []Lock
 	for _, binding := range []string{"", "x1", "x2"} {
 		want = append(want, mustAcquire(t, s, instanceLock("b1", "i1", binding, "x", time.Hour)))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -93,7 +94,7 @@ func TestRedisCluster(t *testing.T) {
 
 	t.Run("ListAcrossMasters", func(t *testing.T) {
 		ctx := context.Background()
-		s := openRedisAt(t, config(), newClock().now)
+		s := openRedisAt(t, config(), osbtest.NewClock(t0).Now)
 		const n = 30
 		for i := range n {
 			mustAcquire(t, s, testLock(fmt.Sprint("i", i), "owner", time.Hour))
@@ -121,7 +122,7 @@ func TestRedisCluster(t *testing.T) {
 func TestRedisKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 
@@ -253,7 +254,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestRedisRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	var rt roundTrips
 	s.client.AddHook(&rt)
 	l := testLock("i1", "owner-1", time.Hour)
