@@ -9,22 +9,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 func TestCheckFiles(t *testing.T) {
 	now := time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
-	ca := newTestCA(t, "check CA")
+	ca := osbtest.NewCA("check CA")
 	dir := t.TempDir()
-	spec := func(from, until time.Time, dns ...string) certSpec {
-		return certSpec{subject: pkix.Name{CommonName: "gw"}, dns: dns, notBefore: from, notAfter: until}
+	spec := func(from, until time.Time, dns ...string) osbtest.CertSpec {
+		return osbtest.CertSpec{Subject: pkix.Name{CommonName: "gw"}, DNS: dns, NotBefore: from, NotAfter: until}
 	}
-	good := ca.issue(t, spec(now.AddDate(0, -1, 0), now.AddDate(1, 0, 0), "gw.example.com", "*.tenants.example.com"))
-	soon := ca.issue(t, spec(now.AddDate(0, -2, 0), now.AddDate(0, 0, 10), "gw.example.com"))
-	expired := ca.issue(t, spec(now.AddDate(-1, 0, 0), now.AddDate(0, 0, -1), "gw.example.com"))
-	future := ca.issue(t, spec(now.AddDate(0, 0, 1), now.AddDate(1, 0, 0), "gw.example.com"))
-	w := func(name string, data []byte) string { return writeFile(t, dir, name, data) }
-	goodCert, goodKey, soonCert, soonKey := w("good.crt", good.certPEM), w("good.key", good.keyPEM), w("soon.crt", soon.certPEM), w("soon.key", soon.keyPEM)
-	expiredCert, expiredKey, futureCert, futureKey := w("expired.crt", expired.certPEM), w("expired.key", expired.keyPEM), w("future.crt", future.certPEM), w("future.key", future.keyPEM)
+	good := ca.Issue(spec(now.AddDate(0, -1, 0), now.AddDate(1, 0, 0), "gw.example.com", "*.tenants.example.com"))
+	soon := ca.Issue(spec(now.AddDate(0, -2, 0), now.AddDate(0, 0, 10), "gw.example.com"))
+	expired := ca.Issue(spec(now.AddDate(-1, 0, 0), now.AddDate(0, 0, -1), "gw.example.com"))
+	future := ca.Issue(spec(now.AddDate(0, 0, 1), now.AddDate(1, 0, 0), "gw.example.com"))
+	w := func(name string, data []byte) string { return osbtest.WriteFile(t, dir, name, data) }
+	goodCert, goodKey, soonCert, soonKey := w("good.crt", good.CertPEM), w("good.key", good.KeyPEM), w("soon.crt", soon.CertPEM), w("soon.key", soon.KeyPEM)
+	expiredCert, expiredKey, futureCert, futureKey := w("expired.crt", expired.CertPEM), w("expired.key", expired.KeyPEM), w("future.crt", future.CertPEM), w("future.key", future.KeyPEM)
 	notPEM, missing := w("not.pem", []byte("hello")), filepath.Join(dir, "missing.pem")
 
 	files := func(cert, key string, domains ...string) *config.Config {
@@ -47,13 +48,13 @@ func TestCheckFiles(t *testing.T) {
 			{"listen.tls.key_file", SeverityError, "the key in " + soonKey + " does not belong to the certificate in " + goodCert + ` ("CN=gw")`},
 		}},
 		{name: "expires within 30 days", cfg: files(soonCert, soonKey), want: []Finding{
-			{"listen.tls.cert_file", SeverityWarning, soonCert + `: certificate "CN=gw" expires on ` + soon.leaf.NotAfter.UTC().Format(day) + ", in 10 days"},
+			{"listen.tls.cert_file", SeverityWarning, soonCert + `: certificate "CN=gw" expires on ` + soon.Leaf.NotAfter.UTC().Format(day) + ", in 10 days"},
 		}},
 		{name: "expired", cfg: files(expiredCert, expiredKey), want: []Finding{
-			{"listen.tls.cert_file", SeverityError, expiredCert + `: certificate "CN=gw" expired on ` + expired.leaf.NotAfter.UTC().Format(day)},
+			{"listen.tls.cert_file", SeverityError, expiredCert + `: certificate "CN=gw" expired on ` + expired.Leaf.NotAfter.UTC().Format(day)},
 		}},
 		{name: "not yet valid", cfg: files(futureCert, futureKey), want: []Finding{
-			{"listen.tls.cert_file", SeverityError, futureCert + `: certificate "CN=gw" is not valid before ` + future.leaf.NotBefore.UTC().Format(day)},
+			{"listen.tls.cert_file", SeverityError, futureCert + `: certificate "CN=gw" is not valid before ` + future.Leaf.NotBefore.UTC().Format(day)},
 		}},
 		{name: "unreadable and not PEM", cfg: files(missing, notPEM), want: []Finding{
 			{"listen.tls.cert_file", SeverityError, "cannot read " + missing + ": no such file or directory"},
@@ -67,9 +68,9 @@ func TestCheckFiles(t *testing.T) {
 				{Name: "b", TLS: config.UpstreamTLS{CAFile: goodCert, CertFile: goodCert, KeyFile: goodKey}}},
 		}, want: []Finding{
 			{"listen.tls.client_ca_file", SeverityError, notPEM + " holds no PEM certificate"},
-			{"listen.tls.ca_root", SeverityWarning, soonCert + `: certificate "CN=gw" expires on ` + soon.leaf.NotAfter.UTC().Format(day) + ", in 10 days"},
+			{"listen.tls.ca_root", SeverityWarning, soonCert + `: certificate "CN=gw" expires on ` + soon.Leaf.NotAfter.UTC().Format(day) + ", in 10 days"},
 			{"brokers[0].tls.ca_file", SeverityError, "cannot read " + missing + ": no such file or directory"},
-			{"brokers[0].tls.cert_file", SeverityError, expiredCert + `: certificate "CN=gw" expired on ` + expired.leaf.NotAfter.UTC().Format(day)},
+			{"brokers[0].tls.cert_file", SeverityError, expiredCert + `: certificate "CN=gw" expired on ` + expired.Leaf.NotAfter.UTC().Format(day)},
 		}},
 	}
 	for _, tc := range tests {

@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // verified is the connection state of a client that sent cert and had it
 // verified by ca.
-func verified(cert issued, ca *testCA) *cryptotls.ConnectionState {
-	return &cryptotls.ConnectionState{PeerCertificates: []*x509.Certificate{cert.leaf},
-		VerifiedChains: [][]*x509.Certificate{{cert.leaf, ca.cert}}}
+func verified(cert osbtest.Cert, ca *osbtest.CA) *cryptotls.ConnectionState {
+	return &cryptotls.ConnectionState{PeerCertificates: []*x509.Certificate{cert.Leaf},
+		VerifiedChains: [][]*x509.Certificate{{cert.Leaf, ca.Cert}}}
 }
 
 func mustRule(t *testing.T, c config.ClientCert) ClientCertRule {
@@ -30,13 +31,13 @@ func mustRule(t *testing.T, c config.ClientCert) ClientCertRule {
 }
 
 func TestMatchClientCert(t *testing.T) {
-	ca := newTestCA(t, "client CA")
-	cc := ca.issue(t, certSpec{client: true,
-		subject: pkix.Name{CommonName: "cloud-controller", Organization: []string{"Example, Inc.", "cf-prod"}, OrganizationalUnit: []string{"platform"}},
-		dns:     []string{"cc.cf-prod.example.com"}, emails: []string{"cc@CF.example.com"},
-		uris: []string{"spiffe://cf-prod/cloud-controller"}, ips: []net.IP{net.ParseIP("10.0.0.7")}})
+	ca := osbtest.NewCA("client CA")
+	cc := ca.Issue(osbtest.CertSpec{Client: true,
+		Subject: pkix.Name{CommonName: "cloud-controller", Organization: []string{"Example, Inc.", "cf-prod"}, OrganizationalUnit: []string{"platform"}},
+		DNS:     []string{"cc.cf-prod.example.com"}, Emails: []string{"cc@CF.example.com"},
+		URIs: []string{"spiffe://cf-prod/cloud-controller"}, IPs: []net.IP{net.ParseIP("10.0.0.7")}})
 	sent := verified(cc, ca)
-	unverified := &cryptotls.ConnectionState{PeerCertificates: []*x509.Certificate{cc.leaf}}
+	unverified := &cryptotls.ConnectionState{PeerCertificates: []*x509.Certificate{cc.Leaf}}
 
 	tests := []struct {
 		name     string
@@ -85,9 +86,9 @@ func TestMatchClientCert(t *testing.T) {
 }
 
 func TestPasswordNeeded(t *testing.T) {
-	ca := newTestCA(t, "client CA")
-	cc := ca.issue(t, certSpec{client: true, subject: pkix.Name{CommonName: "cloud-controller"}})
-	other := ca.issue(t, certSpec{client: true, subject: pkix.Name{CommonName: "someone-else"}})
+	ca := osbtest.NewCA("client CA")
+	cc := ca.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "cloud-controller"}})
+	other := ca.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "someone-else"}})
 	states := []struct {
 		name  string
 		state *cryptotls.ConnectionState
@@ -123,11 +124,11 @@ func TestPasswordNeeded(t *testing.T) {
 // that is sent, refuses one from another CA, and lets clients without one
 // through to the auth stage.
 func TestClientCertHandshake(t *testing.T) {
-	serverCA, clientCA, strangerCA := newTestCA(t, "server CA"), newTestCA(t, "client CA"), newTestCA(t, "stranger CA")
+	serverCA, clientCA, strangerCA := osbtest.NewCA("server CA"), osbtest.NewCA("client CA"), osbtest.NewCA("stranger CA")
 	dir := t.TempDir()
-	srvCert := serverCA.issue(t, certSpec{dns: []string{"gw.test"}})
-	c := config.ListenTLS{Mode: config.TLSModeFiles, CertFile: writeFile(t, dir, "tls.crt", srvCert.certPEM),
-		KeyFile: writeFile(t, dir, "tls.key", srvCert.keyPEM), ClientCAFile: writeFile(t, dir, "clients.pem", clientCA.pem)}
+	srvCert := serverCA.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}})
+	c := config.ListenTLS{Mode: config.TLSModeFiles, CertFile: osbtest.WriteFile(t, dir, "tls.crt", srvCert.CertPEM),
+		KeyFile: osbtest.WriteFile(t, dir, "tls.key", srvCert.KeyPEM), ClientCAFile: osbtest.WriteFile(t, dir, "clients.pem", clientCA.PEM)}
 	s, err := NewServer(c, "127.0.0.1:0", Options{Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
@@ -145,9 +146,9 @@ func TestClientCertHandshake(t *testing.T) {
 		}
 	}))
 
-	cc := clientCA.issue(t, certSpec{client: true, subject: pkix.Name{CommonName: "cloud-controller"}})
-	wrongName := clientCA.issue(t, certSpec{client: true, subject: pkix.Name{CommonName: "intruder"}})
-	stranger := strangerCA.issue(t, certSpec{client: true, subject: pkix.Name{CommonName: "cloud-controller"}})
+	cc := clientCA.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "cloud-controller"}})
+	wrongName := clientCA.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "intruder"}})
+	stranger := strangerCA.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "cloud-controller"}})
 	tests := []struct {
 		name      string
 		certs     []cryptotls.Certificate
@@ -156,13 +157,13 @@ func TestClientCertHandshake(t *testing.T) {
 		wantError bool
 	}{
 		{name: "no certificate", wantCode: 200, wantBody: "password needed"},
-		{name: "matching certificate", certs: []cryptotls.Certificate{cc.tls}, wantCode: 200, wantBody: "authenticated by certificate"},
-		{name: "verified but not the tenant's", certs: []cryptotls.Certificate{wrongName.tls}, wantCode: 401},
-		{name: "from another CA", certs: []cryptotls.Certificate{stranger.tls}, wantError: true},
+		{name: "matching certificate", certs: []cryptotls.Certificate{cc.TLS}, wantCode: 200, wantBody: "authenticated by certificate"},
+		{name: "verified but not the tenant's", certs: []cryptotls.Certificate{wrongName.TLS}, wantCode: 401},
+		{name: "from another CA", certs: []cryptotls.Certificate{stranger.TLS}, wantError: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cl := client(serverCA.pool(), addr, tc.certs...)
+			cl := client(serverCA.Pool(), addr, tc.certs...)
 			defer cl.CloseIdleConnections()
 			res, err := cl.Get("https://gw.test/")
 			if tc.wantError {

@@ -12,15 +12,16 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // filesServer serves okHandler from certificate files in dir, polling
 // them every interval.
-func filesServer(t *testing.T, cert issued, interval time.Duration, extra func(*config.ListenTLS)) (addr, dir string, s *Server) {
+func filesServer(t *testing.T, cert osbtest.Cert, interval time.Duration, extra func(*config.ListenTLS)) (addr, dir string, s *Server) {
 	t.Helper()
 	dir = t.TempDir()
 	c := config.ListenTLS{Mode: config.TLSModeFiles, MinVersion: "1.2", ReloadInterval: interval,
-		CertFile: writeFile(t, dir, "tls.crt", cert.certPEM), KeyFile: writeFile(t, dir, "tls.key", cert.keyPEM)}
+		CertFile: osbtest.WriteFile(t, dir, "tls.crt", cert.CertPEM), KeyFile: osbtest.WriteFile(t, dir, "tls.key", cert.KeyPEM)}
 	if extra != nil {
 		extra(&c)
 	}
@@ -50,27 +51,27 @@ func get(t *testing.T, c *http.Client) (*big.Int, *http.Response) {
 // keep-alive connection is open: new handshakes get the new certificate,
 // the open connection goes on working with the old one.
 func TestFilesReplacedMidRun(t *testing.T) {
-	ca := newTestCA(t, "files CA")
-	first, second := ca.issue(t, certSpec{dns: []string{"gw.test"}}), ca.issue(t, certSpec{dns: []string{"gw.test"}})
+	ca := osbtest.NewCA("files CA")
+	first, second := ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}}), ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}})
 	addr, dir, _ := filesServer(t, first, 20*time.Millisecond, nil)
 
-	kept := client(ca.pool(), addr)
+	kept := client(ca.Pool(), addr)
 	serial, res := get(t, kept)
-	if serial.Cmp(first.leaf.SerialNumber) != 0 {
-		t.Fatalf("served serial %v, want the first certificate's %v", serial, first.leaf.SerialNumber)
+	if serial.Cmp(first.Leaf.SerialNumber) != 0 {
+		t.Fatalf("served serial %v, want the first certificate's %v", serial, first.Leaf.SerialNumber)
 	}
 	if res.ProtoMajor != 2 {
 		t.Errorf("protocol %s, want HTTP/2", res.Proto)
 	}
 
-	writeFile(t, dir, "tls.key", second.keyPEM) // a key without its certificate must not be served
-	writeFile(t, dir, "tls.crt", second.certPEM)
+	osbtest.WriteFile(t, dir, "tls.key", second.KeyPEM) // a key without its certificate must not be served
+	osbtest.WriteFile(t, dir, "tls.crt", second.CertPEM)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		fresh := client(ca.pool(), addr)
+		fresh := client(ca.Pool(), addr)
 		serial, _ := get(t, fresh)
 		fresh.CloseIdleConnections()
-		if serial.Cmp(second.leaf.SerialNumber) == 0 {
+		if serial.Cmp(second.Leaf.SerialNumber) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -78,47 +79,47 @@ func TestFilesReplacedMidRun(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if serial, _ := get(t, kept); serial.Cmp(first.leaf.SerialNumber) != 0 {
-		t.Errorf("the kept-alive connection now shows serial %v; want it to go on with %v", serial, first.leaf.SerialNumber)
+	if serial, _ := get(t, kept); serial.Cmp(first.Leaf.SerialNumber) != 0 {
+		t.Errorf("the kept-alive connection now shows serial %v; want it to go on with %v", serial, first.Leaf.SerialNumber)
 	}
 }
 
 // TestFilesReload is SIGHUP's path: Reload reads the files at once; a pair
 // that does not fit leaves the previous one in service.
 func TestFilesReload(t *testing.T) {
-	ca := newTestCA(t, "files CA")
-	first, second, third := ca.issue(t, certSpec{dns: []string{"gw.test"}}), ca.issue(t, certSpec{dns: []string{"gw.test"}}),
-		ca.issue(t, certSpec{dns: []string{"gw.test"}})
+	ca := osbtest.NewCA("files CA")
+	first, second, third := ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}}), ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}}),
+		ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}})
 	addr, dir, s := filesServer(t, first, time.Hour, nil)
 	serialNow := func() *big.Int {
-		c := client(ca.pool(), addr)
+		c := client(ca.Pool(), addr)
 		defer c.CloseIdleConnections()
 		serial, _ := get(t, c)
 		return serial
 	}
 
-	writeFile(t, dir, "tls.crt", second.certPEM)
-	writeFile(t, dir, "tls.key", third.keyPEM)
+	osbtest.WriteFile(t, dir, "tls.crt", second.CertPEM)
+	osbtest.WriteFile(t, dir, "tls.key", third.KeyPEM)
 	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "private key does not match") {
 		t.Errorf("Reload of a mismatched pair = %v, want a key mismatch error", err)
 	}
-	if got := serialNow(); got.Cmp(first.leaf.SerialNumber) != 0 {
-		t.Errorf("after a refused reload serial %v is served, want the previous %v", got, first.leaf.SerialNumber)
+	if got := serialNow(); got.Cmp(first.Leaf.SerialNumber) != 0 {
+		t.Errorf("after a refused reload serial %v is served, want the previous %v", got, first.Leaf.SerialNumber)
 	}
-	writeFile(t, dir, "tls.key", second.keyPEM)
+	osbtest.WriteFile(t, dir, "tls.key", second.KeyPEM)
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if got := serialNow(); got.Cmp(second.leaf.SerialNumber) != 0 {
-		t.Errorf("after Reload serial %v is served, want %v", got, second.leaf.SerialNumber)
+	if got := serialNow(); got.Cmp(second.Leaf.SerialNumber) != 0 {
+		t.Errorf("after Reload serial %v is served, want %v", got, second.Leaf.SerialNumber)
 	}
 }
 
 // TestMinVersion makes handshakes with each client version against both
 // listener minimums.
 func TestMinVersion(t *testing.T) {
-	ca := newTestCA(t, "files CA")
-	cert := ca.issue(t, certSpec{dns: []string{"gw.test"}})
+	ca := osbtest.NewCA("files CA")
+	cert := ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}})
 	addrs := map[string]string{}
 	for _, min := range []string{"1.2", "1.3"} {
 		addrs[min], _, _ = filesServer(t, cert, time.Hour, func(c *config.ListenTLS) { c.MinVersion = min })
@@ -138,7 +139,7 @@ func TestMinVersion(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := cryptotls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addrs[tc.listener], &cryptotls.Config{
-				ServerName: "gw.test", RootCAs: ca.pool(), MinVersion: cryptotls.VersionTLS10, MaxVersion: tc.client})
+				ServerName: "gw.test", RootCAs: ca.Pool(), MinVersion: cryptotls.VersionTLS10, MaxVersion: tc.client})
 			if tc.wantError {
 				if err == nil {
 					conn.Close()
@@ -161,12 +162,12 @@ func TestMinVersion(t *testing.T) {
 }
 
 func TestNewServerErrors(t *testing.T) {
-	ca := newTestCA(t, "files CA")
+	ca := osbtest.NewCA("files CA")
 	dir := t.TempDir()
-	good := ca.issue(t, certSpec{subject: pkix.Name{CommonName: "gw"}, dns: []string{"gw.test"}})
-	other := ca.issue(t, certSpec{dns: []string{"gw.test"}})
-	certFile, keyFile := writeFile(t, dir, "a.crt", good.certPEM), writeFile(t, dir, "a.key", good.keyPEM)
-	otherKey := writeFile(t, dir, "b.key", other.keyPEM)
+	good := ca.Issue(osbtest.CertSpec{Subject: pkix.Name{CommonName: "gw"}, DNS: []string{"gw.test"}})
+	other := ca.Issue(osbtest.CertSpec{DNS: []string{"gw.test"}})
+	certFile, keyFile := osbtest.WriteFile(t, dir, "a.crt", good.CertPEM), osbtest.WriteFile(t, dir, "a.key", good.KeyPEM)
+	otherKey := osbtest.WriteFile(t, dir, "b.key", other.KeyPEM)
 	tests := []struct {
 		name string
 		c    config.ListenTLS

@@ -1,14 +1,7 @@
 package tls
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	cryptotls "crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,33 +10,15 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
-
-// writePair writes a self-signed certificate and its key as PEM files.
-func writePair(t *testing.T, dir, name string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{name}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	return certFile, keyFile
-}
 
 func TestUpstream(t *testing.T) {
 	dir := t.TempDir()
-	caCert, _ := writePair(t, dir, "ca")
-	clientCert, clientKey := writePair(t, dir, "client")
-	_, otherKey := writePair(t, dir, "other")
+	ca := osbtest.NewCA("broker CA")
+	caCert := osbtest.WriteFile(t, dir, "ca.pem", ca.PEM)
+	clientCert, clientKey := ca.Issue(osbtest.CertSpec{Client: true}).WriteFiles(t, dir, "client.crt", "client.key")
+	_, otherKey := ca.Issue(osbtest.CertSpec{Client: true}).WriteFiles(t, dir, "other.crt", "other.key")
 	notPEM := filepath.Join(dir, "not.pem")
 	_ = os.WriteFile(notPEM, []byte("hello"), 0o600)
 
@@ -114,14 +89,14 @@ func TestUpstreamVersionAndVerify(t *testing.T) {
 // min_version 1.3, accepted with 1.2, and accepted without its CA only
 // when verification is off.
 func TestUpstreamHandshake(t *testing.T) {
-	ca := newTestCA(t, "broker CA")
-	cert := ca.issue(t, certSpec{dns: []string{"broker.test"}})
+	ca := osbtest.NewCA("broker CA")
+	cert := ca.Issue(osbtest.CertSpec{DNS: []string{"broker.test"}})
 	ln := listen(t)
-	srv := &http.Server{Handler: okHandler, TLSConfig: &cryptotls.Config{Certificates: []cryptotls.Certificate{cert.tls},
+	srv := &http.Server{Handler: okHandler, TLSConfig: &cryptotls.Config{Certificates: []cryptotls.Certificate{cert.TLS},
 		MaxVersion: cryptotls.VersionTLS12}, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { srv.Close() })
-	caFile := writeFile(t, t.TempDir(), "ca.pem", ca.pem)
+	caFile := osbtest.WriteFile(t, t.TempDir(), "ca.PEM", ca.PEM)
 
 	tests := []struct {
 		name string
