@@ -1,35 +1,18 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	cryptotls "crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// clientCert issues a client certificate for cn from p.
-func (p *pki) clientCert(t *testing.T, cn string) cryptotls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cryptotls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+)
 
 // TestTenantClientCertificates: through a real TLS listener, a tenant in
 // "sufficient" mode is authenticated by a matching client certificate
@@ -38,12 +21,9 @@ func (p *pki) clientCert(t *testing.T, cn string) cryptotls.Certificate {
 func TestTenantClientCertificates(t *testing.T) {
 	broker := lastOpBroker("ok")
 	defer broker.Close()
-	dir, ca := t.TempDir(), newPKI(t)
-	ca.issue(t, dir, "gw.test", 10, time.Now().Add(24*time.Hour))
-	caFile := filepath.Join(dir, "client-ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, ca := t.TempDir(), osbtest.NewCA("test CA")
+	issueServer(t, ca, dir, "gw.test", time.Now().Add(24*time.Hour))
+	osbtest.WriteFile(t, dir, "client-ca.pem", ca.PEM)
 	y := `
 listen: {address: "127.0.0.1:0", tls: {mode: files, cert_file: tls.crt, key_file: tls.key, client_ca_file: client-ca.pem}}
 state: {backend: memory}
@@ -60,9 +40,10 @@ tenants:
 		t.Fatal(err)
 	}
 	s := startServer(t, path)
-	cc, other := ca.clientCert(t, "cloud-controller"), ca.clientCert(t, "someone-else")
+	cc := ca.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "cloud-controller"}}).TLS
+	other := ca.Issue(osbtest.CertSpec{Client: true, Subject: pkix.Name{CommonName: "someone-else"}}).TLS
 	client := func(cert *cryptotls.Certificate) *http.Client {
-		c := httpsClient(ca.pool, s.mainLn.Addr().String())
+		c := httpsClient(ca.Pool(), s.mainLn.Addr().String())
 		if cert != nil {
 			c.Transport.(*http.Transport).TLSClientConfig.Certificates = []cryptotls.Certificate{*cert}
 		}

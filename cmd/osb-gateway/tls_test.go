@@ -3,13 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	cryptotls "crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"math/big"
 	"net"
@@ -22,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/tls/pebbletest"
 )
 
@@ -45,52 +42,14 @@ func writeTLSConfig(t *testing.T, dir, listen, listenTLS, brokerURL string) stri
 	return path
 }
 
-// pki is a test CA that issues server certificates.
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newPKI(t *testing.T) *pki {
+// issueServer writes a server certificate from ca for name, valid until
+// notAfter, and its key to dir/tls.crt and dir/tls.key (replacing them by
+// rename) and returns its serial number.
+func issueServer(t *testing.T, ca *osbtest.CA, dir, name string, notAfter time.Time) *big.Int {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pki{key: key, pool: x509.NewCertPool()}
-	p.cert, _ = x509.ParseCertificate(der)
-	p.pool.AddCert(p.cert)
-	return p
-}
-
-// issue writes a certificate for name valid until notAfter, and its key,
-// to dir/tls.crt and dir/tls.key (replacing them by rename) and returns
-// its serial number.
-func (p *pki) issue(t *testing.T, dir, name string, serial int64, notAfter time.Time) *big.Int {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalPKCS8PrivateKey(key)
-	for name, block := range map[string]*pem.Block{"tls.crt": {Type: "CERTIFICATE", Bytes: der}, "tls.key": {Type: "PRIVATE KEY", Bytes: kb}} {
-		tmp := filepath.Join(dir, name+".new")
-		if err := os.WriteFile(tmp, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tmpl.SerialNumber
+	c := ca.Issue(osbtest.CertSpec{Subject: pkix.Name{CommonName: name}, DNS: []string{name}, NotAfter: notAfter})
+	c.WriteFiles(t, dir, "tls.crt", "tls.key")
+	return c.Leaf.SerialNumber
 }
 
 // httpsClient reaches addr for every host name, trusting roots.
@@ -136,12 +95,12 @@ func lastOpOver(c *http.Client, base string) (*http.Response, string, error) {
 func TestServeTLSFiles(t *testing.T) {
 	broker := lastOpBroker("one")
 	defer broker.Close()
-	dir, ca := t.TempDir(), newPKI(t)
-	first := ca.issue(t, dir, "gw.test", 10, time.Now().Add(24*time.Hour))
+	dir, ca := t.TempDir(), osbtest.NewCA("test CA")
+	first := issueServer(t, ca, dir, "gw.test", time.Now().Add(24*time.Hour))
 	path := writeTLSConfig(t, dir, `"127.0.0.1:0"`,
 		`{mode: files, cert_file: tls.crt, key_file: tls.key, reload_interval: 1h, http_address: "127.0.0.1:0"}`, broker.URL)
 	s := startServer(t, path)
-	kept := httpsClient(ca.pool, s.mainLn.Addr().String())
+	kept := httpsClient(ca.Pool(), s.mainLn.Addr().String())
 
 	res, body, err := lastOpOver(kept, "https://gw.test")
 	if err != nil {
@@ -163,11 +122,11 @@ func TestServeTLSFiles(t *testing.T) {
 		t.Errorf("plain HTTP: %d Location %q, want 308 %q", res.StatusCode, res.Header.Get("Location"), want)
 	}
 
-	second := ca.issue(t, dir, "gw.test", 11, time.Now().Add(24*time.Hour))
+	second := issueServer(t, ca, dir, "gw.test", time.Now().Add(24*time.Hour))
 	if err := s.reload(); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err = lastOpOver(httpsClient(ca.pool, s.mainLn.Addr().String()), "https://gw.test")
+	res, _, err = lastOpOver(httpsClient(ca.Pool(), s.mainLn.Addr().String()), "https://gw.test")
 	if err != nil || res.TLS.PeerCertificates[0].SerialNumber.Cmp(second) != 0 {
 		t.Fatalf("after reload a new connection got %v, %v; want serial %v", res, err, second)
 	}
@@ -218,10 +177,10 @@ func TestServeACME(t *testing.T) {
 // TestCheckCertificateFiles runs "osb-gateway check" on configurations
 // whose certificate files fail or need attention soon.
 func TestCheckCertificateFiles(t *testing.T) {
-	ca := newPKI(t)
+	ca := osbtest.NewCA("test CA")
 	expiredDir, soonDir := t.TempDir(), t.TempDir()
-	ca.issue(t, expiredDir, "old.example.com", 20, time.Now().Add(-time.Hour))
-	ca.issue(t, soonDir, "gw.example.com", 21, time.Now().Add(10*24*time.Hour+time.Hour))
+	issueServer(t, ca, expiredDir, "old.example.com", time.Now().Add(-time.Hour))
+	issueServer(t, ca, soonDir, "gw.example.com", time.Now().Add(10*24*time.Hour+time.Hour))
 	listenTLS := `{mode: files, cert_file: tls.crt, key_file: tls.key, domains: [gw.example.com]}`
 	expired := writeTLSConfig(t, expiredDir, `"127.0.0.1:8443"`, listenTLS, "https://b.example.com")
 	soon := writeTLSConfig(t, soonDir, `"127.0.0.1:8443"`, listenTLS, "https://b.example.com")
