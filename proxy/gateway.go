@@ -85,7 +85,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	} else {
 		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics, opts.Now)
 	}
-	pool := newBufferPool()
+	pool := NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
 		b := &cfg.Brokers[i]

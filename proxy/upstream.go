@@ -294,7 +294,10 @@ type bufferPool struct{ p sync.Pool }
 
 const copyBufferSize = 32 << 10
 
-func newBufferPool() *bufferPool {
+// NewBufferPool returns the httputil.BufferPool the gateway's upstreams
+// share. The load benchmark's bare proxy uses it too, so that its
+// gateway/bare-proxy ratio compares the chain and not the copy buffers.
+func NewBufferPool() httputil.BufferPool {
 	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // Target names, in the order they are run and reported.
@@ -342,7 +343,7 @@ func bareProxy(brokerURL string) (*httputil.ReverseProxy, *http.Transport, error
 			pr.Out.Header["Authorization"] = auth
 		},
 		Transport:  tr,
-		BufferPool: newBufferPool(),
+		BufferPool: proxy.NewBufferPool(),
 		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
 	}
 	return rp, tr, nil
@@ -430,24 +431,6 @@ func get(t *target, path string) ([]byte, error) {
 		return nil, fmt.Errorf("status %d: %.200s", res.StatusCode, body)
 	}
 	return body, nil
-}
-
-// bufferPool is an httputil.BufferPool of 32 KiB copy buffers; it pools
-// array pointers, so Put allocates nothing.
-type bufferPool struct{ p sync.Pool }
-
-const copyBufferSize = 32 << 10
-
-func newBufferPool() *bufferPool {
-	return &bufferPool{p: sync.Pool{New: func() any { return new([copyBufferSize]byte) }}}
-}
-
-func (b *bufferPool) Get() []byte { return b.p.Get().(*[copyBufferSize]byte)[:] }
-
-func (b *bufferPool) Put(x []byte) {
-	if cap(x) == copyBufferSize {
-		b.p.Put((*[copyBufferSize]byte)(x[:copyBufferSize]))
-	}
 }
 
 // versionHeader is X-Broker-API-Version in canonical form.
