@@ -70,9 +70,16 @@ func presentedDigest(user, pass []byte) [32]byte {
 	return sha256.Sum256(b)
 }
 
-func newTenant(tc *config.Tenant) *tenant {
+// newTenant builds the auth side of tc. It fails on what config
+// validation refuses (a client_cert subject it cannot parse, a password
+// that starts like a bcrypt hash and is not one), so a configuration
+// built past validation is refused here, not served with a rule missing.
+func newTenant(tc *config.Tenant) (*tenant, error) {
 	t := &tenant{name: tc.Name, missingStatus: tc.MissingVersionStatus}
-	t.cert, _ = gwtls.NewClientCertRule(tc.ClientCert) // subjects were checked by config validation
+	var err error
+	if t.cert, err = gwtls.NewClientCertRule(tc.ClientCert); err != nil {
+		return nil, fmt.Errorf("tenant %q: client_cert: %w", tc.Name, err)
+	}
 	perUser := map[[32]byte]int{}
 	maxCost := 0
 	for i := range tc.Credentials {
@@ -80,7 +87,10 @@ func newTenant(tc *config.Tenant) *tenant {
 		cr := credential{user: sha256.Sum256([]byte(c.Username))}
 		if c.IsBcrypt() {
 			cr.bcrypt = []byte(c.Password.Reveal())
-			cost, _ := bcrypt.Cost(cr.bcrypt) // hashes were checked by config validation
+			cost, err := bcrypt.Cost(cr.bcrypt)
+			if err != nil {
+				return nil, fmt.Errorf("tenant %q: credentials[%d].password is not a bcrypt hash: %w", tc.Name, i, err)
+			}
 			maxCost = max(maxCost, cost)
 			perUser[cr.user]++
 			t.bcryptRuns = max(t.bcryptRuns, perUser[cr.user])
@@ -92,7 +102,7 @@ func newTenant(tc *config.Tenant) *tenant {
 	if t.bcryptRuns > 0 {
 		t.dummy = dummyHash(maxCost)
 	}
-	return t
+	return t, nil
 }
 
 // verify checks a username and password presented from addr against the

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 func TestAuth(t *testing.T) {
@@ -69,7 +71,7 @@ func TestAuthBcrypt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := newTenant(&config.Tenant{Name: "t", Credentials: []config.Credential{
+	tn := mustTenant(t, &config.Tenant{Name: "t", Credentials: []config.Credential{
 		{Username: "plain", Password: "plain-pass"},
 		{Username: "hashed", Password: config.Secret(hash)},
 	}})
@@ -113,4 +115,57 @@ func send(t *testing.T, req *http.Request) (*http.Response, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res, string(b)
+}
+
+// mustTenant is newTenant for a tenant the test knows to be valid.
+func mustTenant(tb testing.TB, tc *config.Tenant) *tenant {
+	tb.Helper()
+	tn, err := newTenant(tc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tn
+}
+
+// New used to drop the error of the tenant's client-certificate rule and
+// of a bcrypt hash's cost, relying on config validation: a configuration
+// changed after validation was served with no subject rule (every verified
+// certificate accepted) or a dummy hash of cost 0. It is refused now.
+func TestNewRefusesTenantsValidationWouldRefuse(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*config.Tenant)
+		want   string
+	}{
+		{"client_cert subject not parsable", func(tc *config.Tenant) {
+			tc.ClientCert = config.ClientCert{Mode: config.ClientCertRequired, Subjects: []string{"cloud-controller"}}
+		}, `tenant "t1": client_cert: "cloud-controller" is not a subject`},
+		{"bcrypt prefix without a hash", func(tc *config.Tenant) {
+			tc.Credentials[0].Password = "$2a$not-a-hash"
+		}, `tenant "t1": credentials[0].password is not a bcrypt hash`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := osbtest.NewBroker(t, nil)
+			cfg, err := config.Parse([]byte(twoTenantYAML), config.Options{LookupEnv: func(k string) (string, bool) {
+				v, ok := env(b.URL, b.URL)[k]
+				return v, ok
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(&cfg.Tenants[0])
+			g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				g.Close(nil)
+				t.Fatalf("New accepted the tenant; want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want one containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "not-a-hash") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
 }

@@ -115,7 +115,7 @@ func TestWrongPasswordCostsTheSameForEveryUsername(t *testing.T) {
 			g := testAuthGate(config.Auth{}, time.Now)
 			var log compareLog
 			g.compare = log.compare
-			tn := newTenant(tenants[tc.tenant])
+			tn := mustTenant(t, tenants[tc.tenant])
 			err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass))
 			if (err == nil) != tc.valid {
 				t.Fatalf("verify = %v, want valid %v", err, tc.valid)
@@ -142,7 +142,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 		in.Add(-1)
 		return bcrypt.ErrMismatchedHashAndPassword
 	}
-	tn := newTenant(&config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}})
+	tn := mustTenant(t, &config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}})
 	type result struct {
 		i      int
 		status int
@@ -198,7 +198,7 @@ func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 	var log compareLog
 	g.compare = log.compare
 	cfg := &config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}}
-	tn, other := newTenant(cfg), newTenant(cfg)
+	tn, other := mustTenant(t, cfg), mustTenant(t, cfg)
 	steps := []struct {
 		name     string
 		tenant   *tenant

@@ -111,7 +111,7 @@ func BenchmarkStage(b *testing.B) {
 	var rt *route
 	for _, u := range g.upstreams {
 		if u.name == "b1" {
-			rt = &route{prefix: "/t1/b1", up: u, tenant: newTenant(&g.cfg.Tenants[0])}
+			rt = &route{prefix: "/t1/b1", up: u, tenant: mustTenant(b, &g.cfg.Tenants[0])}
 		}
 	}
 	prefill := prefillRoute(rt, "/v2/service_instances/i-1/last_operation")

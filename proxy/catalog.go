@@ -90,7 +90,7 @@ type catalogStats struct {
 }
 
 // NewCatalogCache returns a cache sized by c; now may be nil (time.Now).
-func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) *CatalogCache {
+func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*CatalogCache, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -102,9 +102,14 @@ func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) *
 	if max <= 0 {
 		max = config.DefaultCatalogMaxEntries
 	}
-	cc.entries, _ = lru.NewWithEvict(max, func(_ catalogKey, e *catalogEntry) { cc.bytes.Add(-int64(len(e.body))) })
-	cc.failures, _ = lru.New[catalogKey, *fetchFailure](max)
-	return cc
+	var err error
+	if cc.entries, err = lru.NewWithEvict(max, func(_ catalogKey, e *catalogEntry) { cc.bytes.Add(-int64(len(e.body))) }); err != nil {
+		return nil, fmt.Errorf("catalog cache of %d entries: %w", max, err)
+	}
+	if cc.failures, err = lru.New[catalogKey, *fetchFailure](max); err != nil {
+		return nil, fmt.Errorf("catalog failure cache of %d entries: %w", max, err)
+	}
+	return cc, nil
 }
 
 func (c *CatalogCache) statsFor(broker string) *catalogStats {

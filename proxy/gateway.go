@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/osb-gateway/osb-gateway/internal/store"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
 // Options are what a Gateway needs besides its configuration.
@@ -70,14 +70,20 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.catalogs = opts.Previous.catalogs
 	}
 	if g.catalogs == nil {
-		g.catalogs = NewCatalogCache(cfg.Catalog, opts.Logger, opts.Now)
+		var err error
+		if g.catalogs, err = NewCatalogCache(cfg.Catalog, opts.Logger, opts.Now); err != nil {
+			return nil, err
+		}
 	}
 	st := opts.Store
 	if st == nil && opts.Previous != nil {
 		st = opts.Previous.guard.st
 	}
 	if st == nil {
-		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now)
+		var err error
+		if st, err = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now); err != nil {
+			return nil, fmt.Errorf("opening the in-memory state store: %w", err)
+		}
 	}
 	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
 	if opts.Previous != nil && opts.Previous.guard.st == st {
@@ -117,7 +123,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	routes := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
-		t := newTenant(tc)
+		t, err := newTenant(tc)
+		if err != nil {
+			return nil, err
+		}
 		for _, rc := range tc.Routes {
 			u := g.upstreams[rc.Broker]
 			if u == nil {
