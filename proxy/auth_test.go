@@ -75,7 +75,7 @@ func TestAuthBcrypt(t *testing.T) {
 		{Username: "plain", Password: "plain-pass"},
 		{Username: "hashed", Password: config.Secret(hash)},
 	}})
-	g := testAuthGate(config.Auth{}, time.Now)
+	g := testAuthGate(t, config.Auth{}, time.Now)
 	for _, tc := range []struct {
 		user, pass string
 		want       bool

@@ -66,18 +66,23 @@ const failedDigests = 8192
 
 // newAuthGate builds the gate for the auth section c, taking prev's limits
 // over when their settings are the same. prev may be nil.
-func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) *authGate {
+func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) (*authGate, error) {
 	g := &authGate{now: now, ttl: c.FailureCacheTTL, compare: bcrypt.CompareHashAndPassword}
-	g.failed, _ = lru.New[failedKey, time.Time](failedDigests)
+	var err error
+	if g.failed, err = lru.New[failedKey, time.Time](failedDigests); err != nil {
+		return nil, fmt.Errorf("auth failure cache: %w", err)
+	}
 	slots := c.BcryptSlots(runtime.GOMAXPROCS(0))
 	if prev != nil && prev.limits.failures == c.Failures && cap(prev.limits.slots) == slots {
 		g.limits = prev.limits
-		return g
+		return g, nil
 	}
 	l := &authLimits{failures: c.Failures, slots: make(chan struct{}, slots)}
-	l.addrs, _ = lru.New[netip.Addr, *rate.Limiter](max(1, c.Failures.MaxAddresses))
+	if l.addrs, err = lru.New[netip.Addr, *rate.Limiter](max(1, c.Failures.MaxAddresses)); err != nil {
+		return nil, fmt.Errorf("auth.failures.max_addresses: %w", err)
+	}
 	g.limits = l
-	return g
+	return g, nil
 }
 
 // clientAddr is the address failures are counted by: the connection's

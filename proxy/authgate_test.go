@@ -26,10 +26,15 @@ import (
 var testAddr = netip.MustParseAddr("192.0.2.1")
 
 // testAuthGate is newAuthGate for the auth section a, defaults filled in.
-func testAuthGate(a config.Auth, now func() time.Time) *authGate {
+func testAuthGate(tb testing.TB, a config.Auth, now func() time.Time) *authGate {
+	tb.Helper()
 	c := config.Config{Auth: a}
 	c.ApplyDefaults()
-	return newAuthGate(c.Auth, now, nil)
+	g, err := newAuthGate(c.Auth, now, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
 }
 
 // compareLog records the cost of every bcrypt comparison made through it.
@@ -112,7 +117,7 @@ func TestWrongPasswordCostsTheSameForEveryUsername(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tenant+"/"+tc.name, func(t *testing.T) {
-			g := testAuthGate(config.Auth{}, time.Now)
+			g := testAuthGate(t, config.Auth{}, time.Now)
 			var log compareLog
 			g.compare = log.compare
 			tn := mustTenant(t, tenants[tc.tenant])
@@ -131,7 +136,7 @@ func TestWrongPasswordCostsTheSameForEveryUsername(t *testing.T) {
 // ms: every one ran bcrypt at once. Now at most bcrypt_concurrency run;
 // the others wait, for as long as their request lasts.
 func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
-	g := testAuthGate(config.Auth{BcryptConcurrency: 2}, time.Now)
+	g := testAuthGate(t, config.Auth{BcryptConcurrency: 2}, time.Now)
 	release := make(chan struct{})
 	var in, most atomic.Int32
 	g.compare = func(hash, pass []byte) error {
@@ -194,7 +199,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 // bcrypt, until auth.failure_cache_ttl has passed.
 func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 	clock := osbtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
-	g := testAuthGate(config.Auth{FailureCacheTTL: time.Minute, Failures: config.AuthFailures{Burst: 1000}}, clock.Now)
+	g := testAuthGate(t, config.Auth{FailureCacheTTL: time.Minute, Failures: config.AuthFailures{Burst: 1000}}, clock.Now)
 	var log compareLog
 	g.compare = log.compare
 	cfg := &config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}}

@@ -127,7 +127,7 @@ func BenchmarkStage(b *testing.B) {
 		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now)},
 		{"bodylimit", withBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
-		{"auth", withAuth(testAuthGate(config.Auth{}, time.Now))},
+		{"auth", withAuth(testAuthGate(b, config.Auth{}, time.Now))},
 		{"version", withVersion()},
 		{"classify", withClassify()},
 	}

@@ -119,7 +119,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Previous != nil {
 		prevAuth = opts.Previous.auth
 	}
-	g.auth = newAuthGate(cfg.Auth, opts.Now, prevAuth)
+	var err error
+	if g.auth, err = newAuthGate(cfg.Auth, opts.Now, prevAuth); err != nil {
+		return nil, err
+	}
 	routes := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
