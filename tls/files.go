@@ -85,11 +85,10 @@ func (f *certFiles) changed() bool {
 	return false
 }
 
-// reload loads the pair and logs the outcome; why names the trigger.
+// reload loads the pair and logs a success; why names the trigger. On
+// error the previous certificate stays in service and the caller logs.
 func (f *certFiles) reload(why string) error {
 	if err := f.load(); err != nil {
-		f.log.Error("certificate files not loaded; the previous certificate stays in service",
-			slog.String("trigger", why), slog.String("error", err.Error()))
 		return err
 	}
 	f.logCert("certificate reloaded", slog.String("trigger", why))
@@ -125,8 +124,12 @@ func (f *certFiles) watch(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if f.changed() {
-				_ = f.reload("files changed") // logged
+			if !f.changed() {
+				continue
+			}
+			if err := f.reload("files changed"); err != nil {
+				f.log.Error("certificate files not loaded; the previous certificate stays in service",
+					slog.String("trigger", "files changed"), slog.String("error", err.Error()))
 			}
 		}
 	}

@@ -143,7 +143,7 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Reload reads the certificate files again now (on SIGHUP); in the other
 // modes it does nothing. On error the previous certificate stays in
-// service.
+// service; a success is logged, an error is the caller's to log.
 func (s *Server) Reload() error {
 	if s.files == nil {
 		return nil

@@ -210,7 +210,9 @@ func (s *server) warm(g *proxy.Gateway) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := g.WarmCatalogs(ctx); err != nil {
-			s.log.Warn("warming catalogs failed", slog.String("error", err.Error()))
+			// The catalog cache logged each failed fetch once, with its
+			// cause; its error is not logged again.
+			s.log.Warn("catalogs not all warmed; platform calls fetch them again")
 			return
 		}
 		s.log.Info("catalogs warmed", slog.Int("brokers", len(g.Config().Brokers)))
@@ -256,23 +258,26 @@ func (s *server) serve() error {
 	return first
 }
 
-// reload reads the configuration again and swaps in a new Gateway. A file
-// that does not load keeps the running Gateway and logs every problem.
-// Listener addresses and timeouts need a restart; a change is logged.
+// reload reads the certificate files and the configuration again and
+// swaps in a new Gateway. A file that does not load keeps the running
+// Gateway; the error names every problem. Certificate files that do not
+// load keep the certificate in service and are logged, not returned: the
+// configuration is reloaded all the same. Listener addresses and timeouts
+// need a restart; a change is logged.
 func (s *server) reload() error {
 	s.reloads.Lock()
 	defer s.reloads.Unlock()
-	_ = s.tls.Reload() // certificate files (listen.tls.mode files), whatever the configuration; failures are logged
+	if err := s.tls.Reload(); err != nil { // listen.tls.mode files; nil in the other modes
+		s.log.Error("certificate files not loaded; the previous certificate stays in service",
+			slog.String("trigger", "reload"), slog.String("error", err.Error()))
+	}
 	cfg, err := s.load(s.path)
 	if err != nil {
-		s.log.Error("reload refused; the running configuration stays", slog.String("config", s.path),
-			slog.String("error", err.Error()))
 		return err
 	}
 	old := s.sw.Load()
 	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old, Outer: s.obs.outer, Transport: s.obs.wrap, Metrics: s.obs.metrics})
 	if err != nil {
-		s.log.Error("reload refused; the running configuration stays", slog.String("error", err.Error()))
 		return err
 	}
 	if !reflect.DeepEqual(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
@@ -340,7 +345,10 @@ func (s *server) runUntilSignal() int {
 			return 0
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				_ = s.reload()
+				if err := s.reload(); err != nil {
+					s.log.Error("reload refused; the running configuration stays", slog.String("config", s.path),
+						slog.String("error", err.Error()))
+				}
 				continue
 			}
 			grace := s.sw.Load().Config().Listen.ShutdownGrace
