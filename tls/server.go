@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // acmeTLS1 is the ALPN protocol of ACME TLS-ALPN-01 challenges (RFC 8737).
@@ -182,7 +183,7 @@ func (s *Server) redirect(w http.ResponseWriter, r *http.Request) {
 		host = h
 	}
 	if host == "" {
-		http.Error(w, "a Host header is required to redirect to HTTPS", http.StatusBadRequest)
+		osb.WriteError(w, osb.Errorf(http.StatusBadRequest, "", "a Host header is required to redirect to HTTPS: expected the gateway's host name, got none"))
 		return
 	}
 	if port := int(s.httpsPort.Load()); port != 0 && port != 443 {

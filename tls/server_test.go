@@ -60,8 +60,9 @@ func TestRedirect(t *testing.T) {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.Host = ""
 		s.HTTPHandler().ServeHTTP(rec, req)
-		if rec.Code != http.StatusBadRequest {
-			t.Errorf("status %d, want 400", rec.Code)
+		want := `{"description":"a Host header is required to redirect to HTTPS: expected the gateway's host name, got none"}` + "\n"
+		if rec.Code != http.StatusBadRequest || rec.Header().Get("Content-Type") != "application/json" || rec.Body.String() != want {
+			t.Errorf("got %d %s %q, want 400 application/json %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), want)
 		}
 	})
 }

@@ -38,6 +38,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // Providers are the process's tracer and meter providers. They are safe
@@ -116,7 +117,7 @@ func Setup(ctx context.Context, cfg config.Telemetry, version string, opts ...Op
 	if !cfg.Metrics.On() {
 		p.MeterProvider = metricnoop.NewMeterProvider()
 		p.metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "metrics are disabled (telemetry.metrics.enabled: false)", http.StatusNotFound)
+			osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "metrics are disabled (telemetry.metrics.enabled: false)"))
 		})
 		return p, nil
 	}

@@ -214,7 +214,8 @@ func TestMetricsDisabledHasNoRegisterer(t *testing.T) {
 	}
 	w := httptest.NewRecorder()
 	p.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
-	if w.Code != http.StatusNotFound {
-		t.Errorf("/metrics with metrics disabled: %d", w.Code)
+	want := `{"description":"metrics are disabled (telemetry.metrics.enabled: false)"}` + "\n"
+	if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/json" || w.Body.String() != want {
+		t.Errorf("/metrics with metrics disabled: %d %s %q, want 404 application/json %q", w.Code, w.Header().Get("Content-Type"), w.Body.String(), want)
 	}
 }
