@@ -5,12 +5,13 @@ import (
 
 	"bytes"
 	"context"
-	"gopkg.in/yaml.v3"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 )
