@@ -89,8 +89,8 @@ type catalogStats struct {
 	fetchedOnce         bool
 }
 
-// NewCatalogCache returns a cache sized by c; now may be nil (time.Now).
-func NewCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*CatalogCache, error) {
+// newCatalogCache returns a cache sized by c; now may be nil (time.Now).
+func newCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*CatalogCache, error) {
 	if now == nil {
 		now = time.Now
 	}

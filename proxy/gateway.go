@@ -71,7 +71,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	if g.catalogs == nil {
 		var err error
-		if g.catalogs, err = NewCatalogCache(cfg.Catalog, opts.Logger, opts.Now); err != nil {
+		if g.catalogs, err = newCatalogCache(cfg.Catalog, opts.Logger, opts.Now); err != nil {
 			return nil, err
 		}
 	}

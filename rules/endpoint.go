@@ -222,11 +222,6 @@ func DescribeCall(c Call) string {
 	return c.Endpoint.describe()
 }
 
-// NeedVersion returns DescribeCall and RequiredVersion together.
-func NeedVersion(c Call) (what string, need osb.Version) {
-	return DescribeCall(c), RequiredVersion(c)
-}
-
 // versionError builds the 412 for a feature that needs version need when the
 // request has version got.
 func versionError(what string, need, got osb.Version) *osb.Error {
