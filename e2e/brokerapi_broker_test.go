@@ -56,6 +56,7 @@ func (b *apiBroker) Calls() int64 { return b.calls.Load() }
 // Errors brokerapi has no prebuilt value for.
 var (
 	errAPIConcurrency = apiresponses.NewFailureResponseBuilder(
+		//lint:ignore ST1005 the OSB specification's description, word for word, as brokers send it
 		errors.New("Another operation for this service instance is in progress."),
 		http.StatusUnprocessableEntity, "concurrency").WithErrorKey("ConcurrencyError").Build()
 	errAPIInstanceNotFound = apiresponses.NewFailureResponseBuilder(

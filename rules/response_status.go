@@ -169,6 +169,7 @@ func allowedStatuses(e Endpoint, v osb.Version) string {
 		}
 		s := strconv.Itoa(r.status)
 		switch r.cond {
+		case statusAlways: // nothing to add
 		case statusWhenAsync:
 			s += " (with accepts_incomplete=true)"
 		case statusWhenPollingDelete:
