@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
@@ -40,24 +40,11 @@ var adminRoutes = []string{
 // pathValues fill the wildcards of adminRoutes when a test calls them.
 var pathValues = strings.NewReplacer("{broker}", "b", "{instance}", "i1", "{orphan}", "o1")
 
-// syncBuffer is a log sink the handler and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // adminEnv is an admin handler mounted as serve mounts it, over a gateway
 // with one sample broker "b", admin.token set to token (none when empty)
 // and the state store st (memory when nil). It returns the admin's URL and
 // its log.
-func adminEnv(t *testing.T, token string, st store.Store) (*Admin, string, *syncBuffer) {
+func adminEnv(t *testing.T, token string, st store.Store) (*Admin, string, *osbtest.Buffer) {
 	t.Helper()
 	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1})
 	bs := httptest.NewServer(broker)
@@ -79,7 +66,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &osbtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	sw := NewSwitch(g)
 	a := NewAdmin(nil)

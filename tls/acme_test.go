@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/tls/pebbletest"
 )
 
@@ -26,7 +25,7 @@ func portOf(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
 
 // testLogger returns a logger whose records are shown if the test fails.
 func testLogger(t *testing.T) *slog.Logger {
-	logs := &logBuffer{}
+	logs := &osbtest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
@@ -224,22 +223,4 @@ func TestOnDemand(t *testing.T) {
 			checkIssued(t, &state, p, tc.sni)
 		})
 	}
-}
-
-// logBuffer is a strings.Builder safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
@@ -36,8 +36,8 @@ const (
 type leakGateway struct {
 	base    string // the platform listener
 	metrics string // GET /metrics
-	logs    *lockedBuffer
-	spans   *lockedBuffer
+	logs    *osbtest.Buffer
+	spans   *osbtest.Buffer
 	audit   string // the audit file
 	stop    func() // stops the gateway, flushes the audit log and spans
 }
@@ -45,7 +45,7 @@ type leakGateway struct {
 func startLeakGateway(t *testing.T, brokerURL, requests string) *leakGateway {
 	t.Helper()
 	dir := t.TempDir()
-	lg := &leakGateway{logs: &lockedBuffer{}, spans: &lockedBuffer{}, audit: filepath.Join(dir, "audit.log")}
+	lg := &leakGateway{logs: &osbtest.Buffer{}, spans: &osbtest.Buffer{}, audit: filepath.Join(dir, "audit.log")}
 	y := `
 listen: {address: "127.0.0.1:0"}
 admin: {address: "127.0.0.1:0"}
@@ -277,23 +277,4 @@ func basicAuth(user, pass string) string {
 // excerpt is s around the n bytes at i.
 func excerpt(s string, i, n int) string {
 	return s[max(0, i-600):min(len(s), i+n+120)]
-}
-
-// lockedBuffer is a bytes.Buffer safe for the exporter's and the
-// handlers' goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,8 +1,9 @@
 // Package osbtest is what the gateway's tests stand on, kept in one place
 // so that no test package grows its own copy: a clock that moves only when
 // the test moves it ([Clock]), a certificate authority that issues
-// certificates for TLS tests ([CA]), and a fake broker on a loopback
-// listener that records what reaches it ([Broker]).
+// certificates for TLS tests ([CA]), a fake broker on a loopback listener
+// that records what reaches it ([Broker]), and a buffer that servers'
+// goroutines write while the test reads it ([Buffer]).
 //
 // Only tests and the load benchmark import it. Its constructors panic
 // where they cannot go on, as httptest.NewServer does, so that a caller

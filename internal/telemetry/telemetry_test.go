@@ -1,14 +1,12 @@
 package telemetry
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // configured returns the telemetry section of a minimal gateway.yaml with
@@ -68,7 +67,7 @@ func TestResource(t *testing.T) {
 // TestStdoutExporter checks the stdout exporter end to end: a span made
 // through the providers comes out as JSON at Shutdown.
 func TestStdoutExporter(t *testing.T) {
-	var out syncBuffer
+	var out osbtest.Buffer
 	p, err := Setup(t.Context(), configured(t, "\n  traces: {exporter: stdout}\n"), "dev", WithStdout(&out))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +78,7 @@ func TestStdoutExporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var exported struct{ Name string }
-	if err := json.NewDecoder(&out).Decode(&exported); err != nil || exported.Name != "osb catalog" {
+	if err := json.NewDecoder(strings.NewReader(out.String())).Decode(&exported); err != nil || exported.Name != "osb catalog" {
 		t.Errorf("stdout exporter wrote %q (%v)", out.String(), err)
 	}
 }
@@ -177,24 +176,6 @@ func TestOTLPExportersBuildWithoutACollector(t *testing.T) {
 		t.Errorf("httpTracesURL kept path = %q", got)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for the exporter's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) Read(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Read(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // keptSpans is an in-memory exporter whose spans survive Shutdown.
 type keptSpans struct{ *tracetest.InMemoryExporter }

@@ -8,7 +8,6 @@
 package pebbletest
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"log"
@@ -24,6 +23,7 @@ import (
 	"github.com/letsencrypt/pebble/v2/va"
 	"github.com/letsencrypt/pebble/v2/wfe"
 	"github.com/miekg/dns"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // Options say where Pebble's validation authority connects and how long
@@ -62,7 +62,7 @@ func Start(t testing.TB, o Options) *Pebble {
 		os.Setenv("PEBBLE_VA_NOSLEEP", "1")
 		os.Setenv("PEBBLE_WFE_NONCEREJECT", "0")
 	})
-	logs := &syncBuffer{}
+	logs := &osbtest.Buffer{}
 	logger := log.New(logs, "pebble ", log.Lmicroseconds)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -110,22 +110,4 @@ func startDNS(t testing.TB) string {
 	go func() { _ = srv.ActivateAndServe() }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	return ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,17 +5,17 @@ package storetest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // startTimeout bounds how long a redis-server may take to answer PING, and
@@ -35,8 +35,8 @@ type Redis struct {
 	port string
 	args []string // more redis-server arguments
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	out  *syncBuffer   // the server's log, shown when it fails
+	done chan struct{}   // closed when cmd has exited
+	out  *osbtest.Buffer // the server's log, shown when it fails
 }
 
 // StartRedis starts a redis-server for tb on a free loopback port with an
@@ -70,7 +70,7 @@ func (r *Redis) Start() {
 	if r.cmd != nil {
 		r.tb.Fatalf("storetest: redis-server on %s is already running", r.Addr)
 	}
-	r.out = &syncBuffer{}
+	r.out = &osbtest.Buffer{}
 	cmd := exec.Command(r.bin,
 		"--port", r.port, "--bind", "127.0.0.1",
 		"--dir", r.dir, "--dbfilename", "dump.rdb",
@@ -197,23 +197,4 @@ func freePort(tb testing.TB) string {
 	}
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's output goroutine and
-// the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
