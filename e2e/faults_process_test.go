@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,9 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // processToken is the admin token of the gateway process; the fault table
@@ -36,7 +36,7 @@ type gatewayProc struct {
 // platform's tap before it.
 func (f *faultEnv) startProcess(t *testing.T, brokerURL string) {
 	t.Helper()
-	p := &gatewayProc{bin: gatewayBinary(t), dir: t.TempDir(), brokerURL: brokerURL}
+	p := &gatewayProc{bin: osbtest.GatewayBinary(t), dir: t.TempDir(), brokerURL: brokerURL}
 	front := &tap{h: &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(p.target.Load()) }}}
 	srv := httptest.NewServer(front)
 	t.Cleanup(srv.Close)
@@ -48,7 +48,7 @@ func (f *faultEnv) startProcess(t *testing.T, brokerURL string) {
 // kill9 kills it.
 func (p *gatewayProc) start(t *testing.T) {
 	t.Helper()
-	listen, admin := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
 	y := fmt.Sprintf(`
 listen: {address: %q}
 admin: {address: %q, token: %q}
@@ -123,49 +123,8 @@ func (p *gatewayProc) admin(path string, v any) error {
 	return json.NewDecoder(res.Body).Decode(v)
 }
 
-// freeLoopbackAddr returns a loopback address nothing listens on right
-// now, for the gateway process to listen on.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
-// gatewayBinary builds cmd/osb-gateway once per test run; TestMain removes
-// it.
-func gatewayBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "osb-gateway-e2e"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "osb-gateway")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/osb-gateway/osb-gateway/cmd/osb-gateway").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	osbtest.RemoveBuilt() // the binary the process rows built
 	os.Exit(code)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
@@ -30,7 +31,7 @@ type gatewayProcess struct {
 // front of brokerURL and runs the binary on it until the test ends.
 func startGateway(t *testing.T, dir, name, state, brokerURL string) *gatewayProcess {
 	t.Helper()
-	listen, admin := freeAddr(t), freeAddr(t)
+	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
 	y := fmt.Sprintf(`
 listen: {address: %q, shutdown_grace: 2s}
 admin: {address: %q}
@@ -43,7 +44,7 @@ tenants: [{name: t, credentials: [{username: u, password: pass}], routes: [{brok
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &gatewayProcess{cmd: exec.Command(buildBinary(t), "serve", "-config", path), base: "http://" + listen,
+	p := &gatewayProcess{cmd: exec.Command(osbtest.GatewayBinary(t), "serve", "-config", path), base: "http://" + listen,
 		logs: &bytes.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {

@@ -2,56 +2,24 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildBinary builds osb-gateway once per test run and returns its path.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "osb-gateway-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "osb-gateway")
-		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+func TestMain(m *testing.M) {
+	code := m.Run()
+	osbtest.RemoveBuilt() // the binary the process tests built
+	os.Exit(code)
 }
 
 // TestProcessSignals runs the real binary: SIGHUP reloads the file, SIGTERM
@@ -61,7 +29,7 @@ func TestProcessSignals(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := buildBinary(t)
+	bin := osbtest.GatewayBinary(t)
 	entered := make(chan struct{}, 1)
 	broker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("slow") != "" {
@@ -72,7 +40,7 @@ func TestProcessSignals(t *testing.T) {
 	}))
 	defer broker.Close()
 
-	listen, admin := freeAddr(t), freeAddr(t)
+	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
 	path := filepath.Join(dir, "gateway.yaml")
 	write := func(pass string) {
 		y := strings.NewReplacer("BROKER_URL", broker.URL, "TENANT_PASS", pass,

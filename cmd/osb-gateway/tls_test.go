@@ -142,7 +142,7 @@ func TestServeTLSFiles(t *testing.T) {
 func TestServeACME(t *testing.T) {
 	broker := lastOpBroker("acme")
 	defer broker.Close()
-	addr := freeAddr(t)
+	addr := osbtest.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	tlsPort, _ := strconv.Atoi(port)
 	p := pebbletest.Start(t, pebbletest.Options{TLSPort: tlsPort})

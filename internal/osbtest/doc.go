@@ -2,10 +2,12 @@
 // so that no test package grows its own copy: a clock that moves only when
 // the test moves it ([Clock]), a certificate authority that issues
 // certificates for TLS tests ([CA]), a fake broker on a loopback listener
-// that records what reaches it ([Broker]), and a buffer that servers'
-// goroutines write while the test reads it ([Buffer]).
+// that records what reaches it ([Broker]), a buffer that servers'
+// goroutines write while the test reads it ([Buffer]), and, for tests that
+// run the real binary, a free loopback address ([FreeAddr]) and the
+// gateway built once per test process ([GatewayBinary]).
 //
-// Only tests and the load benchmark import it. Its constructors panic
-// where they cannot go on, as httptest.NewServer does, so that a caller
-// without a testing.TB can use them too.
+// Only tests and the helper packages of tests import it. Its constructors
+// panic where they cannot go on, as httptest.NewServer does, so that a
+// caller without a testing.TB can use them too.
 package osbtest
