@@ -322,9 +322,9 @@ func (c *CatalogCache) put(e *catalogEntry) {
 	}
 }
 
-// Forget drops every entry and remembered failure of the named broker (its
+// forget drops every entry and remembered failure of the named broker (its
 // settings changed).
-func (c *CatalogCache) Forget(broker string) {
+func (c *CatalogCache) forget(broker string) {
 	for _, k := range c.entries.Keys() {
 		if k.broker == broker {
 			c.entries.Remove(k)

@@ -101,7 +101,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				continue
 			}
 		}
-		g.catalogs.Forget(b.Name) // new or changed settings: nothing cached is theirs
+		g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
 		u, err := newUpstream(b, opts.Logger, pool)
 		if err != nil {
 			errs = append(errs, err)

@@ -104,8 +104,8 @@ type OnDemandTLS struct {
 	Allow []string `yaml:"allow"`
 }
 
-// ACME reports whether the mode gets certificates from an ACME CA.
-func (t *ListenTLS) ACME() bool { return t.Mode == TLSModeACME || t.Mode == TLSModeOnDemand }
+// acme reports whether the mode gets certificates from an ACME CA.
+func (t *ListenTLS) acme() bool { return t.Mode == TLSModeACME || t.Mode == TLSModeOnDemand }
 
 // ClientCert is how a tenant uses client certificates
 // (tenants[].client_cert). A certificate matches when it was verified
@@ -136,7 +136,7 @@ func applyTLSDefaults(c *Config) {
 		t.MinVersion = DefaultTLSMinVersion
 	}
 	setDuration(&t.ReloadInterval, DefaultTLSReloadInterval)
-	if t.ACME() {
+	if t.acme() {
 		if t.CA == "" {
 			t.CA = DefaultACMECA
 		}
@@ -206,7 +206,7 @@ func checkModeKeys(t *ListenTLS, probs *Problems) {
 			probs.addf(p+key, "applies only when listen.tls.mode is %s (it is %s)", need, t.Mode)
 		}
 	}
-	if !t.ACME() {
+	if !t.acme() {
 		set("ca", t.CA != "", "acme or on_demand")
 		set("ca_root", t.CARoot != "", "acme or on_demand")
 		set("email", t.Email != "", "acme or on_demand")
