@@ -83,8 +83,8 @@ func TestCAHandshake(t *testing.T) {
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
 	c := NewCA("files CA").Issue(CertSpec{DNS: []string{"gw.test"}})
-	certFile, keyFile := c.WriteFiles(t, dir, "tls.crt", "tls.key")
-	certFile, keyFile = c.WriteFiles(t, dir, "tls.crt", "tls.key") // replacing works too
+	c.WriteFiles(t, dir, "tls.crt", "tls.key")
+	certFile, keyFile := c.WriteFiles(t, dir, "tls.crt", "tls.key") // replacing works too
 	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
 		t.Fatalf("the written pair does not load: %v", err)
 	}
