@@ -4,8 +4,8 @@
 //
 //   - tls: the gateway behind targetGateway served on a second plain
 //     listener (gateway http) and on a TLS listener (gateway https: TLS 1.2
-//     or later with a self-signed ECDSA P-256 certificate made in memory,
-//     HTTP/1.1 keep-alive). The load generator trusts the certificate and
+//     or later with an ECDSA P-256 certificate from a test CA made in memory,
+//     HTTP/1.1 keep-alive). The load generator trusts the CA and
 //     keeps its connections, so each connection makes one handshake; both
 //     servers count the connections they accept.
 //   - tracing: three more gateways, one with every observing stage left out
@@ -17,20 +17,16 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
-	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The extra request kinds, as named by -requests.
@@ -80,10 +76,7 @@ const gatewayPath = "/" + tenantName + "/" + brokerName
 
 // startTLS serves e's gateway on a plain and a TLS listener.
 func (e *env) startTLS() error {
-	serverConf, clientConf, err := selfSignedTLS()
-	if err != nil {
-		return err
-	}
+	serverConf, clientConf := serverTLS()
 	var plainConns, tlsConns atomic.Int64
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,44 +95,17 @@ func (e *env) startTLS() error {
 	return nil
 }
 
-// selfSignedTLS makes an ECDSA P-256 certificate for 127.0.0.1 and
-// returns a server configuration that serves it (TLS 1.2 or later,
-// HTTP/1.1) and a client configuration that trusts it.
-func selfSignedTLS() (server, client *tls.Config, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "loadbench"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	server = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
-	}
-	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	return server, client, nil
+// serverTLS issues an ECDSA P-256 certificate for 127.0.0.1 from a test
+// CA made in memory and returns a server configuration that serves it
+// (TLS 1.2 or later, HTTP/1.1) and a client configuration that trusts the
+// CA.
+func serverTLS() (server, client *tls.Config) {
+	ca := osbtest.NewCA("loadbench CA")
+	cert := ca.Issue(osbtest.CertSpec{Subject: pkix.Name{CommonName: "loadbench"},
+		IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, DNS: []string{"localhost"}})
+	server = &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	client = &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	return server, client
 }
 
 // startTracing starts the tracing kind's three gateways, the audit log's

@@ -7,7 +7,8 @@
 // run the real binary, a free loopback address ([FreeAddr]) and the
 // gateway built once per test process ([GatewayBinary]).
 //
-// Only tests and the helper packages of tests import it. Its constructors
-// panic where they cannot go on, as httptest.NewServer does, so that a
-// caller without a testing.TB can use them too.
+// Tests, the helper packages of tests and the load benchmark import it,
+// nothing the gateway ships. Its constructors panic where they cannot go
+// on, as httptest.NewServer does, so that a caller without a testing.TB
+// (the load benchmark) can use them too.
 package osbtest
