@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -51,10 +50,10 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 
 // runAuditVerify checks the chain and names the first broken record.
 func runAuditVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := newFlagSet("audit verify", "audit verify FILE...\n\n"+
+		"Checks the hash chain of audit files, oldest first: osb-gateway audit verify audit.log.* audit.log", stderr)
+	if code, ok := parseFlags(fs, args, true); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, "osb-gateway audit verify: no files given\n\n"+auditUsage)
@@ -81,8 +80,8 @@ func runAuditVerify(args []string, stdout, stderr io.Writer) int {
 
 // runAuditQuery prints the records that match the flags.
 func runAuditQuery(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit query", "audit query [flags] [FILE...]\n\n"+
+		"Prints the audit records that match every flag given.", stderr)
 	var files []string
 	var f audit.Filter
 	fs.Func("file", "an audit file (repeatable)", func(s string) error { files = append(files, s); return nil })
@@ -92,8 +91,8 @@ func runAuditQuery(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.Status, "status", "", "status (404) or class (4xx)")
 	fs.Func("since", "records at or after this time (RFC 3339)", timeFlag(&f.Since))
 	fs.Func("until", "records before this time (RFC 3339)", timeFlag(&f.Until))
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, true); !ok {
+		return code
 	}
 	if err := audit.ParseStatus(f.Status); err != nil {
 		fmt.Fprintf(stderr, "osb-gateway audit query: -%v\n", err)

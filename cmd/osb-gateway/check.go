@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy"
 	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
@@ -23,26 +23,15 @@ import (
 //	   stderr on its own line, prefixed by the file name, followed by a
 //	   count. Certificates ending within 30 days are warned about on
 //	   stderr without failing.
-//	2  bad flags, or the file cannot be read
+//	2  bad flags, or the file cannot be read (as serve)
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check", "check [-config FILE] [-offline]\n\n"+
+		"Validates the file (every problem at once, each with its YAML path) and the certificate files it\n"+
+		"names; without -offline also fetches and lints every broker's catalog, so every broker must answer.", stderr)
 	path := fs.String("config", "gateway.yaml", "the configuration `file` to check")
 	offline := fs.Bool("offline", false, "check the file only; do not fetch and lint the brokers' catalogs")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: osb-gateway check [-config FILE] [-offline]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "osb-gateway check: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if code, ok := parseFlags(fs, args, false); !ok {
+		return code
 	}
 
 	cfg, err := config.Load(*path)
@@ -53,24 +42,24 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s: %s\n", *path, p)
 		}
 		fmt.Fprintf(stderr, "%s: %s\n", *path, plural(probs.Len(), "problem"))
-		return 1
+		return exitFailed
 	case err != nil:
 		fmt.Fprintf(stderr, "osb-gateway check: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	if n := reportCertFiles(cfg, *path, stderr); n > 0 {
 		fmt.Fprintf(stderr, "%s: %s\n", *path, plural(n, "certificate problem"))
-		return 1
+		return exitFailed
 	}
 	if !*offline {
 		if n := reportCatalogs(cfg, *path, stdout, stderr); n > 0 {
 			fmt.Fprintf(stderr, "%s: %s in the brokers' catalogs\n", *path, plural(n, "error"))
-			return 1
+			return exitFailed
 		}
 	}
 	fmt.Fprintf(stdout, "%s: valid (%s, %s, %s)\n", *path,
 		plural(len(cfg.Tenants), "tenant"), plural(len(cfg.Brokers), "broker"), plural(cfg.RouteCount(), "route"))
-	return 0
+	return exitOK
 }
 
 // plural formats n with noun, adding "s" unless n is 1.
@@ -109,7 +98,7 @@ func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) i
 	errs := 0
 	for _, cl := range g.LintCatalogs(ctx) {
 		if cl.Err != nil {
-			fmt.Fprintf(stderr, "%s: broker %q: %v\n", path, cl.Broker, cl.Err)
+			fmt.Fprintf(stderr, "%s: broker %q: catalog not fetched: %s\n", path, cl.Broker, fetchCause(cl.Err))
 			errs++
 			continue
 		}
@@ -124,4 +113,21 @@ func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stdout, "%s: broker %q: catalog at %s fetched, %s\n", path, cl.Broker, cl.Version, plural(len(cl.Findings), "finding"))
 	}
 	return errs
+}
+
+// fetchCause is what went wrong in a failed catalog fetch, said once: the
+// cache's 503 repeats its cause in its description and adds when the next
+// fetch may start, which means nothing to check, so the cause wrapped in
+// the innermost OSB error is given instead, or that error's description.
+func fetchCause(err error) string {
+	for {
+		var oe *osb.Error
+		if !errors.As(err, &oe) {
+			return err.Error()
+		}
+		if oe.Err == nil {
+			return oe.Description
+		}
+		err = oe.Err
+	}
 }

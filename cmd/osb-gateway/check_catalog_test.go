@@ -57,3 +57,26 @@ func TestCheckLintsCatalogs(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckUnreachableSaysCauseOnce: an unreachable broker is one line
+// naming the cause once (it used to repeat the cause after the catalog
+// cache's 503 text, with a next-fetch time meaningless to check).
+func TestCheckUnreachableSaysCauseOnce(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	down := ln.Addr().String()
+	ln.Close()
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	y := fmt.Sprintf("brokers: [{name: b, url: \"http://%s\"}]\ntenants: [{name: t, credentials: [{username: u, password: p}], routes: [{broker: b}]}]\n", down)
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runCheck([]string{"-config", path}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	want := path + `: broker "b": catalog not fetched: the broker is unreachable: dial tcp ` + down + ": connect: connection refused\n" +
+		path + ": 1 error in the brokers' catalogs\n"
+	if stderr.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), want)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,13 +30,13 @@ type demo struct {
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", "demo [-addr HOST:PORT] [-admin-addr HOST:PORT] [-async-delay 2s]\n\n"+
+		"Runs two sample brokers (OSB 2.17 and a 2.8 legacy one) behind the gateway on loopback.", stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "gateway listen address")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9090", "admin listen address")
 	asyncDelay := fs.Duration("async-delay", 2*time.Second, "how long the sample broker's async operations take")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, false); !ok {
+		return code
 	}
 	d, err := startDemo(*addr, *adminAddr, *asyncDelay, newLogs(config.Log{Format: "text", Level: "info"}, stderr))
 	if err != nil {

@@ -3,9 +3,13 @@
 //
 //	osb-gateway [serve] [-config gateway.yaml]   run the gateway
 //	osb-gateway demo [-addr 127.0.0.1:8080]      run a sample broker behind the gateway
-//	osb-gateway check [-config gateway.yaml]     validate a configuration file, lint the brokers' catalogs
-//	osb-gateway audit verify|query ...          check the audit log's hash chain, search it
-//	osb-gateway version                          print the version
+//	osb-gateway check [-offline] [-config F]     validate a configuration file, lint the brokers' catalogs
+//	osb-gateway health [-addr 127.0.0.1:9090]    ask a running gateway's admin listener whether it is healthy
+//	osb-gateway hash-password [-cost 10]         bcrypt a password read from standard input
+//	osb-gateway audit verify|query ...           check the audit log's hash chain, search it
+//	osb-gateway version                          print the version and build information
+//
+// Exit codes are the same for every command (see usage).
 package main
 
 import (
@@ -15,26 +19,61 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// Exit codes, shared by every subcommand.
+const (
+	// exitOK: done; the file is valid; the gateway is healthy; serve
+	// stopped on a signal with every request finished.
+	exitOK = 0
+	// exitFailed: the configuration (or a file, certificate or catalog it
+	// names) has problems, the gateway could not start or failed while
+	// serving, requests had to be cut at shutdown, the gateway is not
+	// healthy, an audit chain is broken.
+	exitFailed = 1
+	// exitUsage: an unknown command, bad flags or arguments, or a
+	// configuration file that cannot be read at all.
+	exitUsage = 2
+)
 
 const usage = `usage: osb-gateway <command> [flags]
 
 commands:
-  serve    run the gateway (the default): -config FILE (default gateway.yaml)
-  demo     run the sample broker behind the gateway on loopback: -addr HOST:PORT
-  check    validate a configuration file and lint the brokers' catalogs: -config FILE [-offline]
-  audit    check or search audit files: audit verify FILE..., audit query -file F [-instance ID] [-tenant T]
-           [-broker B] [-status 4xx] [-since T] [-until T]
-  version  print the version
+  serve          run the gateway (the default): -config FILE (default gateway.yaml)
+  demo           run sample brokers behind the gateway on loopback: -addr HOST:PORT
+  check          validate a configuration file; without -offline also fetch and lint
+                 every broker's catalog (so every broker must answer): -config FILE [-offline]
+  health         ask a running gateway's admin listener for /healthz (or /readyz with -ready);
+                 for container health checks: -addr HOST:PORT (default 127.0.0.1:9090)
+  hash-password  print the bcrypt hash of the password read from standard input: [-cost N]
+  audit          check or search audit files: audit verify FILE..., audit query -file F [-instance ID]
+                 [-tenant T] [-broker B] [-status 4xx] [-since T] [-until T]
+  version        print the version, the VCS revision and the Go version it was built with
+
+flags:
+  -h, --help     print this help
+  --version      print the version (as "version")
+
+exit codes (every command):
+  0  done: the file is valid, the gateway is healthy, serve stopped on a signal with every request finished
+  1  failed: the configuration has problems, the gateway could not start or failed while serving,
+     requests had to be cut at shutdown, the gateway is not healthy, an audit chain is broken
+  2  usage: unknown command, bad flags or arguments, or the configuration file cannot be read
 
 Run "osb-gateway <command> -h" for a command's flags.
 `
 
 // run dispatches a subcommand and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		case "-version", "--version":
+			return runVersion(nil, stdout, stderr)
+		}
+	}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -46,16 +85,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(args, stdout, stderr)
 	case "check":
 		return runCheck(args, stdout, stderr)
+	case "health":
+		return runHealth(args, stdout, stderr)
+	case "hash-password":
+		return runHashPassword(args, stdin, stdout, stderr)
 	case "audit":
 		return runAudit(args, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "osb-gateway", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		return runVersion(args, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "osb-gateway: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		return exitUsage
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,16 +23,16 @@ import (
 )
 
 func runServe(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "gateway.yaml", "configuration file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := newFlagSet("serve", "[serve] [-config FILE]\n\n"+
+		"Runs the gateway until SIGTERM or SIGINT; SIGHUP reloads the file.", stderr)
+	path := fs.String("config", "gateway.yaml", "the configuration `file`")
+	if code, ok := parseFlags(fs, args, false); !ok {
+		return code
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "osb-gateway: %s: configuration refused:\n%v\n", *path, err)
-		return 1
+		return loadExitCode(err)
 	}
 	logs := newLogs(cfg.Log, stderr)
 	srv, err := newServer(cfg, *path, logs)
