@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -200,7 +201,7 @@ func TestHealth(t *testing.T) {
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
-	down := freeAddr(t)
+	down := osbtest.FreeAddr(t)
 	for _, tc := range []struct {
 		name   string
 		status int

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
 
@@ -88,7 +89,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	}
 	dir := t.TempDir()
 	copyUnit := filepath.Join(dir, "osb-gateway.service")
-	if err := os.WriteFile(copyUnit, bytes.ReplaceAll(raw, []byte("/usr/local/bin/osb-gateway"), []byte(buildBinary(t))), 0o644); err != nil {
+	if err := os.WriteFile(copyUnit, bytes.ReplaceAll(raw, []byte("/usr/local/bin/osb-gateway"), []byte(osbtest.GatewayBinary(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("systemd-analyze", "verify", "--man=no", copyUnit).CombinedOutput()
@@ -294,7 +295,7 @@ func TestSystemdUnitRunsShippedConfig(t *testing.T) {
 	}
 	u := readUnit(t, unitPath)
 	h := newUnitHost(t, u)
-	bin, err := os.ReadFile(buildBinary(t))
+	bin, err := os.ReadFile(osbtest.GatewayBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestSystemdUnitRunsShippedConfig(t *testing.T) {
 	defer sample.Close()
 	legacy := httptest.NewServer(samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", Legacy: true}))
 	defer legacy.Close()
-	listen, admin := freeAddr(t), freeAddr(t)
+	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
 	if h.uid >= 0 {
 		listen = lowPort(t) // needs AmbientCapabilities=CAP_NET_BIND_SERVICE as the unprivileged user
 	}
