@@ -18,20 +18,13 @@ type AuditWriter interface {
 	Write(r *audit.Record) error
 }
 
-// AuditOptions configure the audit stage.
+// AuditOptions configure the audit stage (Options.Audit).
 type AuditOptions struct {
 	// Writer receives the records; required.
 	Writer AuditWriter
 	// ParameterKeys records the top-level keys of "parameters"
 	// (audit.parameters: keys); false records nothing of them (omit).
 	ParameterKeys bool
-	// Metrics counts write errors; nil: not counted.
-	Metrics *Metrics
-	// Logger logs write errors, at most one line every ten seconds; nil:
-	// slog.Default().
-	Logger *slog.Logger
-	// Now is the clock, the gateway's (Options.Now); nil: time.Now.
-	Now func() time.Time
 }
 
 // describedByFindings stands in an audit record for an error description
@@ -44,23 +37,22 @@ const maxOperationLen = 1024
 // auditErrorLogEvery is the least time between two logged write errors.
 const auditErrorLogEvery = 10 * time.Second
 
-// AuditStage returns the audit stage: after the inner stages returned it
-// writes one record per platform call from the Scope (see audit.Record),
-// and the decoded originating identity. Credentials, headers, bodies and
+// withAudit is the audit stage: after the inner stages returned it writes
+// one record per platform call from the Scope (see audit.Record), and the
+// decoded originating identity. Credentials, headers, bodies and
 // parameter values are never written; error descriptions that repeat rule
 // findings (which may quote payload values) are left out, the findings'
-// rule ids are kept. A failed write is counted and logged, and never
-// changes the response. It belongs in Options.Outer, inside the trace
-// stage (so that the record carries the trace id).
-func AuditStage(o AuditOptions) Middleware {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+// rule ids are kept. A failed write is counted on m and logged on log at
+// most once every auditErrorLogEvery, and never changes the response. It
+// sits inside the trace stage, so that the record carries the trace id. A
+// nil o leaves the stage out (nil Middleware).
+func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time) Middleware {
+	if o == nil {
+		return nil
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	writer, paramKeys := o.Writer, o.ParameterKeys
 	var lastLogged atomic.Int64
-	direct, _ := o.Writer.(*audit.Writer)
+	direct, _ := writer.(*audit.Writer)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
@@ -73,20 +65,20 @@ func AuditStage(o AuditOptions) Middleware {
 					// (*audit.Writer).Write keeps nothing of the record:
 					// it stays on the stack.
 					var rec audit.Record
-					fillAuditRecord(&rec, s, r, o.Now(), o.ParameterKeys)
+					fillAuditRecord(&rec, s, r, now(), paramKeys)
 					err = direct.Write(&rec)
 				} else {
 					rec := new(audit.Record)
-					fillAuditRecord(rec, s, r, o.Now(), o.ParameterKeys)
-					err = o.Writer.Write(rec)
+					fillAuditRecord(rec, s, r, now(), paramKeys)
+					err = writer.Write(rec)
 				}
 				if err == nil {
 					return
 				}
-				o.Metrics.AuditWriteError()
-				now := o.Now().UnixNano()
-				if last := lastLogged.Load(); now-last >= int64(auditErrorLogEvery) && lastLogged.CompareAndSwap(last, now) {
-					o.Logger.LogAttrs(r.Context(), slog.LevelError, "audit record not written",
+				m.AuditWriteError()
+				at := now().UnixNano()
+				if last := lastLogged.Load(); at-last >= int64(auditErrorLogEvery) && lastLogged.CompareAndSwap(last, at) {
+					log.LogAttrs(r.Context(), slog.LevelError, "audit record not written",
 						slog.String("request_id", s.RequestID), slog.String("error", err.Error()))
 				}
 			}()

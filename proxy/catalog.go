@@ -129,6 +129,9 @@ type catalogFetch struct {
 	key      catalogKey
 	identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
 	reqID    string
+	// traceParent is the Scope.TraceParent of the platform call the fetch
+	// serves, "" for none (see upstream.ownCall).
+	traceParent string
 	// force fetches even while a failed fetch of the key is remembered
 	// (admin refresh, warm-up, check); platform calls never force.
 	force bool
@@ -244,7 +247,7 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 
 func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
 	u := f.up
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.target.JoinPath("v2", "catalog").String(), nil)
+	req, err := http.NewRequestWithContext(u.ownCall(ctx, rules.Catalog, f.traceParent), http.MethodGet, u.target.JoinPath("v2", "catalog").String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +259,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	if f.identity != "" {
 		req.Header.Set(osb.HeaderOriginatingIdentity, f.identity)
 	}
-	res, err := u.transport.RoundTrip(req)
+	res, err := u.rt.RoundTrip(req)
 	if err != nil {
 		if isTimeout(err, ctx) {
 			return nil, fmt.Errorf("the broker did not answer within %s", u.timeout)

@@ -52,7 +52,7 @@ func withCatalog(cache *CatalogCache) Middleware {
 // catalog.
 func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 	up := s.route.up
-	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: s.Forward}, reqID: s.RequestID}
+	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: s.Forward}, reqID: s.RequestID, traceParent: s.TraceParent}
 	if up.cfg.Catalog.VaryByPlatform {
 		f.identity = headerValue(r.Header, headerOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")

@@ -41,10 +41,13 @@ import "net/http"
 type Middleware func(http.Handler) http.Handler
 
 // Stack wraps h in mws so that mws[0] is outermost: Stack(h, a, b) serves a
-// request through a, then b, then h.
+// request through a, then b, then h. A nil Middleware is skipped: a stage
+// whose part is not configured stays out of the chain.
 func Stack(h http.Handler, mws ...Middleware) http.Handler {
 	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
+		if mws[i] != nil {
+			h = mws[i](h)
+		}
 	}
 	return h
 }

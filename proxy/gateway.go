@@ -35,15 +35,22 @@ type Options struct {
 	// Store keeps operation locks; nil: Previous's, else an in-memory store
 	// (state lost at exit: for tests).
 	Store store.Store
-	// Transport wraps each broker's transport (tracing, metrics); nil:
-	// none.
-	Transport func(http.RoundTripper) http.RoundTripper
-	// Metrics counts store errors of the guard; nil: none.
+	// Tracing, when set, gives each platform call a server span and each
+	// broker call (proxied, catalog fetch, orphan mitigation) a client span
+	// whose traceparent the broker gets; nil: no spans, and the platform's
+	// own traceparent reaches the broker unchanged.
+	Tracing *Tracing
+	// Metrics, when set, counts each platform call, times each broker call
+	// (proxied, catalog fetch, orphan mitigation) and counts the guard's
+	// store errors; nil: nothing is counted. Build one per process and pass
+	// it to every Gateway, reloads included.
 	Metrics *Metrics
-	// Outer are stages run right after the scope stage, outermost first
-	// (tracing, metrics, audit): they see every request and read the Scope
-	// after the inner stages return.
-	Outer []Middleware
+	// Audit, when set, writes one audit record per platform call; nil: no
+	// audit stage.
+	Audit *AuditOptions
+	// Transport wraps each broker's own transport, inside the client span
+	// and the metering (tests inject broker faults with it); nil: none.
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // Gateway is the platform-facing handler built from one configuration. It
@@ -102,13 +109,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
-		u, err := newUpstream(b, opts.Logger, pool)
+		u, err := newUpstream(b, opts.Logger, pool, opts.brokerTransport)
 		if err != nil {
 			errs = append(errs, err)
 			continue
-		}
-		if opts.Transport != nil {
-			u.proxy.Transport = opts.Transport(u.proxy.Transport)
 		}
 		g.upstreams[b.Name] = u
 	}
@@ -138,8 +142,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc)}
 		}
 	}
-	chain := append([]Middleware{withScope(opts.Now)}, opts.Outer...)
-	chain = append(chain,
+	// The whole request path, outermost first. Trace, metrics and audit
+	// are left out (nil) when their part is not set; they read the Scope
+	// after the inner stages return, so they see every answer, a
+	// recovered panic's 500 included.
+	g.handler = Stack(dispatch{},
+		withScope(opts.Now),
+		withTrace(opts.Tracing),
+		withMetrics(opts.Metrics),
+		withAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now),
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
 		withRoute(routes),
@@ -151,7 +162,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withCatalog(g.catalogs),
 		withGuard(g.guard),
 	)
-	g.handler = Stack(dispatch{}, chain...)
 	return g, nil
 }
 
@@ -211,6 +221,18 @@ func (g *Gateway) Close(next *Gateway) {
 		}
 		u.transport.CloseIdleConnections()
 	}
+}
+
+// brokerTransport wraps a broker's own transport in what every call to
+// the broker passes through, proxied or made by the gateway itself
+// (catalog fetch, orphan mitigation), outermost first: the metering, the
+// client span, then Options.Transport.
+func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
+	if opts.Transport != nil {
+		rt = opts.Transport(rt)
+	}
+	rt = opts.Tracing.transport(rt)
+	return opts.Metrics.transport(rt)
 }
 
 // dispatch is the innermost handler: the matched route's upstream.

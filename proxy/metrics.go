@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"io"
 	"maps"
 	"net/http"
 	"sort"
@@ -12,52 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
-
-// Outcomes of a call, as Scope.Outcome names them on spans, metrics and
-// audit records.
-const (
-	OutcomeForwarded = "forwarded"         // the broker's answer went to the platform
-	OutcomeBlocked   = "blocked"           // the guard refused: another operation is in progress
-	OutcomeRejected  = "rejected"          // the gateway refused the request, or the broker's answer, by a rule
-	OutcomeFromCache = "served_from_cache" // answered from the catalog cache
-	OutcomeFailed    = "failed"            // the broker was unreachable or timed out, the platform left, or the gateway failed
-)
-
-// Outcome says what the gateway did with the call; read it after the inner
-// stages returned. A broker's own error answers count as forwarded.
-func (s *Scope) Outcome() string {
-	switch {
-	case s.Blocked:
-		return OutcomeBlocked
-	case s.FromCache:
-		return OutcomeFromCache
-	case s.Err == nil:
-		return OutcomeForwarded
-	}
-	var refused *responseRefused
-	var e *osb.Error
-	if errors.As(s.Err, &refused) || errors.As(s.Err, &e) && e.Status < 500 {
-		return OutcomeRejected
-	}
-	return OutcomeFailed
-}
-
-// status returns the status sent to the platform, 200 when nothing set it
-// (the scope stage's own fallback runs after the outer stages).
-func (s *Scope) status() int {
-	if s.Status == 0 {
-		return http.StatusOK
-	}
-	return s.Status
-}
 
 // statusClasses label metrics by status class, indexed by code/100 (0 for
 // codes outside 100–599); brokerError is the broker series' extra class
@@ -90,22 +47,21 @@ func endpointIndex(e rules.Endpoint) int {
 	return int(e)
 }
 
-// Metrics are the gateway's instruments. Label sets are bounded: tenant
-// and broker names come from the configuration, endpoints and rule ids
-// from fixed tables, never ids or paths. A nil *Metrics records nothing,
-// so stages may call its methods unconditionally. Safe for concurrent use;
-// build one per process and share it across reloads.
+// Metrics are the gateway's instruments, all Prometheus client
+// instruments on the registry /metrics serves. Label sets are bounded:
+// tenant and broker names come from the configuration, endpoints and rule
+// ids from fixed tables, never ids or paths. A nil *Metrics records
+// nothing, so stages may call its methods unconditionally. Safe for
+// concurrent use; build one per process and share it across reloads.
 //
-// The instruments counted on the request path are Prometheus client
-// instruments, registered on the registry /metrics serves; their children
-// are resolved once per label combination and cached, so a call costs a
-// map lookup on (tenant, broker) and a few atomic adds. The values read
-// at scrape time (catalog cache counters, locks, operations) and the
-// store errors are OpenTelemetry instruments on the meter provider,
-// exported on the same page.
+// This file has the instruments and the metrics stage; the broker calls
+// are timed by the transport of metrics_transport.go, and the values read
+// at scrape time (catalog cache counters, locks, operations) by the
+// collectors of metrics_scrape.go. The request and broker series are
+// resolved once per label combination and cached, so a call costs a map
+// lookup on (tenant, broker) and a few atomic adds.
 type Metrics struct {
-	now   func() time.Time // nil: the real clock, read as cheaply as it can be
-	meter metric.Meter
+	now func() time.Time // nil: the real clock, read as cheaply as it can be
 
 	inFlight  atomic.Int64 // read by the in-flight gauge at scrape time
 	requests  *prometheus.CounterVec
@@ -116,10 +72,8 @@ type Metrics struct {
 	orphans   *prometheus.CounterVec
 	noCatalog *prometheus.CounterVec
 	auditErrs prometheus.Counter
-	// storeErrs stays on the meter: the scrape-time reads of ObserveState
-	// count their failures here, and the SDK runs those callbacks before
-	// it collects, so a failure shows in the same scrape.
-	storeErrs metric.Int64Counter
+	state     *stateCollector   // the store errors, locks held and operations in progress
+	catalogs  *catalogCollector // the catalog cache counters
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -165,16 +119,12 @@ type observer struct{ prometheus.Observer }
 // from milliseconds (cached catalogs) to a broker timeout (60s).
 var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
-// NewMetrics creates the instruments: the ones counted on the request
-// path on reg (telemetry.Providers.Registerer; nil registers them nowhere,
-// as when metrics are disabled), the store errors and the ones observed at
-// scrape time on mp's meter (nil: none). now is the clock (nil: the real
-// clock) and must be the gateway's (Options.Now).
-func NewMetrics(mp metric.MeterProvider, reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	m := &Metrics{now: now, meter: mp.Meter(instrumentationName)}
+// NewMetrics creates the instruments and registers them on reg
+// (telemetry.Providers.Registerer; nil registers them nowhere, as when
+// metrics are disabled). now is the clock (nil: the real clock) and must
+// be the gateway's (Options.Now).
+func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
+	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector()}
 	m.routes.Store(&map[routeKey]*routeSeries{})
 	m.brokers.Store(&map[string]*brokerSeries{})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_requests_total",
@@ -202,15 +152,12 @@ func NewMetrics(mp metric.MeterProvider, reg prometheus.Registerer, now func() t
 		[]string{"broker", "decision"})
 	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
 		Help: "Audit records that could not be written."})
-	var err error
-	m.storeErrs, err = m.meter.Int64Counter("osb_gateway.store.errors", metric.WithUnit("{error}"),
-		metric.WithDescription("Failed state store operations, by operation."))
 	if reg == nil {
-		return m, err
+		return m, nil
 	}
-	errs := []error{err}
+	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.auditErrs} {
+		m.orphans, m.noCatalog, m.auditErrs, m.state, m.catalogs} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
@@ -354,17 +301,17 @@ func inc(c prometheus.Counter, ex prometheus.Labels) {
 	c.Inc()
 }
 
-// Stage returns the metrics stage: after the inner stages return it counts
-// the call and its duration by tenant, broker, endpoint and status class,
-// blocked calls, the findings in the Scope, orphan-mitigation candidates
-// and calls decided without a catalog. It belongs in Options.Outer, inside the trace stage (a
-// sampled span's trace id becomes the exemplar). A nil m returns a stage
-// that does nothing.
-func (m *Metrics) Stage() Middleware {
+// withMetrics is the metrics stage: after the inner stages return it
+// counts the call and its duration by tenant, broker, endpoint and status
+// class, blocked calls, the findings in the Scope, orphan-mitigation
+// candidates and calls decided without a catalog. It sits inside the trace
+// stage (a sampled span's trace id becomes the exemplar). A nil m leaves
+// the stage out (nil Middleware).
+func withMetrics(m *Metrics) Middleware {
+	if m == nil {
+		return nil
+	}
 	return func(next http.Handler) http.Handler {
-		if m == nil {
-			return next
-		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.inFlight.Add(1)
 			defer m.inFlight.Add(-1)
@@ -409,37 +356,6 @@ func (m *Metrics) record(ctx context.Context, s *Scope) {
 	}
 }
 
-// BrokerCall records one broker call's duration; statusClass is "2xx" …
-// "5xx", or "error" when no answer came.
-func (m *Metrics) BrokerCall(broker string, endpoint rules.Endpoint, statusClass string, d time.Duration) {
-	if m == nil {
-		return
-	}
-	class := -1
-	if statusClass == brokerErrorClass {
-		class = brokerError
-	}
-	for i, name := range statusClasses {
-		if name == statusClass {
-			class = i
-		}
-	}
-	if class < 0 {
-		m.broker.WithLabelValues(broker, endpoint.String(), statusClass).Observe(d.Seconds())
-		return
-	}
-	m.brokerCalls(broker, endpoint, class).Observe(d.Seconds())
-}
-
-// StoreError counts a failed state store operation; op names it from a
-// fixed set ("lock", "release", "poll", "sweep", …), never an id.
-func (m *Metrics) StoreError(op string) {
-	if m == nil {
-		return
-	}
-	m.storeErrs.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("op", op))))
-}
-
 // AuditWriteError counts an audit record that could not be written.
 func (m *Metrics) AuditWriteError() {
 	if m == nil {
@@ -448,139 +364,11 @@ func (m *Metrics) AuditWriteError() {
 	m.auditErrs.Inc()
 }
 
-// Transport wraps a broker transport so that each call's duration, from
-// sending the request until its response body is closed, is recorded as
-// BrokerCall does.
-func (m *Metrics) Transport(rt http.RoundTripper) http.RoundTripper {
+// StoreError counts a failed state store operation; op names it from a
+// fixed set ("lock", "release", "poll", "sweep", …), never an id.
+func (m *Metrics) StoreError(op string) {
 	if m == nil {
-		return rt
+		return
 	}
-	return &meteredTransport{rt: rt, m: m}
-}
-
-type meteredTransport struct {
-	rt http.RoundTripper
-	m  *Metrics
-}
-
-// RoundTrip implements http.RoundTripper.
-func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	broker, ep := "", rules.Unknown
-	s := ScopeFrom(req.Context())
-	if s != nil {
-		broker, ep = s.Broker, s.Call.Endpoint
-	}
-	start := t.m.tick()
-	res, err := t.rt.RoundTrip(req)
-	if err != nil {
-		t.m.brokerCalls(broker, ep, brokerError).Observe((t.m.tick() - start).Seconds())
-		return nil, err
-	}
-	obs := t.m.brokerCalls(broker, ep, classIndex(res.StatusCode))
-	if res.Body == nil {
-		obs.Observe((t.m.tick() - start).Seconds())
-		return res, nil
-	}
-	var b *doneBody
-	if s != nil && !s.metered.inUse { // the call's own: no allocation
-		b = &s.metered
-	} else {
-		b = new(doneBody)
-	}
-	*b = doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start, inUse: true}
-	res.Body = b
-	return res, nil
-}
-
-// doneBody observes the time since start (a tick) once, when the body is
-// first closed. It holds what it needs directly; a platform call's lives
-// in its Scope, so metering costs no allocation.
-type doneBody struct {
-	io.ReadCloser
-	m     *Metrics
-	obs   prometheus.Observer
-	start time.Duration
-	done  uint32 // 1 once observed (atomic; a plain word so a Scope may be copied)
-	inUse bool   // set by RoundTrip: a Scope's own doneBody is taken
-}
-
-// Close implements io.Closer.
-func (b *doneBody) Close() error {
-	err := b.ReadCloser.Close()
-	if atomic.CompareAndSwapUint32(&b.done, 0, 1) {
-		b.obs.Observe((b.m.tick() - b.start).Seconds())
-	}
-	return err
-}
-
-// StateCounts reports, at collection time, the operation locks held and
-// the asynchronous operations among them, from one read of the state
-// store; an error skips both observations and counts as a store error of
-// op "observe".
-type StateCounts func(ctx context.Context) (locks, operations int64, err error)
-
-// ObserveState registers gauges for the operation locks held and the
-// asynchronous operations in progress, both from one call of counts per
-// scrape. Call it once per process; a nil counts registers nothing.
-func (m *Metrics) ObserveState(counts StateCounts) error {
-	if m == nil || counts == nil {
-		return nil
-	}
-	locks, err1 := m.meter.Int64ObservableGauge("osb_gateway.locks.held", metric.WithUnit("{lock}"),
-		metric.WithDescription("Operation locks held on service instances."))
-	ops, err2 := m.meter.Int64ObservableGauge("osb_gateway.operations.in_progress", metric.WithUnit("{operation}"),
-		metric.WithDescription("Asynchronous broker operations the gateway tracks."))
-	if err := errors.Join(err1, err2); err != nil {
-		return err
-	}
-	_, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		l, n, err := counts(ctx)
-		if err != nil {
-			m.StoreError("observe")
-			return nil
-		}
-		o.ObserveInt64(locks, l)
-		o.ObserveInt64(ops, n)
-		return nil
-	}, locks, ops)
-	return err
-}
-
-// ObserveCatalogs registers counters of catalog cache hits, misses and
-// stale serves per broker, read at each scrape from the cache current
-// returns (the current Gateway's: Switch.Load().Catalogs). Call it once
-// per process.
-func (m *Metrics) ObserveCatalogs(current func() *CatalogCache) error {
-	if m == nil {
-		return nil
-	}
-	hits, err1 := m.meter.Int64ObservableCounter("osb_gateway.catalog.hits", metric.WithUnit("{request}"),
-		metric.WithDescription("Catalog requests answered from a fresh cache entry."))
-	misses, err2 := m.meter.Int64ObservableCounter("osb_gateway.catalog.misses", metric.WithUnit("{request}"),
-		metric.WithDescription("Catalog requests that fetched from the broker."))
-	stale, err3 := m.meter.Int64ObservableCounter("osb_gateway.catalog.stale", metric.WithUnit("{request}"),
-		metric.WithDescription("Catalog requests answered from a stale entry."))
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return err
-	}
-	_, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		c := current()
-		if c == nil {
-			return nil
-		}
-		c.mu.Lock()
-		stats := make(map[string]*catalogStats, len(c.stats))
-		for name, st := range c.stats {
-			stats[name] = st
-		}
-		c.mu.Unlock()
-		for name, st := range stats {
-			opt := metric.WithAttributeSet(attribute.NewSet(attribute.String("broker", name)))
-			o.ObserveInt64(hits, st.hits.Load(), opt)
-			o.ObserveInt64(misses, st.misses.Load(), opt)
-			o.ObserveInt64(stale, st.stale.Load(), opt)
-		}
-		return nil
-	}, hits, misses, stale)
-	return err
+	m.state.errs.WithLabelValues(op).Inc()
 }

@@ -258,7 +258,7 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 	p.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, p.String(), nil)
+	req, err := http.NewRequestWithContext(u.ownCall(ctx, rules.LockedBy(o.Kind), ""), http.MethodDelete, p.String(), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -267,7 +267,7 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 	}
 	req.Header[headerAPIVersion] = u.maxHeader
 	req.Header[headerRequestIdentity] = []string{newRequestID()}
-	res, err := u.transport.RoundTrip(req)
+	res, err := u.rt.RoundTrip(req)
 	if err != nil {
 		return 0, errors.New("the broker " + u.describe(err))
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // Scope is the per-request record. The scope middleware creates it; inner
 // stages fill it as they learn things (route, version, call, outcome), and
-// outer stages (access log, and later tracing, metrics and audit) read it
+// the stages outside them (trace, metrics, audit, access log) read it
 // after the inner handlers return. A Scope belongs to one request and is not
 // safe for use by other goroutines.
 type Scope struct {
@@ -85,6 +86,7 @@ type Scope struct {
 	Err error
 
 	route   *route
+	own     bool          // a broker call the gateway makes itself (upstream.ownCall), not a platform call
 	catalog *catalogEntry // the catalog the validate stage checked against
 	guard   *guard
 	// refusedByRules is set when the validate stage refused the request;
@@ -107,7 +109,7 @@ type Scope struct {
 	ctx scopeCtx
 	// call lists the broker call with its upstream's deadlines.
 	call callNode
-	// metered times the broker call's body (Metrics.Transport).
+	// metered times the broker call's body (Metrics.transport).
 	metered doneBody
 }
 
@@ -162,6 +164,45 @@ func ScopeOf(w http.ResponseWriter, r *http.Request) *Scope {
 func ScopeFrom(ctx context.Context) *Scope {
 	s, _ := ctx.Value(scopeKey{}).(*Scope)
 	return s
+}
+
+// Outcomes of a call, as Scope.Outcome names them on spans, metrics and
+// audit records.
+const (
+	OutcomeForwarded = "forwarded"         // the broker's answer went to the platform
+	OutcomeBlocked   = "blocked"           // the guard refused: another operation is in progress
+	OutcomeRejected  = "rejected"          // the gateway refused the request, or the broker's answer, by a rule
+	OutcomeFromCache = "served_from_cache" // answered from the catalog cache
+	OutcomeFailed    = "failed"            // the broker was unreachable or timed out, the platform left, or the gateway failed
+)
+
+// Outcome says what the gateway did with the call; read it after the inner
+// stages returned. A broker's own error answers count as forwarded.
+func (s *Scope) Outcome() string {
+	switch {
+	case s.Blocked:
+		return OutcomeBlocked
+	case s.FromCache:
+		return OutcomeFromCache
+	case s.Err == nil:
+		return OutcomeForwarded
+	}
+	var refused *responseRefused
+	var e *osb.Error
+	if errors.As(s.Err, &refused) || errors.As(s.Err, &e) && e.Status < 500 {
+		return OutcomeRejected
+	}
+	return OutcomeFailed
+}
+
+// status returns the status sent to the platform, 200 when nothing set it
+// (the scope stage's own fallback runs after the trace, metrics and audit
+// stages have read it).
+func (s *Scope) status() int {
+	if s.Status == 0 {
+		return http.StatusOK
+	}
+	return s.Status
 }
 
 // fail records err as the gateway's answer and writes it as an OSB error.

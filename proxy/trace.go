@@ -39,17 +39,38 @@ var correlationHeaders = [...]struct {
 	{"X-Vcap-Request-Id", "cloudfoundry.vcap_request_id"},
 }
 
-// TraceStage returns the trace stage: one server span per platform call,
-// continuing the platform's W3C traceparent (read with prop). The span is
-// started before the inner stages run, and its traceparent stored in
-// Scope.TraceParent; after they return it is named by the endpoint ("osb
-// provision", "osb unknown": never the path) and given the Scope's
-// attributes (tenant, broker, endpoint, ids, version, status, operation,
-// outcome), a link to Scope.StartedBy when set, and an error status for a
-// 5xx answer. Headers, bodies, parameters and credentials are never
-// recorded. It belongs in Options.Outer, outside the audit stage.
-func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Middleware {
-	tracer := tp.Tracer(instrumentationName)
+// Tracing is what the gateway traces with (Options.Tracing).
+type Tracing struct {
+	// Provider makes the server and client spans; required.
+	Provider trace.TracerProvider
+	// Propagator reads the platform's trace context and writes the
+	// broker's; nil: W3C trace context (propagation.TraceContext).
+	Propagator propagation.TextMapPropagator
+}
+
+// propagator returns t's propagator, W3C trace context when unset.
+func (t *Tracing) propagator() propagation.TextMapPropagator {
+	if t.Propagator == nil {
+		return propagation.TraceContext{}
+	}
+	return t.Propagator
+}
+
+// withTrace is the trace stage: one server span per platform call,
+// continuing the platform's W3C traceparent. The span is started before the
+// inner stages run, and its traceparent stored in Scope.TraceParent; after
+// they return it is named by the endpoint ("osb provision", "osb unknown":
+// never the path) and given the Scope's attributes (tenant, broker,
+// endpoint, ids, version, status, operation, outcome), a link to
+// Scope.StartedBy when set, and an error status for a 5xx answer. Headers,
+// bodies, parameters and credentials are never recorded. A nil t leaves
+// the stage out (nil Middleware).
+func withTrace(t *Tracing) Middleware {
+	if t == nil {
+		return nil
+	}
+	tracer := t.Provider.Tracer(instrumentationName)
+	prop := t.propagator()
 	serverKind := trace.WithSpanKind(trace.SpanKindServer) // built once: an option is an allocation
 	_, w3cOnly := prop.(propagation.TraceContext)
 	return func(next http.Handler) http.Handler {
@@ -67,7 +88,7 @@ func TraceStage(tp trace.TracerProvider, prop propagation.TextMapPropagator) Mid
 			s.TraceParent = formatTraceParent(span.SpanContext())
 			if !span.IsRecording() {
 				// Not sampled: nothing is recorded and no child span is
-				// made (InstrumentTransport makes none under a span that
+				// made (the broker transport makes none under a span that
 				// does not record), so the request keeps its context; the
 				// trace context reaches the broker and the logs through
 				// Scope.TraceParent.
@@ -196,14 +217,20 @@ func parseTraceParent(tp string) (trace.SpanContext, bool) {
 	return sc, sc.IsValid()
 }
 
-// InstrumentTransport wraps a broker transport so that every broker call
-// gets a client span, a child of the request's server span, named by the
-// endpoint ("broker provision"), and carries the span's W3C traceparent
-// (written with prop) to the broker. The span ends when the response body
-// is closed. The request is not modified: headers are copied before the
-// traceparent is set.
-func InstrumentTransport(rt http.RoundTripper, tp trace.TracerProvider, prop propagation.TextMapPropagator) http.RoundTripper {
-	return &tracingTransport{rt: rt, tracer: tp.Tracer(instrumentationName), prop: prop}
+// transport wraps a broker transport so that every broker call gets a
+// client span named by the endpoint ("broker provision"), and carries the
+// span's W3C traceparent to the broker. A proxied call's span is a child
+// of the request's server span; a call the gateway makes on its own
+// (catalog fetch, orphan mitigation) is a child of the span of the
+// platform call it serves, or, in the background, the root of a trace of
+// its own. The span ends when the response body is closed. The request is
+// not modified: headers are copied before the traceparent is set. A nil t
+// returns rt.
+func (t *Tracing) transport(rt http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return rt
+	}
+	return &tracingTransport{rt: rt, tracer: t.Provider.Tracer(instrumentationName), prop: t.propagator()}
 }
 
 type tracingTransport struct {
@@ -214,32 +241,34 @@ type tracingTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !trace.SpanFromContext(req.Context()).IsRecording() {
-		// Not sampled: no client span is exported, so the broker gets the
-		// server span's traceparent, which the upstream stage already set.
+	s := ScopeFrom(req.Context())
+	if !trace.SpanFromContext(req.Context()).IsRecording() && (s == nil || !s.own) {
+		// A proxied call that is not sampled: no client span is exported,
+		// so the broker gets the server span's traceparent, which the
+		// upstream stage already set.
 		return t.rt.RoundTrip(req)
 	}
 	name, broker := "broker unknown", ""
-	if s := ScopeFrom(req.Context()); s != nil {
+	if s != nil {
 		name, broker = "broker "+s.Call.Endpoint.String(), s.Broker
 	}
 	ctx, span := t.tracer.Start(req.Context(), name, trace.WithSpanKind(trace.SpanKindClient))
-	out := req.WithContext(ctx)
-	out.Header = make(http.Header, len(req.Header)+1)
-	for k, v := range req.Header {
-		out.Header[k] = v // shared, never appended to: Inject replaces the slice it sets
+	out := withTraceContext(req, ctx, t.prop)
+	if !span.IsRecording() {
+		// The gateway's own call, left out by the sampler (or under a
+		// platform call that is not sampled): nothing is recorded, and the
+		// broker still gets the trace context.
+		span.End()
+		return t.rt.RoundTrip(out)
 	}
-	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
-	if span.IsRecording() {
-		span.SetAttributes(
-			attribute.String("http.request.method", req.Method),
-			attribute.String("server.address", req.URL.Hostname()),
-			attribute.String("osb.broker", broker),
-		)
-		if p := req.URL.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err == nil {
-				span.SetAttributes(attribute.Int("server.port", n))
-			}
+	span.SetAttributes(
+		attribute.String("http.request.method", req.Method),
+		attribute.String("server.address", req.URL.Hostname()),
+		attribute.String("osb.broker", broker),
+	)
+	if p := req.URL.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err == nil {
+			span.SetAttributes(attribute.Int("server.port", n))
 		}
 	}
 	res, err := t.rt.RoundTrip(out)
@@ -255,6 +284,18 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	res.Body = &spanBody{ReadCloser: res.Body, span: span}
 	return res, nil
+}
+
+// withTraceContext returns req with ctx and ctx's trace context in a copy
+// of its headers.
+func withTraceContext(req *http.Request, ctx context.Context, prop propagation.TextMapPropagator) *http.Request {
+	out := req.WithContext(ctx)
+	out.Header = make(http.Header, len(req.Header)+1)
+	for k, v := range req.Header {
+		out.Header[k] = v // shared, never appended to: Inject replaces the slice it sets
+	}
+	prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	return out
 }
 
 // spanBody ends a client span when the response body is closed.

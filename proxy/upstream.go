@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -42,11 +44,17 @@ type upstream struct {
 	// instance (lock_granularity binding).
 	bindingLocks bool
 	transport    *http.Transport
-	proxy        *httputil.ReverseProxy
-	log          *slog.Logger
+	// rt is transport wrapped in the client span and the metering
+	// (Options.brokerTransport): every call to the broker goes through it,
+	// proxied or the gateway's own (catalog fetch, orphan mitigation).
+	rt    http.RoundTripper
+	proxy *httputil.ReverseProxy
+	log   *slog.Logger
 }
 
-func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (*upstream, error) {
+// newUpstream builds the upstream of broker b; wrap wraps its transport
+// (nil: none).
+func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper) (*upstream, error) {
 	target, err := url.Parse(b.URL)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: url: %w", b.Name, err)
@@ -83,9 +91,13 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool) (
 		ForceAttemptHTTP2:     true,
 		ExpectContinueTimeout: time.Second,
 	}
+	u.rt = u.transport
+	if wrap != nil {
+		u.rt = wrap(u.transport)
+	}
 	u.proxy = &httputil.ReverseProxy{
 		Rewrite:        u.rewrite,
-		Transport:      u.transport,
+		Transport:      u.rt,
 		BufferPool:     pool,
 		ModifyResponse: u.modifyResponse,
 		ErrorHandler:   u.errorHandler,
@@ -143,6 +155,24 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	// broker needs its own URL, not the platform's address; every header
 	// costs twice on the hot path, once to write and once for the broker
 	// to parse.
+}
+
+// ownCall returns ctx carrying a Scope of its own for a broker call the
+// gateway makes itself (catalog fetch, orphan mitigation), so that the
+// broker transport names its client span and meters it by broker and
+// endpoint as it does a proxied call. It shadows the Scope of the platform
+// call, if any, on whose behalf the call is made. traceParent is that
+// call's Scope.TraceParent ("" for none): when ctx holds no span (the call
+// is not sampled), the client span continues it, so the sampler follows
+// the platform call's decision; without either, the span starts a trace.
+func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent string) context.Context {
+	if traceParent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
+		if sc, ok := parseTraceParent(traceParent); ok {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, own: true}
+	return s.withContext(ctx)
 }
 
 // joinPath appends the escaped rest to base, the broker URL's escaped path

@@ -1,18 +1,19 @@
-// Package telemetry builds the gateway's OpenTelemetry providers from the
-// telemetry section of gateway.yaml: a tracer provider with the configured
-// span exporter and parent-based ratio sampling, and a meter provider read
-// by a Prometheus exporter into the Prometheus registry served as /metrics
-// on the admin listener. Instruments too hot for the OpenTelemetry SDK
-// register on that registry directly, so /metrics is one page.
+// Package telemetry builds the gateway's telemetry from the telemetry
+// section of gateway.yaml: an OpenTelemetry tracer provider with the
+// configured span exporter and parent-based ratio sampling, and the
+// Prometheus registry served as /metrics on the admin listener. Metrics
+// are Prometheus client instruments only (proxy.NewMetrics registers them
+// there); they are not exported over OTLP. The registry also holds the Go
+// runtime and process collectors and target_info, the resource's
+// attributes as labels.
 //
 // Nothing here is global: Setup returns Providers that the caller hands to
-// the stages that trace and count (proxy.TraceStage, proxy.NewMetrics) and
-// shuts down at exit.
+// the gateway (proxy.Options.Tracing, proxy.NewMetrics) and shuts down at
+// exit.
 package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,11 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -41,7 +38,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
-// Providers are the process's tracer and meter providers. They are safe
+// Providers are the process's tracer provider and metrics registry. They are safe
 // for concurrent use and live as long as the process: a configuration
 // reload does not rebuild them.
 type Providers struct {
@@ -49,13 +46,8 @@ type Providers struct {
 	// "none" it still gives every call a trace id (propagated to brokers,
 	// written to the audit log) but records nothing.
 	TracerProvider trace.TracerProvider
-	// MeterProvider makes the gateway's OpenTelemetry instruments; a no-op
-	// provider when metrics are disabled.
-	MeterProvider metric.MeterProvider
-	// Registerer takes Prometheus collectors to serve on /metrics next to
-	// the MeterProvider's instruments (the gateway's request-path
-	// instruments, which skip the OpenTelemetry SDK for cost); nil when
-	// metrics are disabled.
+	// Registerer takes the Prometheus collectors served on /metrics (the
+	// gateway's instruments); nil when metrics are disabled.
 	Registerer prometheus.Registerer
 	// Propagator reads and writes W3C trace context (traceparent,
 	// tracestate).
@@ -65,7 +57,6 @@ type Providers struct {
 	Resource *resource.Resource
 
 	tp      *sdktrace.TracerProvider
-	mp      *sdkmetric.MeterProvider
 	metrics http.Handler
 }
 
@@ -115,21 +106,14 @@ func Setup(ctx context.Context, cfg config.Telemetry, version string, opts ...Op
 	}
 	p.TracerProvider = p.tp
 	if !cfg.Metrics.On() {
-		p.MeterProvider = metricnoop.NewMeterProvider()
 		p.metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "metrics are disabled (telemetry.metrics.enabled: false)"))
 		})
 		return p, nil
 	}
 	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
-	if err != nil {
-		_ = p.tp.Shutdown(ctx)
-		return nil, fmt.Errorf("telemetry.metrics: %w", err)
-	}
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
-	p.MeterProvider = p.mp
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		targetInfo(res))
 	p.Registerer = reg
 	p.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return p, nil
@@ -140,17 +124,13 @@ func Setup(ctx context.Context, cfg config.Telemetry, version string, opts ...Op
 // answers 404.
 func (p *Providers) MetricsHandler() http.Handler { return p.metrics }
 
-// Shutdown flushes the spans not exported yet and stops both providers;
-// ctx bounds the wait.
+// Shutdown flushes the spans not exported yet and stops the tracer
+// provider; ctx bounds the wait.
 func (p *Providers) Shutdown(ctx context.Context) error {
-	var errs []error
-	if p.tp != nil {
-		errs = append(errs, p.tp.Shutdown(ctx))
+	if p.tp == nil {
+		return nil
 	}
-	if p.mp != nil {
-		errs = append(errs, p.mp.Shutdown(ctx))
-	}
-	return errors.Join(errs...)
+	return p.tp.Shutdown(ctx)
 }
 
 // newResource describes the process. The configured attributes come

@@ -125,9 +125,8 @@ func TestInjectedExporterAndMetricsHandler(t *testing.T) {
 	}
 	_, span := p.TracerProvider.Tracer("test").Start(t.Context(), "osb provision")
 	span.End()
-	counter, _ := p.MeterProvider.Meter("test").Int64Counter("osb_gateway.test.events")
-	counter.Add(t.Context(), 2)
-	// Collectors on Registerer share the page with the meter's instruments.
+	// Collectors on Registerer share the page with the runtime's and
+	// target_info.
 	native := prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_test_native_total", Help: "Test."})
 	p.Registerer.MustRegister(native)
 	native.Add(3)
@@ -139,7 +138,8 @@ func TestInjectedExporterAndMetricsHandler(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	for _, want := range []string{"osb_gateway_test_events_total 2", "osb_gateway_test_native_total 3", "target_info{"} {
+	for _, want := range []string{"osb_gateway_test_native_total 3", "go_goroutines ", "process_cpu_seconds_total ",
+		`target_info{service_instance_id="`, `service_name="osb-gateway",service_version="dev",telemetry_sdk_language="go",telemetry_sdk_name="opentelemetry",telemetry_sdk_version="`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, body)
 		}
@@ -198,5 +198,29 @@ func TestMetricsDisabledHasNoRegisterer(t *testing.T) {
 	want := `{"description":"metrics are disabled (telemetry.metrics.enabled: false)"}` + "\n"
 	if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/json" || w.Body.String() != want {
 		t.Errorf("/metrics with metrics disabled: %d %s %q, want 404 application/json %q", w.Code, w.Header().Get("Content-Type"), w.Body.String(), want)
+	}
+}
+
+// TestTargetInfo: target_info carries the resource's attributes as labels
+// named as the OpenTelemetry Prometheus exporter named them (this line is
+// what that exporter wrote for the same resource before the gateway's
+// metrics moved to the Prometheus client alone).
+func TestTargetInfo(t *testing.T) {
+	p, err := Setup(t.Context(), configured(t, `
+  instance_id: i-1
+  resource_attributes: {deployment.environment: prod, "1st.key": one, "a.b": x, "a_b": y, "a..b": z, "k-8s": v, "ünï": u, "__x": w}
+`), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(t.Context())
+	sdk, _ := p.Resource.Set().Value("telemetry.sdk.version")
+	w := httptest.NewRecorder()
+	p.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	want := `target_info{_n_="u",_x="w",a_b="x;y;z",deployment_environment="prod",k_8s="v",key_1st_key="one",` +
+		`service_instance_id="i-1",service_name="osb-gateway",service_version="dev",telemetry_sdk_language="go",` +
+		`telemetry_sdk_name="opentelemetry",telemetry_sdk_version="` + sdk.Emit() + `"} 1` + "\n"
+	if got := w.Body.String(); !strings.Contains(got, "# HELP target_info Target metadata\n# TYPE target_info gauge\n"+want) {
+		t.Errorf("/metrics lacks\n%s\ngot:\n%s", want, got)
 	}
 }

@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"context"
+	"maps"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// StateCounts reports, at scrape time, the operation locks held and the
+// asynchronous operations among them, from one read of the state store;
+// an error skips both gauges and counts as a store error of op "observe".
+type StateCounts func(ctx context.Context) (locks, operations int64, err error)
+
+// ObserveState makes each scrape show the operation locks held and the
+// asynchronous operations in progress, both from one call of counts. A
+// later call replaces counts; nil shows neither.
+func (m *Metrics) ObserveState(counts StateCounts) {
+	if m == nil {
+		return
+	}
+	if counts == nil {
+		m.state.counts.Store(nil)
+		return
+	}
+	m.state.counts.Store(&counts)
+}
+
+// ObserveCatalogs makes each scrape show the catalog cache hits, misses
+// and stale serves per broker, read from the cache current returns (the
+// current Gateway's: Switch.Load().Catalogs). A later call replaces
+// current; nil shows none.
+func (m *Metrics) ObserveCatalogs(current func() *CatalogCache) {
+	if m == nil {
+		return
+	}
+	if current == nil {
+		m.catalogs.current.Store(nil)
+		return
+	}
+	m.catalogs.current.Store(&current)
+}
+
+// stateCollector collects the store errors counted so far and, from one
+// read of the store per scrape, the locks held and operations in
+// progress. The store errors are its own family so that a failed read
+// shows in the scrape that made it.
+type stateCollector struct {
+	errs       *prometheus.CounterVec
+	locks, ops *prometheus.Desc
+	counts     atomic.Pointer[StateCounts] // nil: no gauges
+}
+
+func newStateCollector() *stateCollector {
+	return &stateCollector{
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_store_errors_total",
+			Help: "Failed state store operations, by operation."}, []string{"op"}),
+		locks: prometheus.NewDesc("osb_gateway_locks_held", "Operation locks held on service instances.", nil, nil),
+		ops:   prometheus.NewDesc("osb_gateway_operations_in_progress", "Asynchronous broker operations the gateway tracks.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.errs.Describe(ch)
+	ch <- c.locks
+	ch <- c.ops
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	if counts := c.counts.Load(); counts != nil {
+		locks, ops, err := (*counts)(context.Background())
+		if err != nil {
+			c.errs.WithLabelValues("observe").Inc()
+		} else {
+			ch <- prometheus.MustNewConstMetric(c.locks, prometheus.GaugeValue, float64(locks))
+			ch <- prometheus.MustNewConstMetric(c.ops, prometheus.GaugeValue, float64(ops))
+		}
+	}
+	c.errs.Collect(ch)
+}
+
+// catalogCollector reads the catalog cache counters per broker at each
+// scrape.
+type catalogCollector struct {
+	hits, misses, stale *prometheus.Desc
+	current             atomic.Pointer[func() *CatalogCache] // nil: no series
+}
+
+func newCatalogCollector() *catalogCollector {
+	broker := []string{"broker"}
+	return &catalogCollector{
+		hits:   prometheus.NewDesc("osb_gateway_catalog_hits_total", "Catalog requests answered from a fresh cache entry.", broker, nil),
+		misses: prometheus.NewDesc("osb_gateway_catalog_misses_total", "Catalog requests that fetched from the broker.", broker, nil),
+		stale:  prometheus.NewDesc("osb_gateway_catalog_stale_total", "Catalog requests answered from a stale entry.", broker, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.hits
+	ch <- c.misses
+	ch <- c.stale
+}
+
+// Collect implements prometheus.Collector.
+func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	current := c.current.Load()
+	if current == nil {
+		return
+	}
+	cache := (*current)()
+	if cache == nil {
+		return
+	}
+	cache.mu.Lock()
+	stats := maps.Clone(cache.stats)
+	cache.mu.Unlock()
+	for name, st := range stats {
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.hits.Load()), name)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.misses.Load()), name)
+		ch <- prometheus.MustNewConstMetric(c.stale, prometheus.CounterValue, float64(st.stale.Load()), name)
+	}
+}

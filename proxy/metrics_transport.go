@@ -1,0 +1,101 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// BrokerCall records one broker call's duration; statusClass is "2xx" …
+// "5xx", or "error" when no answer came.
+func (m *Metrics) BrokerCall(broker string, endpoint rules.Endpoint, statusClass string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	class := -1
+	if statusClass == brokerErrorClass {
+		class = brokerError
+	}
+	for i, name := range statusClasses {
+		if name == statusClass {
+			class = i
+		}
+	}
+	if class < 0 {
+		m.broker.WithLabelValues(broker, endpoint.String(), statusClass).Observe(d.Seconds())
+		return
+	}
+	m.brokerCalls(broker, endpoint, class).Observe(d.Seconds())
+}
+
+// transport wraps a broker transport so that each call's duration, from
+// sending the request until its response body is closed, is recorded as
+// BrokerCall does, by the broker and endpoint of the Scope in the call's
+// context: a platform call's, or the gateway's own (upstream.ownCall). A
+// nil m returns rt.
+func (m *Metrics) transport(rt http.RoundTripper) http.RoundTripper {
+	if m == nil {
+		return rt
+	}
+	return &meteredTransport{rt: rt, m: m}
+}
+
+type meteredTransport struct {
+	rt http.RoundTripper
+	m  *Metrics
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	broker, ep := "", rules.Unknown
+	s := ScopeFrom(req.Context())
+	if s != nil {
+		broker, ep = s.Broker, s.Call.Endpoint
+	}
+	start := t.m.tick()
+	res, err := t.rt.RoundTrip(req)
+	if err != nil {
+		t.m.brokerCalls(broker, ep, brokerError).Observe((t.m.tick() - start).Seconds())
+		return nil, err
+	}
+	obs := t.m.brokerCalls(broker, ep, classIndex(res.StatusCode))
+	if res.Body == nil {
+		obs.Observe((t.m.tick() - start).Seconds())
+		return res, nil
+	}
+	var b *doneBody
+	if s != nil && !s.metered.inUse { // the call's own: no allocation
+		b = &s.metered
+	} else {
+		b = new(doneBody)
+	}
+	*b = doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start, inUse: true}
+	res.Body = b
+	return res, nil
+}
+
+// doneBody observes the time since start (a tick) once, when the body is
+// first closed. It holds what it needs directly; a platform call's lives
+// in its Scope, so metering costs no allocation.
+type doneBody struct {
+	io.ReadCloser
+	m     *Metrics
+	obs   prometheus.Observer
+	start time.Duration
+	done  uint32 // 1 once observed (atomic; a plain word so a Scope may be copied)
+	inUse bool   // set by RoundTrip: a Scope's own doneBody is taken
+}
+
+// Close implements io.Closer.
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	if atomic.CompareAndSwapUint32(&b.done, 0, 1) {
+		b.obs.Observe((b.m.tick() - b.start).Seconds())
+	}
+	return err
+}
