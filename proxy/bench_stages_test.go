@@ -46,8 +46,8 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		{"validate", poll, withValidate(g.catalogs, slog.New(slog.DiscardHandler))},
 		{"guard", poll, withGuard(g.guard)},
 		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
-		{"trace", poll, TraceStage(tp, propagation.TraceContext{})},
-		{"audit", poll, AuditStage(AuditOptions{Writer: aw, ParameterKeys: true})},
+		{"trace", poll, withTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
+		{"audit", poll, withAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now)},
 	} {
 		b.Run(st.name, func(b *testing.B) {
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), withClassify(), st.mw)

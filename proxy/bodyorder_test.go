@@ -118,11 +118,11 @@ func TestBodyStageNeverRunsForRefusedRequests(t *testing.T) {
 			next.ServeHTTP(w, &r2)
 		})
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Outer: []Middleware{counting}})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewServer(g)
+	gw := httptest.NewServer(counting(g))
 	t.Cleanup(gw.Close)
 	body := `{"service_id":"s","plan_id":"p","organization_guid":"o","space_guid":"s"}`
 	tests := []struct {

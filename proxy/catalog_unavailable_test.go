@@ -72,11 +72,11 @@ func unavailableGateway(t *testing.T, cb *catalogBroker, clock *osbtest.Clock, r
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(nil, reg, clock.Now)
+	m, err := NewMetrics(reg, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(log), Now: clock.Now, Outer: []Middleware{m.Stage()}})
+	g, err := New(cfg, Options{Logger: slog.New(log), Now: clock.Now, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}

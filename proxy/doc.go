@@ -2,11 +2,21 @@
 // platform request passes through, the per-broker reverse proxies, and the
 // admin API.
 //
-// A request passes, outermost first: scope, the Options.Outer stages
-// (trace, metrics, audit), recover, access log, route, auth, body,
-// version, classify, validate, catalog, guard, upstream. Each stage is a
-// small Middleware that reads and fills the request's *Scope and never
-// mutates the inbound *http.Request.
+// New builds the whole chain in one place. A request passes, outermost
+// first: scope, trace, metrics, audit, recover, access log, route, auth,
+// body, version, classify, validate, catalog, guard, upstream. Trace,
+// metrics and audit are the optional parts (Options.Tracing, Metrics,
+// Audit), left out when not set; they and the access log read the Scope
+// after the inner stages return. Each stage is a small Middleware that
+// reads and fills the request's *Scope and never mutates the inbound
+// *http.Request.
+//
+// Every call to a broker — proxied by the upstream stage, or made by the
+// gateway itself (catalog fetches, orphan mitigation) — goes through one
+// transport per broker: the metering, then the client span, then the
+// broker's *http.Transport (Options.Transport may wrap it, for tests). So
+// each is timed in osb_gateway_broker_duration_seconds and traced as a
+// client span named by its endpoint.
 //
 // Route and auth look at the request line and headers only, and run before
 // the body stage reads a byte of the body: a client that is not

@@ -9,10 +9,11 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
-// withRecover is the outermost stage: a panic in any inner stage becomes a
-// 500 OSB error body (when nothing was written yet) and one log line with the
-// stack. http.ErrAbortHandler is re-panicked: it is net/http's way to abort a
-// response on purpose.
+// withRecover is the recover stage: a panic in any inner stage becomes a
+// 500 OSB error body (when nothing was written yet) and one log line with
+// the stack. It sits just inside the trace, metrics and audit stages, so
+// they record that 500. http.ErrAbortHandler is re-panicked: it is
+// net/http's way to abort a response on purpose.
 func withRecover(log *slog.Logger) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

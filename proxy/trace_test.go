@@ -22,6 +22,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // telemetryYAML fronts one sample broker with requests and responses
@@ -78,10 +79,10 @@ func (b *brokerRecorder) seen(suffix string) []string {
 	return out
 }
 
-// stagedGateway serves telemetryYAML in front of a sample broker, with
-// outer as Options.Outer, on loopback. wrapTransport, when set, wraps each
-// broker transport (what the lead's Options hook will do).
-func stagedGateway(t *testing.T, wrapTransport func(http.RoundTripper) http.RoundTripper, outer ...Middleware) (*httptest.Server, *Gateway, *brokerRecorder) {
+// stagedGateway serves telemetryYAML in front of a sample broker, built
+// with opts (its tracing, metrics and audit parts; Logger defaults to a
+// discarding one), on loopback.
+func stagedGateway(t *testing.T, opts Options) (*httptest.Server, *Gateway, *brokerRecorder) {
 	t.Helper()
 	rec := &brokerRecorder{}
 	sb := samplebroker.New(samplebroker.Options{Username: "sample", Password: sampleBrokerPass, AsyncDelay: -1})
@@ -93,14 +94,12 @@ func stagedGateway(t *testing.T, wrapTransport func(http.RoundTripper) http.Roun
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Outer: outer})
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	g, err := New(cfg, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
-	}
-	if wrapTransport != nil {
-		for _, u := range g.upstreams {
-			u.proxy.Transport = wrapTransport(u.proxy.Transport)
-		}
 	}
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -183,10 +182,20 @@ func attrMap(s sdktrace.ReadOnlySpan) map[string]string {
 
 var w3c = propagation.TraceContext{}
 
+// tracedStack serves the scope and trace stages, then inner, in front of
+// a handler that answers 200, on loopback: what the trace stage does with
+// the Scope the inner stages fill, without a broker.
+func tracedStack(t *testing.T, tp trace.TracerProvider, inner Middleware) *httptest.Server {
+	t.Helper()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	srv := httptest.NewServer(Stack(ok, withScope(time.Now), withTrace(&Tracing{Provider: tp, Propagator: w3c}), inner))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func TestTraceServerSpanPerCall(t *testing.T) {
 	sr, tp := traced(t)
-	gw, _, _ := stagedGateway(t, func(rt http.RoundTripper) http.RoundTripper { return InstrumentTransport(rt, tp, w3c) },
-		TraceStage(tp, w3c))
+	gw, _, _ := stagedGateway(t, Options{Tracing: &Tracing{Provider: tp, Propagator: w3c}})
 	identity := "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"u-1"}`))
 	if st, body := call(t, gw, "PUT", "/v2/service_instances/inst-1", syncProvision(), map[string]string{
 		"X-Broker-API-Originating-Identity": identity, "X-B3-TraceId": "b3trace", "X-Vcap-Request-Id": "vcap-1",
@@ -199,7 +208,10 @@ func TestTraceServerSpanPerCall(t *testing.T) {
 	if st, _ := call(t, gw, "GET", "/v2/nothing/here", "", nil); st != 404 {
 		t.Fatalf("unknown: %d", st)
 	}
-	servers := byKind(endedSpans(t, sr, 4), trace.SpanKindServer)
+	// 5: the provision's server span and client spans (catalog fetch,
+	// provision), the catalog's server span (a cache hit), the unknown
+	// path's.
+	servers := byKind(endedSpans(t, sr, 5), trace.SpanKindServer)
 	var names []string
 	for _, s := range servers {
 		names = append(names, s.Name())
@@ -223,33 +235,42 @@ func TestTraceServerSpanPerCall(t *testing.T) {
 	}
 }
 
+// TestTraceClientSpanCarriesTraceparent: each broker call of a platform
+// call, the catalog fetch its validation needs included, is a client span
+// under the call's server span, and the broker gets that client span's
+// traceparent.
 func TestTraceClientSpanCarriesTraceparent(t *testing.T) {
 	sr, tp := traced(t)
-	gw, _, broker := stagedGateway(t, func(rt http.RoundTripper) http.RoundTripper { return InstrumentTransport(rt, tp, w3c) },
-		TraceStage(tp, w3c))
+	gw, _, broker := stagedGateway(t, Options{Tracing: &Tracing{Provider: tp, Propagator: w3c}})
 	if st, body := call(t, gw, "PUT", "/v2/service_instances/inst-2", syncProvision(), nil); st != 201 {
 		t.Fatalf("provision: %d %s", st, body)
 	}
-	spans := endedSpans(t, sr, 2)
+	spans := endedSpans(t, sr, 3)
 	server, client := byKind(spans, trace.SpanKindServer), byKind(spans, trace.SpanKindClient)
-	if len(server) != 1 || len(client) != 1 {
-		t.Fatalf("got %d server and %d client spans, want 1 and 1", len(server), len(client))
+	if len(server) != 1 || len(client) != 2 {
+		t.Fatalf("got %d server and %d client spans, want 1 and 2 (the catalog fetch, the provision)", len(server), len(client))
 	}
-	if client[0].Name() != "broker provision" || client[0].Parent().SpanID() != server[0].SpanContext().SpanID() {
-		t.Errorf("client span %q, parent %s; want \"broker provision\", child of the server span %s",
-			client[0].Name(), client[0].Parent().SpanID(), server[0].SpanContext().SpanID())
-	}
-	seen := broker.seen("/inst-2")
-	if len(seen) != 1 {
-		t.Fatalf("broker saw %d provisions", len(seen))
-	}
-	sc, ok := parseTraceParent(seen[0])
-	if !ok {
-		t.Fatalf("broker got traceparent %q", seen[0])
-	}
-	if sc.TraceID() != server[0].SpanContext().TraceID() || sc.SpanID() != client[0].SpanContext().SpanID() {
-		t.Errorf("broker got traceparent %s; want trace %s, parent %s (the client span)", seen[0],
-			server[0].SpanContext().TraceID(), client[0].SpanContext().SpanID())
+	for i, tc := range []struct{ name, path string }{{"broker catalog", "/v2/catalog"}, {"broker provision", "/inst-2"}} {
+		c := client[i]
+		if c.Name() != tc.name || c.Parent().SpanID() != server[0].SpanContext().SpanID() {
+			t.Errorf("client span %q, parent %s; want %q, child of the server span %s",
+				c.Name(), c.Parent().SpanID(), tc.name, server[0].SpanContext().SpanID())
+		}
+		if got := attrMap(c)["osb.broker"]; got != "strict" {
+			t.Errorf("%s: osb.broker %q", tc.name, got)
+		}
+		seen := broker.seen(tc.path)
+		if len(seen) != 1 {
+			t.Fatalf("broker saw %d calls to %s", len(seen), tc.path)
+		}
+		sc, ok := parseTraceParent(seen[0])
+		if !ok {
+			t.Fatalf("broker got traceparent %q", seen[0])
+		}
+		if sc.TraceID() != server[0].SpanContext().TraceID() || sc.SpanID() != c.SpanContext().SpanID() {
+			t.Errorf("%s: broker got traceparent %s; want trace %s, parent %s (the client span)", tc.path, seen[0],
+				server[0].SpanContext().TraceID(), c.SpanContext().SpanID())
+		}
 	}
 }
 
@@ -262,7 +283,7 @@ func TestTraceContinuesIncomingTraceparent(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	gw, _, _ := stagedGateway(t, nil, TraceStage(tp, w3c), peek)
+	gw := tracedStack(t, tp, peek)
 	const incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	if st, _ := call(t, gw, "GET", "/v2/catalog", "", map[string]string{"Traceparent": incoming}); st != 200 {
 		t.Fatalf("catalog: %d", st)
@@ -282,13 +303,14 @@ func TestTraceContinuesIncomingTraceparent(t *testing.T) {
 func TestTraceLinksToStartingSpan(t *testing.T) {
 	sr, tp := traced(t)
 	const starter = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	startedBy := func(next http.Handler) http.Handler { // stands in for the guard on a poll
+	startedBy := func(next http.Handler) http.Handler { // stands in for classify and the guard on a poll
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ScopeOf(w, r).Call = rules.Call{Endpoint: rules.InstanceLastOperation, InstanceID: "inst-3"}
 			next.ServeHTTP(w, r)
 			ScopeOf(w, r).StartedBy = starter
 		})
 	}
-	gw, _, _ := stagedGateway(t, nil, TraceStage(tp, w3c), startedBy)
+	gw := tracedStack(t, tp, startedBy)
 	path := fmt.Sprintf("/v2/service_instances/inst-3/last_operation?service_id=%s&plan_id=%s", samplebroker.ServiceID, samplebroker.PlanAsyncID)
 	call(t, gw, "GET", path, "", nil)
 	s := byKind(endedSpans(t, sr, 1), trace.SpanKindServer)[0]
@@ -310,8 +332,7 @@ func TestTraceLinksToStartingSpan(t *testing.T) {
 // description quotes a parameter value; no span holds any of them.
 func TestTraceNeverRecordsSecrets(t *testing.T) {
 	sr, tp := traced(t)
-	gw, _, _ := stagedGateway(t, func(rt http.RoundTripper) http.RoundTripper { return InstrumentTransport(rt, tp, w3c) },
-		TraceStage(tp, w3c))
+	gw, _, _ := stagedGateway(t, Options{Tracing: &Tracing{Provider: tp, Propagator: w3c}})
 	call(t, gw, "PUT", "/v2/service_instances/inst-4", syncProvision(), nil)
 	_, bound := call(t, gw, "PUT", "/v2/service_instances/inst-4/service_bindings/b-1",
 		fmt.Sprintf(`{"service_id":%q,"plan_id":%q}`, samplebroker.ServiceID, samplebroker.PlanSyncID), nil)
@@ -320,7 +341,7 @@ func TestTraceNeverRecordsSecrets(t *testing.T) {
 	if st, body := call(t, gw, "PUT", "/v2/service_instances/inst-5", refused, nil); st != 400 || !strings.Contains(body, paramSecret) {
 		t.Fatalf("refused provision: %d %s (the platform sees its own value)", st, body)
 	}
-	for _, s := range endedSpans(t, sr, 5) {
+	for _, s := range endedSpans(t, sr, 6) { // provision 3 (with the catalog fetch), bind 2, refused 1
 		text := s.Name()
 		for _, kv := range s.Attributes() {
 			text += " " + string(kv.Key) + "=" + kv.Value.String()

@@ -93,8 +93,8 @@ func newGateway(urls map[string]string) (string, http.Handler, func(), error) {
 // osb-gateway serve runs by default: tracing with exporter none (no trace
 // stage; a platform's traceparent passes through), metrics, no audit.
 type observe struct {
-	// off leaves every observing stage out: no Outer stages and no
-	// Transport wrapper (the access log stays, as for every gateway).
+	// off leaves every observing part out: no Options.Tracing, Metrics or
+	// Audit (the access log stays, as for every gateway).
 	off bool
 	// sampleRatio, when positive, configures a real span exporter (a
 	// counting one that discards, behind the SDK's batch span processor)
@@ -191,7 +191,7 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 				return exp.spans.Load()
 			}
 		}
-		m, err := proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil)
+		m, err := proxy.NewMetrics(prov.Registerer, nil)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("metrics: %w", err)
@@ -199,16 +199,8 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 		opts.Metrics = m
 		// As serve: with exporter none (o.sampleRatio 0) no trace stage and
 		// no broker-call spans.
-		tracing := o.sampleRatio > 0
-		if tracing {
-			opts.Outer = append(opts.Outer, proxy.TraceStage(prov.TracerProvider, prov.Propagator))
-		}
-		opts.Outer = append(opts.Outer, m.Stage())
-		opts.Transport = func(rt http.RoundTripper) http.RoundTripper {
-			if tracing {
-				rt = proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator)
-			}
-			return m.Transport(rt)
+		if o.sampleRatio > 0 {
+			opts.Tracing = &proxy.Tracing{Provider: prov.TracerProvider, Propagator: prov.Propagator}
 		}
 		if o.auditPath != "" {
 			w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: o.auditPath,
@@ -220,18 +212,13 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 				return nil, fmt.Errorf("audit: %w", err)
 			}
 			closers = append(closers, func() { _ = w.Close() })
-			opts.Outer = append(opts.Outer, proxy.AuditStage(proxy.AuditOptions{Writer: w, Metrics: m, Logger: log,
-				ParameterKeys: true}))
+			opts.Audit = &proxy.AuditOptions{Writer: w, ParameterKeys: true}
 		}
 	}
 	if o.transport != nil {
-		wrap := opts.Transport
-		opts.Transport = func(http.RoundTripper) http.RoundTripper {
-			if wrap != nil {
-				return wrap(o.transport)
-			}
-			return o.transport
-		}
+		// In place of each broker's own transport, inside the client span
+		// and the metering.
+		opts.Transport = func(http.RoundTripper) http.RoundTripper { return o.transport }
 	}
 	g, err := proxy.New(cfg, opts)
 	if err != nil {

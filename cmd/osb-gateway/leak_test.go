@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -67,16 +66,7 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 	}
 	logs := newLogs(cfg.Log, lg.logs)
 	log := logs.log
-	prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, version,
-		telemetry.WithStdout(lg.spans), telemetry.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aw, err := audit.Open(cfg.Audit, audit.Options{OnError: func(e error) { t.Errorf("audit: %v", e) }})
+	obs, err := newObservability(cfg, log, telemetry.WithStdout(lg.spans))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +74,12 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: logs.access, Store: st, Metrics: m,
-		Outer: []proxy.Middleware{proxy.TraceStage(prov.TracerProvider, prov.Propagator), m.Stage(),
-			proxy.AuditStage(proxy.AuditOptions{Writer: aw, Metrics: m, Logger: log,
-				ParameterKeys: cfg.Audit.Parameters == config.AuditParametersKeys})},
-		Transport: func(rt http.RoundTripper) http.RoundTripper {
-			return m.Transport(proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator))
-		}})
+	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: logs.access, Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	platform := httptest.NewServer(g)
-	admin := httptest.NewServer(prov.MetricsHandler())
+	admin := httptest.NewServer(obs.prov.MetricsHandler())
 	lg.base, lg.metrics = platform.URL, admin.URL
 	var once sync.Once
 	lg.stop = func() {
@@ -104,12 +88,9 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 			admin.Close()
 			g.Close(nil)
 			logs.access.Close() // the buffered access lines
-			_ = aw.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := prov.Shutdown(ctx); err != nil {
-				t.Errorf("telemetry shutdown: %v", err)
-			}
+			obs.close(ctx) // the audit log and the spans
 			st.Close()
 		})
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
@@ -13,18 +12,21 @@ import (
 )
 
 // observability is what the telemetry and audit sections build once at
-// start: tracer and meter providers, the metrics, the audit writer, and the
-// stages and transport wrapper every Gateway (and every reload) uses.
+// start: the tracer provider and metrics registry, the metrics, the audit
+// writer, and the tracing, metrics and audit parts every Gateway (and
+// every reload) is given.
 type observability struct {
 	prov    *telemetry.Providers
 	metrics *proxy.Metrics
 	audit   *audit.Writer
-	outer   []proxy.Middleware
-	wrap    func(http.RoundTripper) http.RoundTripper
+	tracing *proxy.Tracing
+	record  *proxy.AuditOptions
 }
 
-func newObservability(cfg *config.Config, log *slog.Logger) (*observability, error) {
-	prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, version, telemetry.WithLogger(log))
+// newObservability builds them from cfg; topts go to telemetry.Setup
+// after the logger (tests redirect the stdout span exporter).
+func newObservability(cfg *config.Config, log *slog.Logger, topts ...telemetry.Option) (*observability, error) {
+	prov, err := telemetry.Setup(context.Background(), cfg.Telemetry, version, append([]telemetry.Option{telemetry.WithLogger(log)}, topts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +34,7 @@ func newObservability(cfg *config.Config, log *slog.Logger) (*observability, err
 	// *proxy.Metrics leaves the metrics stage and transport out.
 	var m *proxy.Metrics
 	if prov.Registerer != nil {
-		if m, err = proxy.NewMetrics(prov.MeterProvider, prov.Registerer, nil); err != nil {
+		if m, err = proxy.NewMetrics(prov.Registerer, nil); err != nil {
 			_ = prov.Shutdown(context.Background())
 			return nil, err
 		}
@@ -47,27 +49,23 @@ func newObservability(cfg *config.Config, log *slog.Logger) (*observability, err
 			_ = prov.Shutdown(context.Background())
 			return nil, err
 		}
+		o.record = &proxy.AuditOptions{Writer: o.audit, ParameterKeys: cfg.Audit.Parameters == config.AuditParametersKeys}
 	}
 	// With exporter none no span would ever leave the process: the trace
 	// stage and the broker-call spans are left out, and the platform's own
 	// traceparent reaches the broker unchanged (the audit record takes its
 	// trace id from it).
-	tracing := cfg.Telemetry.Traces.Exporter != config.TraceExporterNone
-	if tracing {
-		o.outer = append(o.outer, proxy.TraceStage(prov.TracerProvider, prov.Propagator))
-	}
-	o.outer = append(o.outer, m.Stage())
-	if o.audit != nil {
-		o.outer = append(o.outer, proxy.AuditStage(proxy.AuditOptions{Writer: o.audit, Metrics: m, Logger: log,
-			ParameterKeys: cfg.Audit.Parameters == config.AuditParametersKeys}))
-	}
-	o.wrap = func(rt http.RoundTripper) http.RoundTripper {
-		if tracing {
-			rt = proxy.InstrumentTransport(rt, prov.TracerProvider, prov.Propagator)
-		}
-		return m.Transport(rt)
+	if cfg.Telemetry.Traces.Exporter != config.TraceExporterNone {
+		o.tracing = &proxy.Tracing{Provider: prov.TracerProvider, Propagator: prov.Propagator}
 	}
 	return o, nil
+}
+
+// options returns opts with the tracing, metrics and audit parts set:
+// the same for every Gateway of the process.
+func (o *observability) options(opts proxy.Options) proxy.Options {
+	opts.Tracing, opts.Metrics, opts.Audit = o.tracing, o.metrics, o.record
+	return opts
 }
 
 // close flushes the audit log and the telemetry exporters.

@@ -127,15 +127,15 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 			obs.close(context.Background())
 		}
 	}()
-	g, err := proxy.New(cfg, proxy.Options{Logger: log, AccessLog: lg.access, Store: st, Outer: obs.outer, Transport: obs.wrap, Metrics: obs.metrics})
+	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: lg.access, Store: st}))
 	if err != nil {
 		return nil, err
 	}
 	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
 	s.sweepCtx, s.stopSweep = context.WithCancel(context.Background())
-	_ = obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
-	_ = obs.metrics.ObserveState(func(ctx context.Context) (locks, operations int64, err error) {
+	obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
+	obs.metrics.ObserveState(func(ctx context.Context) (locks, operations int64, err error) {
 		held, err := st.List(ctx, store.ListFilter{}) // one read of the store per scrape
 		for _, l := range held {
 			if l.Async {
@@ -275,7 +275,7 @@ func (s *server) reload() error {
 		return err
 	}
 	old := s.sw.Load()
-	g, err := proxy.New(cfg, proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old, Outer: s.obs.outer, Transport: s.obs.wrap, Metrics: s.obs.metrics})
+	g, err := proxy.New(cfg, s.obs.options(proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old}))
 	if err != nil {
 		return err
 	}
