@@ -7,11 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/trace"
@@ -398,5 +402,60 @@ func BenchmarkMetricsStage(b *testing.B) {
 				h.ServeHTTP(nil, r)
 			}
 		})
+	}
+}
+
+// TestMetricsExposition: metric names, types, help texts and labels are an
+// operator contract. testdata/metrics.golden is the /metrics page (less
+// the Go runtime and process collectors, lines sorted) of one call of
+// every kind on a fixed clock, as the gateway served it when half of its
+// instruments were OpenTelemetry ones behind the Prometheus exporter; the
+// page must stay the same on the Prometheus client alone.
+func TestMetricsExposition(t *testing.T) {
+	p, err := telemetry.Setup(t.Context(), config.Telemetry{InstanceID: "i-1"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	now := time.Unix(1000, 0)
+	m, err := NewMetrics(p.Registerer, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCatalogCache(config.Catalog{}, nil, nil)
+	cache.statsFor("b").hits.Add(1)
+	m.ObserveCatalogs(func() *CatalogCache { return cache })
+	m.ObserveState(func(context.Context) (int64, int64, error) { return 1, 1, nil })
+	m.record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
+		Status: 400, Blocked: true, Findings: []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r"}}},
+		Orphan: "queued", CatalogUnavailable: "refused"})
+	m.BrokerCall("b", rules.Provision, "2xx", 1)
+	m.StoreError("lock")
+	m.AuditWriteError()
+
+	var lines []string
+	sdk := regexp.MustCompile(`telemetry_sdk_version="[^"]*"`)
+	for _, l := range strings.Split(scrape(t, p.MetricsHandler()), "\n") {
+		if l == "" || strings.HasPrefix(l, "go_") || strings.HasPrefix(l, "process_") ||
+			strings.Contains(l, " go_") || strings.Contains(l, " process_") {
+			continue
+		}
+		lines = append(lines, sdk.ReplaceAllString(l, `telemetry_sdk_version="*"`))
+	}
+	sort.Strings(lines)
+	got := strings.Join(lines, "\n") + "\n"
+	path := filepath.Join("testdata", "metrics.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("/metrics differs from %s (-want +got):\n%s", path, diff)
 	}
 }

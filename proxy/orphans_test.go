@@ -37,6 +37,13 @@ tenants:
 
 func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.Server, *samplebroker.Broker, *osbtest.Clock) {
 	t.Helper()
+	return orphanEnvWith(t, mode, st, Options{})
+}
+
+// orphanEnvWith is orphanEnv with the tracing, metrics and audit parts of
+// opts.
+func orphanEnvWith(t *testing.T, mode string, st store.Store, opts Options) (*Gateway, *httptest.Server, *samplebroker.Broker, *osbtest.Clock) {
+	t.Helper()
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1, Now: clock.Now})
 	bs := httptest.NewServer(broker)
@@ -49,7 +56,8 @@ func orphanEnv(t *testing.T, mode string, st store.Store) (*Gateway, *httptest.S
 	if st == nil {
 		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Store: st})
+	opts.Logger, opts.Now, opts.Store = slog.New(slog.DiscardHandler), clock.Now, st
+	g, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
