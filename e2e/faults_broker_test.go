@@ -103,11 +103,13 @@ func (b *brokerFront) cut(ep string, status int, chunked bool) {
 	})
 }
 
-// refuser sends the next n broker calls to a port that refuses
+// refuser sends the next n forwarded broker calls to a port that refuses
 // connections: the broker is down, as far as the gateway can tell. (The
 // gateway's transport dials that port and gets ECONNREFUSED from the
 // kernel; only the address in its error differs from the broker's.) The
-// broker itself stays up on its own port, so the retry reaches it.
+// broker itself stays up on its own port, so the retry reaches it. The
+// gateway's own catalog fetches, which pass the same transport, are let
+// through: the row is about the call the platform made.
 type refuser struct {
 	addr string
 	n    atomic.Int32
@@ -120,6 +122,9 @@ type refusing struct {
 }
 
 func (rt *refusing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/v2/catalog") {
+		return rt.next.RoundTrip(req)
+	}
 	for {
 		n := rt.r.n.Load()
 		if n <= 0 {
