@@ -8,11 +8,13 @@ import (
 )
 
 // Admin is the operator-facing handler served on the admin listener, never
-// on the platform listener. /healthz (the process is alive), /readyz (the
-// configuration is loaded and the listeners are open) and whatever Handle
-// adds (/metrics) are open. Every path under /admin/ is a control route
-// added by a Mount method: it needs the bearer token admin.token (403
-// while none is configured, 401 without it or with another), answers
+// on the platform listener. /healthz (the process is alive), /readyz (what
+// Ready reports: osb-gateway serve is ready once its listeners serve and,
+// with catalog.require_warm, every broker's catalog was fetched) and what
+// Handle adds (serve adds GET /metrics, the telemetry registry's page with
+// the Metrics instruments) are open. Every path under /admin/ is a control
+// route added by a Mount method: it needs the bearer token admin.token
+// (403 while none is configured, 401 without it or with another), answers
 // errors as OSB JSON errors and logs one line per call.
 type Admin struct {
 	// Ready reports nil when the gateway can take traffic, or why not.
