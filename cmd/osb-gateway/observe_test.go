@@ -50,14 +50,34 @@ tenants: [{name: t, credentials: [{username: u, password: tenant-password-xyz}],
 	if code, _ := poll(t, "http://"+s.mainLn.Addr().String(), "tenant-password-xyz"); code != 200 {
 		t.Fatalf("call: %d", code)
 	}
+	// A reload that changes the broker's settings builds a new upstream:
+	// its calls are metered and audited as before.
+	y2 := strings.Replace(y, "password: broker-password-xyz}", "password: broker-password-xyz, timeout: 45s}", 1)
+	if err := os.WriteFile(path, []byte(y2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := poll(t, "http://"+s.mainLn.Addr().String(), "tenant-password-xyz"); code != 200 {
+		t.Fatalf("call after the reload: %d", code)
+	}
 	res, err := http.Get(admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if !strings.Contains(string(metrics), "osb_gateway_requests") || strings.Contains(string(metrics), "/v2/") {
-		t.Errorf("/metrics:\n%s", metrics)
+	for _, want := range []string{
+		`osb_gateway_requests_total{broker="b",endpoint="instance_last_operation",status_class="2xx",tenant="t"} 2`,
+		`osb_gateway_broker_duration_seconds_count{broker="b",endpoint="instance_last_operation",status_class="2xx"} 2`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(metrics), "/v2/") {
+		t.Errorf("/metrics holds a path:\n%s", metrics)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -68,8 +88,8 @@ tenants: [{name: t, credentials: [{username: u, password: tenant-password-xyz}],
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), `"instance_last_operation"`) {
-		t.Errorf("audit record missing:\n%s", raw)
+	if n := strings.Count(string(raw), `"instance_last_operation"`); n != 2 {
+		t.Errorf("%d audit records, want 2 (before and after the reload):\n%s", n, raw)
 	}
 	for _, secret := range []string{"tenant-password-xyz", "broker-password-xyz", "Basic "} {
 		if bytes.Contains(raw, []byte(secret)) {
