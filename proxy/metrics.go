@@ -256,9 +256,9 @@ func (m *Metrics) brokerCalls(broker string, ep rules.Endpoint, class int) prome
 // sampling.
 const exemplarEvery = time.Second
 
-// exemplar returns the exemplar labels of a sampled span: the trace_id and
-// span_id the OpenTelemetry exporter attached. Exemplars show in the
-// protobuf and OpenMetrics formats only.
+// exemplar returns the exemplar labels of a sampled span: trace_id and
+// span_id, as OpenTelemetry's Prometheus exporter names them. Exemplars
+// show in the protobuf and OpenMetrics formats only.
 func exemplar(sc trace.SpanContext) prometheus.Labels {
 	return prometheus.Labels{"trace_id": sc.TraceID().String(), "span_id": sc.SpanID().String()}
 }

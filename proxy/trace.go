@@ -16,7 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
-// instrumentationName names the gateway's tracer and meter.
+// instrumentationName names the gateway's tracer.
 const instrumentationName = "github.com/osb-gateway/osb-gateway/proxy"
 
 // maxAttrLen caps the header values and broker operations recorded on
