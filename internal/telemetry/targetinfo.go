@@ -20,7 +20,7 @@ func targetInfo(res *resource.Resource) prometheus.Collector {
 	for _, kv := range res.Attributes() {
 		name := labelName(string(kv.Key))
 		if name != "" {
-			values[name] = append(values[name], kv.Value.Emit())
+			values[name] = append(values[name], kv.Value.String())
 		}
 	}
 	labels := make(prometheus.Labels, len(values))

@@ -219,7 +219,7 @@ func TestTargetInfo(t *testing.T) {
 	p.MetricsHandler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	want := `target_info{_n_="u",_x="w",a_b="x;y;z",deployment_environment="prod",k_8s="v",key_1st_key="one",` +
 		`service_instance_id="i-1",service_name="osb-gateway",service_version="dev",telemetry_sdk_language="go",` +
-		`telemetry_sdk_name="opentelemetry",telemetry_sdk_version="` + sdk.Emit() + `"} 1` + "\n"
+		`telemetry_sdk_name="opentelemetry",telemetry_sdk_version="` + sdk.String() + `"} 1` + "\n"
 	if got := w.Body.String(); !strings.Contains(got, "# HELP target_info Target metadata\n# TYPE target_info gauge\n"+want) {
 		t.Errorf("/metrics lacks\n%s\ngot:\n%s", want, got)
 	}
