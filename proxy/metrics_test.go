@@ -422,7 +422,10 @@ func TestMetricsExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := NewCatalogCache(config.Catalog{}, nil, nil)
+	cache, err := newCatalogCache(config.Catalog{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cache.statsFor("b").hits.Add(1)
 	m.ObserveCatalogs(func() *CatalogCache { return cache })
 	m.ObserveState(func(context.Context) (int64, int64, error) { return 1, 1, nil })
