@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/osb-gateway/osb-gateway/internal/jsontext"
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 )
 
 // AccessLog writes access lines straight to a writer, in the same JSON or
@@ -114,7 +114,7 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 			if f.isN {
 				b = strconv.AppendInt(b, f.num, 10)
 			} else {
-				b = jsontext.AppendString(b, f.str)
+				b = jsonfast.AppendString(b, f.str)
 			}
 		}
 		b = append(b, '}')

@@ -1,10 +1,6 @@
 package proxy
 
-import (
-	"github.com/osb-gateway/osb-gateway/internal/raceflag"
-
-	"testing"
-)
+import "testing"
 
 // Budgets for a proxied pass-through GET, measured with the upstream's
 // server side included (it runs in this process), so the gateway's own
@@ -16,7 +12,7 @@ const (
 )
 
 func TestProxiedGETAllocationBudget(t *testing.T) {
-	if raceflag.Enabled {
+	if raceEnabled {
 		t.Skip("the race detector changes allocation counts; run without -race (the README's test command does)")
 	}
 	for _, path := range []string{"/t1/b1/v2/catalog", "/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"} {

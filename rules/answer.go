@@ -3,8 +3,9 @@ package rules
 import (
 	"bytes"
 	"net/http"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 )
 
 // Answer is what the gateway reads of a broker's answer to a call: the
@@ -71,7 +72,7 @@ func (a Answer) Ends(polled Endpoint) bool {
 // read) is not an object and says nothing but its status. CheckResponse
 // reads the same, beside its checks: a caller calls one or the other.
 func ReadResponse(c Call, status int, body []byte) Answer {
-	var buf [16]objMember // most answers have fewer members: no allocation
+	var buf [16]jsonfast.Member // most answers have fewer members: no allocation
 	a, _, _ := readAnswer(c, status, body, buf[:0])
 	return a
 }
@@ -89,34 +90,33 @@ const (
 
 // readAnswer reads body once: its shape and, for an object, its members
 // (appended to buf, slices of body), from which the Answer's fields come.
-func readAnswer(c Call, status int, body []byte, buf []objMember) (Answer, memberList, bodyShape) {
+func readAnswer(c Call, status int, body []byte, buf jsonfast.Object) (Answer, jsonfast.Object, bodyShape) {
 	a := Answer{Status: status}
 	lastOp := lastOperations.has(c.Endpoint)
 	if lastOp && status == http.StatusGone {
 		a.State = PollGone
 	}
-	start := skipJSONSpace(body, 0)
+	start := jsonfast.SkipSpace(body, 0)
 	switch {
 	case start == len(body):
 		return a, nil, shapeEmpty
-	case !validJSON(body):
+	case !jsonfast.Valid(body):
 		return a, nil, shapeSyntax
 	case body[start] != '{':
 		return a, nil, shapeNotObject
 	}
-	ms, _, _ := appendObjectMembers(buf, body, start)
-	fields := memberList(ms)
+	fields, _, _ := jsonfast.AppendObjectMembers(buf, body, start)
 	a.Object = true
 	switch {
 	case lastOp && status == http.StatusOK:
-		a.State = knownState(fields.stringFold(body, "state"))
+		a.State = knownState(stringFold(body, fields, "state"))
 		if a.State == PollFailed {
-			a.Description = string(fields.stringFold(body, "description"))
+			a.Description = string(stringFold(body, fields, "description"))
 		}
 	case status >= 200 && status <= 299:
-		a.Operation = string(fields.stringFold(body, "operation"))
+		a.Operation = string(stringFold(body, fields, "operation"))
 	case isErrorStatus(status):
-		a.Description = string(fields.stringFold(body, "description"))
+		a.Description = string(stringFold(body, fields, "description"))
 	}
 	return a, fields, shapeObject
 }
@@ -133,61 +133,19 @@ func knownState(s []byte) string {
 }
 
 // stringFold returns the string value of the member of doc named name
-// (see lastFold), unescaped; nil when there is none or its value is no
-// string. A value without escapes is a slice of doc.
-func (ms memberList) stringFold(doc []byte, name string) []byte {
-	m, ok := ms.lastFold(doc, name)
+// (see jsonfast.Object.LastFold), unescaped; nil when there is none or its
+// value is no string. A value without escapes is a slice of doc.
+func stringFold(doc []byte, ms jsonfast.Object, name string) []byte {
+	m, ok := ms.LastFold(doc, name)
 	if !ok {
 		return nil
 	}
-	val := doc[m.valStart:m.valEnd]
+	val := doc[m.ValStart:m.ValEnd]
 	if typeOf(val) != typeString {
 		return nil
 	}
 	if bytes.IndexByte(val, '\\') < 0 && utf8.Valid(val) {
 		return val[1 : len(val)-1]
 	}
-	return []byte(unquoteJSON(val))
-}
-
-// lastFold returns the member of doc whose key is name as encoding/json
-// matches keys to struct fields: without regard to case, the last of
-// several winning. name is lower-case ASCII.
-func (ms memberList) lastFold(doc []byte, name string) (objMember, bool) {
-	for i := len(ms) - 1; i >= 0; i-- {
-		if m := ms[i]; keyFold(doc, m, name) {
-			return m, true
-		}
-	}
-	return objMember{}, false
-}
-
-// keyFold reports whether m's key is name, lower-case ASCII, without
-// regard to case as encoding/json folds keys (Unicode simple folding: the
-// Kelvin sign is a "k"). Keys of ASCII letters without escapes, the
-// common case, are compared in place.
-func keyFold(doc []byte, m objMember, name string) bool {
-	raw := doc[m.keyStart+1 : m.keyEnd-1]
-	ascii := true
-	for _, c := range raw {
-		if c >= utf8.RuneSelf || c == '\\' {
-			ascii = false
-			break
-		}
-	}
-	if !ascii {
-		return strings.EqualFold(m.key(doc), name)
-	}
-	if len(raw) != len(name) {
-		return false
-	}
-	for i, c := range raw {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != name[i] {
-			return false
-		}
-	}
-	return true
+	return []byte(jsonfast.Unquote(val))
 }

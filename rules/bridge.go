@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -71,8 +72,8 @@ func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed
 	default:
 		return body, false, nil
 	}
-	open := skipJSONSpace(body, 0)
-	if !validJSON(body) || open >= len(body) || body[open] != '{' {
+	open := jsonfast.SkipSpace(body, 0)
+	if !jsonfast.Valid(body) || open >= len(body) || body[open] != '{' {
 		return body, false, badRequest("the %s body is not a JSON object, so it cannot be bridged for a broker of API version %s",
 			c.Endpoint, brokerMax)
 	}
@@ -93,12 +94,12 @@ func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed
 		}
 		m, ok := top.last(body, bc.toObj)
 		switch {
-		case !ok || isNull(body[m.valStart:m.valEnd]):
+		case !ok || isNull(body[m.ValStart:m.ValEnd]):
 			if bc.toObjCreated {
 				b.create(bc.toObj, bc.to, value)
 			}
-		case body[m.valStart] == '{':
-			obj, _ := parseObject(body, m.valStart)
+		case body[m.ValStart] == '{':
+			obj, _ := parseObject(body, m.ValStart)
 			b.set(body, obj, bc.to, value)
 		}
 	}
@@ -131,8 +132,8 @@ type bridgeInsert struct {
 // null, and left alone when it has a value.
 func (b *bridgeBuild) set(body []byte, obj bridgeObject, key string, value []byte) {
 	if m, ok := obj.last(body, key); ok {
-		if isNull(body[m.valStart:m.valEnd]) {
-			b.replaces = append(b.replaces, bridgeEdit{at: m.valStart, del: m.valEnd - m.valStart, insert: value})
+		if isNull(body[m.ValStart:m.ValEnd]) {
+			b.replaces = append(b.replaces, bridgeEdit{at: m.ValStart, del: m.ValEnd - m.ValStart, insert: value})
 		}
 		return
 	}
@@ -162,7 +163,7 @@ func (b *bridgeBuild) edits() []bridgeEdit {
 	for _, in := range b.inserts {
 		at, ins := in.obj.closing, []byte(nil)
 		if n := len(in.obj.members); n > 0 {
-			at, ins = in.obj.members[n-1].valEnd, []byte{','}
+			at, ins = in.obj.members[n-1].ValEnd, []byte{','}
 		}
 		edits = append(edits, bridgeEdit{at: at, insert: append(ins, in.members...)})
 	}
@@ -171,34 +172,34 @@ func (b *bridgeBuild) edits() []bridgeEdit {
 
 // bridgeObject is a parsed JSON object of a body.
 type bridgeObject struct {
-	members []objMember
+	members jsonfast.Object
 	closing int // offset of the closing brace
 }
 
 // parseObject parses the object whose "{" is at body[open].
 func parseObject(body []byte, open int) (bridgeObject, bool) {
-	ms, closing, ok := objectMembers(body, open)
+	ms, closing, ok := jsonfast.ObjectMembers(body, open)
 	return bridgeObject{members: ms, closing: closing}, ok
 }
 
 // last returns the last member named key: the one encoding/json reads.
-func (o bridgeObject) last(body []byte, key string) (objMember, bool) {
+func (o bridgeObject) last(body []byte, key string) (jsonfast.Member, bool) {
 	for i := len(o.members) - 1; i >= 0; i-- {
-		if o.members[i].is(body, key) {
+		if o.members[i].Is(body, key) {
 			return o.members[i], true
 		}
 	}
-	return objMember{}, false
+	return jsonfast.Member{}, false
 }
 
 // stringIn returns the JSON string token of member key of the object
 // member obj, when it is a non-empty string.
 func (o bridgeObject) stringIn(body []byte, obj, key string) []byte {
 	m, ok := o.last(body, obj)
-	if !ok || body[m.valStart] != '{' {
+	if !ok || body[m.ValStart] != '{' {
 		return nil
 	}
-	inner, ok := parseObject(body, m.valStart)
+	inner, ok := parseObject(body, m.ValStart)
 	if !ok {
 		return nil
 	}
@@ -206,7 +207,7 @@ func (o bridgeObject) stringIn(body []byte, obj, key string) []byte {
 	if !ok {
 		return nil
 	}
-	raw := body[v.valStart:v.valEnd]
+	raw := body[v.ValStart:v.ValEnd]
 	if typeOf(raw) != typeString || string(raw) == `""` {
 		return nil
 	}

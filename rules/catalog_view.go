@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -52,9 +53,9 @@ func (ix *Index) View(showService func(*osb.Service) bool, showPlan func(*osb.Se
 	out = append(out, body[:sp.services.open]...)
 	out = sp.services.appendKept(out, body, func(i int) bool { return keepPlans[i] != nil }, func(out []byte, i int) []byte {
 		el, plans := sp.services.elems[i], sp.plans[i]
-		out = append(out, body[el.start:plans.open]...)
+		out = append(out, body[el.Start:plans.open]...)
 		out = plans.appendKept(out, body, func(j int) bool { return keepPlans[i][j] }, nil)
-		return append(out, body[plans.close+1:el.end]...)
+		return append(out, body[plans.close+1:el.End]...)
 	})
 	return append(out, body[sp.services.close+1:]...), nil
 }
@@ -69,11 +70,8 @@ type catalogSpans struct {
 // jsonArray is a JSON array of a document, as byte offsets.
 type jsonArray struct {
 	open, close int // the offsets of "[" and "]"
-	elems       []jsonSpan
+	elems       []jsonfast.Span
 }
-
-// jsonSpan is one value of a document, as byte offsets.
-type jsonSpan struct{ start, end int }
 
 // appendKept appends a to out with only the elements keep reports, each
 // written by elem (nil: as it is). The separators and spacing that precede
@@ -83,23 +81,23 @@ func (a jsonArray) appendKept(out, doc []byte, keep func(int) bool, elem func([]
 	if len(a.elems) == 0 {
 		return append(out, doc[a.open:a.close+1]...)
 	}
-	out = append(out, doc[a.open:a.elems[0].start]...)
+	out = append(out, doc[a.open:a.elems[0].Start]...)
 	first := true
 	for i, el := range a.elems {
 		if !keep(i) {
 			continue
 		}
 		if !first {
-			out = append(out, doc[a.elems[i-1].end:el.start]...)
+			out = append(out, doc[a.elems[i-1].End:el.Start]...)
 		}
 		first = false
 		if elem == nil {
-			out = append(out, doc[el.start:el.end]...)
+			out = append(out, doc[el.Start:el.End]...)
 		} else {
 			out = elem(out, i)
 		}
 	}
-	return append(out, doc[a.elems[len(a.elems)-1].end:a.close+1]...)
+	return append(out, doc[a.elems[len(a.elems)-1].End:a.close+1]...)
 }
 
 // errCatalogSpans is a body whose arrays do not match its Index: one that
@@ -118,7 +116,7 @@ func (ix *Index) catalogSpans() (*catalogSpans, error) {
 // (without regard to case, the last of several winning). A catalog
 // without a services array gets an empty one at the end of the body.
 func locateCatalog(body []byte, cat *osb.Catalog) (*catalogSpans, error) {
-	top, ok := objectAt(body, skipJSONSpace(body, 0))
+	top, ok := objectAt(body, jsonfast.SkipSpace(body, 0))
 	if !ok {
 		return nil, errCatalogSpans
 	}
@@ -137,8 +135,8 @@ func locateCatalog(body []byte, cat *osb.Catalog) (*catalogSpans, error) {
 	}
 	sp.plans = make([]jsonArray, len(services.elems))
 	for i, el := range services.elems {
-		plans := jsonArray{open: el.end, close: el.end - 1} // none: an empty array after the service
-		if svc, ok := objectAt(body, el.start); ok {
+		plans := jsonArray{open: el.End, close: el.End - 1} // none: an empty array after the service
+		if svc, ok := objectAt(body, el.Start); ok {
 			if a, ok := arrayAt(body, svc, "plans"); ok {
 				plans = a
 			}
@@ -152,34 +150,22 @@ func locateCatalog(body []byte, cat *osb.Catalog) (*catalogSpans, error) {
 }
 
 // objectAt returns the members of the object at doc[open], if it is one.
-func objectAt(doc []byte, open int) (memberList, bool) {
+func objectAt(doc []byte, open int) (jsonfast.Object, bool) {
 	if open >= len(doc) || doc[open] != '{' {
 		return nil, false
 	}
-	ms, _, ok := objectMembers(doc, open)
+	ms, _, ok := jsonfast.ObjectMembers(doc, open)
 	return ms, ok
 }
 
 // arrayAt returns the elements of the array that is the value of the
-// member of ms named name (see lastFold), if it is an array.
-func arrayAt(doc []byte, ms memberList, name string) (jsonArray, bool) {
-	m, ok := ms.lastFold(doc, name)
-	if !ok || doc[m.valStart] != '[' {
+// member of ms named name (see jsonfast.Object.LastFold), if it is an
+// array.
+func arrayAt(doc []byte, ms jsonfast.Object, name string) (jsonArray, bool) {
+	m, ok := ms.LastFold(doc, name)
+	if !ok || doc[m.ValStart] != '[' {
 		return jsonArray{}, false
 	}
-	a := jsonArray{open: m.valStart}
-	i := skipJSONSpace(doc, m.valStart+1)
-	for i < m.valEnd && doc[i] != ']' {
-		end := skipJSONValue(doc, i)
-		if end <= i {
-			return jsonArray{}, false
-		}
-		a.elems = append(a.elems, jsonSpan{start: i, end: end})
-		i = skipJSONSpace(doc, end)
-		if i < m.valEnd && doc[i] == ',' {
-			i = skipJSONSpace(doc, i+1)
-		}
-	}
-	a.close = i
-	return a, i < m.valEnd
+	elems, closing, ok := jsonfast.ArrayElements(doc, m.ValStart)
+	return jsonArray{open: m.ValStart, close: closing, elems: elems}, ok
 }

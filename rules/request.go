@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -92,12 +93,12 @@ func checkQueryIDs(c Call, vs *violationList) {
 // for either. Of duplicates, the map holds the last, as encoding/json does.
 func decodeObject(what string, body []byte) (map[string]json.RawMessage, violationList) {
 	var vs violationList
-	start := skipJSONSpace(body, 0)
+	start := jsonfast.SkipSpace(body, 0)
 	switch {
 	case start == len(body):
 		vs.add("request.body.missing", fmt.Sprintf("%s needs a JSON object as its body, got an empty body", what))
 		return nil, vs
-	case !validJSON(body):
+	case !jsonfast.Valid(body):
 		var syn *json.SyntaxError
 		if err := json.Unmarshal(body, new(any)); errors.As(err, &syn) {
 			vs.add("request.body.syntax", fmt.Sprintf("request body is not valid JSON at byte %d: %v", syn.Offset, err))
@@ -109,10 +110,10 @@ func decodeObject(what string, body []byte) (map[string]json.RawMessage, violati
 		vs.add("request.body.not_object", fmt.Sprintf("request body must be a JSON object, got %s", valueKindOf(body)))
 		return nil, vs
 	}
-	ms, _, _ := objectMembers(body, start)
-	for _, key := range duplicateKeys(body, ms) {
+	ms, _, _ := jsonfast.ObjectMembers(body, start)
+	for _, key := range ms.DuplicateKeys(body) {
 		vs.add("request.body.duplicate_field", fmt.Sprintf(
 			"request body must have each field once, got %s more than once (brokers differ in which value they read)", quoteCut(key)))
 	}
-	return membersMap(body, ms), vs
+	return ms.Map(body), vs
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -217,18 +218,18 @@ func decodeFields(e Endpoint, v osb.Version, fields map[string]json.RawMessage, 
 		}
 		var s string
 		if f.typ == typeString {
-			s = unquoteJSON(bytes.TrimSpace(raw))
+			s = jsonfast.Unquote(bytes.TrimSpace(raw))
 			if s == "" && v.AtLeast(nonEmptySince) && !requiredAt(e, v, f.path) {
 				vs.add(ruleID("request", f.path, "empty"), fmt.Sprintf(
 					"%s must be a non-empty string when present (OSB 2.12 and later), got \"\"", f.path))
 			}
 		} else if parentPaths[f.path] || f.emptyIsAbsent {
 			raw = bytes.TrimSpace(raw)
-			ms, _, _ := objectMembers(raw, 0) // a valid object: the body decoded
+			ms, _, _ := jsonfast.ObjectMembers(raw, 0) // a valid object: the body decoded
 			if len(ms) == 0 && f.emptyIsAbsent {
 				continue
 			}
-			objects[f.path] = membersMap(raw, ms)
+			objects[f.path] = ms.Map(raw)
 		}
 		assign(req, f.path, raw, s)
 	}
@@ -273,13 +274,13 @@ func assign(req *Request, path string, raw json.RawMessage, s string) {
 
 // isNull reports whether raw is the JSON null.
 func isNull(raw []byte) bool {
-	i := skipJSONSpace(raw, 0)
+	i := jsonfast.SkipSpace(raw, 0)
 	return len(raw) >= i+4 && string(raw[i:i+4]) == "null"
 }
 
 // typeOf returns the valueType of raw, or 0 for other JSON types.
 func typeOf(raw []byte) valueType {
-	i := skipJSONSpace(raw, 0)
+	i := jsonfast.SkipSpace(raw, 0)
 	if i >= len(raw) {
 		return 0
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -75,7 +76,7 @@ type ResponseOptions struct {
 //     volume_mounts from a service whose "requires" lacks syslog_drain,
 //     route_forwarding or volume_mount.
 func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogView, opts ResponseOptions) (Answer, []Violation) {
-	var buf [16]objMember // most answers have fewer members: no allocation
+	var buf [16]jsonfast.Member // most answers have fewer members: no allocation
 	a, fields, shape := readAnswer(c, status, body, buf[:0])
 	var vs violationList
 	row := checkStatus(c, v, status, opts, &vs)
@@ -127,10 +128,10 @@ func checkShape(c Call, status int, body []byte, shape bodyShape, vs *violationL
 // checkErrorBody checks an error answer: "error" and "description" are
 // strings, the code is the one the status needs, and AsyncRequired does not
 // answer a request that accepted asynchronous operations.
-func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, body []byte, fields memberList, vs *violationList) {
+func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, body []byte, fields jsonfast.Object, vs *violationList) {
 	var code string
 	for _, name := range [...]string{"error", "description"} {
-		raw, ok := fields.get(body, name)
+		raw, ok := fields.Get(body, name)
 		if !ok || isNull(raw) {
 			continue
 		}
@@ -142,7 +143,7 @@ func checkErrorBody(c Call, v osb.Version, status int, row *statusRow, body []by
 			vs.addResponse(rule, fmt.Sprintf("%q in the broker's error body must be a string, got %s", name, valueKindOf(raw)))
 			continue
 		}
-		s := unquoteJSON(bytes.TrimSpace(raw))
+		s := jsonfast.Unquote(bytes.TrimSpace(raw))
 		if s == "" && v.AtLeast(nonEmptySince) {
 			vs.addResponse(rule, fmt.Sprintf("%q in the broker's error body must be a non-empty string when present (OSB 2.12 and later), got \"\"", name))
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -60,7 +61,7 @@ var operationLengthSince = v2_15
 var lastOperationStates = []string{"in progress", "succeeded", "failed"}
 
 // checkSuccessBody checks the fields of a 2xx body.
-func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields memberList,
+func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields jsonfast.Object,
 	cat CatalogView, opts ResponseOptions, vs *violationList) {
 	e := c.Endpoint
 	for i := range responseFields {
@@ -68,7 +69,7 @@ func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields mem
 		if !f.on.has(e) || v.Less(f.since) {
 			continue
 		}
-		raw, ok := fields.get(body, f.name)
+		raw, ok := fields.Get(body, f.name)
 		if !ok || isNull(raw) {
 			continue
 		}
@@ -92,11 +93,11 @@ func checkSuccessBody(c Call, v osb.Version, status int, body []byte, fields mem
 		}
 	}
 	if lastOperations.has(e) && status == http.StatusOK {
-		state, _ := fields.get(body, "state")
+		state, _ := fields.Get(body, "state")
 		checkState(state, vs)
 	}
 	if e == Bind && status == http.StatusAccepted {
-		if raw, ok := fields.get(body, "credentials"); ok && !isNull(raw) {
+		if raw, ok := fields.Get(body, "credentials"); ok && !isNull(raw) {
 			vs.addResponse("response.bind.async_credentials",
 				"the broker's 202 Accepted answer to PUT binding must not have credentials (an asynchronous bind returns them "+
 					"when the binding is fetched), got credentials")
@@ -110,7 +111,7 @@ func checkOperationLength(v osb.Version, raw json.RawMessage, vs *violationList)
 	if v.Less(operationLengthSince) {
 		return
 	}
-	s := unquoteJSON(bytes.TrimSpace(raw))
+	s := jsonfast.Unquote(bytes.TrimSpace(raw))
 	if n := utf8.RuneCountInString(s); n > MaxOperationLength {
 		vs.addResponse("response.operation.length", fmt.Sprintf(
 			"operation must have at most %d characters (OSB 2.15), got %d", MaxOperationLength, n))
@@ -120,7 +121,7 @@ func checkOperationLength(v osb.Version, raw json.RawMessage, vs *violationList)
 // checkAbsoluteURL checks that a URL field holds an absolute URL with a
 // host.
 func checkAbsoluteURL(name string, raw json.RawMessage, vs *violationList) {
-	s := unquoteJSON(bytes.TrimSpace(raw))
+	s := jsonfast.Unquote(bytes.TrimSpace(raw))
 	u, err := url.Parse(s)
 	if err == nil && u.IsAbs() && u.Host != "" {
 		return
@@ -170,7 +171,7 @@ func checkState(raw json.RawMessage, vs *violationList) {
 				return
 			}
 		}
-		if s := unquoteJSON(tok); !slices.Contains(lastOperationStates, s) {
+		if s := jsonfast.Unquote(tok); !slices.Contains(lastOperationStates, s) {
 			vs.addResponse("response.last_operation.state", fmt.Sprintf("state must be %s, got %s", want, quoteCut(s)))
 		}
 	}

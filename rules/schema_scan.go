@@ -1,11 +1,6 @@
 package rules
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"unicode/utf8"
-)
+import "github.com/osb-gateway/osb-gateway/internal/jsonfast"
 
 // schemaScan is what one pass over a parameter schema's bytes finds: what
 // the compile-free lint checks need, gathered without decoding the schema
@@ -54,31 +49,27 @@ type scanNode struct {
 	ids    [numIDKeywords]scanString
 }
 
-// errScan is the scanner's answer to bytes that are not JSON.
-var errScan = errors.New("not valid JSON")
-
 // scanSchema scans a schema that is a JSON object. The scan relies on the
 // bytes being valid JSON, as a decoded catalog's are; it fails on most
 // malformed input but does not validate.
 func scanSchema(b []byte) (*schemaScan, error) {
-	s := &scanner{b: b}
+	s := &scanner{Scanner: jsonfast.NewScanner(b)}
 	s.frames = s.stack[:0]
-	if s.ws(); s.peek() != '{' {
-		return nil, errScan
+	if s.SkipSpace(); s.Peek() != '{' {
+		return nil, jsonfast.ErrSyntax
 	}
 	if err := s.value(objSchema, 0); err != nil {
 		return nil, err
 	}
-	if s.ws(); s.i != len(b) {
-		return nil, errScan
+	if s.SkipSpace(); s.Offset() != len(b) {
+		return nil, jsonfast.ErrSyntax
 	}
 	return &s.out, nil
 }
 
-// scanner walks a JSON document byte by byte.
+// scanner walks a schema document; its jsonfast.Scanner reads the tokens.
 type scanner struct {
-	b   []byte
-	i   int
+	jsonfast.Scanner
 	out schemaScan
 	// frames are the objects open around the position, outermost first,
 	// with their node (-1 until one is needed); stack holds the first few.
@@ -92,116 +83,81 @@ type scanFrame struct {
 	node int
 }
 
-// ws skips white space.
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the byte at the position, or 0 at the end.
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
 // value scans the value at the position, whose kind is kind.
 func (s *scanner) value(kind scanKind, depth int) error {
-	switch s.peek() {
+	switch s.Peek() {
 	case '{':
 		return s.object(kind, depth)
 	case '[':
 		return s.array(kind, depth)
 	case '"':
-		_, err := s.str()
+		_, err := s.ReadString()
 		return err
 	case 0:
-		return errScan
+		return jsonfast.ErrSyntax
 	}
-	start := s.i
-	for s.i < len(s.b) && !isLiteralEnd(s.b[s.i]) {
-		s.i++
-	}
-	if s.i == start {
-		return errScan
-	}
-	return nil
-}
-
-// isLiteralEnd reports whether c ends a number, true, false or null.
-func isLiteralEnd(c byte) bool {
-	switch c {
-	case ' ', '\t', '\n', '\r', ',', ']', '}', ':', '[', '{', '"':
-		return true
-	}
-	return false
+	_, err := s.Literal()
+	return err
 }
 
 // array scans an array whose elements are of kind.
 func (s *scanner) array(kind scanKind, depth int) error {
-	s.i++
-	if s.ws(); s.peek() == ']' {
-		s.i++
+	s.Advance()
+	if s.SkipSpace(); s.Peek() == ']' {
+		s.Advance()
 		return nil
 	}
 	for {
-		s.ws()
+		s.SkipSpace()
 		if err := s.value(kind, depth+1); err != nil {
 			return err
 		}
-		s.ws()
-		switch s.peek() {
+		s.SkipSpace()
+		switch s.Peek() {
 		case ',':
-			s.i++
+			s.Advance()
 		case ']':
-			s.i++
+			s.Advance()
 			return nil
 		default:
-			return errScan
+			return jsonfast.ErrSyntax
 		}
 	}
 }
 
 // object scans an object of kind.
 func (s *scanner) object(kind scanKind, depth int) error {
-	s.i++
+	s.Advance()
 	f := len(s.frames)
 	s.frames = append(s.frames, scanFrame{kind: kind, node: -1})
 	defer func() { s.frames = s.frames[:f] }()
-	if s.ws(); s.peek() == '}' {
-		s.i++
+	if s.SkipSpace(); s.Peek() == '}' {
+		s.Advance()
 		return nil
 	}
 	for {
-		s.ws()
-		key, err := s.str()
+		s.SkipSpace()
+		key, err := s.ReadString()
 		if err != nil {
 			return err
 		}
-		if s.ws(); s.peek() != ':' {
-			return errScan
+		if s.SkipSpace(); s.Peek() != ':' {
+			return jsonfast.ErrSyntax
 		}
-		s.i++
-		s.ws()
+		s.Advance()
+		s.SkipSpace()
 		if err := s.member(f, key, depth); err != nil {
 			return err
 		}
-		s.ws()
-		switch s.peek() {
+		s.SkipSpace()
+		switch s.Peek() {
 		case ',':
-			s.i++
+			s.Advance()
 		case '}':
-			s.i++
+			s.Advance()
 			return nil
 		default:
-			return errScan
+			return jsonfast.ErrSyntax
 		}
 	}
 }
@@ -227,11 +183,11 @@ func (s *scanner) member(f int, key []byte, depth int) error {
 		return s.value(childKind(kind, key), depth+1)
 	}
 	// dst may point into s.out.nodes: set it before scanning on.
-	if s.peek() != '"' {
+	if s.Peek() != '"' {
 		*dst = scanString{set: true}
 		return s.value(childKind(kind, key), depth+1)
 	}
-	v, err := s.str()
+	v, err := s.ReadString()
 	*dst = scanString{set: true, str: true, val: string(v)}
 	return err
 }
@@ -277,36 +233,4 @@ func (s *scanner) node(f int) int {
 	s.out.nodes = append(s.out.nodes, scanNode{parent: parent, kind: s.frames[f].kind})
 	s.frames[f].node = len(s.out.nodes) - 1
 	return s.frames[f].node
-}
-
-// str scans the string at the position and returns its value, which
-// aliases the document unless the string has escapes or invalid UTF-8
-// (which decodes as U+FFFD).
-func (s *scanner) str() ([]byte, error) {
-	if s.peek() != '"' {
-		return nil, errScan
-	}
-	start := s.i + 1
-	end := bytes.IndexByte(s.b[start:], '"')
-	if end < 0 {
-		return nil, errScan
-	}
-	if v := s.b[start : start+end]; bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-		s.i = start + end + 1
-		return v, nil
-	}
-	for s.i = start; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
-		case '\\':
-			s.i++
-		case '"':
-			s.i++
-			var v string
-			if err := json.Unmarshal(s.b[start-1:s.i], &v); err != nil {
-				return nil, errScan
-			}
-			return []byte(v), nil
-		}
-	}
-	return nil, errScan
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/internal/jsontext"
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 )
 
 // The encoder below writes a Record as encoding/json does with HTML
@@ -24,10 +24,10 @@ func appendRecord(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `"prev_hash":`...)
-	dst = jsontext.AppendString(dst, r.PrevHash)
+	dst = jsonfast.AppendString(dst, r.PrevHash)
 	if r.Hash != "" {
 		dst = append(dst, `,"hash":`...)
-		dst = jsontext.AppendString(dst, r.Hash)
+		dst = jsonfast.AppendString(dst, r.Hash)
 	}
 	return append(dst, '}'), nil
 }
@@ -53,21 +53,21 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"request_id":`...)
-	dst = jsontext.AppendString(dst, r.RequestID)
+	dst = jsonfast.AppendString(dst, r.RequestID)
 	dst = appendOmitEmpty(dst, `,"trace_id":`, r.TraceID)
 	dst = appendOmitEmpty(dst, `,"tenant":`, r.Tenant)
 	dst = appendOmitEmpty(dst, `,"broker":`, r.Broker)
 	dst = append(dst, `,"endpoint":`...)
-	dst = jsontext.AppendString(dst, r.Endpoint)
+	dst = jsonfast.AppendString(dst, r.Endpoint)
 	dst = append(dst, `,"method":`...)
-	dst = jsontext.AppendString(dst, r.Method)
+	dst = jsonfast.AppendString(dst, r.Method)
 	dst = appendOmitEmpty(dst, `,"instance_id":`, r.InstanceID)
 	dst = appendOmitEmpty(dst, `,"binding_id":`, r.BindingID)
 	dst = appendOmitEmpty(dst, `,"service_id":`, r.ServiceID)
 	dst = appendOmitEmpty(dst, `,"plan_id":`, r.PlanID)
 	if id := r.Identity; id != nil {
 		dst = append(dst, `,"identity":{"platform":`...)
-		dst = jsontext.AppendString(dst, id.Platform)
+		dst = jsonfast.AppendString(dst, id.Platform)
 		dst = appendOmitEmpty(dst, `,"user_id":`, id.UserID)
 		dst = appendOmitEmpty(dst, `,"username":`, id.Username)
 		if id.Undecodable {
@@ -87,20 +87,20 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"outcome":`...)
-	dst = jsontext.AppendString(dst, r.Outcome)
+	dst = jsonfast.AppendString(dst, r.Outcome)
 	dst = appendOmitEmpty(dst, `,"operation":`, r.Operation)
 	if e := r.Error; e != nil {
 		dst = append(dst, `,"error":{`...)
 		sep := ""
 		if e.Code != "" {
 			dst = append(dst, `"code":`...)
-			dst = jsontext.AppendString(dst, e.Code)
+			dst = jsonfast.AppendString(dst, e.Code)
 			sep = ","
 		}
 		if e.Description != "" {
 			dst = append(dst, sep...)
 			dst = append(dst, `"description":`...)
-			dst = jsontext.AppendString(dst, e.Description)
+			dst = jsonfast.AppendString(dst, e.Description)
 		}
 		dst = append(dst, '}')
 	}
@@ -111,9 +111,9 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"rule":`...)
-			dst = jsontext.AppendString(dst, f.Rule)
+			dst = jsonfast.AppendString(dst, f.Rule)
 			dst = append(dst, `,"direction":`...)
-			dst = jsontext.AppendString(dst, f.Direction)
+			dst = jsonfast.AppendString(dst, f.Direction)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -133,7 +133,7 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsontext.AppendString(dst, k)
+			dst = jsonfast.AppendString(dst, k)
 		}
 		dst = append(dst, ']')
 	}
@@ -146,7 +146,7 @@ func appendOmitEmpty(dst []byte, key, s string) []byte {
 	if s == "" {
 		return dst
 	}
-	return jsontext.AppendString(append(dst, key...), s)
+	return jsonfast.AppendString(append(dst, key...), s)
 }
 
 // errTimeZone and errYear are time.Time.MarshalJSON's refusals.

@@ -1,7 +1,4 @@
-// Package jsontext writes JSON strings as encoding/json does, without
-// reflection or allocation: the audit encoder (whose records are hashed,
-// so every byte counts) and the access log share it.
-package jsontext
+package jsonfast
 
 import "unicode/utf8"
 
@@ -20,7 +17,9 @@ var plain = func() (t [256]bool) {
 // string with HTML escaping off (json.Encoder.SetEscapeHTML(false)): '"'
 // and '\' escaped, \b \f \n \r \t by name, other control characters as
 // \u00XX, each byte of invalid UTF-8 as \ufffd, and U+2028 and U+2029 as
-// \u2028 and \u2029.
+// \u2028 and \u2029. The audit encoder (whose records are hashed, so every
+// byte counts) and the access log write their strings with it, without
+// reflection or allocation.
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

@@ -1,15 +1,15 @@
-package rules
+package jsonfast
 
-// validJSON reports whether doc is one JSON value surrounded by optional
+// Valid reports whether doc is one JSON value surrounded by optional
 // white space, exactly as encoding/json.Valid does (same grammar, the same
 // leniency about invalid UTF-8 inside strings, the same nesting limit),
 // without its per-byte state machine: every OSB request and answer the
 // gateway checks goes through it, so it is a tight loop that allocates
 // nothing below 64 levels of nesting.
-func validJSON(doc []byte) bool {
+func Valid(doc []byte) bool {
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // '{' or '[' per open container
-	i := skipJSONSpace(doc, 0)
+	i := SkipSpace(doc, 0)
 	for {
 		// A value starts at i.
 		if i >= len(doc) {
@@ -17,11 +17,11 @@ func validJSON(doc []byte) bool {
 		}
 		switch c := doc[i]; {
 		case c == '{' || c == '[':
-			if len(stack) >= maxJSONDepth {
+			if len(stack) >= maxDepth {
 				return false
 			}
 			stack = append(stack, c)
-			i = skipJSONSpace(doc, i+1)
+			i = SkipSpace(doc, i+1)
 			if i < len(doc) && doc[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 				stack = stack[:len(stack)-1]
 				i++
@@ -61,7 +61,7 @@ func validJSON(doc []byte) bool {
 		}
 		// A value ended at i: close containers, or go on to the next value.
 		for {
-			i = skipJSONSpace(doc, i)
+			i = SkipSpace(doc, i)
 			if len(stack) == 0 {
 				return i == len(doc)
 			}
@@ -77,7 +77,7 @@ func validJSON(doc []byte) bool {
 			if doc[i] != ',' {
 				return false
 			}
-			i = skipJSONSpace(doc, i+1)
+			i = SkipSpace(doc, i+1)
 			if open == '{' {
 				if i = keyThenColon(doc, i); i < 0 {
 					return false
@@ -88,8 +88,8 @@ func validJSON(doc []byte) bool {
 	}
 }
 
-// maxJSONDepth is encoding/json's nesting limit.
-const maxJSONDepth = 10000
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
 
 // keyThenColon checks a member's key at i and the colon after it, and
 // returns where the member's value starts (white space skipped), or -1.
@@ -100,11 +100,11 @@ func keyThenColon(doc []byte, i int) int {
 	if i = stringEnd(doc, i); i < 0 {
 		return -1
 	}
-	i = skipJSONSpace(doc, i)
+	i = SkipSpace(doc, i)
 	if i >= len(doc) || doc[i] != ':' {
 		return -1
 	}
-	return skipJSONSpace(doc, i+1)
+	return SkipSpace(doc, i+1)
 }
 
 // stringEnd returns the index after the string whose opening quote is at
@@ -189,4 +189,9 @@ func digitsEnd(doc []byte, i int) int {
 // hasLiteral reports whether lit starts at doc[i].
 func hasLiteral(doc []byte, i int, lit string) bool {
 	return len(doc)-i >= len(lit) && string(doc[i:i+len(lit)]) == lit
+}
+
+// isHex reports whether b is a hexadecimal digit.
+func isHex(b byte) bool {
+	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
 }
