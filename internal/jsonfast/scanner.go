@@ -16,7 +16,8 @@ var ErrSyntax = errors.New("not valid JSON")
 // walker keeps the structure (which delimiter comes next); the Scanner
 // reads white space, strings and literals. It relies on the document being
 // valid JSON: it fails on most malformed input and never panics, but does
-// not validate.
+// not validate. Measured (BenchmarkScanner, a parameter schema): 30× faster
+// than json.Decoder.Token, 0 allocations instead of 306.
 type Scanner struct {
 	doc []byte
 	pos int
