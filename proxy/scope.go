@@ -104,9 +104,9 @@ type Scope struct {
 	// hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
 	hdrs [2]string
-	// ctx carries the Scope into the broker call's context (upstream
-	// stage) without an allocation of its own.
-	ctx scopeCtx
+	// callParent is the broker call's parent context (see withContext):
+	// the platform request's, unless the call runs on without it.
+	callParent context.Context
 	// call lists the broker call with its upstream's deadlines.
 	call callNode
 	// metered times the broker call's body (Metrics.transport).
@@ -115,28 +115,11 @@ type Scope struct {
 
 type scopeKey struct{}
 
-// scopeCtx is a request's context with its Scope as the scopeKey value,
-// as context.WithValue would make it, but kept inside the Scope. Its
-// Done is the parent's, so contexts derived from it attach to the
-// parent's cancellation directly.
-type scopeCtx struct {
-	context.Context
-	s *Scope
-}
-
-// Value implements context.Context.
-func (c *scopeCtx) Value(key any) any {
-	if key == (scopeKey{}) {
-		return c.s
-	}
-	return c.Context.Value(key)
-}
-
-// withContext returns parent with s as its Scope value. It may be called
-// once per Scope.
+// withContext returns parent, the broker call's parent context, with s as
+// its Scope value.
 func (s *Scope) withContext(parent context.Context) context.Context {
-	s.ctx = scopeCtx{Context: parent, s: s}
-	return &s.ctx
+	s.callParent = parent
+	return context.WithValue(parent, scopeKey{}, s)
 }
 
 // ScopeOf returns the Scope of a request in the gateway chain. The stages

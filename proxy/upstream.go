@@ -253,7 +253,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		if s.guard != nil {
 			s.guard.onTimeout(r.Context(), s)
 		}
-	case errors.Is(err, context.Canceled) && s.ctx.Context != nil && s.ctx.Context.Err() != nil:
+	case errors.Is(err, context.Canceled) && s.callParent != nil && s.callParent.Err() != nil:
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
 		return
 	default:
