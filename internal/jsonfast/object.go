@@ -106,8 +106,9 @@ func AppendObjectMembers(ms Object, doc []byte, open int) (_ Object, closing int
 // Member.Value). Of duplicate keys the last wins, as with encoding/json.
 func (o Object) Get(doc []byte, name string) (json.RawMessage, bool) {
 	// A key is name as sent, or once unescaped, or once its invalid UTF-8
-	// is replaced by U+FFFD, which only a name holding U+FFFD can match.
-	replaced := strings.ContainsRune(name, utf8.RuneError)
+	// is replaced by U+FFFD (EF BF BD), which only a name holding U+FFFD
+	// can match.
+	replaced := strings.IndexByte(name, 0xEF) >= 0
 	for i := len(o) - 1; i >= 0; i-- {
 		mb := o[i]
 		raw := doc[mb.KeyStart:mb.KeyEnd]
