@@ -20,14 +20,35 @@ import (
 //	lock_deadlines  time(Deadline) + lock key -> nothing
 //	orphans         orphan id -> orphanRecord
 //	orphan_due      time(NextAttempt) + orphan id -> nothing
+//
+// and the inventory (see bolt_inventory.go), whose keys join names and ids
+// with NUL bytes (which they cannot contain), so they sort as tuples:
+//
+//	inv_instances   broker NUL instance id -> instance record (inventory_codec.go)
+//	inv_tenants     tenant NUL broker NUL instance id -> nothing (instances with a tenant)
+//	inv_bindings    broker NUL instance id NUL binding id -> binding record
+//	inv_counts      "i" NUL broker NUL tenant -> instances (8-byte big-endian)
+//	                "b" NUL broker -> bindings (8-byte big-endian)
 var (
 	bucketMeta          = []byte("meta")
 	bucketLocks         = []byte("locks")
 	bucketLockDeadlines = []byte("lock_deadlines")
 	bucketOrphans       = []byte("orphans")
 	bucketOrphanDue     = []byte("orphan_due")
+	bucketInstances     = []byte("inv_instances")
+	bucketTenants       = []byte("inv_tenants")
+	bucketBindings      = []byte("inv_bindings")
+	bucketCounts        = []byte("inv_counts")
 	keyVersion          = []byte("version")
 )
+
+// boltBuckets are the buckets Open creates where missing: a file written
+// before the inventory existed gains its buckets, empty, and keeps its
+// version.
+var boltBuckets = [][]byte{
+	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
+	bucketInstances, bucketTenants, bucketBindings, bucketCounts,
+}
 
 // boltVersion is the layout above; a file with another version is refused.
 const boltVersion = "1"
@@ -52,7 +73,7 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 		return nil, fmt.Errorf("store: open bolt file %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue} {
+		for _, name := range boltBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -21,10 +21,11 @@ type memory struct {
 	closed  bool
 	locks   map[string]Lock
 	orphans map[string]Orphan
+	brokers map[string]*memBroker // the inventory, by broker
 }
 
 func newMemory(now func() time.Time) *memory {
-	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}}
+	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}, brokers: map[string]*memBroker{}}
 }
 
 // begin checks ctx and takes the mutex; the caller must call m.mu.Unlock

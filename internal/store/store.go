@@ -1,7 +1,9 @@
 // Package store keeps the gateway's durable state: the operation locks that
 // block a second operation on a service instance while one is in progress
-// (including an asynchronous one, until its last_operation settles), and the
-// orphan-mitigation queue of deprovisions and unbinds still to be retried.
+// (including an asynchronous one, until its last_operation settles), the
+// orphan-mitigation queue of deprovisions and unbinds still to be retried,
+// and the inventory of the instances and bindings the gateway saw succeed
+// (see Inventory).
 //
 // Three backends share one contract, checked by one test suite: "bolt", an
 // embedded bbolt file (the default, state survives a restart of one process),
@@ -218,7 +220,8 @@ type Orphan struct {
 	ClaimedUntil time.Time
 }
 
-// Store holds operation locks and the orphan-mitigation queue.
+// Store holds operation locks, the orphan-mitigation queue and the
+// inventory.
 //
 // Implementations must be safe for concurrent use by many goroutines, and
 // by several processes where the backend is shared (a bolt file is opened
@@ -246,6 +249,10 @@ type Orphan struct {
 // Methods never return a lock that has expired (see the package doc), except
 // ExpireDue, whose job that is. Times come back in UTC, to the microsecond.
 type Store interface {
+	// Inventory keeps instances and bindings; its methods follow the
+	// contract above and the one on Inventory.
+	Inventory
+
 	// Acquire takes l.Key for l.Owner if no live lock holds it, replacing
 	// an expired lock, and returns the lock as stored (Started filled in).
 	// If another owner holds a live lock on the key, Acquire returns that

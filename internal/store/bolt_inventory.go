@@ -1,0 +1,515 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"iter"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The inventory of the bolt backend (layout in bolt.go). Each write is one
+// transaction that changes a record, its tenant index entry and its
+// counters together; listings seek to their prefix and read a page.
+
+// Counter keys.
+func instanceCountKey(broker, tenant string) []byte { return []byte("i\x00" + broker + "\x00" + tenant) }
+func bindingCountKey(broker string) []byte          { return []byte("b\x00" + broker) }
+
+// addCount adds delta to the counter k, deleting it at zero.
+func addCount(tx *bolt.Tx, k []byte, delta int64) error {
+	b := tx.Bucket(bucketCounts)
+	var n int64
+	if v := b.Get(k); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	if n += delta; n <= 0 {
+		return b.Delete(k)
+	}
+	return b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)))
+}
+
+// getCount returns the counter k.
+func getCount(tx *bolt.Tx, k []byte) int {
+	if v := tx.Bucket(bucketCounts).Get(k); len(v) == 8 {
+		return int(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+// sumCounts adds up the counters under prefix that keep accepts (nil: all).
+func sumCounts(tx *bolt.Tx, prefix []byte, keep func(k []byte) bool) int {
+	n := 0
+	c := tx.Bucket(bucketCounts).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) == 8 && (keep == nil || keep(k)) {
+			n += int(binary.BigEndian.Uint64(v))
+		}
+	}
+	return n
+}
+
+func tenantKey(tenant, broker, instanceID string) []byte {
+	return []byte(tenant + "\x00" + instanceKey(broker, instanceID))
+}
+
+// putInstanceTx stores rec unless the instance exists and replace is false;
+// it reports whether it stored it.
+func putInstanceTx(tx *bolt.Tx, in Instance, rec []byte, replace bool) (bool, error) {
+	k := []byte(instanceKey(in.Broker, in.InstanceID))
+	b := tx.Bucket(bucketInstances)
+	if old := b.Get(k); old != nil {
+		if !replace {
+			return false, nil
+		}
+		if err := unindexInstance(tx, in.Broker, in.InstanceID, old); err != nil {
+			return false, err
+		}
+	}
+	if err := b.Put(k, rec); err != nil {
+		return false, err
+	}
+	if in.Tenant != "" {
+		if err := tx.Bucket(bucketTenants).Put(tenantKey(in.Tenant, in.Broker, in.InstanceID), nil); err != nil {
+			return false, err
+		}
+	}
+	return true, addCount(tx, instanceCountKey(in.Broker, in.Tenant), 1)
+}
+
+// unindexInstance removes the tenant index entry and the count of the
+// stored record old.
+func unindexInstance(tx *bolt.Tx, broker, instanceID string, old []byte) error {
+	tenant, _ := recordTenant(old)
+	if tenant != "" {
+		if err := tx.Bucket(bucketTenants).Delete(tenantKey(tenant, broker, instanceID)); err != nil {
+			return err
+		}
+	}
+	return addCount(tx, instanceCountKey(broker, tenant), -1)
+}
+
+// putBindingTx is putInstanceTx for a binding.
+func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, error) {
+	k := []byte(instanceKey(bd.Broker, bindingSubkey(bd.InstanceID, bd.BindingID)))
+	b := tx.Bucket(bucketBindings)
+	old := b.Get(k)
+	if old != nil && !replace {
+		return false, nil
+	}
+	if err := b.Put(k, rec); err != nil || old != nil {
+		return err == nil, err
+	}
+	return true, addCount(tx, bindingCountKey(bd.Broker), 1)
+}
+
+func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return Instance{}, err
+	}
+	in, rec, err := prepareInstance(in, s.now())
+	if err != nil {
+		return Instance{}, err
+	}
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		_, err := putInstanceTx(tx, in, rec, true)
+		return err
+	})
+	if err != nil {
+		return Instance{}, err
+	}
+	return in, nil
+}
+
+func (s *boltStore) GetInstance(ctx context.Context, broker, instanceID string) (Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return Instance{}, err
+	}
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return Instance{}, err
+	}
+	var in Instance
+	var found bool
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bucketInstances).Get([]byte(instanceKey(broker, instanceID)))
+		if found = rec != nil; !found {
+			return nil
+		}
+		var err error
+		in, err = decodeInstance(broker, instanceID, rec)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Instance{}, err
+	case !found:
+		return Instance{}, noInstance(broker, instanceID)
+	}
+	return in, nil
+}
+
+// bindingsUnder returns the bindings whose keys start with prefix (a
+// broker NUL instance id NUL), decoded, in key order, and their keys.
+func bindingsUnder(tx *bolt.Tx, prefix []byte) ([]Binding, [][]byte, error) {
+	var out []Binding
+	var keys [][]byte
+	c := tx.Bucket(bucketBindings).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		bd, err := decodeBindingKey(k, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, keys = append(out, bd), append(keys, bytes.Clone(k))
+	}
+	return out, keys, nil
+}
+
+// decodeBindingKey decodes a binding record under its bolt key.
+func decodeBindingKey(k, v []byte) (Binding, error) {
+	parts := splitKey(string(k))
+	if len(parts) != 3 {
+		return Binding{}, badKey(k)
+	}
+	return decodeBinding(parts[0], parts[1], parts[2], v)
+}
+
+// badKey reports an inventory key that is not made as the layout says.
+func badKey(k []byte) error {
+	return fmt.Errorf("%w: inventory key %q has the wrong number of parts", ErrUnavailable, k)
+}
+
+func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	k := []byte(instanceKey(broker, instanceID))
+	var gone []Binding
+	var found bool
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		var keys [][]byte
+		var err error
+		if gone, keys, err = bindingsUnder(tx, append(bytes.Clone(k), 0)); err != nil {
+			return err
+		}
+		for _, bk := range keys {
+			if err := tx.Bucket(bucketBindings).Delete(bk); err != nil {
+				return err
+			}
+		}
+		if err := addCount(tx, bindingCountKey(broker), -int64(len(keys))); err != nil {
+			return err
+		}
+		old := tx.Bucket(bucketInstances).Get(k)
+		if found = old != nil || len(keys) > 0; old == nil {
+			return nil
+		}
+		if err := unindexInstance(tx, broker, instanceID, old); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketInstances).Delete(k)
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, noInstance(broker, instanceID)
+	}
+	return gone, nil
+}
+
+// seekAfter positions c at the first key with prefix that sorts after
+// after (nil: the first key with prefix) and returns it.
+func seekAfter(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
+	if after == nil || bytes.Compare(after, prefix) < 0 {
+		return c.Seek(prefix)
+	}
+	k, v := c.Seek(after)
+	if bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	cb, ci, limit, err := listArgs(f, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var afterKey []byte
+	if cursor != "" {
+		afterKey = []byte(instanceKey(cb, ci))
+	}
+	var prefix []byte
+	if f.Broker != "" {
+		prefix = []byte(f.Broker + "\x00")
+	}
+	var found []Instance
+	err = s.read(ctx, func(tx *bolt.Tx) error {
+		if f.Tenant != "" {
+			return listByTenant(tx, f, afterKey, limit, &found)
+		}
+		c := tx.Bucket(bucketInstances).Cursor()
+		for k, v := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(found) <= limit; k, v = c.Next() {
+			parts := splitKey(string(k))
+			if len(parts) != 2 {
+				return badKey(k)
+			}
+			in, err := decodeInstance(parts[0], parts[1], v)
+			if err != nil {
+				return err
+			}
+			found = append(found, in)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	page, next := pageOf(found, limit, instanceName)
+	return page, next, nil
+}
+
+// listByTenant reads up to limit+1 instances of f.Tenant (and f.Broker)
+// after afterKey through the tenant index.
+func listByTenant(tx *bolt.Tx, f InstanceFilter, afterKey []byte, limit int, found *[]Instance) error {
+	prefix := []byte(f.Tenant + "\x00")
+	if f.Broker != "" {
+		prefix = append(prefix, f.Broker+"\x00"...)
+	}
+	if afterKey != nil {
+		afterKey = append([]byte(f.Tenant+"\x00"), afterKey...)
+	}
+	records := tx.Bucket(bucketInstances)
+	c := tx.Bucket(bucketTenants).Cursor()
+	for k, _ := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(*found) <= limit; k, _ = c.Next() {
+		parts := splitKey(string(k))
+		if len(parts) != 3 {
+			return badKey(k)
+		}
+		rec := records.Get(k[len(parts[0])+1:])
+		if rec == nil { // an index entry without its record: skip it
+			continue
+		}
+		in, err := decodeInstance(parts[1], parts[2], rec)
+		if err != nil {
+			return err
+		}
+		*found = append(*found, in)
+	}
+	return nil
+}
+
+func (s *boltStore) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkFilter(f); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		switch {
+		case f.Broker != "" && f.Tenant != "":
+			n = getCount(tx, instanceCountKey(f.Broker, f.Tenant))
+		case f.Broker != "":
+			n = sumCounts(tx, instanceCountKey(f.Broker, ""), nil)
+		default:
+			n = sumCounts(tx, []byte("i\x00"), func(k []byte) bool {
+				parts := splitKey(string(k))
+				return f.Tenant == "" || len(parts) == 3 && parts[2] == f.Tenant
+			})
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (s *boltStore) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return Binding{}, err
+	}
+	bd, rec, err := prepareBinding(bd, s.now())
+	if err != nil {
+		return Binding{}, err
+	}
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		_, err := putBindingTx(tx, bd, rec, true)
+		return err
+	})
+	if err != nil {
+		return Binding{}, err
+	}
+	return bd, nil
+}
+
+func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingID string) (Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return Binding{}, err
+	}
+	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+		return Binding{}, err
+	}
+	var bd Binding
+	var found bool
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		rec := tx.Bucket(bucketBindings).Get([]byte(instanceKey(broker, bindingSubkey(instanceID, bindingID))))
+		if found = rec != nil; !found {
+			return nil
+		}
+		var err error
+		bd, err = decodeBinding(broker, instanceID, bindingID, rec)
+		return err
+	})
+	switch {
+	case err != nil:
+		return Binding{}, err
+	case !found:
+		return Binding{}, noBinding(broker, instanceID, bindingID)
+	}
+	return bd, nil
+}
+
+func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+		return err
+	}
+	k := []byte(instanceKey(broker, bindingSubkey(instanceID, bindingID)))
+	var found bool
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketBindings)
+		if found = b.Get(k) != nil; !found {
+			return nil
+		}
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		return addCount(tx, bindingCountKey(broker), -1)
+	})
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return noBinding(broker, instanceID, bindingID)
+	}
+	return nil
+}
+
+func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	var out []Binding
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, _, err = bindingsUnder(tx, []byte(instanceKey(broker, instanceID)+"\x00"))
+		return err
+	})
+	return out, err
+}
+
+func (s *boltStore) CountBindings(ctx context.Context, broker string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkName("broker", broker, false); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if broker != "" {
+			n = getCount(tx, bindingCountKey(broker))
+		} else {
+			n = sumCounts(tx, []byte("b\x00"), nil)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// bindingsAfter reads a page of bindings in key order, in one read
+// transaction.
+func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+	var afterKey []byte
+	if pos != (bindingPos{}) {
+		afterKey = []byte(instanceKey(pos.broker, bindingSubkey(pos.instance, pos.binding)))
+	}
+	var out []Binding
+	done := true
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		out, done = out[:0], true
+		c := tx.Bucket(bucketBindings).Cursor()
+		for k, v := seekAfter(c, nil, afterKey); k != nil; k, v = c.Next() {
+			if len(out) == limit {
+				done = false
+				return nil
+			}
+			bd, err := decodeBindingKey(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, bd)
+		}
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return nil, pos, true, err
+	}
+	last := out[len(out)-1]
+	return out, bindingPos{last.Broker, last.InstanceID, last.BindingID}, done, nil
+}
+
+func (s *boltStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
+	return export(ctx, s.ListInstances, s.bindingsAfter)
+}
+
+// Import writes the batch in one transaction (shared with concurrent
+// writes like any other).
+func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ImportResult{}, err
+	}
+	prepared, err := prepareEntries(entries, s.now())
+	if err != nil {
+		return ImportResult{}, err
+	}
+	var res ImportResult
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		res = ImportResult{}
+		for _, e := range prepared {
+			var written bool
+			var err error
+			if e.instance != nil {
+				written, err = putInstanceTx(tx, *e.instance, e.rec, replace)
+			} else {
+				written, err = putBindingTx(tx, *e.binding, e.rec, replace)
+			}
+			if err != nil {
+				return err
+			}
+			if written {
+				res.Written++
+			} else {
+				res.Skipped++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,435 @@
+package store
+
+import (
+	"context"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// The inventory of the memory backend: per broker, records kept encoded in
+// maps, and the keys in order for listing.
+
+// memBroker is one broker's inventory.
+type memBroker struct {
+	instances map[string][]byte            // instance id -> record
+	ids       sortedKeys                   // keys of instances
+	tenants   map[string]int               // instances per tenant
+	bindings  map[string]map[string][]byte // instance id -> binding id -> record
+	bound     sortedKeys                   // keys of bindings
+	nbindings int
+}
+
+// sortedKeys keeps the keys of a map in order for paging, lazily: new keys
+// wait in added until a listing merges them in (one sort of the new keys
+// and a linear merge), and deleted keys stay until a merge drops them
+// (readers skip keys gone from the map). A write costs O(1); the first
+// listing after writes O(n + k log k) for k new keys.
+type sortedKeys struct {
+	sorted []string
+	added  []string
+	stale  int
+}
+
+func (s *sortedKeys) add(k string) { s.added = append(s.added, k) }
+
+func (s *sortedKeys) remove() { s.stale++ }
+
+// keys returns every key in order, and maybe keys no longer in the map:
+// exists tells which are.
+func (s *sortedKeys) keys(exists func(string) bool) []string {
+	if len(s.added) == 0 && s.stale <= len(s.sorted)/4 {
+		return s.sorted
+	}
+	slices.Sort(s.added)
+	merged := make([]string, 0, len(s.sorted)+len(s.added))
+	a, b := s.sorted, s.added
+	for len(a) > 0 || len(b) > 0 {
+		var k string
+		if len(b) == 0 || len(a) > 0 && a[0] <= b[0] {
+			k, a = a[0], a[1:]
+		} else {
+			k, b = b[0], b[1:]
+		}
+		if (len(merged) == 0 || merged[len(merged)-1] != k) && exists(k) {
+			merged = append(merged, k)
+		}
+	}
+	s.sorted, s.added, s.stale = slices.Clip(merged), nil, 0
+	return s.sorted
+}
+
+// after returns the keys after k (all keys if k is empty).
+func after(keys []string, k string) []string {
+	i, found := slices.BinarySearch(keys, k)
+	if found {
+		i++
+	}
+	return keys[i:]
+}
+
+func (b *memBroker) instanceIDs() []string {
+	return b.ids.keys(func(k string) bool { _, ok := b.instances[k]; return ok })
+}
+
+func (b *memBroker) boundIDs() []string {
+	return b.bound.keys(func(k string) bool { _, ok := b.bindings[k]; return ok })
+}
+
+// broker returns the inventory of name, created if create is set (else
+// nil when there is none).
+func (m *memory) broker(name string, create bool) *memBroker {
+	b := m.brokers[name]
+	if b == nil && create {
+		b = &memBroker{instances: map[string][]byte{}, tenants: map[string]int{}, bindings: map[string]map[string][]byte{}}
+		m.brokers[name] = b
+	}
+	return b
+}
+
+// putInstance stores rec unless the instance exists and replace is false;
+// it reports whether it stored it.
+func (b *memBroker) putInstance(id, tenant string, rec []byte, replace bool) bool {
+	if old, ok := b.instances[id]; ok {
+		if !replace {
+			return false
+		}
+		b.countTenant(old, -1)
+	} else {
+		b.ids.add(id)
+	}
+	b.instances[id] = rec
+	b.countTenant(rec, +1)
+	return true
+}
+
+func (b *memBroker) countTenant(rec []byte, delta int) {
+	t, _ := recordTenant(rec)
+	if b.tenants[t] += delta; b.tenants[t] <= 0 {
+		delete(b.tenants, t)
+	}
+}
+
+// putBinding is putInstance for a binding.
+func (b *memBroker) putBinding(instance, id string, rec []byte, replace bool) bool {
+	of := b.bindings[instance]
+	if of == nil {
+		of = map[string][]byte{}
+		b.bindings[instance] = of
+		b.bound.add(instance)
+	}
+	if _, ok := of[id]; ok && !replace {
+		return false
+	} else if !ok {
+		b.nbindings++
+	}
+	of[id] = rec
+	return true
+}
+
+func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error) {
+	if err := m.begin(ctx); err != nil {
+		return Instance{}, err
+	}
+	defer m.mu.Unlock()
+	in, rec, err := prepareInstance(in, m.now())
+	if err != nil {
+		return Instance{}, err
+	}
+	m.broker(in.Broker, true).putInstance(in.InstanceID, in.Tenant, rec, true)
+	return in, nil
+}
+
+func (m *memory) GetInstance(ctx context.Context, broker, instanceID string) (Instance, error) {
+	if err := m.begin(ctx); err != nil {
+		return Instance{}, err
+	}
+	defer m.mu.Unlock()
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return Instance{}, err
+	}
+	if b := m.broker(broker, false); b != nil {
+		if rec, ok := b.instances[instanceID]; ok {
+			return decodeInstance(broker, instanceID, rec)
+		}
+	}
+	return Instance{}, noInstance(broker, instanceID)
+}
+
+func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	b := m.broker(broker, false)
+	if b == nil {
+		return nil, noInstance(broker, instanceID)
+	}
+	rec, ok := b.instances[instanceID]
+	of := b.bindings[instanceID]
+	if !ok && len(of) == 0 {
+		return nil, noInstance(broker, instanceID)
+	}
+	gone, err := decodeBindings(broker, instanceID, of)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		b.countTenant(rec, -1)
+		delete(b.instances, instanceID)
+		b.ids.remove()
+	}
+	if of != nil {
+		b.nbindings -= len(of)
+		delete(b.bindings, instanceID)
+		b.bound.remove()
+	}
+	return gone, nil
+}
+
+// decodeBindings decodes the bindings of one instance, by binding id.
+func decodeBindings(broker, instanceID string, of map[string][]byte) ([]Binding, error) {
+	var out []Binding
+	for _, id := range slices.Sorted(maps.Keys(of)) {
+		b, err := decodeBinding(broker, instanceID, id, of[id])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// brokerNames returns the names of the brokers with an inventory that f
+// selects, from the cursor's broker on, in order.
+func (m *memory) brokerNames(f InstanceFilter, from string) []string {
+	if f.Broker != "" {
+		if f.Broker < from {
+			return nil
+		}
+		return []string{f.Broker}
+	}
+	names := slices.Sorted(maps.Keys(m.brokers))
+	i, _ := slices.BinarySearch(names, from)
+	return names[i:]
+}
+
+func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	defer m.mu.Unlock()
+	cb, ci, limit, err := listArgs(f, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var found []Instance
+	for _, name := range m.brokerNames(f, cb) {
+		b := m.broker(name, false)
+		if b == nil {
+			continue
+		}
+		ids := b.instanceIDs()
+		if name == cb {
+			ids = after(ids, ci)
+		}
+		for _, id := range ids {
+			rec, ok := b.instances[id]
+			if !ok || f.Tenant != "" && !sameTenant(rec, f.Tenant) {
+				continue
+			}
+			in, err := decodeInstance(name, id, rec)
+			if err != nil {
+				return nil, "", err
+			}
+			if found = append(found, in); len(found) > limit {
+				page, next := pageOf(found, limit, instanceName)
+				return page, next, nil
+			}
+		}
+	}
+	return found, "", nil
+}
+
+func (m *memory) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if err := checkFilter(f); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range m.brokerNames(f, "") {
+		if b := m.broker(name, false); b != nil && f.Tenant != "" {
+			n += b.tenants[f.Tenant]
+		} else if b != nil {
+			n += len(b.instances)
+		}
+	}
+	return n, nil
+}
+
+func (m *memory) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
+	if err := m.begin(ctx); err != nil {
+		return Binding{}, err
+	}
+	defer m.mu.Unlock()
+	bd, rec, err := prepareBinding(bd, m.now())
+	if err != nil {
+		return Binding{}, err
+	}
+	m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, rec, true)
+	return bd, nil
+}
+
+func (m *memory) GetBinding(ctx context.Context, broker, instanceID, bindingID string) (Binding, error) {
+	if err := m.begin(ctx); err != nil {
+		return Binding{}, err
+	}
+	defer m.mu.Unlock()
+	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+		return Binding{}, err
+	}
+	if b := m.broker(broker, false); b != nil {
+		if rec, ok := b.bindings[instanceID][bindingID]; ok {
+			return decodeBinding(broker, instanceID, bindingID, rec)
+		}
+	}
+	return Binding{}, noBinding(broker, instanceID, bindingID)
+}
+
+func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
+	if err := m.begin(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+		return err
+	}
+	b := m.broker(broker, false)
+	if b == nil {
+		return noBinding(broker, instanceID, bindingID)
+	}
+	of := b.bindings[instanceID]
+	if _, ok := of[bindingID]; !ok {
+		return noBinding(broker, instanceID, bindingID)
+	}
+	delete(of, bindingID)
+	b.nbindings--
+	if len(of) == 0 {
+		delete(b.bindings, instanceID)
+		b.bound.remove()
+	}
+	return nil
+}
+
+func (m *memory) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	b := m.broker(broker, false)
+	if b == nil {
+		return nil, nil
+	}
+	return decodeBindings(broker, instanceID, b.bindings[instanceID])
+}
+
+func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if err := checkName("broker", broker, false); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range m.brokerNames(InstanceFilter{Broker: broker}, "") {
+		if b := m.broker(name, false); b != nil {
+			n += b.nbindings
+		}
+	}
+	return n, nil
+}
+
+// bindingsAfter walks the brokers from pos's, their instances with
+// bindings from pos's, and each instance's bindings in order.
+func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, pos, false, err
+	}
+	defer m.mu.Unlock()
+	var out []Binding
+	for _, name := range m.brokerNames(InstanceFilter{}, pos.broker) {
+		b := m.broker(name, false)
+		ids := b.boundIDs()
+		if name == pos.broker {
+			i, _ := slices.BinarySearch(ids, pos.instance)
+			ids = ids[i:]
+		}
+		for _, id := range ids {
+			of := b.bindings[id]
+			for _, bid := range slices.Sorted(maps.Keys(of)) {
+				if comparePos(bindingPos{name, id, bid}, pos) <= 0 {
+					continue
+				}
+				bd, err := decodeBinding(name, id, bid, of[bid])
+				if err != nil {
+					return nil, pos, false, err
+				}
+				if out = append(out, bd); len(out) == limit {
+					return out, bindingPos{name, id, bid}, false, nil
+				}
+			}
+		}
+	}
+	return out, pos, true, nil
+}
+
+func (m *memory) Export(ctx context.Context) iter.Seq2[Entry, error] {
+	return export(ctx, m.ListInstances, m.bindingsAfter)
+}
+
+func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
+	if err := m.begin(ctx); err != nil {
+		return ImportResult{}, err
+	}
+	defer m.mu.Unlock()
+	prepared, err := prepareEntries(entries, m.now())
+	if err != nil {
+		return ImportResult{}, err
+	}
+	var res ImportResult
+	for _, e := range prepared {
+		var written bool
+		if in := e.instance; in != nil {
+			written = m.broker(in.Broker, true).putInstance(in.InstanceID, in.Tenant, e.rec, replace)
+		} else {
+			bd := e.binding
+			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, e.rec, replace)
+		}
+		if written {
+			res.Written++
+		} else {
+			res.Skipped++
+		}
+	}
+	return res, nil
+}
+
+// noInstance and noBinding are ErrNotFound for what they name.
+func noInstance(broker, instanceID string) error {
+	return notFound("instance " + broker + "/" + instanceID)
+}
+
+func noBinding(broker, instanceID, bindingID string) error {
+	return notFound("binding " + strings.Join([]string{broker, instanceID, bindingID}, "/"))
+}
