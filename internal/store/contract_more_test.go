@@ -190,6 +190,21 @@ func calls(ctx context.Context, s Store) map[string]error {
 	_, errs["DueOrphans"] = s.DueOrphans(ctx, t0, 0)
 	_, errs["ClaimOrphan"] = s.ClaimOrphan(ctx, "o1", "replica-a", t0.Add(time.Hour))
 	errs["Ping"] = s.Ping(ctx)
+	in, bd := testInstance("b1", "i1", "cf1"), testBinding("b1", "i1", "x1")
+	_, errs["PutInstance"] = s.PutInstance(ctx, in)
+	_, errs["GetInstance"] = s.GetInstance(ctx, "b1", "i1")
+	_, _, errs["ListInstances"] = s.ListInstances(ctx, InstanceFilter{Tenant: "cf1"}, "", 10)
+	_, errs["CountInstances"] = s.CountInstances(ctx, InstanceFilter{})
+	_, errs["PutBinding"] = s.PutBinding(ctx, bd)
+	_, errs["GetBinding"] = s.GetBinding(ctx, "b1", "i1", "x1")
+	_, errs["ListBindings"] = s.ListBindings(ctx, "b1", "i1")
+	_, errs["CountBindings"] = s.CountBindings(ctx, "")
+	errs["DeleteBinding"] = s.DeleteBinding(ctx, "b1", "i1", "x1")
+	_, errs["DeleteInstance"] = s.DeleteInstance(ctx, "b1", "i1")
+	_, errs["Import"] = s.Import(ctx, []Entry{{Instance: &in}, {Binding: &bd}}, true)
+	for _, err := range s.Export(ctx) {
+		errs["Export"] = err
+	}
 	return errs
 }
 

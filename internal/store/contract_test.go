@@ -49,7 +49,7 @@ func testContract(t *testing.T, b backend) {
 		{"Restart", testRestart},
 		{"Closed", testClosed},
 	}
-	for _, tc := range tests {
+	for _, tc := range append(tests, testInventoryContract...) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}
 }
