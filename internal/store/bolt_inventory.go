@@ -15,8 +15,10 @@ import (
 // counters together; listings seek to their prefix and read a page.
 
 // Counter keys.
-func instanceCountKey(broker, tenant string) []byte { return []byte("i\x00" + broker + "\x00" + tenant) }
-func bindingCountKey(broker string) []byte          { return []byte("b\x00" + broker) }
+func instanceCountKey(broker, tenant string) []byte {
+	return []byte("i\x00" + broker + "\x00" + tenant)
+}
+func bindingCountKey(broker string) []byte { return []byte("b\x00" + broker) }
 
 // addCount adds delta to the counter k, deleting it at zero.
 func addCount(tx *bolt.Tx, k []byte, delta int64) error {
