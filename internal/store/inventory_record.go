@@ -129,7 +129,7 @@ func prepareInstance(in Instance, now time.Time) (Instance, []byte, error) {
 	if len(rec) > MaxRecordLen {
 		return Instance{}, nil, fmt.Errorf("%w: %s encodes to %d bytes, more than %d", ErrInvalid, what, len(rec), MaxRecordLen)
 	}
-	return in, rec, nil
+	return in, pack(rec), nil
 }
 
 // prepareBinding is prepareInstance for a binding.
@@ -165,7 +165,7 @@ func prepareBinding(b Binding, now time.Time) (Binding, []byte, error) {
 	if len(rec) > MaxRecordLen {
 		return Binding{}, nil, fmt.Errorf("%w: %s encodes to %d bytes, more than %d", ErrInvalid, what, len(rec), MaxRecordLen)
 	}
-	return b, rec, nil
+	return b, pack(rec), nil
 }
 
 // stamp is t as stored, or now if t is zero.
@@ -289,7 +289,8 @@ func instanceName(in Instance) (string, string) { return in.Broker, in.InstanceI
 // recordTenant reads the tenant of an encoded record without decoding the
 // rest (see the record layout).
 func recordTenant(rec []byte) (string, bool) {
-	if len(rec) < 2 || rec[0] != recordVersion || int(rec[1]) > MaxNameLen || len(rec) < 2+int(rec[1]) {
+	if len(rec) < 2 || (rec[0] != recordPlain && rec[0] != recordDeflated) ||
+		int(rec[1]) > MaxNameLen || len(rec) < 2+int(rec[1]) {
 		return "", false
 	}
 	return string(rec[2 : 2+int(rec[1])]), true
@@ -298,8 +299,8 @@ func recordTenant(rec []byte) (string, bool) {
 // sameTenant reports whether the record's tenant is tenant, without
 // allocating.
 func sameTenant(rec []byte, tenant string) bool {
-	return len(rec) >= 2+len(tenant) && rec[0] == recordVersion && int(rec[1]) == len(tenant) &&
-		string(rec[2:2+len(tenant)]) == tenant
+	return len(rec) >= 2+len(tenant) && (rec[0] == recordPlain || rec[0] == recordDeflated) &&
+		int(rec[1]) == len(tenant) && string(rec[2:2+len(tenant)]) == tenant
 }
 
 // notFound is ErrNotFound for what.

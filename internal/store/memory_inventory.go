@@ -128,33 +128,69 @@ func (b *memBroker) putBinding(instance, id string, rec []byte, replace bool) bo
 	return true
 }
 
+// Records are validated and packed before the mutex is taken: packing is
+// the expensive part of a put.
+
 func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error) {
-	if err := m.begin(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	defer m.mu.Unlock()
 	in, rec, err := prepareInstance(in, m.now())
 	if err != nil {
 		return Instance{}, err
 	}
+	if err := m.begin(ctx); err != nil {
+		return Instance{}, err
+	}
+	defer m.mu.Unlock()
 	m.broker(in.Broker, true).putInstance(in.InstanceID, in.Tenant, rec, true)
 	return in, nil
+}
+
+// Reads take records from the maps under the mutex and decode them after
+// it: a stored record is never changed in place, only replaced.
+
+// memRecord is an encoded record and its names.
+type memRecord struct {
+	broker, instance, binding string
+	rec                       []byte
+}
+
+func (r memRecord) decodeInstance() (Instance, error) { return decodeInstance(r.broker, r.instance, r.rec) }
+
+func (r memRecord) decodeBinding() (Binding, error) {
+	return decodeBinding(r.broker, r.instance, r.binding, r.rec)
+}
+
+// decodeAll decodes recs in order.
+func decodeAll[T any](recs []memRecord, decode func(memRecord) (T, error)) ([]T, error) {
+	var out []T
+	for _, r := range recs {
+		v, err := decode(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func (m *memory) GetInstance(ctx context.Context, broker, instanceID string) (Instance, error) {
 	if err := m.begin(ctx); err != nil {
 		return Instance{}, err
 	}
-	defer m.mu.Unlock()
+	var rec []byte
+	if b := m.broker(broker, false); b != nil {
+		rec = b.instances[instanceID]
+	}
+	m.mu.Unlock()
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
-	if b := m.broker(broker, false); b != nil {
-		if rec, ok := b.instances[instanceID]; ok {
-			return decodeInstance(broker, instanceID, rec)
-		}
+	if rec == nil {
+		return Instance{}, noInstance(broker, instanceID)
 	}
-	return Instance{}, noInstance(broker, instanceID)
+	return decodeInstance(broker, instanceID, rec)
 }
 
 func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
@@ -174,8 +210,8 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 	if !ok && len(of) == 0 {
 		return nil, noInstance(broker, instanceID)
 	}
-	gone, err := decodeBindings(broker, instanceID, of)
-	if err != nil {
+	gone, err := decodeAll(bindingRecords(broker, instanceID, of), memRecord.decodeBinding)
+	if err != nil { // a record that does not decode: delete nothing
 		return nil, err
 	}
 	if ok {
@@ -191,17 +227,13 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 	return gone, nil
 }
 
-// decodeBindings decodes the bindings of one instance, by binding id.
-func decodeBindings(broker, instanceID string, of map[string][]byte) ([]Binding, error) {
-	var out []Binding
+// bindingRecords returns the bindings of one instance, by binding id.
+func bindingRecords(broker, instanceID string, of map[string][]byte) []memRecord {
+	var out []memRecord
 	for _, id := range slices.Sorted(maps.Keys(of)) {
-		b, err := decodeBinding(broker, instanceID, id, of[id])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
+		out = append(out, memRecord{broker, instanceID, id, of[id]})
 	}
-	return out, nil
+	return out
 }
 
 // brokerNames returns the names of the brokers with an inventory that f
@@ -219,15 +251,33 @@ func (m *memory) brokerNames(f InstanceFilter, from string) []string {
 }
 
 func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
-	if err := m.begin(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	defer m.mu.Unlock()
 	cb, ci, limit, err := listArgs(f, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	var found []Instance
+	recs, err := m.instanceRecords(ctx, f, cb, ci, limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	found, err := decodeAll(recs, memRecord.decodeInstance)
+	if err != nil {
+		return nil, "", err
+	}
+	page, next := pageOf(found, limit, instanceName)
+	return page, next, nil
+}
+
+// instanceRecords returns up to n records of instances f selects after
+// (cb, ci), in order.
+func (m *memory) instanceRecords(ctx context.Context, f InstanceFilter, cb, ci string, n int) ([]memRecord, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var found []memRecord
 	for _, name := range m.brokerNames(f, cb) {
 		b := m.broker(name, false)
 		if b == nil {
@@ -242,17 +292,12 @@ func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor str
 			if !ok || f.Tenant != "" && !sameTenant(rec, f.Tenant) {
 				continue
 			}
-			in, err := decodeInstance(name, id, rec)
-			if err != nil {
-				return nil, "", err
-			}
-			if found = append(found, in); len(found) > limit {
-				page, next := pageOf(found, limit, instanceName)
-				return page, next, nil
+			if found = append(found, memRecord{name, id, "", rec}); len(found) == n {
+				return found, nil
 			}
 		}
 	}
-	return found, "", nil
+	return found, nil
 }
 
 func (m *memory) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
@@ -275,14 +320,17 @@ func (m *memory) CountInstances(ctx context.Context, f InstanceFilter) (int, err
 }
 
 func (m *memory) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
-	if err := m.begin(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	defer m.mu.Unlock()
 	bd, rec, err := prepareBinding(bd, m.now())
 	if err != nil {
 		return Binding{}, err
 	}
+	if err := m.begin(ctx); err != nil {
+		return Binding{}, err
+	}
+	defer m.mu.Unlock()
 	m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, rec, true)
 	return bd, nil
 }
@@ -291,16 +339,18 @@ func (m *memory) GetBinding(ctx context.Context, broker, instanceID, bindingID s
 	if err := m.begin(ctx); err != nil {
 		return Binding{}, err
 	}
-	defer m.mu.Unlock()
+	var rec []byte
+	if b := m.broker(broker, false); b != nil {
+		rec = b.bindings[instanceID][bindingID]
+	}
+	m.mu.Unlock()
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
-	if b := m.broker(broker, false); b != nil {
-		if rec, ok := b.bindings[instanceID][bindingID]; ok {
-			return decodeBinding(broker, instanceID, bindingID, rec)
-		}
+	if rec == nil {
+		return Binding{}, noBinding(broker, instanceID, bindingID)
 	}
-	return Binding{}, noBinding(broker, instanceID, bindingID)
+	return decodeBinding(broker, instanceID, bindingID, rec)
 }
 
 func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
@@ -332,15 +382,15 @@ func (m *memory) ListBindings(ctx context.Context, broker, instanceID string) ([
 	if err := m.begin(ctx); err != nil {
 		return nil, err
 	}
-	defer m.mu.Unlock()
+	var recs []memRecord
+	if b := m.broker(broker, false); b != nil {
+		recs = bindingRecords(broker, instanceID, b.bindings[instanceID])
+	}
+	m.mu.Unlock()
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
-	b := m.broker(broker, false)
-	if b == nil {
-		return nil, nil
-	}
-	return decodeBindings(broker, instanceID, b.bindings[instanceID])
+	return decodeAll(recs, memRecord.decodeBinding)
 }
 
 func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) {
@@ -363,11 +413,20 @@ func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) 
 // bindingsAfter walks the brokers from pos's, their instances with
 // bindings from pos's, and each instance's bindings in order.
 func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+	recs, next, done, err := m.bindingRecordsAfter(ctx, pos, limit)
+	if err != nil {
+		return nil, pos, false, err
+	}
+	out, err := decodeAll(recs, memRecord.decodeBinding)
+	return out, next, done, err
+}
+
+func (m *memory) bindingRecordsAfter(ctx context.Context, pos bindingPos, limit int) ([]memRecord, bindingPos, bool, error) {
 	if err := m.begin(ctx); err != nil {
 		return nil, pos, false, err
 	}
 	defer m.mu.Unlock()
-	var out []Binding
+	var out []memRecord
 	for _, name := range m.brokerNames(InstanceFilter{}, pos.broker) {
 		b := m.broker(name, false)
 		ids := b.boundIDs()
@@ -381,11 +440,7 @@ func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) (
 				if comparePos(bindingPos{name, id, bid}, pos) <= 0 {
 					continue
 				}
-				bd, err := decodeBinding(name, id, bid, of[bid])
-				if err != nil {
-					return nil, pos, false, err
-				}
-				if out = append(out, bd); len(out) == limit {
+				if out = append(out, memRecord{name, id, bid, of[bid]}); len(out) == limit {
 					return out, bindingPos{name, id, bid}, false, nil
 				}
 			}
@@ -399,14 +454,17 @@ func (m *memory) Export(ctx context.Context) iter.Seq2[Entry, error] {
 }
 
 func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
-	if err := m.begin(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
 	}
-	defer m.mu.Unlock()
 	prepared, err := prepareEntries(entries, m.now())
 	if err != nil {
 		return ImportResult{}, err
 	}
+	if err := m.begin(ctx); err != nil {
+		return ImportResult{}, err
+	}
+	defer m.mu.Unlock()
 	var res ImportResult
 	for _, e := range prepared {
 		var written bool

@@ -120,7 +120,7 @@ func (s *redisStore) inv(broker string) invKeys {
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
 
-func flag(b bool) string {
+func replaceArg(b bool) string {
 	if b {
 		return "1"
 	}
@@ -157,7 +157,7 @@ func (s *redisStore) PutInstance(ctx context.Context, in Instance) (Instance, er
 	}
 	k := s.inv(in.Broker)
 	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.i, k.ix, k.tx},
-		in.InstanceID, rec, in.Tenant, flag(true))
+		in.InstanceID, rec, in.Tenant, replaceArg(true))
 	if err != nil {
 		return Instance{}, s.fail(ctx, "put instance script", err)
 	}
@@ -347,7 +347,7 @@ func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error
 	}
 	k := s.inv(bd.Broker)
 	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.b, k.bx},
-		bindingSubkey(bd.InstanceID, bd.BindingID), rec, flag(true))
+		bindingSubkey(bd.InstanceID, bd.BindingID), rec, replaceArg(true))
 	if err != nil {
 		return Binding{}, s.fail(ctx, "put binding script", err)
 	}
@@ -513,10 +513,10 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 			}
 			k := s.inv(broker)
 			if in := e.instance; in != nil {
-				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.i, k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, flag(replace))
+				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.i, k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
 			} else {
 				bd := e.binding
-				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec, flag(replace))
+				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec, replaceArg(replace))
 			}
 		}
 		return nil

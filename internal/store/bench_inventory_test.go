@@ -1,0 +1,265 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+)
+
+// Inventory benchmarks:
+//
+//	go test ./internal/store -run '^$' -bench 'Inventory' -benchtime 1x
+//
+// The footprint ones fill -inventory.n instances once (default 100,000;
+// -inventory.n 1000000 checks the budget of 1 GB per million directly)
+// and report bytes per 10,000 instances and the projection to a million.
+
+var inventoryN = flag.Int("inventory.n", 100_000, "instances the inventory footprint benchmarks fill")
+
+// inventorySecrets makes the footprint benchmarks keep sealed parameters
+// too (113 bytes: 80 of JSON sealed).
+var inventorySecrets = flag.Bool("inventory.secrets", false, "inventory footprint benchmarks store sealed parameters")
+
+// benchInstance is an instance as Cloud Controller provisions it through
+// the gateway: GUIDs, the 2.15 context with names and empty annotations, a
+// dashboard URL, maintenance_info, an asynchronous provision's last
+// operation.
+func benchInstance() Instance {
+	id, org, space := guid(), guid(), guid()
+	now := time.Now()
+	in := Instance{
+		Broker: "mysql-broker", InstanceID: id, Tenant: "cf-prod-eu",
+		ServiceID: "3f0e5e2c-1c9a-4d57-8a3e-7f2b9c1d4e60", PlanID: "9d3c2b1a-8e7f-4a6b-9c5d-2e1f0a3b4c5d",
+		Context: json.RawMessage(`{"platform":"cloudfoundry","organization_guid":"` + org +
+			`","organization_name":"acme-payments","space_guid":"` + space + `","space_name":"production",` +
+			`"instance_name":"orders-db-` + id[:8] + `","organization_annotations":{},"space_annotations":{},"instance_annotations":{}}`),
+		OrganizationGUID: org, SpaceGUID: space,
+		DashboardURL:    "https://mysql.example.com/dashboard/instances/" + id,
+		MaintenanceInfo: json.RawMessage(`{"version":"8.0.36"}`),
+		LastOperation: LastOperation{
+			Kind: KindProvision, State: StateSucceeded, Description: "provisioned",
+			Operation: "provision-" + guid(), Status: 200, Started: now.Add(-time.Minute), Ended: now,
+		},
+		Created: now.Add(-time.Minute), Updated: now,
+	}
+	if *inventorySecrets {
+		in.SealedParameters = make([]byte, 80+33)
+	}
+	return in
+}
+
+// fillInventory puts n instances from 64 goroutines, in random id order.
+func fillInventory(b *testing.B, s Store, n int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if _, err := s.PutInstance(ctx, benchInstance()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// importInventory imports n instances in batches of 1000, as
+// `inventory import` will.
+func importInventory(b *testing.B, s Store, n int) {
+	ctx := context.Background()
+	batch := make([]Entry, 0, 1000)
+	flush := func() {
+		if _, err := s.Import(ctx, batch, true); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	for range n {
+		in := benchInstance()
+		if batch = append(batch, Entry{Instance: &in}); len(batch) == cap(batch) {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+// reportFootprint reports bytes for n instances per 10k and per million.
+func reportFootprint(b *testing.B, bytes float64, n int) {
+	b.ReportMetric(bytes/float64(n), "B/instance")
+	b.ReportMetric(bytes/float64(n)*10_000/(1<<20), "MB/10k")
+	b.ReportMetric(bytes/float64(n)*1_000_000/(1<<20), "MB/1M")
+}
+
+func BenchmarkInventoryRecordSize(b *testing.B) {
+	in := benchInstance()
+	_, rec, err := prepareInstance(in, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, _ := json.Marshal(in)
+	b.ReportMetric(float64(len(rec)), "B/record")
+	b.ReportMetric(float64(len(js)), "B/json")
+}
+
+// BenchmarkInventoryPack measures packing and unpacking one record (the
+// deflate of inventory_pack.go) and the sizes before and after.
+func BenchmarkInventoryPack(b *testing.B) {
+	plain := encodeInstance(benchInstance())
+	packed := pack(plain)
+	b.Run("pack", func(b *testing.B) {
+		for range b.N {
+			pack(plain)
+		}
+		b.ReportMetric(float64(len(plain)), "B/plain")
+		b.ReportMetric(float64(len(packed)), "B/packed")
+	})
+	b.Run("unpack", func(b *testing.B) {
+		for range b.N {
+			if err := unpack(packed, func(string, []byte) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for range b.N {
+			if _, err := decodeInstance("b", "i", packed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkInventoryFootprintMemory(b *testing.B) {
+	n := *inventoryN
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, _ := Open(Config{Backend: BackendMemory}, time.Now)
+	fillInventory(b, s, n)
+	if _, _, err := s.ListInstances(context.Background(), InstanceFilter{}, "", 1); err != nil {
+		b.Fatal(err) // merges the ordered keys: the steady state
+	}
+	runtime.GC()
+	runtime.GC() // and the pools' victim caches
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	reportFootprint(b, float64(after.HeapAlloc)-float64(before.HeapAlloc), n)
+}
+
+func BenchmarkInventoryFootprintBolt(b *testing.B) {
+	for _, how := range []string{"put", "import"} {
+		b.Run(how, func(b *testing.B) {
+			n := *inventoryN
+			path := filepath.Join(b.TempDir(), "state.db")
+			s := openBoltAt(b, path, time.Now)
+			start := time.Now()
+			if how == "put" {
+				fillInventory(b, s, n)
+			} else {
+				importInventory(b, s, n)
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "instances/s")
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reportFootprint(b, float64(fi.Size()), n)
+		})
+	}
+}
+
+func BenchmarkInventoryFootprintRedis(b *testing.B) {
+	n := *inventoryN
+	srv := storetest.StartRedis(b)
+	s := openRedisAt(b, redisConfig(srv), time.Now)
+	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer raw.Close()
+	used := func() float64 {
+		info, err := raw.Info(context.Background(), "memory").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		b.Fatal("INFO memory has no used_memory")
+		return 0
+	}
+	before := used()
+	importInventory(b, s, n)
+	reportFootprint(b, used()-before, n)
+}
+
+// BenchmarkInventoryOps measures one call of each kind on an inventory of
+// 10,000 instances.
+func BenchmarkInventoryOps(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"memory", "bolt", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s, rt := benchStores(b)[name](b)
+			importInventory(b, s, 10_000)
+			in := benchInstance()
+			in.InstanceID = "bench-instance"
+			ops := []struct {
+				name string
+				fn   func() error
+			}{
+				{"put", func() error { _, err := s.PutInstance(ctx, in); return err }},
+				{"get", func() error { _, err := s.GetInstance(ctx, in.Broker, in.InstanceID); return err }},
+				{"list100", func() error {
+					_, _, err := s.ListInstances(ctx, InstanceFilter{Broker: in.Broker, Tenant: in.Tenant}, "", 100)
+					return err
+				}},
+				{"count", func() error { _, err := s.CountInstances(ctx, InstanceFilter{Tenant: in.Tenant}); return err }},
+				{"put+delete", func() error {
+					if _, err := s.PutInstance(ctx, in); err != nil {
+						return err
+					}
+					_, err := s.DeleteInstance(ctx, in.Broker, in.InstanceID)
+					return err
+				}},
+			}
+			for _, op := range ops {
+				b.Run(op.name, func(b *testing.B) {
+					if err := op.fn(); err != nil { // load scripts
+						b.Fatal(err)
+					}
+					if rt != nil {
+						rt.n.Store(0)
+					}
+					b.ResetTimer()
+					for range b.N {
+						if err := op.fn(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if rt != nil {
+						b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+					}
+				})
+			}
+		})
+	}
+}
+
