@@ -262,4 +262,3 @@ func BenchmarkInventoryOps(b *testing.B) {
 		})
 	}
 }
-

@@ -156,7 +156,9 @@ type memRecord struct {
 	rec                       []byte
 }
 
-func (r memRecord) decodeInstance() (Instance, error) { return decodeInstance(r.broker, r.instance, r.rec) }
+func (r memRecord) decodeInstance() (Instance, error) {
+	return decodeInstance(r.broker, r.instance, r.rec)
+}
 
 func (r memRecord) decodeBinding() (Binding, error) {
 	return decodeBinding(r.broker, r.instance, r.binding, r.rec)
