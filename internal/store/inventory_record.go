@@ -69,7 +69,8 @@ func checkJSON(what string, raw []byte) error {
 // prepareOp validates op against kinds and returns it as stored.
 func prepareOp(op LastOperation, kinds map[string]bool) (LastOperation, error) {
 	switch {
-	case op.Kind == "" && op.State == "":
+	case op == LastOperation{}:
+		return op, nil
 	case !kinds[op.Kind]:
 		return op, fmt.Errorf("%w: last operation has Kind %q", ErrInvalid, op.Kind)
 	case !opStates[op.State]:

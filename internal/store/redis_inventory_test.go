@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+)
+
+// TestRedisInventoryRoundTrips counts the round trips of each inventory
+// call, and checks that none SCANs.
+func TestRedisInventoryRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.StartRedis(t)
+	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	listFixture(t, s)
+	var rt roundTrips
+	cmds := &commands{n: map[string]int{}}
+	s.client.AddHook(&rt)
+	s.client.AddHook(cmds)
+	in, bd := testInstance("b1", "i9", "x"), testBinding("b1", "i9", "x1")
+
+	tests := []struct {
+		name string
+		call func() error
+		want int64
+	}{
+		{"PutInstance", func() error { _, err := s.PutInstance(ctx, in); return err }, 1},
+		{"GetInstance", func() error { _, err := s.GetInstance(ctx, "b1", "i9"); return err }, 1},
+		{"PutBinding", func() error { _, err := s.PutBinding(ctx, bd); return err }, 1},
+		{"GetBinding", func() error { _, err := s.GetBinding(ctx, "b1", "i9", "x1"); return err }, 1},
+		{"ListBindings", func() error { _, err := s.ListBindings(ctx, "b1", "i9"); return err }, 1},
+		{"ListInstances of a broker", func() error {
+			_, _, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1"}, "", 3)
+			return err
+		}, 1},
+		{"ListInstances of a broker's tenant", func() error {
+			_, _, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1", Tenant: "x"}, encodeCursor("b1", "i1"), 2)
+			return err
+		}, 1},
+		{"ListInstances of all, a page within one broker", func() error {
+			_, _, err := s.ListInstances(ctx, InstanceFilter{}, encodeCursor("b1", "a"), 2)
+			return err
+		}, 2},
+		{"ListInstances of all, a page over two brokers", func() error {
+			_, _, err := s.ListInstances(ctx, InstanceFilter{}, "", 1)
+			return err
+		}, 3},
+		{"CountInstances of a broker's tenant", func() error {
+			_, err := s.CountInstances(ctx, InstanceFilter{Broker: "b1", Tenant: "x"})
+			return err
+		}, 1},
+		{"CountInstances of a tenant", func() error { _, err := s.CountInstances(ctx, InstanceFilter{Tenant: "x"}); return err }, 2},
+		{"CountBindings", func() error { _, err := s.CountBindings(ctx, ""); return err }, 2},
+		{"DeleteBinding", func() error { return s.DeleteBinding(ctx, "b1", "i9", "x1") }, 1},
+		{"DeleteInstance", func() error { _, err := s.DeleteInstance(ctx, "b1", "i9"); return err }, 1},
+	}
+	// The first pass loads the scripts; the second counts.
+	for pass := range 2 {
+		for _, tc := range tests {
+			rt.n.Store(0)
+			if err := tc.call(); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got := rt.n.Load(); pass == 1 && got != tc.want {
+				t.Errorf("%s took %d round trips, want %d", tc.name, got, tc.want)
+			}
+		}
+	}
+	for _, name := range []string{"scan", "keys", "hscan", "zscan", "sscan"} {
+		if cmds.n[name] != 0 {
+			t.Errorf("the inventory sent %d %s commands, want none", cmds.n[name], name)
+		}
+	}
+}
+
+// TestRedisInventoryKeys checks the key layout: per broker, five keys under
+// one hash tag, the tag's braces escaped.
+func TestRedisInventoryKeys(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.StartRedis(t)
+	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	mustPutInstance(t, s, testInstance("b{1}%", "i1", "x"))
+	mustPutBinding(t, s, testBinding("b{1}%", "i1", "x1"))
+	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer raw.Close()
+	keys, err := raw.Keys(ctx, s.prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	tag := s.prefix + "inv:{b%7B1%7D%25}:"
+	want := []string{s.prefix + "inv:brokers", tag + "b", tag + "bx", tag + "i", tag + "ix", tag + "tx"}
+	if d := cmp.Diff(want, keys); d != "" {
+		t.Errorf("keys (-want +got):\n%s", d)
+	}
+	for key, want := range map[string][]string{tag + "ix": {"i1"}, tag + "tx": {"x\x00i1"}, tag + "bx": {"i1\x00x1"}} {
+		if got := raw.ZRange(ctx, key, 0, -1).Val(); !cmp.Equal(want, got) {
+			t.Errorf("ZRANGE %s = %q, want %q", key, got, want)
+		}
+	}
+	if _, err := s.DeleteInstance(ctx, "b{1}%", "i1"); err != nil {
+		t.Fatal(err)
+	}
+	// Only the set of brokers is left: empty hashes and sets are gone.
+	if keys, _ := raw.Keys(ctx, s.prefix+"*").Result(); !cmp.Equal([]string{s.prefix + "inv:brokers"}, keys) {
+		t.Errorf("keys after deleting everything = %q", keys)
+	}
+}
