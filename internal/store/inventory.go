@@ -45,24 +45,25 @@ const (
 type LastOperation struct {
 	// Kind is KindProvision, KindUpdate or KindDeprovision for an instance,
 	// KindBind or KindUnbind for a binding; empty when none is recorded.
-	Kind string
+	Kind string `json:"kind,omitempty"`
 	// State is StateInProgress, StateSucceeded or StateFailed; required
 	// with Kind.
-	State string
+	State string `json:"state,omitempty"`
 	// Description is the broker's (or the gateway's) description of the
 	// outcome, for the platform; may be empty.
-	Description string
+	Description string `json:"description,omitempty"`
 	// Operation is the operation string the platform polls with (the
 	// broker's, or one the gateway owns), at most MaxOperationLen bytes;
 	// empty if there was none.
-	Operation string
+	Operation string `json:"operation,omitempty"`
 	// Status is the HTTP status of the broker's final answer to the
 	// operation (the call, or the last_operation poll that ended it); 0
 	// when there was none, as when the broker call timed out.
-	Status int
+	Status int `json:"status,omitempty"`
 	// Started is when the operation began; Ended when its outcome came
 	// (zero while in progress).
-	Started, Ended time.Time
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
 }
 
 // Instance is a service instance as the gateway saw it succeed. Broker and
@@ -71,32 +72,36 @@ type LastOperation struct {
 // that they are valid JSON.
 type Instance struct {
 	// Broker is the configured broker name; InstanceID the instance id.
-	Broker, InstanceID string
+	Broker     string `json:"broker"`
+	InstanceID string `json:"instance_id"`
 	// Tenant is the tenant whose platform provisioned it.
-	Tenant string
+	Tenant string `json:"tenant,omitempty"`
 	// ServiceID and PlanID are the offering and the current plan.
-	ServiceID, PlanID string
+	ServiceID string `json:"service_id,omitempty"`
+	PlanID    string `json:"plan_id,omitempty"`
 	// Context is the provision's (or latest update's) context object.
-	Context json.RawMessage
+	Context json.RawMessage `json:"context,omitempty"`
 	// OrganizationGUID and SpaceGUID are the provision's top-level
 	// organization_guid and space_guid.
-	OrganizationGUID, SpaceGUID string
+	OrganizationGUID string `json:"organization_guid,omitempty"`
+	SpaceGUID        string `json:"space_guid,omitempty"`
 	// DashboardURL is the broker's dashboard_url.
-	DashboardURL string
+	DashboardURL string `json:"dashboard_url,omitempty"`
 	// MaintenanceInfo is the instance's maintenance_info object (OSB 2.15).
-	MaintenanceInfo json.RawMessage
+	MaintenanceInfo json.RawMessage `json:"maintenance_info,omitempty"`
 	// Metadata is the broker's metadata object (labels, attributes; OSB
 	// 2.16).
-	Metadata json.RawMessage
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// SealedParameters are the instance's parameters sealed by
 	// internal/seal, or empty when secrets are not kept. The store keeps
-	// the bytes and never interprets them.
-	SealedParameters []byte
+	// the bytes and never interprets them (JSON: base64).
+	SealedParameters []byte `json:"sealed_parameters,omitempty"`
 	// LastOperation is the last operation on the instance.
-	LastOperation LastOperation
+	LastOperation LastOperation `json:"last_operation,omitzero"`
 	// Created is when the gateway first recorded the instance, Updated
 	// when it last changed; zero means the store's now on PutInstance.
-	Created, Updated time.Time
+	Created time.Time `json:"created,omitzero"`
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 // Binding is a service binding as the gateway saw it succeed. Broker,
@@ -104,44 +109,58 @@ type Instance struct {
 type Binding struct {
 	// Broker is the configured broker name; InstanceID and BindingID name
 	// the binding.
-	Broker, InstanceID, BindingID string
+	Broker     string `json:"broker"`
+	InstanceID string `json:"instance_id"`
+	BindingID  string `json:"binding_id"`
 	// Tenant is the tenant whose platform created it.
-	Tenant string
+	Tenant string `json:"tenant,omitempty"`
 	// ServiceID and PlanID are the bind's service_id and plan_id.
-	ServiceID, PlanID string
+	ServiceID string `json:"service_id,omitempty"`
+	PlanID    string `json:"plan_id,omitempty"`
 	// AppGUID is the bind's app_guid (or bind_resource.app_guid).
-	AppGUID string
+	AppGUID string `json:"app_guid,omitempty"`
 	// BindResource is the bind's bind_resource object.
-	BindResource json.RawMessage
+	BindResource json.RawMessage `json:"bind_resource,omitempty"`
 	// SyslogDrainURL, RouteServiceURL, VolumeMounts and Endpoints are the
 	// broker's answer fields of those names, kept for GET binding.
-	SyslogDrainURL, RouteServiceURL string
-	VolumeMounts, Endpoints         json.RawMessage
+	SyslogDrainURL  string          `json:"syslog_drain_url,omitempty"`
+	RouteServiceURL string          `json:"route_service_url,omitempty"`
+	VolumeMounts    json.RawMessage `json:"volume_mounts,omitempty"`
+	Endpoints       json.RawMessage `json:"endpoints,omitempty"`
 	// SealedParameters and SealedCredentials are the bind's parameters and
 	// the broker's credentials sealed by internal/seal, or empty when
-	// secrets are not kept. The store never interprets them.
-	SealedParameters, SealedCredentials []byte
+	// secrets are not kept. The store never interprets them (JSON:
+	// base64).
+	SealedParameters  []byte `json:"sealed_parameters,omitempty"`
+	SealedCredentials []byte `json:"sealed_credentials,omitempty"`
 	// ExpiresAt and RenewBefore are the broker's metadata.expires_at and
 	// metadata.renew_before (OSB 2.17); zero when the broker sent none.
-	ExpiresAt, RenewBefore time.Time
+	ExpiresAt   time.Time `json:"expires_at,omitzero"`
+	RenewBefore time.Time `json:"renew_before,omitzero"`
 	// LastOperation is the last operation on the binding.
-	LastOperation LastOperation
+	LastOperation LastOperation `json:"last_operation,omitzero"`
 	// Created is when the gateway first recorded the binding, Updated when
 	// it last changed; zero means the store's now on PutBinding.
-	Created, Updated time.Time
+	Created time.Time `json:"created,omitzero"`
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 // InstanceFilter selects instances; an empty field matches all.
 type InstanceFilter struct {
+	// Broker keeps the instances of this broker.
 	Broker string
+	// Tenant keeps the instances of this tenant.
 	Tenant string
 }
 
 // Entry is one record of an export or an import: exactly one of Instance
-// and Binding is set.
+// and Binding is set. Its JSON form, one per line, is the inventory's
+// export format: {"instance":{...}} or {"binding":{...}}, with the field
+// names of the JSON tags, times in RFC 3339, raw JSON fields as they are,
+// sealed secrets in base64.
 type Entry struct {
-	Instance *Instance
-	Binding  *Binding
+	Instance *Instance `json:"instance,omitempty"`
+	Binding  *Binding  `json:"binding,omitempty"`
 }
 
 // ImportResult counts what Import did.

@@ -260,6 +260,9 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 	}
 	var found []Instance
 	for _, broker := range names {
+		if len(found) > limit {
+			break
+		}
 		// Bounds in the broker's ix, or tx with the tenant's prefix.
 		zset, lo, hi, strip := s.inv(broker).ix, "-", "+", 0
 		if f.Tenant != "" {
