@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // TestBoltFileBeforeInventory opens a file written before the inventory
@@ -36,7 +38,7 @@ func TestBoltFileBeforeInventory(t *testing.T) {
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)
 	}
-	s := openBoltAt(t, path, newClock().now)
+	s := openBoltAt(t, path, osbtest.NewClock(t0).Now)
 	if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(l, got) {
 		t.Errorf("Get of the old lock = %+v, %v", got, err)
 	}
@@ -51,7 +53,7 @@ func TestBoltFileBeforeInventory(t *testing.T) {
 // and never touches them; a listing of all does.
 func TestBoltListByTenantSeeks(t *testing.T) {
 	ctx := context.Background()
-	s := openBoltForTest(t, newClock().now).(*boltStore)
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
 	want := []Instance{
 		mustPutInstance(t, s, testInstance("b1", "i1", "x")),
 		mustPutInstance(t, s, testInstance("b1", "i2", "x")),

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The contract of listing and counting the inventory.
@@ -58,7 +60,7 @@ func listFixture(t *testing.T, s Store) []Instance {
 }
 
 func testInventoryList(t *testing.T, b backend) {
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	listFixture(t, s)
 	tests := []struct {
 		name string
@@ -116,7 +118,7 @@ func testInventoryList(t *testing.T, b backend) {
 // position, not a snapshot, and works across filters.
 func testInventoryListPages(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	const n = 1205
 	var entries []Entry
 	for i := range n {
@@ -177,7 +179,7 @@ func testInventoryListPages(t *testing.T, b backend) {
 // tenant listings and counts follow.
 func testInventoryTenantMoves(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
 	mustPutInstance(t, s, testInstance("b1", "i1", "y"))
 	mustPutInstance(t, s, testInstance("b1", "i2", ""))
@@ -198,7 +200,7 @@ func testInventoryTenantMoves(t *testing.T, b backend) {
 
 func testInventoryCount(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	if n, err := s.CountInstances(ctx, InstanceFilter{}); err != nil || n != 0 {
 		t.Errorf("CountInstances of an empty store = %d, %v", n, err)
 	}

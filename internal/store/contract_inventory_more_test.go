@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The contract of export and import, concurrent writers and restarts.
@@ -35,7 +37,7 @@ func entryName(e Entry) string {
 
 func testInventoryExportImport(t *testing.T, b backend) {
 	ctx := context.Background()
-	src := b.open(t, newClock().now)
+	src := b.open(t, osbtest.NewClock(t0).Now)
 	listFixture(t, src)
 	want := []string{"b/i1", "b%7B/i1", "b1/a*[?]", "b1/i1", "b1/i1-a", "b1/i10", "b1/i2", "b1/z",
 		"b1x/i1", "{b}/i1", "}b{/i1"}
@@ -71,7 +73,7 @@ func testInventoryExportImport(t *testing.T, b backend) {
 		}
 	}
 
-	dst := b.open(t, newClock().now)
+	dst := b.open(t, osbtest.NewClock(t0).Now)
 	for start := 0; start < len(got); start += 400 {
 		res, err := dst.Import(ctx, got[start:min(start+400, len(got))], false)
 		if err != nil {
@@ -101,7 +103,7 @@ func testInventoryExportImport(t *testing.T, b backend) {
 // without replace, replaced with it.
 func testInventoryImportKeeps(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	mine := mustPutInstance(t, s, testInstance("b1", "i1", "x"))
 	mineB := mustPutBinding(t, s, testBinding("b1", "i1", "x1"))
 
@@ -146,7 +148,7 @@ func testInventoryImportKeeps(t *testing.T, b backend) {
 // records agree at the end.
 func testInventoryConcurrentWriters(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	const writers, each = 8, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*each*4)
@@ -234,7 +236,7 @@ func testInventoryConcurrentWriters(t *testing.T, b backend) {
 // counted under its tenant only.
 func testInventoryConcurrentTenants(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	const writers = 16
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -274,14 +276,14 @@ func testInventoryRestart(t *testing.T, b backend) {
 		t.Skip("nothing persists")
 	}
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	listFixture(t, s)
 	mustPutBinding(t, s, testBinding("b1", "i1", "x1"))
 	mustPutBinding(t, s, testBinding("}b{", "i1", "x1"))
 	before := exportAll(t, s)
 
-	s = b.reopen(t, s, c.now)
+	s = b.reopen(t, s, c.Now)
 	if d := cmp.Diff(before, exportAll(t, s)); d != "" {
 		t.Errorf("export after restart (-before +after):\n%s", d)
 	}
@@ -291,7 +293,7 @@ func testInventoryRestart(t *testing.T, b backend) {
 	if n, err := s.CountBindings(ctx, ""); err != nil || n != 2 {
 		t.Errorf("CountBindings after restart = %d, %v; want 2", n, err)
 	}
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	gone, err := s.DeleteInstance(ctx, "b1", "i1")
 	if err != nil || len(gone) != 1 {
 		t.Errorf("DeleteInstance after restart = %v, %v; want its binding", gone, err)

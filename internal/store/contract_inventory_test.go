@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // The contract of the inventory: records, their validation, bindings and
@@ -93,7 +95,7 @@ func mustPutBinding(t *testing.T, s Store, b Binding) Binding {
 
 func testInventoryInstance(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	in := testInstance("b1", "i1", "cf1")
 	if got := mustPutInstance(t, s, in); !cmp.Equal(in, got) {
 		t.Errorf("PutInstance returned (-want +got):\n%s", cmp.Diff(in, got))
@@ -141,8 +143,8 @@ func testInventoryInstance(t *testing.T, b backend) {
 // normalisation of what it stores.
 func testInventoryInstanceStamps(t *testing.T, b backend) {
 	ctx := context.Background()
-	c := newClock()
-	s := b.open(t, c.now)
+	c := osbtest.NewClock(t0)
+	s := b.open(t, c.Now)
 	local := time.FixedZone("CEST", 2*3600)
 	in := Instance{Broker: "b1", InstanceID: "i1", Context: json.RawMessage{},
 		LastOperation: LastOperation{Kind: KindProvision, State: StateInProgress,
@@ -159,7 +161,7 @@ func testInventoryInstanceStamps(t *testing.T, b backend) {
 	// The oldest and latest storable times survive.
 	far := Binding{Broker: "b1", InstanceID: "i1", BindingID: "x1",
 		ExpiresAt: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), RenewBefore: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	gotB := mustPutBinding(t, s, far)
 	far.Created, far.Updated = t0.Add(time.Hour), t0.Add(time.Hour)
 	if d := cmp.Diff(far, gotB); d != "" {
@@ -172,7 +174,7 @@ func testInventoryInstanceStamps(t *testing.T, b backend) {
 
 func testInventoryBinding(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	// A binding needs no recorded instance.
 	x1 := mustPutBinding(t, s, testBinding("b1", "i1", "x1"))
 	if want := testBinding("b1", "i1", "x1"); !cmp.Equal(want, x1) {
@@ -233,7 +235,7 @@ func testInventoryBinding(t *testing.T, b backend) {
 // bindings with it and says which.
 func testInventoryDeleteInstance(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	mustPutInstance(t, s, testInstance("b1", "i1", "cf1"))
 	mustPutInstance(t, s, testInstance("b1", "i10", "cf1"))
 	x1 := mustPutBinding(t, s, testBinding("b1", "i1", "x1"))
@@ -276,7 +278,7 @@ func testInventoryDeleteInstance(t *testing.T, b backend) {
 
 func testInventoryInvalid(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.open(t, newClock().now)
+	s := b.open(t, osbtest.NewClock(t0).Now)
 	year10000 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	instances := []struct {
 		name   string

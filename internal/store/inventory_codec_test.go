@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // Tests of the inventory record layout, below the Store contract.
@@ -198,7 +200,7 @@ func TestEntryJSON(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	src, dst := openMemoryForTest(t, newClock().now), openMemoryForTest(t, newClock().now)
+	src, dst := openMemoryForTest(t, osbtest.NewClock(t0).Now), openMemoryForTest(t, osbtest.NewClock(t0).Now)
 	listFixture(t, src)
 	mustPutBinding(t, src, testBinding("b1", "i1", "x1"))
 	var lines bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
@@ -114,7 +115,7 @@ func TestSecretMarkerBolt(t *testing.T) {
 	keys := markerKeys(t)
 	for _, leak := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "state.db")
-		s := openBoltAt(t, path, newClock().now)
+		s := openBoltAt(t, path, osbtest.NewClock(t0).Now)
 		putSecrets(t, s, keys, leak)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -165,7 +166,7 @@ func TestSecretMarkerRedis(t *testing.T) {
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer raw.Close()
 	for _, leak := range []bool{false, true} {
-		s := openRedisAt(t, redisConfig(srv), newClock().now)
+		s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 		putSecrets(t, s, keys, leak)
 		// A lock and an orphan beside the inventory, so the scan covers
 		// every kind of key the store writes.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRedisInventoryRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	listFixture(t, s)
 	var rt roundTrips
 	cmds := &commands{n: map[string]int{}}
@@ -83,7 +84,7 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 func TestRedisInventoryKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
-	s := openRedisAt(t, redisConfig(srv), newClock().now)
+	s := openRedisAt(t, redisConfig(srv), osbtest.NewClock(t0).Now)
 	mustPutInstance(t, s, testInstance("b{1}%", "i1", "x"))
 	mustPutBinding(t, s, testBinding("b{1}%", "i1", "x1"))
 	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
