@@ -12,9 +12,10 @@
 //
 // The key id is the first 4 bytes of SHA-256("osb-gateway seal key id\x00"
 // || key): it names the key that opens the blob without revealing anything
-// about it. The nonce is random (crypto/rand) for every Seal: with 96-bit
-// random nonces a key seals well over 2^32 secrets before the chance of a
-// repeat reaches 2^-32, far beyond an inventory's size. The version byte and
+// about it. The nonce is random (crypto/rand) for every Seal; NIST SP
+// 800-38D allows 2^32 seals per key with random 96-bit nonces (a repeat
+// then stays below a chance of 2^-32), far beyond an inventory's size, and
+// rotation starts the count again. The version byte and
 // key id are authenticated with the additional data the caller gives, so a
 // blob cannot be moved to another key or another record unnoticed.
 //

@@ -231,11 +231,13 @@ type Inventory interface {
 	// meanwhile); only an empty next cursor ends the listing. Cursors are
 	// opaque URL-safe strings; one that does not decode is ErrInvalid.
 	//
-	// Cost per page: with f.Broker, memory walks the broker's sorted ids
-	// from the cursor (with f.Tenant too, skipping other tenants' ids:
-	// proportional to the ids passed); bolt seeks (by tenant, through its
-	// tenant index); Redis reads a sorted-set range and the records, two
-	// round trips. Without f.Broker, the same per broker, in name order.
+	// Cost per page: memory walks the broker's sorted ids from the cursor
+	// (with f.Tenant, skipping other tenants' ids: proportional to the ids
+	// passed; the first listing after writes merges the new ids in, O(n));
+	// bolt seeks to the cursor (with f.Tenant, in its tenant index) and
+	// reads the page; Redis runs one script per broker (a sorted-set range
+	// and the page's records). Without f.Broker, the same per broker, in
+	// name order (Redis reads the set of brokers first).
 	ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error)
 
 	// CountInstances returns how many instances match f. It reads
