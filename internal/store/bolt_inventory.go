@@ -297,7 +297,7 @@ func listByTenant(tx *bolt.Tx, f InstanceFilter, afterKey []byte, limit int, fou
 			return badKey(k)
 		}
 		rec := records.Get(k[len(parts[0])+1:])
-		if rec == nil { // an index entry without its record: skip it
+		if rec == nil { // an index entry without its record
 			continue
 		}
 		in, err := decodeInstance(parts[1], parts[2], rec)

@@ -260,43 +260,56 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 	}
 	var found []Instance
 	for _, broker := range names {
+		after := ""
+		if broker == cb {
+			after = ci
+		}
+		if found, err = s.listBroker(ctx, broker, f.Tenant, after, limit+1, found); err != nil {
+			return nil, "", err
+		}
 		if len(found) > limit {
 			break
-		}
-		// Bounds in the broker's ix, or tx with the tenant's prefix.
-		zset, lo, hi, strip := s.inv(broker).ix, "-", "+", 0
-		if f.Tenant != "" {
-			zset, lo, hi, strip = s.inv(broker).tx, "["+f.Tenant+"\x00", "("+f.Tenant+"\x01", len(f.Tenant)+1
-		}
-		if broker == cb && f.Tenant != "" {
-			lo = "(" + f.Tenant + "\x00" + ci
-		} else if broker == cb {
-			lo = "(" + ci
-		}
-		for len(found) <= limit {
-			want := limit + 1 - len(found)
-			res, err := s.rangeRecords(ctx, zset, s.inv(broker).i, lo, hi, want, strip)
-			if err != nil {
-				return nil, "", err
-			}
-			for i := 0; i+1 < len(res); i += 2 {
-				if res[i+1] == "" { // deleted since it was ranged
-					continue
-				}
-				in, err := decodeInstance(broker, res[i][strip:], []byte(res[i+1]))
-				if err != nil {
-					return nil, "", err
-				}
-				found = append(found, in)
-			}
-			if len(res)/2 < want {
-				break // the broker has no more
-			}
-			lo = "(" + res[len(res)-2]
 		}
 	}
 	page, next := pageOf(found, limit, instanceName)
 	return page, next, nil
+}
+
+// listBroker appends to found the instances of broker (of tenant, if set)
+// after the instance id after ("": from the first), until found holds n.
+func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after string, n int, found []Instance) ([]Instance, error) {
+	// A range of ix, or of tx within the tenant's prefix "tenant NUL".
+	k := s.inv(broker)
+	zset, prefix, lo, hi := k.ix, "", "-", "+"
+	if tenant != "" {
+		zset, prefix, lo, hi = k.tx, tenant+"\x00", "["+tenant+"\x00", "("+tenant+"\x01"
+	}
+	if after != "" {
+		lo = "(" + prefix + after
+	}
+	strip := len(prefix)
+	for len(found) < n {
+		want := n - len(found)
+		res, err := s.rangeRecords(ctx, zset, k.i, lo, hi, want, strip)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(res); i += 2 {
+			if res[i+1] == "" { // an index entry without its record
+				continue
+			}
+			in, err := decodeInstance(broker, res[i][strip:], []byte(res[i+1]))
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, in)
+		}
+		if len(res)/2 < want {
+			break // the broker has no more
+		}
+		lo = "(" + res[len(res)-2]
+	}
+	return found, nil
 }
 
 func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
