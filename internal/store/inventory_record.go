@@ -269,12 +269,6 @@ func checkFilter(f InstanceFilter) error {
 	return checkName("tenant", f.Tenant, false)
 }
 
-// afterCursor reports whether the instance (broker, id) sorts after the
-// cursor position (cb, ci).
-func afterCursor(broker, id, cb, ci string) bool {
-	return broker > cb || broker == cb && id > ci
-}
-
 // pageOf trims found (in order, up to limit+1 long) to a page and returns
 // the next cursor: found holds limit+1 records when more follow.
 func pageOf[T any](found []T, limit int, key func(T) (string, string)) ([]T, string) {
@@ -315,4 +309,13 @@ func listArgs(f InstanceFilter, cursor string, limit int) (broker, instanceID st
 	}
 	broker, instanceID, _, err = decodeCursor(cursor)
 	return broker, instanceID, listLimit(limit), err
+}
+
+// noInstance and noBinding are ErrNotFound for what they name.
+func noInstance(broker, instanceID string) error {
+	return notFound("instance " + broker + "/" + instanceID)
+}
+
+func noBinding(broker, instanceID, bindingID string) error {
+	return notFound("binding " + strings.Join([]string{broker, instanceID, bindingID}, "/"))
 }

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"iter"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // The inventory of the memory backend: per broker, records kept encoded in
@@ -21,62 +19,6 @@ type memBroker struct {
 	nbindings int
 }
 
-// sortedKeys keeps the keys of a map in order for paging, lazily: new keys
-// wait in added until a listing merges them in (one sort of the new keys
-// and a linear merge), and deleted keys stay until a merge drops them
-// (readers skip keys gone from the map). A write costs O(1); the first
-// listing after writes O(n + k log k) for k new keys.
-type sortedKeys struct {
-	sorted []string
-	added  []string
-	stale  int
-}
-
-func (s *sortedKeys) add(k string) { s.added = append(s.added, k) }
-
-func (s *sortedKeys) remove() { s.stale++ }
-
-// keys returns every key in order, and maybe keys no longer in the map:
-// exists tells which are.
-func (s *sortedKeys) keys(exists func(string) bool) []string {
-	if len(s.added) == 0 && s.stale <= len(s.sorted)/4 {
-		return s.sorted
-	}
-	slices.Sort(s.added)
-	merged := make([]string, 0, len(s.sorted)+len(s.added))
-	a, b := s.sorted, s.added
-	for len(a) > 0 || len(b) > 0 {
-		var k string
-		if len(b) == 0 || len(a) > 0 && a[0] <= b[0] {
-			k, a = a[0], a[1:]
-		} else {
-			k, b = b[0], b[1:]
-		}
-		if (len(merged) == 0 || merged[len(merged)-1] != k) && exists(k) {
-			merged = append(merged, k)
-		}
-	}
-	s.sorted, s.added, s.stale = slices.Clip(merged), nil, 0
-	return s.sorted
-}
-
-// after returns the keys after k (all keys if k is empty).
-func after(keys []string, k string) []string {
-	i, found := slices.BinarySearch(keys, k)
-	if found {
-		i++
-	}
-	return keys[i:]
-}
-
-func (b *memBroker) instanceIDs() []string {
-	return b.ids.keys(func(k string) bool { _, ok := b.instances[k]; return ok })
-}
-
-func (b *memBroker) boundIDs() []string {
-	return b.bound.keys(func(k string) bool { _, ok := b.bindings[k]; return ok })
-}
-
 // broker returns the inventory of name, created if create is set (else
 // nil when there is none).
 func (m *memory) broker(name string, create bool) *memBroker {
@@ -90,7 +32,7 @@ func (m *memory) broker(name string, create bool) *memBroker {
 
 // putInstance stores rec unless the instance exists and replace is false;
 // it reports whether it stored it.
-func (b *memBroker) putInstance(id, tenant string, rec []byte, replace bool) bool {
+func (b *memBroker) putInstance(id string, rec []byte, replace bool) bool {
 	if old, ok := b.instances[id]; ok {
 		if !replace {
 			return false
@@ -143,7 +85,7 @@ func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error)
 		return Instance{}, err
 	}
 	defer m.mu.Unlock()
-	m.broker(in.Broker, true).putInstance(in.InstanceID, in.Tenant, rec, true)
+	m.broker(in.Broker, true).putInstance(in.InstanceID, rec, true)
 	return in, nil
 }
 
@@ -238,89 +180,6 @@ func bindingRecords(broker, instanceID string, of map[string][]byte) []memRecord
 	return out
 }
 
-// brokerNames returns the names of the brokers with an inventory that f
-// selects, from the cursor's broker on, in order.
-func (m *memory) brokerNames(f InstanceFilter, from string) []string {
-	if f.Broker != "" {
-		if f.Broker < from {
-			return nil
-		}
-		return []string{f.Broker}
-	}
-	names := slices.Sorted(maps.Keys(m.brokers))
-	i, _ := slices.BinarySearch(names, from)
-	return names[i:]
-}
-
-func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, "", err
-	}
-	cb, ci, limit, err := listArgs(f, cursor, limit)
-	if err != nil {
-		return nil, "", err
-	}
-	recs, err := m.instanceRecords(ctx, f, cb, ci, limit+1)
-	if err != nil {
-		return nil, "", err
-	}
-	found, err := decodeAll(recs, memRecord.decodeInstance)
-	if err != nil {
-		return nil, "", err
-	}
-	page, next := pageOf(found, limit, instanceName)
-	return page, next, nil
-}
-
-// instanceRecords returns up to n records of instances f selects after
-// (cb, ci), in order.
-func (m *memory) instanceRecords(ctx context.Context, f InstanceFilter, cb, ci string, n int) ([]memRecord, error) {
-	if err := m.begin(ctx); err != nil {
-		return nil, err
-	}
-	defer m.mu.Unlock()
-	var found []memRecord
-	for _, name := range m.brokerNames(f, cb) {
-		b := m.broker(name, false)
-		if b == nil {
-			continue
-		}
-		ids := b.instanceIDs()
-		if name == cb {
-			ids = after(ids, ci)
-		}
-		for _, id := range ids {
-			rec, ok := b.instances[id]
-			if !ok || f.Tenant != "" && !sameTenant(rec, f.Tenant) {
-				continue
-			}
-			if found = append(found, memRecord{name, id, "", rec}); len(found) == n {
-				return found, nil
-			}
-		}
-	}
-	return found, nil
-}
-
-func (m *memory) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
-	if err := m.begin(ctx); err != nil {
-		return 0, err
-	}
-	defer m.mu.Unlock()
-	if err := checkFilter(f); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range m.brokerNames(f, "") {
-		if b := m.broker(name, false); b != nil && f.Tenant != "" {
-			n += b.tenants[f.Tenant]
-		} else if b != nil {
-			n += len(b.instances)
-		}
-	}
-	return n, nil
-}
-
 func (m *memory) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
@@ -378,118 +237,4 @@ func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingI
 		b.bound.remove()
 	}
 	return nil
-}
-
-func (m *memory) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
-	if err := m.begin(ctx); err != nil {
-		return nil, err
-	}
-	var recs []memRecord
-	if b := m.broker(broker, false); b != nil {
-		recs = bindingRecords(broker, instanceID, b.bindings[instanceID])
-	}
-	m.mu.Unlock()
-	if err := checkInstanceKey(broker, instanceID); err != nil {
-		return nil, err
-	}
-	return decodeAll(recs, memRecord.decodeBinding)
-}
-
-func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) {
-	if err := m.begin(ctx); err != nil {
-		return 0, err
-	}
-	defer m.mu.Unlock()
-	if err := checkName("broker", broker, false); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range m.brokerNames(InstanceFilter{Broker: broker}, "") {
-		if b := m.broker(name, false); b != nil {
-			n += b.nbindings
-		}
-	}
-	return n, nil
-}
-
-// bindingsAfter walks the brokers from pos's, their instances with
-// bindings from pos's, and each instance's bindings in order.
-func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
-	recs, next, done, err := m.bindingRecordsAfter(ctx, pos, limit)
-	if err != nil {
-		return nil, pos, false, err
-	}
-	out, err := decodeAll(recs, memRecord.decodeBinding)
-	return out, next, done, err
-}
-
-func (m *memory) bindingRecordsAfter(ctx context.Context, pos bindingPos, limit int) ([]memRecord, bindingPos, bool, error) {
-	if err := m.begin(ctx); err != nil {
-		return nil, pos, false, err
-	}
-	defer m.mu.Unlock()
-	var out []memRecord
-	for _, name := range m.brokerNames(InstanceFilter{}, pos.broker) {
-		b := m.broker(name, false)
-		ids := b.boundIDs()
-		if name == pos.broker {
-			i, _ := slices.BinarySearch(ids, pos.instance)
-			ids = ids[i:]
-		}
-		for _, id := range ids {
-			of := b.bindings[id]
-			for _, bid := range slices.Sorted(maps.Keys(of)) {
-				if comparePos(bindingPos{name, id, bid}, pos) <= 0 {
-					continue
-				}
-				if out = append(out, memRecord{name, id, bid, of[bid]}); len(out) == limit {
-					return out, bindingPos{name, id, bid}, false, nil
-				}
-			}
-		}
-	}
-	return out, pos, true, nil
-}
-
-func (m *memory) Export(ctx context.Context) iter.Seq2[Entry, error] {
-	return export(ctx, m.ListInstances, m.bindingsAfter)
-}
-
-func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
-	if err := ctx.Err(); err != nil {
-		return ImportResult{}, err
-	}
-	prepared, err := prepareEntries(entries, m.now())
-	if err != nil {
-		return ImportResult{}, err
-	}
-	if err := m.begin(ctx); err != nil {
-		return ImportResult{}, err
-	}
-	defer m.mu.Unlock()
-	var res ImportResult
-	for _, e := range prepared {
-		var written bool
-		if in := e.instance; in != nil {
-			written = m.broker(in.Broker, true).putInstance(in.InstanceID, in.Tenant, e.rec, replace)
-		} else {
-			bd := e.binding
-			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, e.rec, replace)
-		}
-		if written {
-			res.Written++
-		} else {
-			res.Skipped++
-		}
-	}
-	return res, nil
-}
-
-// noInstance and noBinding are ErrNotFound for what they name.
-func noInstance(broker, instanceID string) error {
-	return notFound("instance " + broker + "/" + instanceID)
-}
-
-func noBinding(broker, instanceID, bindingID string) error {
-	return notFound("binding " + strings.Join([]string{broker, instanceID, bindingID}, "/"))
 }

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"iter"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Listing, counting, export and import of the bolt backend's inventory:
+// each page is one read transaction that seeks to its first key.
+
+// getCount returns the counter k.
+func getCount(tx *bolt.Tx, k []byte) int {
+	if v := tx.Bucket(bucketCounts).Get(k); len(v) == 8 {
+		return int(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+// sumCounts adds up the counters under prefix that keep accepts (nil: all).
+func sumCounts(tx *bolt.Tx, prefix []byte, keep func(k []byte) bool) int {
+	n := 0
+	c := tx.Bucket(bucketCounts).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(v) == 8 && (keep == nil || keep(k)) {
+			n += int(binary.BigEndian.Uint64(v))
+		}
+	}
+	return n
+}
+
+// seekAfter positions c at the first key with prefix that sorts after
+// after (nil: the first key with prefix) and returns it.
+func seekAfter(c *bolt.Cursor, prefix, after []byte) ([]byte, []byte) {
+	if after == nil || bytes.Compare(after, prefix) < 0 {
+		return c.Seek(prefix)
+	}
+	k, v := c.Seek(after)
+	if bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	cb, ci, limit, err := listArgs(f, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var afterKey []byte
+	if cursor != "" {
+		afterKey = []byte(instanceKey(cb, ci))
+	}
+	var prefix []byte
+	if f.Broker != "" {
+		prefix = []byte(f.Broker + "\x00")
+	}
+	var found []Instance
+	err = s.read(ctx, func(tx *bolt.Tx) error {
+		if f.Tenant != "" {
+			return listByTenant(tx, f, afterKey, limit, &found)
+		}
+		c := tx.Bucket(bucketInstances).Cursor()
+		for k, v := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(found) <= limit; k, v = c.Next() {
+			parts := splitKey(string(k))
+			if len(parts) != 2 {
+				return badKey(k)
+			}
+			in, err := decodeInstance(parts[0], parts[1], v)
+			if err != nil {
+				return err
+			}
+			found = append(found, in)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	page, next := pageOf(found, limit, instanceName)
+	return page, next, nil
+}
+
+// listByTenant reads up to limit+1 instances of f.Tenant (and f.Broker)
+// after afterKey through the tenant index.
+func listByTenant(tx *bolt.Tx, f InstanceFilter, afterKey []byte, limit int, found *[]Instance) error {
+	prefix := []byte(f.Tenant + "\x00")
+	if f.Broker != "" {
+		prefix = append(prefix, f.Broker+"\x00"...)
+	}
+	if afterKey != nil {
+		afterKey = append([]byte(f.Tenant+"\x00"), afterKey...)
+	}
+	records := tx.Bucket(bucketInstances)
+	c := tx.Bucket(bucketTenants).Cursor()
+	for k, _ := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(*found) <= limit; k, _ = c.Next() {
+		parts := splitKey(string(k))
+		if len(parts) != 3 {
+			return badKey(k)
+		}
+		rec := records.Get(k[len(parts[0])+1:])
+		if rec == nil { // an index entry without its record
+			continue
+		}
+		in, err := decodeInstance(parts[1], parts[2], rec)
+		if err != nil {
+			return err
+		}
+		*found = append(*found, in)
+	}
+	return nil
+}
+
+func (s *boltStore) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkFilter(f); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		switch {
+		case f.Broker != "" && f.Tenant != "":
+			n = getCount(tx, instanceCountKey(f.Broker, f.Tenant))
+		case f.Broker != "":
+			n = sumCounts(tx, instanceCountKey(f.Broker, ""), nil)
+		default:
+			n = sumCounts(tx, []byte("i\x00"), func(k []byte) bool {
+				parts := splitKey(string(k))
+				return f.Tenant == "" || len(parts) == 3 && parts[2] == f.Tenant
+			})
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	var out []Binding
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, _, err = bindingsUnder(tx, []byte(instanceKey(broker, instanceID)+"\x00"))
+		return err
+	})
+	return out, err
+}
+
+func (s *boltStore) CountBindings(ctx context.Context, broker string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkName("broker", broker, false); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if broker != "" {
+			n = getCount(tx, bindingCountKey(broker))
+		} else {
+			n = sumCounts(tx, []byte("b\x00"), nil)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// bindingsAfter reads a page of bindings in key order, in one read
+// transaction.
+func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+	var afterKey []byte
+	if pos != (bindingPos{}) {
+		afterKey = []byte(instanceKey(pos.broker, bindingSubkey(pos.instance, pos.binding)))
+	}
+	var out []Binding
+	done := true
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		out, done = out[:0], true
+		c := tx.Bucket(bucketBindings).Cursor()
+		for k, v := seekAfter(c, nil, afterKey); k != nil; k, v = c.Next() {
+			if len(out) == limit {
+				done = false
+				return nil
+			}
+			bd, err := decodeBindingKey(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, bd)
+		}
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return nil, pos, true, err
+	}
+	last := out[len(out)-1]
+	return out, bindingPos{last.Broker, last.InstanceID, last.BindingID}, done, nil
+}
+
+func (s *boltStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
+	return export(ctx, s.ListInstances, s.bindingsAfter)
+}
+
+// Import writes the batch in one transaction (shared with concurrent
+// writes like any other).
+func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ImportResult{}, err
+	}
+	prepared, err := prepareEntries(entries, s.now())
+	if err != nil {
+		return ImportResult{}, err
+	}
+	var res ImportResult
+	err = s.write(ctx, func(tx *bolt.Tx) error {
+		res = ImportResult{}
+		for _, e := range prepared {
+			var written bool
+			var err error
+			if e.instance != nil {
+				written, err = putInstanceTx(tx, *e.instance, e.rec, replace)
+			} else {
+				written, err = putBindingTx(tx, *e.binding, e.rec, replace)
+			}
+			if err != nil {
+				return err
+			}
+			if written {
+				res.Written++
+			} else {
+				res.Skipped++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Listing, counting, export and import of the redis backend's inventory
+// (layout and costs in redis_inventory.go).
+
+// brokerNames returns the brokers f selects from the one named from on,
+// in order.
+func (s *redisStore) brokerNames(ctx context.Context, f InstanceFilter, from string) ([]string, error) {
+	if f.Broker != "" {
+		if f.Broker < from {
+			return nil, nil
+		}
+		return []string{f.Broker}, nil
+	}
+	names, err := s.client.SMembers(ctx, s.brokersKey()).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "SMEMBERS", err)
+	}
+	slices.Sort(names)
+	i, _ := slices.BinarySearch(names, from)
+	return names[i:], nil
+}
+
+// rangeRecords runs rangeScript: up to limit members of zset between lo
+// and hi, each with its record from hash (under the member without strip
+// bytes; "" if gone).
+func (s *redisStore) rangeRecords(ctx context.Context, zset, hash, lo, hi string, limit, strip int) ([]string, error) {
+	res, err := rangeScript.Run(ctx, s.client, []string{zset, hash}, lo, hi, strconv.Itoa(limit), strconv.Itoa(strip)).StringSlice()
+	if err != nil {
+		return nil, s.fail(ctx, "range script", err)
+	}
+	return res, nil
+}
+
+func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	cb, ci, limit, err := listArgs(f, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	names, err := s.brokerNames(ctx, f, cb)
+	if err != nil {
+		return nil, "", err
+	}
+	var found []Instance
+	for _, broker := range names {
+		after := ""
+		if broker == cb {
+			after = ci
+		}
+		if found, err = s.listBroker(ctx, broker, f.Tenant, after, limit+1, found); err != nil {
+			return nil, "", err
+		}
+		if len(found) > limit {
+			break
+		}
+	}
+	page, next := pageOf(found, limit, instanceName)
+	return page, next, nil
+}
+
+// listBroker appends to found the instances of broker (of tenant, if set)
+// after the instance id after ("": from the first), until found holds n.
+func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after string, n int, found []Instance) ([]Instance, error) {
+	// A range of ix, or of tx within the tenant's prefix "tenant NUL".
+	k := s.inv(broker)
+	zset, prefix, lo, hi := k.ix, "", "-", "+"
+	if tenant != "" {
+		zset, prefix, lo, hi = k.tx, tenant+"\x00", "["+tenant+"\x00", "("+tenant+"\x01"
+	}
+	if after != "" {
+		lo = "(" + prefix + after
+	}
+	strip := len(prefix)
+	for len(found) < n {
+		want := n - len(found)
+		res, err := s.rangeRecords(ctx, zset, k.i, lo, hi, want, strip)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(res); i += 2 {
+			if res[i+1] == "" { // an index entry without its record
+				continue
+			}
+			in, err := decodeInstance(broker, res[i][strip:], []byte(res[i+1]))
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, in)
+		}
+		if len(res)/2 < want {
+			break // the broker has no more
+		}
+		lo = "(" + res[len(res)-2]
+	}
+	return found, nil
+}
+
+func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkFilter(f); err != nil {
+		return 0, err
+	}
+	names, err := s.brokerNames(ctx, f, "")
+	if err != nil {
+		return 0, err
+	}
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd {
+		if f.Tenant != "" {
+			return p.ZLexCount(ctx, k.tx, "["+f.Tenant+"\x00", "("+f.Tenant+"\x01")
+		}
+		return p.HLen(ctx, k.i)
+	})
+}
+
+// sum adds up one count per broker, read in one pipeline.
+func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis.Pipeliner, invKeys) *redis.IntCmd) (int, error) {
+	if len(brokers) == 0 {
+		return 0, nil
+	}
+	cmds := make([]*redis.IntCmd, len(brokers))
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, b := range brokers {
+			cmds[i] = count(p, s.inv(b))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.fail(ctx, "count", err)
+	}
+	n := 0
+	for _, c := range cmds {
+		n += int(c.Val())
+	}
+	return n, nil
+}
+
+// ListBindings reads the instance's bindings in one script, whatever their
+// number (an instance has tens of bindings, not millions).
+func (s *redisStore) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkInstanceKey(broker, instanceID); err != nil {
+		return nil, err
+	}
+	k := s.inv(broker)
+	res, err := s.rangeRecords(ctx, k.bx, k.b, "["+instanceID+"\x00", "("+instanceID+"\x01", -1, 0)
+	if err != nil {
+		return nil, err
+	}
+	return decodeBindingRange(broker, res)
+}
+
+// decodeBindingRange decodes what rangeScript returned from bx, skipping
+// bindings gone meanwhile.
+func decodeBindingRange(broker string, res []string) ([]Binding, error) {
+	var out []Binding
+	for i := 0; i+1 < len(res); i += 2 {
+		if res[i+1] == "" {
+			continue
+		}
+		bd, err := decodeBindingMember(broker, res[i], res[i+1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bd)
+	}
+	return out, nil
+}
+
+func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkName("broker", broker, false); err != nil {
+		return 0, err
+	}
+	names, err := s.brokerNames(ctx, InstanceFilter{Broker: broker}, "")
+	if err != nil {
+		return 0, err
+	}
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd { return p.HLen(ctx, k.b) })
+}
+
+// bindingsAfter reads up to limit bindings of the broker of pos (or of the
+// next broker with bindings), one script call.
+func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, pos, false, err
+	}
+	names, err := s.brokerNames(ctx, InstanceFilter{}, pos.broker)
+	if err != nil {
+		return nil, pos, false, err
+	}
+	for _, broker := range names {
+		lo := "-"
+		if broker == pos.broker {
+			lo = "(" + bindingSubkey(pos.instance, pos.binding)
+		}
+		k := s.inv(broker)
+		res, err := s.rangeRecords(ctx, k.bx, k.b, lo, "+", limit, 0)
+		if err != nil {
+			return nil, pos, false, err
+		}
+		if len(res) == 0 {
+			continue
+		}
+		out, err := decodeBindingRange(broker, res)
+		if err != nil {
+			return nil, pos, false, err
+		}
+		last := splitKey(res[len(res)-2])
+		if len(last) != 2 {
+			return nil, pos, false, badKey([]byte(res[len(res)-2]))
+		}
+		// A short page ends this broker, not the export: the next call
+		// starts after it.
+		next := bindingPos{broker, last[0], last[1]}
+		if len(res)/2 < limit {
+			next = bindingPos{broker: broker + "\x00"}
+		}
+		return out, next, false, nil
+	}
+	return nil, pos, true, nil
+}
+
+func (s *redisStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
+	return export(ctx, s.ListInstances, s.bindingsAfter)
+}
+
+// Import sends the batch in one pipeline: one SADD per broker, one script
+// per entry (with its text, so a server without the script loaded needs
+// no second try).
+func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ImportResult{}, err
+	}
+	prepared, err := prepareEntries(entries, s.now())
+	if err != nil {
+		return ImportResult{}, err
+	}
+	if len(prepared) == 0 {
+		return ImportResult{}, nil
+	}
+	cmds := make([]*redis.Cmd, len(prepared))
+	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		added := map[string]bool{}
+		for i, e := range prepared {
+			broker := entryBroker(e)
+			if !added[broker] {
+				p.SAdd(ctx, s.brokersKey(), broker)
+				added[broker] = true
+			}
+			k := s.inv(broker)
+			if in := e.instance; in != nil {
+				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.i, k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
+			} else {
+				bd := e.binding
+				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec, replaceArg(replace))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{}, s.fail(ctx, "import pipeline", err)
+	}
+	var res ImportResult
+	for _, c := range cmds {
+		if n, _ := c.Int(); n == 1 {
+			res.Written++
+		} else {
+			res.Skipped++
+		}
+	}
+	return res, nil
+}
+
+func entryBroker(e preparedEntry) string {
+	if e.instance != nil {
+		return e.instance.Broker
+	}
+	return e.binding.Broker
+}
