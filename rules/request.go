@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -22,6 +24,10 @@ import (
 //     request.body.not_object: a provision, update or bind body must be one
 //     JSON object.
 //   - request.body.duplicate_field: a top-level field sent twice.
+//   - request.body.ambiguous_field: a top-level field that differs from an
+//     OSB field only by case ("PLAN_ID"): a Go broker reads it as the field,
+//     others ignore it, so the gateway could check one value while the
+//     broker acts on another.
 //   - request.<field>.type: a field of the wrong JSON type, such as
 //     request.parameters.type or request.previous_values.plan_id.type;
 //     context, parameters, bind_resource, previous_values and
@@ -115,5 +121,36 @@ func decodeObject(what string, body []byte) (map[string]json.RawMessage, violati
 		vs.add("request.body.duplicate_field", fmt.Sprintf(
 			"request body must have each field once, got %s more than once (brokers differ in which value they read)", quoteCut(key)))
 	}
+	for _, mb := range ms {
+		key := mb.Key(body)
+		if name, ok := caseVariant(key); ok {
+			vs.add("request.body.ambiguous_field", fmt.Sprintf(
+				"request body field %s differs from the OSB field %q only by case: brokers differ in whether they read it as %q (a Go broker does, last one winning), so the gateway cannot check it; send it as %q",
+				quoteCut(key), name, name, name))
+		}
+	}
 	return ms.Map(body), vs
+}
+
+// topLevelFields are the names of the top-level body fields of bodyFields.
+var topLevelFields = func() []string {
+	var names []string
+	for _, f := range bodyFields {
+		if parent, name := splitPath(f.path); parent == "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}()
+
+// caseVariant reports whether key is not an OSB body field as sent but
+// equals one under Unicode case folding ("PLAN_ID", "Parameters"), as
+// encoding/json matches field names, and which.
+func caseVariant(key string) (string, bool) {
+	for _, name := range topLevelFields {
+		if key != name && strings.EqualFold(key, name) {
+			return name, true
+		}
+	}
+	return "", false
 }

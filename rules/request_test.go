@@ -59,6 +59,19 @@ var requestShapeCases = []requestCase{
 	{name: "body_duplicate_escaped_key", call: bindCall, version: "2.15",
 		body: `{"service_id": "s-mysql", "plan_id": "p-small", "pl\u0061n_id": "p-large"}`,
 		want: []string{"request.body.duplicate_field"}},
+	// A Go broker reads "PLAN_ID" as plan_id (the last one winning), others
+	// ignore it: the gateway would vouch for the plan it did not act on.
+	{name: "body_case_variant_beside_field", call: bindCall, version: "2.15",
+		body: `{"service_id": "s-mysql", "plan_id": "p-small", "PLAN_ID": "p-large"}`,
+		want: []string{"request.body.ambiguous_field"}},
+	// Parameters the schema never sees, which a Go broker would take.
+	{name: "body_case_variant_parameters", call: provisionCall, version: "2.15",
+		body: `{"service_id": "s-mysql", "plan_id": "p-small", "organization_guid": "o", "space_guid": "s", "Parameters": {"size": "huge"}}`,
+		want: []string{"request.body.ambiguous_field"}},
+	// The long s folds to s as encoding/json folds it.
+	{name: "body_case_variant_unicode_fold", call: bindCall, version: "2.15",
+		body: `{"service_id": "s-mysql", "plan_id": "p-small", "\u017fervice_id": "s-other"}`,
+		want: []string{"request.body.ambiguous_field"}},
 }
 
 // requestProvisionCases are the provision rules without the catalog.
@@ -87,7 +100,7 @@ var requestProvisionCases = []requestCase{
 		want: []string{"request.service_id.required"}},
 	{name: "provision_uppercase_key", call: provisionCall, version: "2.15",
 		body: `{"service_id": "s", "PLAN_ID": "p", "organization_guid": "o", "space_guid": "s"}`,
-		want: []string{"request.plan_id.required"}},
+		want: []string{"request.body.ambiguous_field", "request.plan_id.required"}},
 	{name: "provision_id_wrong_type", call: provisionCall, version: "2.15",
 		body: `{"service_id": 42, "plan_id": ["p"], "organization_guid": "o", "space_guid": "s"}`,
 		want: []string{"request.service_id.type", "request.plan_id.type"}},
