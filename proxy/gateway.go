@@ -96,7 +96,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Previous != nil && opts.Previous.guard.st == st {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
 	} else {
-		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics, opts.Now)
+		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
 	}
 	pool := NewBufferPool()
 	var errs []error

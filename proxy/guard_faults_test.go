@@ -329,14 +329,7 @@ func TestPlatformGoneBeforeSuccessIsAnOrphanCandidate(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "PUT", platform.URL+"/t1/b/v2/service_instances/i1", strings.NewReader(syncProvisionBody))
 	req.SetBasicAuth(t1User, t1Pass)
 	req.Header.Set("X-Broker-API-Version", "2.15")
-	errc := make(chan error, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err == nil {
-			res.Body.Close()
-		}
-		errc <- err
-	}()
+	errc := sendInBackground(req)
 	<-arrived
 	cancel()
 	<-errc

@@ -49,6 +49,14 @@ type pollSeen struct {
 	seen   time.Time    // when the platform got it
 }
 
+// key is the lock key p settles, for logs.
+func (p pending) key() string {
+	if p.poll != nil {
+		return p.poll.key
+	}
+	return p.lock.Key
+}
+
 // id keys p in the queue: one entry per lock and owner, or per polled key.
 func (p pending) id() string {
 	if p.poll != nil {
@@ -67,7 +75,6 @@ type releaser struct {
 	st      store.Store
 	log     *slog.Logger
 	metrics *Metrics
-	now     func() time.Time
 
 	mu      sync.Mutex
 	queue   map[string]pending
@@ -78,15 +85,15 @@ type releaser struct {
 	kick chan struct{}
 }
 
-func newReleaser(st store.Store, log *slog.Logger, m *Metrics, now func() time.Time) *releaser {
-	return &releaser{st: st, log: log, metrics: m, now: now, queue: map[string]pending{},
+func newReleaser(st store.Store, log *slog.Logger, m *Metrics) *releaser {
+	return &releaser{st: st, log: log, metrics: m, queue: map[string]pending{},
 		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 // add queues p, logs it at error level and counts it, and starts the worker
 // if it is not running.
 func (r *releaser) add(p pending) {
-	what, key := "lock release failed; retrying until the operation state takes it", p.lock.Key
+	what := "lock release failed; retrying until the operation state takes it"
 	if p.cancelOrphan != "" {
 		what = "orphan cancellation failed; the lock is kept and both are retried until the operation state takes them"
 	}
@@ -94,9 +101,9 @@ func (r *releaser) add(p pending) {
 		what = "orphan candidate not recorded; the lock is kept and both are retried until the operation state takes them"
 	}
 	if p.poll != nil {
-		what, key = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers", p.poll.key
+		what = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers"
 	}
-	attrs := []slog.Attr{slog.String("key", key)}
+	attrs := []slog.Attr{slog.String("key", p.key())}
 	if p.cause != nil {
 		attrs = append(attrs, slog.String("error", p.cause.Error()))
 	}
@@ -199,16 +206,9 @@ func (r *releaser) flush() int {
 		}
 		r.mu.Unlock()
 		r.log.LogAttrs(context.Background(), slog.LevelInfo, "operation state back: pending settlement done",
-			slog.String("key", p.lock.Key+pollKeyOf(p)))
+			slog.String("key", p.key()))
 	}
 	return r.Len()
-}
-
-func pollKeyOf(p pending) string {
-	if p.poll == nil {
-		return ""
-	}
-	return p.poll.key
 }
 
 // settle carries p out once; nil means done (or nothing left to do).

@@ -41,49 +41,63 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 	defer cancel()
 	if h := s.lock; h != nil && !h.settled {
 		h.settled = true
-		status := res.StatusCode
-		gone := h.platform != nil && h.platform.Err() != nil
-		seen := !a.cut && !a.refused && !gone
-		var orphan bool
-		var why string
-		switch {
-		case a.cut:
-			orphan, why = rules.OrphanCandidate(s.Call, a.Answer)
-			why += " (cut short)"
-		case a.refused:
-			orphan, why = rules.OrphanUnseen(s.Call, status, "the answer broke the OSB rules, so the platform got a 502")
-		case gone:
-			orphan, why = rules.OrphanUnseen(s.Call, status, "the platform went away before the answer reached it")
-		}
-		if !orphan {
-			orphan, why = rules.OrphanCandidate(s.Call, a.Answer)
-		}
-		cancelID := ""
-		if orphan {
-			o, ok := g.noteOrphan(ctx, s, why, g.now(), "")
-			orphan = !ok // not recorded: settled below, with the lock
-			if orphan {
-				g.retry.add(pending{lock: h.lock, putOrphan: &o})
-			}
-		} else if seen && rules.OrphanSettled(s.Call, status) {
-			cancelID = orphanIDOf(s.route.up, s.Call)
-		}
-		if orphan {
-			// the retry queue records the orphan, then releases the lock
-		} else if cancelID != "" && !g.cancelOrphan(ctx, s, cancelID) {
-			// The store did not take the cancellation: keep the lock
-			// until it does, so no mitigation can undo what just
-			// succeeded; the retry queue cancels, then releases.
-			g.retry.add(pending{lock: h.lock, cancelOrphan: cancelID, keep: seen && status == http.StatusAccepted})
-		} else if seen && status == http.StatusAccepted {
-			g.keepAsync(ctx, s)
-		} else {
-			g.release(ctx, h.lock)
-		}
+		g.settleCall(ctx, res.StatusCode, s, a)
 	}
 	if s.polled != nil || s.pollUnseen {
 		g.settlePoll(ctx, a.Answer, s)
 	}
+}
+
+// settleCall settles the call's own lock and the orphan its answer leaves
+// or cancels (see answered).
+func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) {
+	h := s.lock
+	gone := h.platform != nil && h.platform.Err() != nil
+	seen := !a.cut && !a.refused && !gone
+	accepted := seen && status == http.StatusAccepted
+	if orphan, why := orphanOf(s.Call, status, a, gone); orphan {
+		if o, ok := g.noteOrphan(ctx, s, why, g.now(), ""); !ok {
+			// Not recorded: the retry queue records it, then releases
+			// the lock, so no retry can succeed and be undone meanwhile.
+			g.retry.add(pending{lock: h.lock, putOrphan: &o})
+			return
+		}
+	} else if seen && rules.OrphanSettled(s.Call, status) {
+		if id := orphanIDOf(s.route.up, s.Call); !g.cancelOrphan(ctx, s, id) {
+			// The store did not take the cancellation: keep the lock
+			// until it does, so no mitigation can undo what just
+			// succeeded; the retry queue cancels, then releases.
+			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted})
+			return
+		}
+	}
+	if accepted {
+		g.keepAsync(ctx, s)
+		return
+	}
+	g.release(ctx, h.lock)
+}
+
+// orphanOf reports whether a call's answer leaves an orphan candidate, and
+// why: by the orphan-mitigation table (a body cut short counts as
+// malformed), or a success the platform does not get (refused by the
+// rules, or the platform gone).
+func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
+	switch {
+	case a.cut:
+		if ok, why := rules.OrphanCandidate(c, a.Answer); ok {
+			return true, why + " (cut short)"
+		}
+	case a.refused:
+		if ok, why := rules.OrphanUnseen(c, status, "the answer broke the OSB rules, so the platform got a 502"); ok {
+			return true, why
+		}
+	case gone:
+		if ok, why := rules.OrphanUnseen(c, status, "the platform went away before the answer reached it"); ok {
+			return true, why
+		}
+	}
+	return rules.OrphanCandidate(c, a.Answer)
 }
 
 // keepAsync turns the call's lock into an async operation.

@@ -104,6 +104,20 @@ func do(t *testing.T, method, url, user, pass, version string, body io.Reader) (
 	return res, string(b)
 }
 
+// sendInBackground sends req with the default client and returns where
+// its error arrives, for tests that hang up on a call in flight.
+func sendInBackground(req *http.Request) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
 // raw sends request bytes as written over a fresh TCP connection, so paths
 // reach the gateway exactly as a hostile client would send them.
 func raw(t *testing.T, addr, request string) (*http.Response, string) {

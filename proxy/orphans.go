@@ -159,8 +159,8 @@ func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
 	gd := g.guard
 	u := g.upstreams[o.Broker]
 	if u == nil {
-		o.NextAttempt, o.LastError, o.ClaimedBy, o.ClaimedUntil = neverDue, "the broker is no longer configured", "", time.Time{}
-		_ = gd.st.PutOrphan(ctx, o)
+		o.NextAttempt, o.LastError = neverDue, "the broker is no longer configured"
+		g.putOrphan(ctx, o)
 		return mitigationFail
 	}
 	now := gd.now()

@@ -256,14 +256,7 @@ func TestPlatformGoneCancelsTheBrokerCall(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", nil)
 	req.SetBasicAuth(t1User, t1Pass)
 	req.Header.Set("X-Broker-API-Version", "2.14")
-	errc := make(chan error, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err == nil {
-			res.Body.Close()
-		}
-		errc <- err
-	}()
+	errc := sendInBackground(req)
 	<-arrived
 	cancel()
 	select {
