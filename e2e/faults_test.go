@@ -112,6 +112,35 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
+		// "succeeded" with a description of the wrong type: refused (502),
+		// and still the end of the operation, so the lock goes.
+		name: "terminal poll refused by validation.responses: enforce",
+		opts: faultOptions{responses: "enforce"},
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, arm: inject(samplebroker.Fault{Endpoint: "instance_last_operation", Status: 200, Body: `{"state":"succeeded","description":5}`, Count: 1}),
+				want: state{saw: saw{502, "response.last_operation.description.type"}, calls: calls{"provision": 1, "instance_last_operation": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 1}},
+		retried: []faultStep{{call: poll,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 2}}}},
+	},
+	{
+		// 410 to the poll of a provision is the broker's error, not an end:
+		// the rule runs (502 under enforce) and the lock stays.
+		name: "410 to a provision's poll",
+		opts: faultOptions{responses: "enforce"},
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, arm: inject(samplebroker.Fault{Endpoint: "instance_last_operation", Status: 410, Body: `{}`, Count: 1}),
+				want: state{saw: saw{502, "response.last_operation.gone"}, locks: []string{"b/i provision async"},
+					calls: calls{"provision": 1, "instance_last_operation": 1}}},
+		},
+		mitigated: &state{locks: []string{"b/i provision async"}, calls: calls{"provision": 1, "instance_last_operation": 1}},
+		retried: []faultStep{{call: poll,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 2}}}},
+	},
+	{
 		name: "cut-off body with Content-Length (201)",
 		steps: []faultStep{{call: provision, arm: cutNext("provision", 0, false),
 			want: state{saw: saw{502, "its body was cut short"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
