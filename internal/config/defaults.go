@@ -38,6 +38,7 @@ func (c *Config) ApplyDefaults() {
 		c.Runtime.GOGC = DefaultGOGC
 	}
 	c.State.applyDefaults()
+	setDuration(&c.Inventory.ExpiryWarning, DefaultExpiryWarning)
 	c.Auth.applyDefaults()
 	if c.Catalog.MaxEntries == 0 {
 		c.Catalog.MaxEntries = DefaultCatalogMaxEntries
@@ -109,6 +110,7 @@ func (b *Broker) applyDefaults() {
 		b.LockGranularity = DefaultLockGranularity
 	}
 	setDuration(&b.HoldAfterTimeout, b.Timeout)
+	b.applyInventoryDefaults()
 	if b.Validation.Requests == "" {
 		b.Validation.Requests = DefaultRequestMode
 	}

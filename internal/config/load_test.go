@@ -37,7 +37,8 @@ func TestLoadFull(t *testing.T) {
 		Runtime:   Runtime{GOGC: 100, MemoryLimit: "512MiB"},
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
-		Auth: Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
+		Auth:      Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
+		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning},
 		State: State{Backend: "redis", Path: DefaultStatePath, OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
 			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
 		Tenants: []Tenant{{
@@ -76,6 +77,7 @@ func TestLoadFull(t *testing.T) {
 			ConcurrencyError:      "spec", AllowDeleteDuringCreate: true,
 			OrphanMitigation: "mitigate", OrphanSchedule: "1s,1m",
 			LockGranularity: "instance", HoldAfterTimeout: 5 * time.Minute,
+			Inventory: BrokerInventory{Secrets: SecretsNone},
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -91,6 +93,7 @@ func TestLoadFull(t *testing.T) {
 			Validation:            Validation{Requests: DefaultRequestMode, Responses: DefaultResponseMode, WithoutCatalog: DefaultWithoutCatalog},
 			ConcurrencyError:      DefaultConcurrencyError, OrphanMitigation: DefaultOrphanMitigation, OrphanSchedule: DefaultOrphanSchedule,
 			LockGranularity: DefaultLockGranularity, HoldAfterTimeout: 2 * time.Minute,
+			Inventory: BrokerInventory{Secrets: SecretsNone},
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

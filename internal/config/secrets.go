@@ -61,6 +61,12 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 	}
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
 	resolvePassword(&c.State.Redis.Password, c.State.Redis.PasswordFile, baseDir, "state.redis", probs)
+	if f := c.Inventory.KeyFile; f != "" {
+		c.Inventory.KeyFile = resolvePath(baseDir, f)
+		if err := checkReadable(c.Inventory.KeyFile); err != nil {
+			probs.addf("inventory.key_file", "cannot read %q: %s", f, fileError(err))
+		}
+	}
 	if f := c.Admin.TokenFile; f != "" {
 		if c.Admin.Token != "" {
 			probs.addf("admin.token_file", "cannot be set together with token; use one of them")

@@ -70,6 +70,7 @@ type Config struct {
 	Auth      Auth      `yaml:"auth"`      // auth.go
 	Telemetry Telemetry `yaml:"telemetry"` // telemetry.go
 	Audit     Audit     `yaml:"audit"`     // telemetry.go
+	Inventory Inventory `yaml:"inventory"` // inventory.go
 }
 
 // Listen is the platform-facing HTTP server.
@@ -240,6 +241,12 @@ type Broker struct {
 	// orphan_mitigation: mitigate, the undo of a timed-out provision or bind
 	// is sent when the hold ends, under the same lock. Zero value: Timeout.
 	HoldAfterTimeout time.Duration `yaml:"hold_after_timeout" validate:"gt=0,lte=24h"`
+	// Inventory is what the gateway keeps of the broker's instances and
+	// bindings; Emulate what it answers for the broker; Poll how it treats
+	// last_operation polls (inventory.go).
+	Inventory BrokerInventory `yaml:"inventory"`
+	Emulate   Emulate         `yaml:"emulate"`
+	Poll      Poll            `yaml:"poll"`
 }
 
 // Validation modes, for requests and responses separately.
