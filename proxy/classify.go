@@ -33,7 +33,7 @@ func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	if need := rules.RequiredVersion(call); s.route.up.max.Less(need) {
+	if need := rules.RequiredVersion(call); s.route.up.max.Less(need) && !s.route.up.fetchClaimed(call) {
 		return osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
 			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, s.route.up.max)
 	}

@@ -98,6 +98,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	} else {
 		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
 	}
+	inv, err := newInventory(cfg, st, opts.Now, opts.Logger, opts.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	g.guard.inv = inv
 	pool := NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -123,7 +128,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Previous != nil {
 		prevAuth = opts.Previous.auth
 	}
-	var err error
 	if g.auth, err = newAuthGate(cfg.Auth, opts.Now, prevAuth); err != nil {
 		return nil, err
 	}
@@ -161,6 +165,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withValidate(g.catalogs, opts.Logger),
 		withCatalog(g.catalogs),
 		withGuard(g.guard),
+		withEmulate(g.catalogs),
 	)
 	return g, nil
 }

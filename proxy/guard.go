@@ -34,6 +34,7 @@ type guard struct {
 	log      *slog.Logger
 	deadline time.Duration // default async deadline (state.operation_deadline)
 	metrics  *Metrics      // nil: none
+	inv      *inventory    // records what succeeded; nil: nothing is recorded
 	// replica names this process in orphan claims, so that of several
 	// gateways sharing a store exactly one carries out each mitigation.
 	replica string

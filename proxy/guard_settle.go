@@ -14,8 +14,9 @@ import (
 // reaches the platform.
 type answer struct {
 	rules.Answer      // what the rules read of it (of a body cut short: no object)
-	cut          bool // the body was cut short: the platform gets a 502
-	refused      bool // refused by the response rules (enforce): a 502
+	cut          bool   // the body was cut short: the platform gets a 502
+	refused      bool   // refused by the response rules (enforce): a 502
+	body         []byte // the body, read whole for a call holding a lock (else nil)
 }
 
 // answered settles, before the broker's answer reaches the platform (so
@@ -55,6 +56,9 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	gone := h.platform != nil && h.platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	accepted := seen && status == http.StatusAccepted
+	if seen {
+		g.inv.called(ctx, s, status, a.Answer, a.body) // under the lock, before it is released
+	}
 	if orphan, why := orphanOf(s.Call, status, a, gone); orphan {
 		if o, ok := g.noteOrphan(ctx, s, why, g.now(), ""); !ok {
 			// Not recorded: the retry queue records it, then releases
@@ -217,6 +221,7 @@ func polledEndpoint(s *Scope) rules.Endpoint {
 func (g *guard) settlePoll(ctx context.Context, a rules.Answer, s *Scope) {
 	if s.polled != nil {
 		if a.Ends(polledEndpoint(s)) {
+			g.inv.polled(ctx, s, *s.polled, a) // under the lock, before it is released
 			g.release(ctx, *s.polled)
 		}
 		return

@@ -54,6 +54,9 @@ type Scope struct {
 	Bridged bool
 	// FromCache is set when the gateway answered from its catalog cache.
 	FromCache bool
+	// Emulated names what the gateway answered in the broker's place
+	// (EmulatedFetch, EmulatedReplay, EmulatedGone), "" when it did not.
+	Emulated string
 	// Blocked is set when the guard refused the call because another
 	// operation on the instance is in progress.
 	Blocked bool

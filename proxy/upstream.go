@@ -217,7 +217,7 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 		s.Operation = read.Operation
 	}
 	if s.guard != nil {
-		s.guard.answered(res, s, answer{Answer: read, refused: err != nil})
+		s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	}
 	return err
 }

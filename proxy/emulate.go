@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// What the emulation stage answered in the broker's place (Scope.Emulated).
+const (
+	EmulatedFetch  = "fetch"  // GET instance or binding from the inventory
+	EmulatedReplay = "replay" // a repeat of a call that succeeded (emulate.idempotent)
+	EmulatedGone   = "gone"   // a delete of what the inventory never saw (emulate.gone)
+)
+
+// versionFetch is the version that brought GET instance and GET binding.
+var versionFetch = osb.Version{Major: 2, Minor: 14}
+
+// withEmulate is the emulation stage, after the guard (a mutating call
+// holds its lock here, so what the stage reads of the inventory is what
+// the broker holds, and the guard releases the lock of a call answered
+// here) and before the upstream. For a broker with the emulations on
+// (brokers[].emulate) it answers from the inventory what the broker cannot:
+//
+//   - fetch: GET instance and GET binding (see fetchEmulated);
+//   - idempotent: a provision or bind that repeats one that succeeded gets
+//     200 and the recorded answer, a conflicting one 409 (see replay);
+//   - gone: a deprovision or unbind of what the inventory never saw gets
+//     410 Gone.
+//
+// Every other call, and every call to a broker without them, passes on.
+func withEmulate(cache *CatalogCache) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			u := s.route.up
+			if !u.emulates() || !s.guard.inv.keeps(u) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			e := emulation{s: s, iv: s.guard.inv, u: u, ctx: r.Context()}
+			var done bool
+			switch s.Call.Endpoint {
+			case rules.GetInstance, rules.GetBinding:
+				done = u.cfg.Emulate.Fetch && e.fetch(w, r, cache)
+			case rules.Provision, rules.Bind:
+				done = u.cfg.Emulate.Idempotent && e.replay(w)
+			case rules.Deprovision, rules.Unbind:
+				done = u.cfg.Emulate.Gone && e.gone(w)
+			}
+			if !done {
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// emulates reports whether any emulation of the stage is on for u.
+func (u *upstream) emulates() bool {
+	em := u.cfg.Emulate
+	return em.Fetch || em.Idempotent || em.Gone
+}
+
+// fetchClaimed reports whether the emulation stage may answer c for a
+// broker whose version lacks it (the classify stage lets it through
+// instead of answering 412).
+func (u *upstream) fetchClaimed(c rules.Call) bool {
+	return u.cfg.Emulate.Fetch && !u.cfg.Inventory.Disabled &&
+		(c.Endpoint == rules.GetInstance || c.Endpoint == rules.GetBinding)
+}
+
+// emulation is one call the stage looks at.
+type emulation struct {
+	s   *Scope
+	iv  *inventory
+	u   *upstream
+	ctx context.Context
+}
+
+// fetch answers GET instance or GET binding from the inventory when the
+// broker cannot: below 2.14, or its catalog says the service's
+// instances_retrievable (bindings_retrievable) is false. A broker that can
+// gets the call. It reports whether it answered.
+func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogCache) bool {
+	c := e.s.Call
+	in, err := e.iv.st.GetInstance(e.ctx, e.u.name, c.InstanceID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.unavailable(w, err)
+		return true
+	}
+	found := err == nil
+	if !e.u.max.Less(versionFetch) {
+		if !found {
+			return false // the broker knows more than the inventory
+		}
+		ce, _, cerr := cache.get(r.Context(), catalogFetchFor(r, e.s))
+		if cerr != nil {
+			return false // cannot tell: the broker answers for itself
+		}
+		svc := ce.index.Service(in.ServiceID)
+		if svc == nil || (c.Endpoint == rules.GetInstance && svc.InstancesRetrievable) || (c.Endpoint == rules.GetBinding && svc.BindingsRetrievable) {
+			return false
+		}
+	}
+	e.s.Emulated = EmulatedFetch
+	if !found || !exists(in.LastOperation, store.KindProvision) {
+		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway has no record of service instance %q at broker %q (it answers GET instance for this broker from what it saw succeed)", c.InstanceID, e.u.name))
+		return true
+	}
+	if c.Endpoint == rules.GetInstance {
+		if in.LastOperation.Kind == store.KindUpdate && in.LastOperation.State == store.StateInProgress {
+			e.s.fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
+			return true
+		}
+		writeAnswer(w, http.StatusOK, instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version))
+		return true
+	}
+	b, err := e.iv.st.GetBinding(e.ctx, e.u.name, c.InstanceID, c.BindingID)
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		e.unavailable(w, err)
+	case err != nil || !exists(b.LastOperation, store.KindBind):
+		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway has no record of service binding %q of instance %q at broker %q (it answers GET binding for this broker from what it saw succeed)", c.BindingID, c.InstanceID, e.u.name))
+	default:
+		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
+			e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
+	}
+	return true
+}
+
+// exists reports whether a record whose last operation is op stands for a
+// resource the broker holds: anything but a create (create: provision or
+// bind) that is still in progress or failed.
+func exists(op store.LastOperation, create string) bool {
+	return op.Kind != create || op.State == store.StateSucceeded
+}
+
+// unavailable answers 503 when the inventory cannot be read.
+func (e emulation) unavailable(w http.ResponseWriter, err error) {
+	e.iv.metrics.StoreError("inventory")
+	e.iv.log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.name), slog.String("error", err.Error()))
+	e.s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+		Description: "the gateway's inventory is unavailable, so it cannot answer for broker " + strconv.Quote(e.u.name) + "; try again later"})
+}
+
+// Versions that brought fields of fetched answers.
+var (
+	versionMaintenanceInfo = osb.Version{Major: 2, Minor: 15}
+	versionMetadata        = osb.Version{Major: 2, Minor: 16}
+)
+
+// instanceBody is a GET instance answer for the platform's version v.
+func instanceBody(in store.Instance, params json.RawMessage, v osb.Version) map[string]any {
+	out := map[string]any{"service_id": in.ServiceID, "plan_id": in.PlanID}
+	if in.DashboardURL != "" {
+		out["dashboard_url"] = in.DashboardURL
+	}
+	if params != nil {
+		out["parameters"] = params
+	}
+	if in.MaintenanceInfo != nil && !v.Less(versionMaintenanceInfo) {
+		out["maintenance_info"] = in.MaintenanceInfo
+	}
+	if in.Metadata != nil && !v.Less(versionMetadata) {
+		out["metadata"] = in.Metadata
+	}
+	return out
+}
+
+// bindingBody is a GET binding answer (and a replayed bind's) for the
+// platform's version v.
+func bindingBody(b store.Binding, params, creds json.RawMessage, v osb.Version) map[string]any {
+	out := map[string]any{}
+	if creds != nil {
+		out["credentials"] = creds
+	}
+	if params != nil {
+		out["parameters"] = params
+	}
+	if b.SyslogDrainURL != "" {
+		out["syslog_drain_url"] = b.SyslogDrainURL
+	}
+	if b.RouteServiceURL != "" {
+		out["route_service_url"] = b.RouteServiceURL
+	}
+	if b.VolumeMounts != nil {
+		out["volume_mounts"] = b.VolumeMounts
+	}
+	if b.Endpoints != nil && !v.Less(versionMetadata) {
+		out["endpoints"] = b.Endpoints
+	}
+	if md := bindingMetadata(b); md != nil && !v.Less(versionMetadata) {
+		out["metadata"] = md
+	}
+	return out
+}
+
+// bindingMetadata is a binding's metadata object: expires_at and
+// renew_before as the broker sent them.
+func bindingMetadata(b store.Binding) map[string]string {
+	if b.ExpiresAt.IsZero() {
+		return nil
+	}
+	md := map[string]string{"expires_at": b.ExpiresAt.Format("2006-01-02T15:04:05.999Z07:00")}
+	if !b.RenewBefore.IsZero() {
+		md["renew_before"] = b.RenewBefore.Format("2006-01-02T15:04:05.999Z07:00")
+	}
+	return md
+}
+
+// writeAnswer writes v as a JSON body with status.
+func writeAnswer(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // a map of strings and raw JSON the store validated
+		body = []byte("{}")
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// sameJSON reports whether two JSON values are equal as values (member
+// order and spacing aside); absent (nil) equals absent and {}.
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if len(a) == 0 {
+		a = []byte("{}")
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
