@@ -44,6 +44,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.Password, "password", "", "basic-auth password (default $SAMPLE_BROKER_PASSWORD if set, else samplebroker.DefaultPassword)")
 	fs.DurationVar(&opts.AsyncDelay, "async-delay", samplebroker.DefaultAsyncDelay, "how long asynchronous operations stay in progress")
 	fs.BoolVar(&opts.Legacy, "legacy", false, "behave like an OSB 2.8 broker")
+	fs.BoolVar(&opts.Lax, "lax", false, "behave like a careless broker: create twice, never answer 409 or 410, skip org/space checks")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay added to every /v2 request")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -115,7 +115,7 @@ func (b *Broker) bindLocked(sh *shard, serviceID string, want *binding, r *http.
 	}
 	if bd := in.bindings[c.bindingID]; bd != nil {
 		bd.settle(c.now)
-		if !bd.deleted && (bd.live || bd.op.busy()) {
+		if !bd.deleted && (bd.live || bd.op.busy()) && !(b.opts.Lax && !bd.op.busy()) {
 			same := bd.appGUID == want.appGUID && bytes.Equal(bd.params, want.params)
 			switch {
 			case bd.op.busy() && bd.op.kind != opBind:
@@ -155,6 +155,9 @@ func (b *Broker) unbind(w http.ResponseWriter, r *http.Request, c call) error {
 
 func (b *Broker) unbindLocked(sh *shard, r *http.Request, c call) (reply, error) {
 	gone := reply{status: http.StatusGone, raw: emptyObject}
+	if b.opts.Lax {
+		gone.status = http.StatusOK
+	}
 	in := sh.get(c.instanceID, c.now)
 	if in == nil || in.deleted {
 		return gone, nil

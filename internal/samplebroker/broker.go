@@ -55,6 +55,14 @@ type Options struct {
 	// X-Broker-API-Request-Identity is not echoed. Zero value: a 2.17 broker.
 	Legacy bool
 
+	// Lax makes the broker careless the way some brokers in the field are:
+	// a provision or bind of an id that exists creates it again (201, the
+	// old one replaced) instead of answering 200 or 409, a deprovision or
+	// unbind of what does not exist answers 200 instead of 410 Gone, and
+	// organization_guid and space_guid are never checked. For testing what
+	// the gateway's emulations (brokers[].emulate) make of such a broker.
+	Lax bool
+
 	// Latency is added to every /v2 request before it is handled. Zero adds
 	// nothing.
 	Latency time.Duration

@@ -85,7 +85,7 @@ func (b *Broker) provision(w http.ResponseWriter, r *http.Request, c call) error
 	if err != nil {
 		return err
 	}
-	if b.opts.Legacy && (req.OrganizationGUID == "" || req.SpaceGUID == "") {
+	if b.opts.Legacy && !b.opts.Lax && (req.OrganizationGUID == "" || req.SpaceGUID == "") {
 		return osb.Errorf(http.StatusBadRequest, "", "organization_guid and space_guid are required")
 	}
 	if err := checkObject("context", req.Context); err != nil {
@@ -114,6 +114,9 @@ func (b *Broker) provision(w http.ResponseWriter, r *http.Request, c call) error
 func (b *Broker) provisionLocked(sh *shard, want *instance, r *http.Request, c call) (reply, error) {
 	dashboard := asyncJSON{DashboardURL: dashboardURL(c.instanceID)}
 	in := sh.get(c.instanceID, c.now)
+	if b.opts.Lax && in != nil && !in.op.busy() {
+		in = nil // created again
+	}
 	if in != nil && !in.deleted && (in.live || in.op.busy()) {
 		same := in.plan == want.plan && in.org == want.org && in.space == want.space && bytes.Equal(in.params, want.params)
 		switch {
@@ -245,6 +248,8 @@ func (b *Broker) deprovision(w http.ResponseWriter, r *http.Request, c call) err
 func (b *Broker) deprovisionLocked(sh *shard, r *http.Request, c call) (reply, error) {
 	in := sh.get(c.instanceID, c.now)
 	switch {
+	case (in == nil || in.deleted) && b.opts.Lax:
+		return reply{status: http.StatusOK, raw: emptyObject}, nil
 	case in == nil || in.deleted:
 		return reply{status: http.StatusGone, raw: emptyObject}, nil
 	case in.op.busy() && in.op.kind == opDeprovision:
