@@ -13,7 +13,7 @@ import (
 // answer is the broker's answer as the upstream stage read it, and how it
 // reaches the platform.
 type answer struct {
-	rules.Answer      // what the rules read of it (of a body cut short: no object)
+	rules.Answer        // what the rules read of it (of a body cut short: no object)
 	cut          bool   // the body was cut short: the platform gets a 502
 	refused      bool   // refused by the response rules (enforce): a 502
 	body         []byte // the body, read whole for a call holding a lock (else nil)
