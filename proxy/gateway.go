@@ -61,6 +61,7 @@ type Gateway struct {
 	catalogs  *CatalogCache
 	guard     *guard
 	auth      *authGate
+	flights   *flights // shared by reloads
 	handler   http.Handler
 }
 
@@ -97,6 +98,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
 	} else {
 		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
+	}
+	g.flights = newFlights()
+	if opts.Previous != nil {
+		g.flights = opts.Previous.flights
 	}
 	inv, err := newInventory(cfg, st, opts.Now, opts.Logger, opts.Metrics)
 	if err != nil {
@@ -164,6 +169,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withClassify(),
 		withValidate(g.catalogs, opts.Logger),
 		withCatalog(g.catalogs),
+		withFlights(g.flights),
 		withGuard(g.guard),
 		withEmulate(g.catalogs),
 	)
