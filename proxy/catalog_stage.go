@@ -66,7 +66,7 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		s.fail(w, err)
 		return
 	}
-	v, err := e.view(s.route.filter)
+	v, err := e.viewFor(s.route.filter, s.route.up.cfg.Emulate.Advertise)
 	if err != nil {
 		s.fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
 			Description: "the catalog of broker " + strconv.Quote(s.Broker) + " could not be filtered for tenant " + strconv.Quote(s.Tenant) + ": " + err.Error()})

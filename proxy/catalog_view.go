@@ -11,6 +11,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // catalogFilter is a tenant's view of one broker's catalog, from the
@@ -87,6 +88,31 @@ func (e *catalogEntry) view(f *catalogFilter) (*catalogView, error) {
 	sum := sha256.Sum256(body)
 	v := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
 	actual, _ := e.views.LoadOrStore(f.key, v)
+	return actual.(*catalogView), nil
+}
+
+// viewFor is view, and with advertise (brokers[].emulate.advertise) the
+// view with instances_retrievable and bindings_retrievable set
+// (rules.Advertise), built once per filter and kept with the entry.
+func (e *catalogEntry) viewFor(f *catalogFilter, advertise bool) (*catalogView, error) {
+	base, err := e.view(f)
+	if err != nil || !advertise {
+		return base, err
+	}
+	key := "advertise\x00"
+	if f != nil {
+		key += f.key
+	}
+	if v, ok := e.views.Load(key); ok {
+		return v.(*catalogView), nil
+	}
+	body, err := rules.Advertise(base.body)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	v := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
+	actual, _ := e.views.LoadOrStore(key, v)
 	return actual.(*catalogView), nil
 }
 

@@ -198,7 +198,17 @@ func checkEmulated(t *testing.T, c rules.Call, v string, status int, body string
 // binding; with emulate.fetch the gateway answers them from the inventory,
 // in the shape of the platform's version, 404 for what it never saw.
 func TestFetchEmulatedForALegacyBroker(t *testing.T) {
-	e := newInvEnv(t, samplebroker.Options{Legacy: true}, "2.8", "    inventory: {secrets: encrypted}\n    emulate: {fetch: true}")
+	e := newInvEnv(t, samplebroker.Options{Legacy: true}, "2.8", "    inventory: {secrets: encrypted}\n    emulate: {fetch: true, advertise: true}")
+	st, cat := e.call(t, "2.15", "GET", "/v2/catalog", "")
+	var c osb.Catalog
+	if err := json.Unmarshal([]byte(cat), &c); st != http.StatusOK || err != nil || len(c.Services) == 0 {
+		t.Fatalf("catalog: %d %s", st, cat)
+	}
+	for _, s := range c.Services {
+		if !s.InstancesRetrievable || s.Bindable && !s.BindingsRetrievable {
+			t.Errorf("service %q not advertised as retrievable: %+v", s.Name, s)
+		}
+	}
 	getInstance := rules.Call{Endpoint: rules.GetInstance, InstanceID: "i-1"}
 	st, b := e.call(t, "2.17", "GET", "/v2/service_instances/i-1", "")
 	if st != http.StatusNotFound {
