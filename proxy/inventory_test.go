@@ -41,6 +41,12 @@ type invEnv struct {
 // broker keys), with a key file for sealed secrets.
 func newInvEnv(t *testing.T, opts samplebroker.Options, maxVersion, brokerYAML string) *invEnv {
 	t.Helper()
+	return newInvEnvLog(t, opts, maxVersion, brokerYAML, slog.New(slog.DiscardHandler))
+}
+
+// newInvEnvLog is newInvEnv with the gateway logging to log.
+func newInvEnvLog(t *testing.T, opts samplebroker.Options, maxVersion, brokerYAML string, log *slog.Logger) *invEnv {
+	t.Helper()
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	opts.Username, opts.Password, opts.Now = "sample", "sample-secret", clock.Now
 	if opts.AsyncDelay == 0 {
@@ -75,7 +81,7 @@ tenants:
 		t.Fatal(err)
 	}
 	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Store: st})
+	g, err := New(cfg, Options{Logger: log, Now: clock.Now, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +319,46 @@ func TestLaxBrokerMadeCorrect(t *testing.T) {
 	}
 	if st, _ := e.call(t, "2.15", "DELETE", path+invQuery, ""); st != http.StatusGone {
 		t.Errorf("second deprovision: %d, want 410", st)
+	}
+}
+
+// TestInventoryNeverKeepsSecretsInTheClear: with secrets: none nothing of
+// the parameters or credentials is stored; with encrypted only sealed
+// bytes are; and the gateway's debug log never holds them either.
+func TestInventoryNeverKeepsSecretsInTheClear(t *testing.T) {
+	for _, secrets := range []string{"none", "encrypted"} {
+		t.Run(secrets, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			e := newInvEnvLog(t, samplebroker.Options{Legacy: true}, "2.8", "    inventory: {secrets: "+secrets+"}\n    emulate: {fetch: true}", log)
+			ctx := context.Background()
+			e.call(t, "2.15", "PUT", "/v2/service_instances/i-1", invProvision)
+			_, bind := e.call(t, "2.15", "PUT", "/v2/service_instances/i-1/service_bindings/bd-1", invBind)
+			var answer struct{ Credentials map[string]any }
+			_ = json.Unmarshal([]byte(bind), &answer)
+			password, _ := answer.Credentials["password"].(string)
+			if password == "" {
+				t.Fatalf("the bind answer has no password credential: %s", bind)
+			}
+			in, err1 := e.st.GetInstance(ctx, "b", "i-1")
+			bd, err2 := e.st.GetBinding(ctx, "b", "i-1", "bd-1")
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			records, _ := json.Marshal([]any{in, bd})
+			for _, secret := range []string{secretMarker, password, base64.StdEncoding.EncodeToString([]byte(secretMarker))} {
+				if bytes.Contains(records, []byte(secret)) || bytes.Contains(logs.Bytes(), []byte(secret)) {
+					t.Errorf("a secret is readable in the records or the log")
+				}
+			}
+			stored := len(in.SealedParameters) > 0 && len(bd.SealedCredentials) > 0
+			if stored != (secrets == "encrypted") {
+				t.Errorf("secrets %s: sealed parameters %d bytes, credentials %d bytes", secrets, len(in.SealedParameters), len(bd.SealedCredentials))
+			}
+			_, fetched := e.call(t, "2.15", "GET", "/v2/service_instances/i-1/service_bindings/bd-1", "")
+			if strings.Contains(fetched, password) != (secrets == "encrypted") {
+				t.Errorf("secrets %s: GET binding answered %s", secrets, fetched)
+			}
+		})
 	}
 }
