@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // Answer is what the gateway reads of a broker's answer to a call: the
@@ -37,6 +38,9 @@ type Answer struct {
 	// whose state is failed. Other descriptions (progress messages) are
 	// not read, so that a poll costs no allocation.
 	Description string
+	// Code is the "error" string of an error body (4xx, 5xx), such as
+	// AsyncRequired or ConcurrencyError; "" when it has none.
+	Code string
 }
 
 // The states of an operation a last_operation answer can report
@@ -117,6 +121,7 @@ func readAnswer(c Call, status int, body []byte, buf jsonfast.Object) (Answer, j
 		a.Operation = string(stringFold(body, fields, "operation"))
 	case isErrorStatus(status):
 		a.Description = string(stringFold(body, fields, "description"))
+		a.Code = knownCode(stringFold(body, fields, "error"))
 	}
 	return a, fields, shapeObject
 }
@@ -127,6 +132,17 @@ func knownState(s []byte) string {
 	for _, st := range [...]string{PollInProgress, PollSucceeded, PollFailed} {
 		if string(s) == st {
 			return st
+		}
+	}
+	return string(s)
+}
+
+// knownCode returns the error code s, without a copy for the codes the
+// specification defines.
+func knownCode(s []byte) string {
+	for _, c := range [...]string{osb.CodeAsyncRequired, osb.CodeConcurrencyError, osb.CodeRequiresApp, osb.CodeMaintenanceInfoConflict} {
+		if string(s) == c {
+			return c
 		}
 	}
 	return string(s)

@@ -33,7 +33,8 @@ func TestReadResponse(t *testing.T) {
 		{"202 without operation", bindAsync, 202, ` { } `, Answer{Status: 202, Object: true}},
 		{"202 not an object", provisionCall, 202, `["task-1"]`, Answer{Status: 202}},
 		{"error description", provisionSync, 422, `{"error":"AsyncRequired","description":"needs async"}`,
-			Answer{Status: 422, Object: true, Description: "needs async"}},
+			Answer{Status: 422, Object: true, Description: "needs async", Code: "AsyncRequired"}},
+		{"error code of its own", provisionSync, 500, `{"error":"DiskFull"}`, Answer{Status: 500, Object: true, Code: "DiskFull"}},
 		{"cut short", provisionSync, 201, ``, Answer{Status: 201}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,9 +88,10 @@ func jsonAnswer(c Call, status int, body []byte) Answer {
 		Operation   json.RawMessage `json:"operation"`
 		State       json.RawMessage `json:"state"`
 		Description json.RawMessage `json:"description"`
+		Error       json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(body, &fields) != nil || !a.Object {
-		fields.Operation, fields.State, fields.Description = nil, nil, nil
+		fields.Operation, fields.State, fields.Description, fields.Error = nil, nil, nil, nil
 	}
 	str := func(raw json.RawMessage) string {
 		var s string
@@ -109,6 +111,7 @@ func jsonAnswer(c Call, status int, body []byte) Answer {
 		a.Operation = str(fields.Operation)
 	case status >= 400 && status <= 599:
 		a.Description = str(fields.Description)
+		a.Code = str(fields.Error)
 	}
 	return a
 }
@@ -124,6 +127,7 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte(`{"description":"a","description":"b"} `), uint8(Bind), uint16(500))
 	f.Add([]byte(`{"ſtate":"succeeded","\u0053TATE ":"failed"}`), uint8(BindingLastOperation), uint16(200))
 	f.Add([]byte(`{"operation":"a","OPERATION":5}`), uint8(Update), uint16(202))
+	f.Add([]byte(`{"Error":"AsyncRequired","error":"Async\u0052equired"}`), uint8(Bind), uint16(422))
 	f.Fuzz(func(t *testing.T, body []byte, endpoint uint8, status uint16) {
 		c := Call{Endpoint: Endpoint(endpoint % uint8(len(endpoints)))}
 		got, want := ReadResponse(c, int(status), body), jsonAnswer(c, int(status), body)
