@@ -45,6 +45,7 @@ func run(args []string) error {
 	fs.DurationVar(&opts.AsyncDelay, "async-delay", samplebroker.DefaultAsyncDelay, "how long asynchronous operations stay in progress")
 	fs.BoolVar(&opts.Legacy, "legacy", false, "behave like an OSB 2.8 broker")
 	fs.BoolVar(&opts.Lax, "lax", false, "behave like a careless broker: create twice, never answer 409 or 410, skip org/space checks")
+	fs.BoolVar(&opts.AsyncOnlyBindings, "async-only-bindings", false, "answer 422 AsyncRequired to binds and unbinds of the async plan without accepts_incomplete=true")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay added to every /v2 request")
 	if err := fs.Parse(args); err != nil {
 		return err

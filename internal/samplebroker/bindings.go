@@ -62,6 +62,13 @@ func (b *Broker) asyncBinding(p *planDef, r *http.Request, c call) bool {
 	return p.async && !b.opts.Legacy && c.version.AtLeast(v2_14) && acceptsIncomplete(r)
 }
 
+// asyncRequired reports whether a bind or unbind on plan p must be refused
+// with 422 AsyncRequired: Options.AsyncOnlyBindings, at OSB 2.14 and
+// later, without accepts_incomplete=true.
+func (b *Broker) asyncRequired(p *planDef, r *http.Request, c call) bool {
+	return b.opts.AsyncOnlyBindings && p.async && !b.opts.Legacy && c.version.AtLeast(v2_14) && !acceptsIncomplete(r)
+}
+
 func (b *Broker) bind(w http.ResponseWriter, r *http.Request, c call) error {
 	var req bindRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -128,6 +135,9 @@ func (b *Broker) bindLocked(sh *shard, serviceID string, want *binding, r *http.
 			return reply{status: http.StatusOK, value: bindingJSON{Credentials: bd.creds}}, nil
 		}
 	}
+	if b.asyncRequired(in.plan, r, c) {
+		return reply{}, errAsyncRequired
+	}
 	if in.bindings == nil {
 		in.bindings = make(map[string]*binding)
 	}
@@ -176,6 +186,8 @@ func (b *Broker) unbindLocked(sh *shard, r *http.Request, c call) (reply, error)
 	case !bd.live: // a failed bind
 		delete(in.bindings, c.bindingID)
 		return gone, nil
+	case b.asyncRequired(in.plan, r, c):
+		return reply{}, errAsyncRequired
 	case b.asyncBinding(in.plan, r, c):
 		bd.op = b.newOperation(opUnbind, c.now, c.failOp)
 		return b.accepted(bd.op, ""), nil

@@ -102,6 +102,30 @@ func TestUnbind(t *testing.T) {
 	})
 }
 
+// TestAsyncOnlyBindings: with AsyncOnlyBindings, binds and unbinds of the
+// async plan need accepts_incomplete=true from 2.14 on; the sync plan, an
+// identical repeat of a finished bind, and 2.13 are served as before.
+func TestAsyncOnlyBindings(t *testing.T) {
+	sync, async := provisionSync(id), provisionAsync(id)
+	asyncBind := bindReq(bindBody(ServiceID, PlanAsyncID, ""), true)
+	flaglessBind := bindReq(asyncBind.body, false)
+	runRows(t, Options{AsyncOnlyBindings: true}, []row{
+		{name: "bind without accepts_incomplete", setup: []req{async, tick}, req: flaglessBind, want: check{422, "AsyncRequired"}},
+		{name: "bind with accepts_incomplete", setup: []req{async, tick}, req: asyncBind, want: check{status: 202}},
+		{name: "identical repeat of a finished bind", setup: []req{async, tick, asyncBind, tick}, req: flaglessBind, want: check{status: 200}},
+		{name: "bind at 2.13", setup: []req{async, tick},
+			req: req{method: "PUT", path: flaglessBind.path, body: flaglessBind.body, version: "2.13"}, want: check{status: 201}},
+		{name: "sync plan", setup: []req{sync}, req: bindReq(bindBody(ServiceID, PlanSyncID, ""), false), want: check{status: 201}},
+		{name: "unbind without accepts_incomplete", setup: []req{async, tick, asyncBind, tick},
+			req: unbindReq(PlanAsyncID, false), want: check{422, "AsyncRequired"}},
+		{name: "unbind with accepts_incomplete", setup: []req{async, tick, asyncBind, tick},
+			req: unbindReq(PlanAsyncID, true), want: check{status: 202}},
+	})
+	runRows(t, Options{AsyncOnlyBindings: true, Legacy: true}, []row{
+		{name: "legacy binds synchronously", setup: []req{async, tick}, req: flaglessBind, want: check{status: 201}},
+	})
+}
+
 func TestGetBinding(t *testing.T) {
 	syncBind := bindReq(bindBody(ServiceID, PlanSyncID, ""), false)
 	get := req{method: "GET", path: bindingPath(id, bid)}

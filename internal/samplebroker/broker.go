@@ -63,6 +63,14 @@ type Options struct {
 	// the gateway's emulations (brokers[].emulate) make of such a broker.
 	Lax bool
 
+	// AsyncOnlyBindings makes binds and unbinds on the asynchronous plan
+	// always asynchronous at OSB 2.14 and later: a request without
+	// accepts_incomplete=true gets 422 AsyncRequired, as from a broker
+	// that cannot bind within a request. Ignored in legacy mode, where
+	// bindings are synchronous. Zero value: such requests are served
+	// synchronously.
+	AsyncOnlyBindings bool
+
 	// Latency is added to every /v2 request before it is handled. Zero adds
 	// nothing.
 	Latency time.Duration
