@@ -104,8 +104,8 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
 	return rules.OrphanCandidate(c, a.Answer)
 }
 
-// keepAsync turns the call's lock into an async operation.
-func (g *guard) keepAsync(ctx context.Context, s *Scope) {
+// keepAsync turns the call's lock into an async operation and returns it.
+func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
 	l := s.lock.lock
 	now := g.now()
 	l.Async, l.Operation, l.Deadline = true, s.Operation, now.Add(g.deadline)
@@ -119,6 +119,7 @@ func (g *guard) keepAsync(ctx context.Context, s *Scope) {
 		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 	}
+	return l
 }
 
 // holdAfterTimeout keeps the call's lock for the broker's

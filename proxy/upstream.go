@@ -50,6 +50,9 @@ type upstream struct {
 	rt    http.RoundTripper
 	proxy *httputil.ReverseProxy
 	log   *slog.Logger
+	// pause, when set (tests), replaces the timer between the polls of
+	// an operation waited for on a platform's behalf (emulate.sync_within).
+	pause func(ctx context.Context, d time.Duration) error
 }
 
 // newUpstream builds the upstream of broker b; wrap wraps its transport
@@ -213,6 +216,9 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 		}
 	}
 	read, err := u.readResponse(res, s, body)
+	if err == nil && u.syncWaits(s, read) {
+		return u.waitSync(res, s) // a platform that cannot wait (emulate.sync_within)
+	}
 	if s.lock != nil && res.StatusCode == http.StatusAccepted {
 		s.Operation = read.Operation
 	}
@@ -243,7 +249,11 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	var e *osb.Error
 	var refused *responseRefused
 	var cut *cutShort
+	var own *ownAnswer
 	switch {
+	case errors.As(err, &own): // the gateway answers in the broker's place (emulate.sync_within)
+		s.fail(w, own.e)
+		return
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
 	case errors.As(err, &cut):
