@@ -47,6 +47,9 @@ func (b *apiBroker) Bind(_ context.Context, id, bindingID string, d domain.BindD
 			return domain.Binding{AlreadyExists: true, Credentials: bd.creds}, nil
 		}
 	}
+	if isAPIAsyncPlan(in.planID) && !async && b.asyncOnlyBinds {
+		return domain.Binding{}, apiresponses.ErrAsyncRequired
+	}
 	b.seq++
 	user := "u-" + bindingID
 	pass := fmt.Sprintf("p%06d", b.seq)
@@ -88,6 +91,8 @@ func (b *apiBroker) Unbind(_ context.Context, id, bindingID string, _ domain.Unb
 		return domain.UnbindSpec{IsAsync: true, OperationData: bd.op.id}, nil
 	case bd.op.busy() || in.op.busy():
 		return domain.UnbindSpec{}, errAPIConcurrency
+	case isAPIAsyncPlan(in.planID) && !async && b.asyncOnlyBinds:
+		return domain.UnbindSpec{}, apiresponses.ErrAsyncRequired
 	case isAPIAsyncPlan(in.planID) && async:
 		bd.op = b.newOp(apiOpUnbind, now)
 		return domain.UnbindSpec{IsAsync: true, OperationData: bd.op.id}, nil

@@ -30,7 +30,8 @@ const (
 // apiBroker is an in-memory broker written against brokerapi's
 // domain.ServiceBroker, the way Cloud Foundry brokers usually are. The async
 // plan provisions, updates and deprovisions asynchronously, and binds and
-// unbinds asynchronously when the platform accepts it; operations are "in
+// unbinds asynchronously when the platform accepts it (and, with
+// asyncOnlyBinds, refuses them with 422 AsyncRequired otherwise); operations are "in
 // progress" until delay has passed on the now clock. Finished deletions
 // leave a record behind, so last_operation reports "succeeded" for them and
 // every other endpoint treats them as gone. It is safe for concurrent use.
@@ -38,6 +39,9 @@ type apiBroker struct {
 	now   func() time.Time
 	delay time.Duration
 	calls atomic.Int64 // ServiceBroker method calls
+	// asyncOnlyBinds refuses binds and unbinds of the async plan that do
+	// not accept an asynchronous answer with 422 AsyncRequired.
+	asyncOnlyBinds bool
 
 	mu        sync.Mutex
 	instances map[string]*apiInstance // guarded by mu

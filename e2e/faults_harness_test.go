@@ -54,6 +54,8 @@ brokers:
     orphan_schedule: 10s,1m
     validation:
       responses: ${RESPONSES}
+    emulate:
+      sync_within: ${SYNC_WITHIN}
 tenants:
   - name: t
     credentials: [{username: platform-user, password: platform-pass}]
@@ -86,6 +88,9 @@ type faultOptions struct {
 	mode      string        // orphan_mitigation; "": mitigate
 	timeout   time.Duration // broker timeout; 0: 5s
 	responses string        // validation.responses; "": report
+	// syncWithin is emulate.sync_within; 0: off. The bound runs on the
+	// fake clock, the waits between the gateway's polls on real time.
+	syncWithin time.Duration
 }
 
 // newFaultEnv builds the world of kind k.
@@ -129,7 +134,8 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 
 func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.Config {
 	t.Helper()
-	vars := map[string]string{"URL": brokerURL, "TIMEOUT": "5s", "MODE": "mitigate", "RESPONSES": "report"}
+	vars := map[string]string{"URL": brokerURL, "TIMEOUT": "5s", "MODE": "mitigate", "RESPONSES": "report",
+		"SYNC_WITHIN": o.syncWithin.String()}
 	if o.mode != "" {
 		vars["MODE"] = o.mode
 	}

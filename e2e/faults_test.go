@@ -185,6 +185,31 @@ var faultTable = []faultRow{
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
+		// A platform without accepts_incomplete, a plan the broker
+		// serves only asynchronously: the gateway repeats the call with
+		// the flag, polls, and answers 201 once it succeeded.
+		name: "422 AsyncRequired with emulate.sync_within",
+		opts: faultOptions{syncWithin: 50 * time.Second},
+		steps: []faultStep{{call: provisionFlagless,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2, "instance_last_operation": 1}}}},
+		mitigated: &state{calls: calls{"provision": 2, "instance_last_operation": 1}},
+		retried: []faultStep{{call: provisionFlagless, // the broker has it: 200 at once
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 3, "instance_last_operation": 1}}}},
+	},
+	{
+		// The operation the gateway waited for failed: a 400 with the
+		// broker's description, which nobody mitigates (a failed
+		// last_operation never is).
+		name: "an operation that fails, with emulate.sync_within",
+		opts: faultOptions{syncWithin: 50 * time.Second},
+		steps: []faultStep{{call: provisionFlagless, arm: inject(samplebroker.Fault{Endpoint: "provision", FailOperation: true, Count: 2}),
+			want: state{saw: saw{400, `broker "b" reported the asynchronous provision failed`},
+				calls: calls{"provision": 2, "instance_last_operation": 1}}}},
+		mitigated: &state{calls: calls{"provision": 2, "instance_last_operation": 1}},
+		retried: []faultStep{{call: provisionFlagless,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 4, "instance_last_operation": 2}}}},
+	},
+	{
 		name: "store down before a call",
 		env:  redisEnv,
 		steps: []faultStep{{call: provision, arm: stopStore, after: startStore,
@@ -354,6 +379,11 @@ var (
 	}}
 	provisionAsync = platformCall{"async provision", samplebroker.EndpointProvision, func(c osb.Client, id string) error {
 		_, err := c.ProvisionInstance(&osb.ProvisionRequest{InstanceID: id, AcceptsIncomplete: true, ServiceID: serviceID,
+			PlanID: asyncPlan, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID})
+		return err
+	}}
+	provisionFlagless = platformCall{"async-only provision without accepts_incomplete", samplebroker.EndpointProvision, func(c osb.Client, id string) error {
+		_, err := c.ProvisionInstance(&osb.ProvisionRequest{InstanceID: id, ServiceID: serviceID,
 			PlanID: asyncPlan, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID})
 		return err
 	}}
