@@ -238,9 +238,10 @@ func maxTime(a, b time.Time) time.Time {
 
 // carryOn polls on, after the platform got its 504, until the operation
 // ends, the lock is no longer the call's (a platform's last_operation
-// poll ended it, or it expired), the lock's deadline passes, or the
-// gateway stops. When the operation ends it makes the orphan recorded at
-// the bound due at once, then releases the lock.
+// poll ended it, an operator released it, or it expired), the lock's
+// deadline passes, or the gateway stops. When the operation ends it makes
+// the orphan recorded at the bound due at once, then releases the lock;
+// otherwise the orphan stays due at the lock's deadline.
 func (sw *syncWait) carryOn(wait time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -287,7 +288,10 @@ func (sw *syncWait) ended(ctx context.Context, a rules.Answer) {
 		slog.String("broker", sw.u.name), slog.String("endpoint", sw.call.Endpoint.String()),
 		slog.String("instance_id", sw.call.InstanceID), slog.String("binding_id", sw.call.BindingID),
 		slog.String("state", a.State), slog.String("orphan", sw.orphanID))
-	if sw.orphanID != "" {
+	// The orphan is written under the call's lock only, as every orphan
+	// is, so that no success of a platform call, which needs the lock, can
+	// have cancelled it in between.
+	if sw.orphanID != "" && sw.stillHeld(ctx) {
 		o, err := sw.g.st.GetOrphan(ctx, sw.orphanID)
 		if err == nil && o.NextAttempt.Before(neverDue) && o.LockOwner == sw.lock.Owner {
 			o.NextAttempt, o.LockOwner = sw.g.now(), ""
