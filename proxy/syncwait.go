@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -96,7 +97,9 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 	}
 	accepted := rules.ReadResponse(sw.repeatCall(), rep.StatusCode, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
-	sw.lock = s.guard.keepAsync(ctx, s)
+	kctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	sw.lock = s.guard.keepAsync(kctx, s)
+	cancel()
 	end, wait, ended := sw.poll(ctx, until, retryAfter(rep.Header, sw.g.now()))
 	if !ended {
 		return sw.giveUp(ctx, s, wait)
@@ -148,7 +151,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	if header == nil {
 		header = http.Header{"Content-Type": {"application/json"}}
 	}
-	header = header.Clone()
+	header = withoutHopByHop(header.Clone())
 	header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if _, ok := header[headerRequestIdentity]; !ok {
 		header[headerRequestIdentity] = s.idHeader
@@ -195,8 +198,8 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 	h := s.lock
 	h.settled = true
-	why := "the broker's GET binding failed after the asynchronous bind succeeded (" + err.Error() + ")"
-	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusCreated, why); ok {
+	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"
+	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {
 		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), ""); !ok {
 			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o})
 			return &ownAnswer{sw.fetchError(err)}
@@ -235,6 +238,27 @@ func lockedThing(c rules.Call) string {
 type ownAnswer struct{ e *osb.Error }
 
 func (a *ownAnswer) Error() string { return a.e.Error() }
+
+// hopByHop are the headers of one connection, which a proxy never passes
+// on (RFC 9110 7.6.1, and those httputil.ReverseProxy removes).
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// withoutHopByHop removes from h, an answer's header the gateway passes on
+// itself, the hop-by-hop headers and those its Connection header names.
+func withoutHopByHop(h http.Header) http.Header {
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		delete(h, k)
+	}
+	return h
+}
 
 // errorBody is an OSB error body, as osb.WriteError writes it.
 func errorBody(code, description string) []byte {

@@ -213,10 +213,13 @@ func (sw *syncWait) poll(ctx context.Context, until time.Time, ra time.Duration)
 func (sw *syncWait) fetchBinding(ctx context.Context, until time.Time) ([]byte, error) {
 	u := *sw.out.URL
 	u.RawQuery = ""
-	// The bind's body was sent within the bound; the binding exists now,
-	// so its fetch gets the broker's timeout even past the bound.
-	res, err := sw.send(ctx, rules.GetBinding, http.MethodGet, &u, nil, maxTime(until, sw.g.now().Add(sw.u.timeout)))
-	if err != nil {
+	// Within the bound too: past it the answer could not be written
+	// (listen.write_timeout).
+	res, err := sw.send(ctx, rules.GetBinding, http.MethodGet, &u, nil, until)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, errors.New("emulate.sync_within passed before it answered")
+	case err != nil:
 		return nil, errors.New("the broker " + sw.u.describe(err))
 	}
 	body, err := readOwn(res)
@@ -227,13 +230,6 @@ func (sw *syncWait) fetchBinding(ctx context.Context, until time.Time) ([]byte, 
 		return nil, errors.New("it answered " + strconv.Itoa(res.StatusCode))
 	}
 	return body, nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // carryOn polls on, after the platform got its 504, until the operation

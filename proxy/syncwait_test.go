@@ -305,6 +305,36 @@ func TestSyncWithinBinding(t *testing.T) {
 	valid(t, rules.Call{Endpoint: rules.Unbind}, status, body)
 }
 
+// TestSyncWithinUnfetched: a bind that succeeded whose GET binding fails
+// gets the platform a 502 saying so; the binding it never got is an orphan
+// candidate, and the lock is released.
+func TestSyncWithinUnfetched(t *testing.T) {
+	e := newSyncEnv(t, "50s", 3*time.Second, nil)
+	if status, body := e.send(t, "PUT", syncInstance, asyncProvisionBody); status != http.StatusCreated {
+		t.Fatalf("provision: %d %s", status, body)
+	}
+	if err := e.broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointGetBinding, Status: 500, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	bindBody := `{"service_id":"` + samplebroker.ServiceID + `","plan_id":"` + samplebroker.PlanAsyncID + `","app_guid":"app-1"}`
+	status, body := e.send(t, "PUT", syncBinding, bindBody)
+	if status != http.StatusBadGateway || !strings.Contains(body, "its GET binding, where the credentials come from, failed: it answered 500") {
+		t.Fatalf("bind: %d %s, want 502 naming GET binding", status, body)
+	}
+	ctx := context.Background()
+	orphans, _ := e.g.guard.st.ListOrphans(ctx)
+	if len(orphans) != 1 || orphans[0].Kind != store.KindUnbind || orphans[0].NextAttempt.After(e.clock.Now()) {
+		t.Fatalf("orphans %+v, want the unbind, due", orphans)
+	}
+	if locks, _ := e.g.guard.st.List(ctx, store.ListFilter{}); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+	e.g.MitigateOrphans(ctx)
+	if n := e.broker.Count(samplebroker.EndpointUnbind); n != 1 {
+		t.Errorf("%d unbinds, want the mitigation's", n)
+	}
+}
+
 // TestSyncWithinFailed: an operation the broker reports failed reaches the
 // platform as 400 with the broker's description, which no platform
 // mitigates (Cloud Controller's record); the gateway records no orphan and
@@ -534,5 +564,72 @@ func TestSyncWithinMeteredAndTraced(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"broker provision": 2, "broker instance_last_operation": 2}, names); diff != "" {
 		t.Errorf("client spans (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncWithinRepeatAnswered: a repeat the broker answers with anything
+// but 202 reaches the platform as the broker sent it.
+func TestSyncWithinRepeatAnswered(t *testing.T) {
+	e := newSyncEnv(t, "50s", time.Second, nil)
+	for _, f := range []samplebroker.Fault{
+		{Endpoint: samplebroker.EndpointProvision, Status: 422, Body: `{"error":"AsyncRequired","description":"async only"}`, Count: 1},
+		{Endpoint: samplebroker.EndpointProvision, Status: 409, Body: `{"description":"exists with other attributes"}`, Count: 1},
+	} {
+		if err := e.broker.InjectFault(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status, body := e.send(t, "PUT", syncInstance, asyncProvisionBody)
+	if status != http.StatusConflict || body != `{"description":"exists with other attributes"}` {
+		t.Fatalf("provision: %d %s, want the broker's 409", status, body)
+	}
+	if calls := e.brokerCalls(syncInstance); len(calls) != 2 || !strings.Contains(calls[1], "accepts_incomplete=true") {
+		t.Errorf("calls %q, want the provision and its repeat", calls)
+	}
+	if waits := e.recordedWaits(); len(waits) != 0 {
+		t.Errorf("waits %v, want no poll", waits)
+	}
+}
+
+func TestNextWait(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		last, ra, want time.Duration
+	}{
+		{"first, no Retry-After", 0, 0, syncPollFirst},
+		{"doubles", time.Second, 0, 2 * time.Second},
+		{"capped", 8 * time.Second, 0, syncPollMax},
+		{"Retry-After", 4 * time.Second, 3 * time.Second, 3 * time.Second},
+		{"Retry-After capped", 0, time.Hour, syncPollMax},
+		{"Retry-After 0 is no Retry-After", time.Second, 0, 2 * time.Second},
+		{"never below the floor", 0, time.Millisecond, syncPollMin},
+	} {
+		if got := nextWait(tc.last, tc.ra, syncPollMax); got != tc.want {
+			t.Errorf("%s: nextWait(%s, %s) = %s, want %s", tc.name, tc.last, tc.ra, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", 0},
+		{"7", 7 * time.Second},
+		{"0", 0},
+		{"-3", 0},
+		{"soon", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+	} {
+		h := http.Header{}
+		if tc.value != "" {
+			h.Set("Retry-After", tc.value)
+		}
+		if got := retryAfter(h, now); got != tc.want {
+			t.Errorf("Retry-After %q: %s, want %s", tc.value, got, tc.want)
+		}
 	}
 }
