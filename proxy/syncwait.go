@@ -89,31 +89,39 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 	}
 	body, err := readOwn(rep)
 	if err != nil {
+		res.StatusCode = rep.StatusCode
 		s.guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
 		return &cutShort{status: rep.StatusCode, err: err}
 	}
 	if rep.StatusCode != http.StatusAccepted {
 		return u.answerWith(res, s, rep.StatusCode, rep.Header, body) // the broker served it after all
 	}
-	accepted := rules.ReadResponse(sw.repeatCall(), rep.StatusCode, body)
+	return sw.await(ctx, res, s, rep.Header, body, until)
+}
+
+// await waits for the operation the broker's 202 (header, body) started,
+// until until, and answers the platform (see waitSync).
+func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, header http.Header, body []byte, until time.Time) error {
+	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
 	kctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	sw.lock = s.guard.keepAsync(kctx, s)
 	cancel()
-	end, wait, ended := sw.poll(ctx, until, retryAfter(rep.Header, sw.g.now()))
+	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.now()))
 	if !ended {
 		return sw.giveUp(ctx, s, wait)
 	}
 	if end.State == rules.PollFailed {
-		return u.answerWith(res, s, rules.SyncFailed, nil, errorBody("", sw.failure(end)))
+		return sw.u.answerWith(res, s, rules.SyncFailed, nil, errorBody("", sw.failure(end)))
 	}
 	from := body
-	if w.Fetch {
+	if sw.w.Fetch {
+		var err error
 		if from, err = sw.fetchBinding(ctx, until); err != nil {
 			return sw.unfetched(ctx, s, err)
 		}
 	}
-	return u.answerWith(res, s, w.Success, nil, rules.SyncBody(w, from))
+	return sw.u.answerWith(res, s, sw.w.Success, nil, rules.SyncBody(sw.w, from))
 }
 
 // cannotWait says why the gateway cannot wait for s's call, "" when it
@@ -188,7 +196,7 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 	go sw.carryOn(wait)
 	return &ownAnswer{osb.Errorf(http.StatusGatewayTimeout, "",
 		"broker %q requires this %s to be asynchronous, and its operation had not ended within emulate.sync_within (%s), the longest the gateway waits on the platform's behalf; the broker goes on with it, and other operations on the %s are refused until it ends",
-		sw.u.name, s.Call.Endpoint, within, lockedThing(s.Call))}
+		sw.u.name, s.Call.Endpoint, within, sw.u.lockedThing(s.Call))}
 }
 
 // unfetched answers the platform 502 when a bind the broker finished
@@ -226,8 +234,8 @@ func (sw *syncWait) failure(end rules.Answer) string {
 }
 
 // lockedThing names what a call's lock blocks.
-func lockedThing(c rules.Call) string {
-	if c.BindingID != "" {
+func (u *upstream) lockedThing(c rules.Call) string {
+	if c.BindingID != "" && u.bindingLocks {
 		return "binding"
 	}
 	return "service instance"
