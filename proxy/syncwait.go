@@ -168,7 +168,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	read, err := u.readResponse(res, s, body)
-	s.guard.answered(res, s, answer{Answer: read, refused: err != nil})
+	s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	return err
 }
 

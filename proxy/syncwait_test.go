@@ -213,6 +213,9 @@ func TestSyncWithinInstance(t *testing.T) {
 		t.Errorf("provision answer (-want +got):\n%s", diff)
 	}
 	valid(t, rules.Call{Endpoint: rules.Provision}, status, body)
+	if in, err := e.g.guard.st.GetInstance(context.Background(), "b", "sw-1"); err != nil || in.DashboardURL != want["dashboard_url"] {
+		t.Errorf("inventory: %+v, %v; want the instance the platform got, with its dashboard_url", in, err)
+	}
 	if diff := cmp.Diff([]time.Duration{syncPollFirst, time.Second, time.Second, time.Second}, e.recordedWaits()); diff != "" {
 		t.Errorf("waits between polls (-want +got):\n%s", diff)
 	}
@@ -293,6 +296,9 @@ func TestSyncWithinBinding(t *testing.T) {
 	e.broker.ServeHTTP(rec, req)
 	if diff := cmp.Diff(fields(t, rec.Body.String())["credentials"], got["credentials"]); diff != "" {
 		t.Errorf("credentials (-broker's GET binding +platform's):\n%s", diff)
+	}
+	if _, err := e.g.guard.st.GetBinding(context.Background(), "b", "sw-1", "swb-1"); err != nil {
+		t.Errorf("inventory: %v; want the binding the platform got", err)
 	}
 	if calls := e.brokerCalls(syncBinding); len(calls) != 3 || calls[2] != "GET " {
 		t.Errorf("binding calls %q, want the bind, its repeat and GET binding", calls)
