@@ -43,19 +43,27 @@ var bridgeCopies = [...]bridgeCopy{
 	{on: Bind, fromObj: "bind_resource", from: "app_guid", to: "app_guid"},
 }
 
-// Bridge adapts a provision, update or bind body for a broker whose newest
-// API version is brokerMax. A broker older than 2.12 knows no context, so
-// the org and space GUIDs a platform sends only in context (and the app GUID
-// it sends only in bind_resource) are copied to where that broker reads
-// them; see bridgeCopies. A value is copied only when it is a non-empty
-// string and the target is absent or null; nothing is ever overwritten,
-// and fields the broker does not know stay as they are.
+// Bridge adapts a provision, update or bind body from a platform speaking
+// v for a broker whose newest API version is brokerMax:
 //
-// When nothing needs adding, Bridge returns body itself and false. Otherwise
-// it returns a new body in which every byte of the original is kept, member
-// order and formatting included, and the values are inserted as members
-// after the last member of their object (or replace a null); each copied
-// value is the source's JSON string token, escapes and all.
+//   - A broker older than 2.12 knows no context, so the org and space GUIDs
+//     a platform sends only in context (and the app GUID it sends only in
+//     bind_resource) are copied to where that broker reads them; see
+//     bridgeCopies. A value is copied only when it is a non-empty string and
+//     the target is absent or null; nothing is ever overwritten.
+//   - The body members the predated table drops for the call (a bind's
+//     predecessor_binding_id for a broker older than 2.17, when v has it;
+//     see PredatedRules) are removed, every occurrence.
+//
+// Other fields the broker does not know stay as they are.
+//
+// When nothing needs changing, Bridge returns body itself and false, and
+// reads nothing of it when no copy or drop can apply. Otherwise it returns a
+// new body in which every other byte of the original is kept, member order
+// and formatting included: copied values are inserted as members after the
+// last member of their object that stays (or replace a null), each the
+// source's JSON string token, escapes and all; a dropped member goes with
+// the comma that separated it from its neighbour.
 //
 // The zero brokerMax counts as older than 2.12: adding the fields is
 // harmless to a broker that knows context.
@@ -63,13 +71,15 @@ var bridgeCopies = [...]bridgeCopy{
 // A body that is not a JSON object cannot be bridged: Bridge returns it
 // unchanged with a 400 *osb.Error, so that a gateway that only reports
 // violations can still forward it.
-func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed bool, err error) {
-	if !brokerMax.Less(contextSince) {
-		return body, false, nil
-	}
+func Bridge(c Call, body []byte, v, brokerMax osb.Version) (newBody []byte, changed bool, err error) {
 	switch c.Endpoint {
 	case Provision, Update, Bind:
 	default:
+		return body, false, nil
+	}
+	copies := brokerMax.Less(contextSince)
+	drops := ForwardingFor(c, v, brokerMax).bodyDrops()
+	if !copies && len(drops) == 0 {
 		return body, false, nil
 	}
 	open := jsonfast.SkipSpace(body, 0)
@@ -78,10 +88,23 @@ func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed
 			c.Endpoint, brokerMax)
 	}
 	top, _ := parseObject(body, open)
-	var b bridgeBuild
+	b := bridgeBuild{top: top, dropped: dropMembers(body, top, drops)}
+	if copies {
+		b.copyAll(c.Endpoint, body)
+	}
+	edits := b.edits()
+	if len(edits) == 0 {
+		return body, false, nil
+	}
+	return applyEdits(body, edits), true, nil
+}
+
+// copyAll sets the bridgeCopies of endpoint e that body's values call for.
+func (b *bridgeBuild) copyAll(e Endpoint, body []byte) {
+	top := b.top
 	for i := range bridgeCopies {
 		bc := &bridgeCopies[i]
-		if bc.on != c.Endpoint {
+		if bc.on != e {
 			continue
 		}
 		value := top.stringIn(body, bc.fromObj, bc.from)
@@ -106,16 +129,30 @@ func Bridge(c Call, body []byte, brokerMax osb.Version) (newBody []byte, changed
 	for _, cr := range b.created {
 		b.set(body, top, cr.name, append(append([]byte{'{'}, cr.members...), '}'))
 	}
-	edits := b.edits()
-	if len(edits) == 0 {
-		return body, false, nil
+}
+
+// dropMembers marks the members of top named one of keys; nil when none
+// is.
+func dropMembers(body []byte, top bridgeObject, keys []string) []bool {
+	var dropped []bool
+	for i, m := range top.members {
+		for _, k := range keys {
+			if m.Is(body, k) {
+				if dropped == nil {
+					dropped = make([]bool, len(top.members))
+				}
+				dropped[i] = true
+			}
+		}
 	}
-	return applyEdits(body, edits), true, nil
+	return dropped
 }
 
 // bridgeBuild collects the changes Bridge makes to one body: members to
 // insert per object, nulls to replace, and objects to create.
 type bridgeBuild struct {
+	top      bridgeObject
+	dropped  []bool // by index of top's members; nil: none
 	inserts  []bridgeInsert
 	replaces []bridgeEdit
 	created  []bridgeInsert // name: the new object's member name
@@ -162,10 +199,43 @@ func (b *bridgeBuild) edits() []bridgeEdit {
 	edits := slices.Clone(b.replaces)
 	for _, in := range b.inserts {
 		at, ins := in.obj.closing, []byte(nil)
-		if n := len(in.obj.members); n > 0 {
-			at, ins = in.obj.members[n-1].ValEnd, []byte{','}
+		if last, ok := b.lastKept(in.obj); ok {
+			at, ins = last.ValEnd, []byte{','}
 		}
 		edits = append(edits, bridgeEdit{at: at, insert: append(ins, in.members...)})
+	}
+	return append(edits, b.drops()...)
+}
+
+// lastKept returns the last member of obj that is not dropped.
+func (b *bridgeBuild) lastKept(obj bridgeObject) (jsonfast.Member, bool) {
+	for i := len(obj.members) - 1; i >= 0; i-- {
+		if obj.closing != b.top.closing || b.dropped == nil || !b.dropped[i] {
+			return obj.members[i], true
+		}
+	}
+	return jsonfast.Member{}, false
+}
+
+// drops returns the deletions of the dropped members of top. A member
+// after one that stays goes with the comma before it; one of the members
+// that open the object, with the comma after it (the last one standing
+// alone, with none).
+func (b *bridgeBuild) drops() []bridgeEdit {
+	var edits []bridgeEdit
+	ms, kept := b.top.members, false
+	for i, m := range ms {
+		switch {
+		case b.dropped == nil || !b.dropped[i]:
+			kept = true
+			continue
+		case kept:
+			edits = append(edits, bridgeEdit{at: ms[i-1].ValEnd, del: m.ValEnd - ms[i-1].ValEnd})
+		case i+1 < len(ms):
+			edits = append(edits, bridgeEdit{at: m.KeyStart, del: ms[i+1].KeyStart - m.KeyStart})
+		default:
+			edits = append(edits, bridgeEdit{at: m.KeyStart, del: m.ValEnd - m.KeyStart})
+		}
 	}
 	return edits
 }
@@ -232,10 +302,16 @@ func appendMember(b []byte, key string, value []byte) []byte {
 	return append(b, value...)
 }
 
-// applyEdits applies edits to a copy of body. Edits at the same offset
-// keep their order.
+// applyEdits applies edits, which do not overlap, to a copy of body. Of
+// edits at the same offset, insertions come before a deletion and
+// otherwise keep their order.
 func applyEdits(body []byte, edits []bridgeEdit) []byte {
-	slices.SortStableFunc(edits, func(a, b bridgeEdit) int { return a.at - b.at })
+	slices.SortStableFunc(edits, func(a, b bridgeEdit) int {
+		if a.at != b.at {
+			return a.at - b.at
+		}
+		return a.del - b.del
+	})
 	var out bytes.Buffer
 	out.Grow(len(body) + 128)
 	pos := 0

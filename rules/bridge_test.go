@@ -11,10 +11,11 @@ import (
 )
 
 func TestBridge(t *testing.T) {
-	v2_11 := osb.MustParseVersion("2.11")
+	v2_11, v2_15 := osb.MustParseVersion("2.11"), osb.MustParseVersion("2.15")
 	tests := []struct {
 		name      string
 		call      Call
+		platform  osb.Version // zero: 2.17
 		brokerMax osb.Version
 		body      string
 		want      string // "" when the body must come back unchanged
@@ -70,10 +71,48 @@ func TestBridge(t *testing.T) {
 			body: `{"bind_resource":{"app_guid":"app-1","app_guid":"app-2"}}`,
 			want: `{"bind_resource":{"app_guid":"app-1","app_guid":"app-2"},"app_guid":"app-2"}`},
 		{name: "deprovision is unchanged", call: Call{Endpoint: Deprovision}, brokerMax: v2_11, body: `{"context":{"organization_guid":"o"}}`},
+
+		{name: "rotation drops predecessor_binding_id in the middle", call: bindCall, brokerMax: v2_15,
+			body: `{"service_id":"s", "predecessor_binding_id": "b-0" ,"plan_id":"p"}`,
+			want: `{"service_id":"s" ,"plan_id":"p"}`},
+		{name: "rotation drops predecessor_binding_id at the end", call: bindCall, brokerMax: v2_15,
+			body: "{\n  \"service_id\": \"s\",\n  \"predecessor_binding_id\": \"b-0\"\n}",
+			want: "{\n  \"service_id\": \"s\"\n}"},
+		{name: "rotation drops predecessor_binding_id first", call: bindCall, brokerMax: v2_15,
+			body: `{ "predecessor_binding_id":"b-0", "service_id":"s"}`,
+			want: `{ "service_id":"s"}`},
+		{name: "rotation drops predecessor_binding_id alone", call: bindCall, brokerMax: v2_15,
+			body: `{ "predecessor_binding_id":"b-0" }`,
+			want: `{  }`},
+		{name: "rotation drops every occurrence", call: bindCall, brokerMax: v2_15,
+			body: `{"predecessor_binding_id":"b-0","predecessor_binding_id":"b-1","plan_id":"p","predecessor_binding_id":null}`,
+			want: `{"plan_id":"p"}`},
+		{name: "rotation drops a value of any type", call: bindCall, brokerMax: v2_15,
+			body: `{"plan_id":"p","predecessor_binding_id":{"id":["b-0"]}}`,
+			want: `{"plan_id":"p"}`},
+		{name: "rotation to a 2.8 broker drops and copies", call: bindCall, brokerMax: osb.MustParseVersion("2.8"),
+			body: `{"bind_resource":{"app_guid":"app-1"},"predecessor_binding_id":"b-0"}`,
+			want: `{"bind_resource":{"app_guid":"app-1"},"app_guid":"app-1"}`},
+		{name: "rotation to a 2.8 broker drops the only members before the copy", call: bindCall, brokerMax: osb.MustParseVersion("2.8"),
+			body: `{"predecessor_binding_id":"b-0","bind_resource":{"app_guid":"app-1"},"predecessor_binding_id":"b-1"}`,
+			want: `{"bind_resource":{"app_guid":"app-1"},"app_guid":"app-1"}`},
+		{name: "rotation to a 2.17 broker is unchanged", call: bindCall, brokerMax: osb.MustParseVersion("2.17"),
+			body: `{"plan_id":"p","predecessor_binding_id":"b-0"}`},
+		{name: "predecessor_binding_id from a 2.16 platform is an extension field", call: bindCall,
+			platform: osb.MustParseVersion("2.16"), brokerMax: v2_15, body: `{"plan_id":"p","predecessor_binding_id":"b-0"}`},
+		{name: "predecessor_binding_id of a provision is left alone", call: provisionCall, brokerMax: v2_15,
+			body: `{"plan_id":"p","predecessor_binding_id":"b-0"}`},
+		{name: "bind without predecessor is unchanged", call: bindCall, brokerMax: v2_15, body: `{"plan_id":"p"}`},
+		{name: "nested predecessor_binding_id is left alone", call: bindCall, brokerMax: v2_15,
+			body: `{"parameters":{"predecessor_binding_id":"b-0"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, changed, err := Bridge(tt.call, []byte(tt.body), tt.brokerMax)
+			platform := tt.platform
+			if platform.IsZero() {
+				platform = v2_17
+			}
+			got, changed, err := Bridge(tt.call, []byte(tt.body), platform, tt.brokerMax)
 			if err != nil {
 				t.Fatalf("Bridge = %v", err)
 			}
@@ -96,7 +135,7 @@ func TestBridge(t *testing.T) {
 
 func TestBridgeKeepsBytes(t *testing.T) {
 	body := []byte(`{"service_id":"s"}`)
-	got, changed, err := Bridge(provisionCall, body, osb.MustParseVersion("2.11"))
+	got, changed, err := Bridge(provisionCall, body, v2_17, osb.MustParseVersion("2.11"))
 	if err != nil || changed || &got[0] != &body[0] {
 		t.Errorf("Bridge(no context) = %q, %v, %v; want the same slice, false, nil", got, changed, err)
 	}
@@ -104,7 +143,7 @@ func TestBridgeKeepsBytes(t *testing.T) {
 
 func TestBridgeRefusesNonObjects(t *testing.T) {
 	for _, body := range []string{``, `[]`, `{"a":`, `null`, `{"a":1} x`} {
-		got, changed, err := Bridge(provisionCall, []byte(body), osb.MustParseVersion("2.11"))
+		got, changed, err := Bridge(provisionCall, []byte(body), v2_17, osb.MustParseVersion("2.11"))
 		var oe *osb.Error
 		if !errors.As(err, &oe) || oe.Status != 400 {
 			t.Errorf("Bridge(%q) error = %v, want a 400 *osb.Error", body, err)

@@ -44,6 +44,9 @@ import (
 //   - request.catalog.not_bindable: a bind on a plan that is not bindable.
 //   - request.catalog.plan_not_updateable: an update that changes the plan
 //     away from a plan that is not plan_updateable.
+//   - request.predecessor_binding_id.self: a bind whose
+//     predecessor_binding_id (OSB 2.17) is its own binding id. Whether the
+//     plan may be rotated is CheckRotation's to say.
 //   - request.maintenance_info.conflict (422 MaintenanceInfoConflict): a
 //     maintenance_info.version other than the plan's in the catalog.
 //   - request.parameters.schema: parameters the plan's schema refuses.
@@ -68,6 +71,7 @@ func CheckRequest(c Call, v osb.Version, body []byte, cat CatalogView) (*Request
 	}
 	req, wrong := decodeFields(c.Endpoint, v, fields, &vs)
 	checkRequired(c.Endpoint, v, req, wrong, &vs)
+	checkPredecessorSelf(c, req, &vs)
 	if cat != nil {
 		checkCatalog(c.Endpoint, req, cat, &vs)
 	}

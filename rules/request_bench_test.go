@@ -64,7 +64,7 @@ func BenchmarkBridgeProvision(b *testing.B) {
 	v := osb.MustParseVersion("2.11")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, changed, err := Bridge(provisionCall, body, v); !changed || err != nil {
+		if _, changed, err := Bridge(provisionCall, body, v2_17, v); !changed || err != nil {
 			b.Fatal(changed, err)
 		}
 	}

@@ -31,6 +31,9 @@ type Request struct {
 	SpaceGUID        string
 	// AppGUID is the bind's top-level app_guid.
 	AppGUID string
+	// PredecessorBindingID is the bind's predecessor_binding_id (OSB
+	// 2.17): the binding this bind rotates.
+	PredecessorBindingID string
 	// Context, Parameters and BindResource are the raw JSON objects
 	// context, parameters and bind_resource, nil when absent.
 	Context      json.RawMessage
@@ -65,6 +68,7 @@ const (
 	typeString valueType = iota + 1
 	typeObject
 	typeArray
+	typeBool
 )
 
 // String names the type for descriptions.
@@ -74,6 +78,8 @@ func (t valueType) String() string {
 		return "a JSON object"
 	case typeArray:
 		return "a JSON array"
+	case typeBool:
+		return "a boolean (true or false)"
 	}
 	return "a string"
 }
@@ -143,6 +149,7 @@ var bodyFields = [...]bodyField{
 	{path: "parameters", typ: typeObject, on: anyBody, since: v2_5},
 	{path: "context", typ: typeObject, on: instanceBody, since: v2_12},
 	{path: "context", typ: typeObject, on: bindOnly, since: v2_13},
+	{path: "predecessor_binding_id", typ: typeString, on: bindOnly, since: v2_17},
 	{path: "bind_resource", typ: typeObject, on: bindOnly, since: v2_8},
 	{path: "bind_resource/app_guid", typ: typeString, on: bindOnly, since: v2_8},
 	{path: "bind_resource/route", typ: typeString, on: bindOnly, since: v2_8},
@@ -249,6 +256,8 @@ func assign(req *Request, path string, raw json.RawMessage, s string) {
 		req.SpaceGUID = s
 	case "app_guid":
 		req.AppGUID = s
+	case "predecessor_binding_id":
+		req.PredecessorBindingID = s
 	case "parameters":
 		req.Parameters = raw
 	case "context":
@@ -291,6 +300,8 @@ func typeOf(raw []byte) valueType {
 		return typeObject
 	case '[':
 		return typeArray
+	case 't', 'f':
+		return typeBool
 	}
 	return 0
 }

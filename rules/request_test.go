@@ -173,6 +173,22 @@ var requestUpdateBindCases = []requestCase{
 	{name: "bind_context_unknown_at_2_12", call: bindCall, version: "2.12", body: `{"service_id": "s", "plan_id": "p", "context": 1}`},
 	{name: "bind_context_number_at_2_13", call: bindCall, version: "2.13", body: `{"service_id": "s", "plan_id": "p", "context": 1}`,
 		want: []string{"request.context.type"}},
+	{name: "bind_rotation_2_17", call: bindCall, version: "2.17",
+		body: `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": "b-0"}`},
+	{name: "bind_predecessor_binding_id_number", call: bindCall, version: "2.17",
+		body: `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": 7}`,
+		want: []string{"request.predecessor_binding_id.type"}},
+	{name: "bind_predecessor_binding_id_empty", call: bindCall, version: "2.17",
+		body: `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": ""}`,
+		want: []string{"request.predecessor_binding_id.empty"}},
+	{name: "bind_predecessor_binding_id_self", call: bindCall, version: "2.17",
+		body: `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": "b-1"}`,
+		want: []string{"request.predecessor_binding_id.self"}},
+	{name: "bind_predecessor_binding_id_unknown_at_2_16", call: bindCall, version: "2.16",
+		body: `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": 7}`},
+	{name: "bind_predecessor_binding_id_case_variant", call: bindCall, version: "2.17",
+		body: `{"service_id": "s", "plan_id": "p", "Predecessor_Binding_ID": "b-0"}`,
+		want: []string{"request.body.ambiguous_field"}},
 	{name: "deprovision_query", call: Call{Endpoint: Deprovision, InstanceID: "i-1", ServiceID: "s", PlanID: "p"}, version: "2.15"},
 	{name: "deprovision_missing_service_id", call: Call{Endpoint: Deprovision, InstanceID: "i-1", PlanID: "p"}, version: "2.15",
 		want: []string{"request.query.service_id.required"}},
@@ -275,6 +291,13 @@ func TestCheckRequestDecodes(t *testing.T) {
 	wantPV := &PreviousValues{ServiceID: "s", PlanID: "p1", MaintenanceInfo: &osb.MaintenanceInfo{Version: "1.0.0"}}
 	if diff := cmp.Diff(wantPV, req.PreviousValues); diff != "" {
 		t.Errorf("PreviousValues mismatch (-want +got):\n%s", diff)
+	}
+	rotation := `{"service_id": "s", "plan_id": "p", "predecessor_binding_id": "b-0"}`
+	if req, _ = CheckRequest(bindCall, osb.MustParseVersion("2.17"), []byte(rotation), nil); req.PredecessorBindingID != "b-0" {
+		t.Errorf("at 2.17 PredecessorBindingID = %q, want b-0", req.PredecessorBindingID)
+	}
+	if req, _ = CheckRequest(bindCall, osb.MustParseVersion("2.16"), []byte(rotation), nil); req.PredecessorBindingID != "" {
+		t.Errorf("at 2.16 PredecessorBindingID = %q, want none: the version does not define it", req.PredecessorBindingID)
 	}
 	req, _ = CheckRequest(updateCall, osb.MustParseVersion("2.14"), []byte(upd), nil)
 	if req.PreviousValues.MaintenanceInfo != nil {

@@ -29,6 +29,13 @@ type ResponseOptions struct {
 	// Unbind is polled. Unknown, the zero value, means the gateway does not
 	// know, and 410 passes.
 	Polled Endpoint
+	// Platform is the API version the platform speaks, when it is newer
+	// than the version the broker was called at (a capped broker): the
+	// fields of a success body and the failure fields of 2.16
+	// (instance_usable, update_repeatable) are checked at the newer of the
+	// two, since the platform reads them by its version's specification,
+	// whatever they mean to the broker. The zero value: the call's version.
+	Platform osb.Version
 }
 
 // CheckResponse checks a broker's answer to a call made at API version v:
@@ -75,6 +82,26 @@ type ResponseOptions struct {
 //   - response.bind.requires: syslog_drain_url, route_service_url or
 //     volume_mounts from a service whose "requires" lacks syslog_drain,
 //     route_forwarding or volume_mount.
+//   - response.instance_usable.type, response.update_repeatable.type: from
+//     2.16, in an error answer or an instance last_operation answer, a
+//     value that is no boolean.
+//   - response.instance_usable.operation,
+//     response.update_repeatable.operation: one that describes the failure
+//     of an operation it does not apply to: instance_usable describes a
+//     failed update or deprovision, update_repeatable a failed update (an
+//     error answer to the call, or a last_operation whose state is failed
+//     while that operation is polled; see ResponseOptions.Polled). Binding
+//     last_operation answers define neither: there they are left alone.
+//   - response.metadata.type, response.metadata.expires_at.type and
+//     .format, response.metadata.renew_before.type and .format: from 2.17,
+//     a bind (200, 201) or GET binding (200) answer whose "metadata" is no
+//     object, or whose expires_at or renew_before is no RFC 3339 timestamp.
+//   - response.metadata.renew_before.after_expiry: renew_before later than
+//     expires_at.
+//
+// The fields of a success body and the failure fields are checked at the
+// newer of v and ResponseOptions.Platform; the status and the rest of an
+// error body at v.
 func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogView, opts ResponseOptions) (Answer, []Violation) {
 	var buf [16]jsonfast.Member // most answers have fewer members: no allocation
 	a, fields, shape := readAnswer(c, status, body, buf[:0])
@@ -87,10 +114,20 @@ func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogVi
 	if !checkShape(c, status, body, shape, &vs) {
 		return a, vs
 	}
+	read := v
+	if v.Less(opts.Platform) {
+		read = opts.Platform
+	}
 	if success {
-		checkSuccessBody(c, v, status, body, fields, cat, opts, &vs)
+		checkSuccessBody(c, read, status, body, fields, cat, opts, &vs)
+		if c.Endpoint == InstanceLastOperation && status == http.StatusOK {
+			checkFailureFields(read, body, fields, polledFailure(a.State, opts.Polled), "the broker's last_operation answer", &vs)
+		}
+		checkExpiry(c, read, status, body, fields, &vs)
 	} else {
 		checkErrorBody(c, v, status, row, body, fields, &vs)
+		checkFailureFields(read, body, fields, c.Endpoint,
+			fmt.Sprintf("the broker's %s answer to %s", describeStatus(status), c.Endpoint.describe()), &vs)
 	}
 	if len(vs) == 0 {
 		return a, nil

@@ -32,7 +32,8 @@ type DashboardClient struct {
 }
 
 // Plan is one plan of a service. Bindable and PlanUpdateable override the
-// service's values when set (OSB 2.10+ and 2.13+).
+// service's values when set (OSB 2.10+ and 2.13+); BindingRotatable is the
+// plan's alone (OSB 2.17).
 type Plan struct {
 	ID                     string           `json:"id"`
 	Name                   string           `json:"name"`
@@ -40,6 +41,7 @@ type Plan struct {
 	Metadata               json.RawMessage  `json:"metadata,omitempty"`
 	Free                   *bool            `json:"free,omitempty"`
 	Bindable               *bool            `json:"bindable,omitempty"`
+	BindingRotatable       *bool            `json:"binding_rotatable,omitempty"`
 	PlanUpdateable         *bool            `json:"plan_updateable,omitempty"`
 	Schemas                *Schemas         `json:"schemas,omitempty"`
 	MaximumPollingDuration *int             `json:"maximum_polling_duration,omitempty"`
@@ -90,4 +92,11 @@ func PlanUpdateable(s *Service, p *Plan) bool {
 		return *p.PlanUpdateable
 	}
 	return s.PlanUpdateable
+}
+
+// PlanBindingRotatable reports whether a binding of plan p may be rotated
+// (a bind with predecessor_binding_id, OSB 2.17): the plan's
+// binding_rotatable, false when absent.
+func PlanBindingRotatable(p *Plan) bool {
+	return p.BindingRotatable != nil && *p.BindingRotatable
 }
