@@ -43,7 +43,7 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		mw         Middleware
 	}{
 		{"classify", poll, func(h http.Handler) http.Handler { return h }},
-		{"validate", poll, withValidate(g.catalogs, slog.New(slog.DiscardHandler))},
+		{"validate", poll, withValidate(g.catalogs, g.guard.st, slog.New(slog.DiscardHandler))},
 		{"guard", poll, withGuard(g.guard)},
 		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
 		{"trace", poll, withTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},

@@ -10,7 +10,9 @@ import (
 // withClassify is the classify stage: it names the OSB call (endpoint, ids,
 // flags) with rules.Classify, answers 404/405 for what is no OSB endpoint,
 // and 412 for an endpoint that does not exist at the negotiated version or
-// at the newest version the broker speaks (it would not understand it).
+// at the newest version the broker speaks (it would not understand it),
+// unless the broker gets the call without what its version predates (see
+// checkVersions).
 func withClassify() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,13 +31,35 @@ func withClassify() Middleware {
 	}
 }
 
+// checkVersions refuses a call the platform's version does not have, and
+// one the broker's newest version cannot serve: for a broker that predates
+// a flag the call carries, the predated table's Drop rows
+// (rules.ForwardingFor) say what the broker gets without, and only what
+// the broker cannot serve even so gets 412 (GET instance, GET binding and
+// binding last_operation below 2.14) — unless an emulation claims the call
+// first (upstream.claims), when the gateway answers it itself. The call the
+// platform sent stays s.Call; what the broker gets without is
+// s.forwarding, which the upstream applies.
 func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	if need := rules.RequiredVersion(call); s.route.up.max.Less(need) && !s.route.up.fetchClaimed(call) {
+	up := s.route.up
+	fw := rules.ForwardingFor(call, s.Version, up.max)
+	if need := rules.RequiredVersion(fw.Call(call)); up.max.Less(need) {
+		if up.claims(call) {
+			return nil
+		}
 		return osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
-			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, s.route.up.max)
+			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.max)
 	}
+	s.forwarding = fw
 	return nil
 }
+
+// claims reports whether an emulation of the gateway serves call for the
+// broker though the broker's version cannot (the fetch emulation's GET
+// instance and GET binding): the classify stage asks before it refuses the
+// call with 412. Each emulation that answers what a broker's version lacks
+// adds its claim here.
+func (u *upstream) claims(call rules.Call) bool { return u.fetchClaimed(call) }

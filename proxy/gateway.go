@@ -167,7 +167,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
-		withValidate(g.catalogs, opts.Logger),
+		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withGuard(g.guard),

@@ -132,7 +132,8 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // rewrite sets the broker's URL, its credentials in place of the
-// platform's, the negotiated version and the request identity.
+// platform's, the negotiated version and the request identity, and drops
+// the query parameters the broker's version predates (Scope.forwarding).
 func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	s := ScopeFrom(pr.In.Context())
 	out := pr.Out
@@ -141,6 +142,9 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	out.Host = u.target.Host
 	rest := s.Path // escaped, prefix stripped
 	out.URL.Path, out.URL.RawPath = joinPath(u.basePath, rest)
+	if !s.forwarding.IsZero() && s.forwarding.ChangesQuery() {
+		out.URL.RawQuery = s.forwarding.Query(out.URL.RawQuery)
+	}
 	h := out.Header
 	delete(h, "Authorization")
 	if u.auth != nil {

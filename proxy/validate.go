@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -27,10 +28,13 @@ type Finding struct {
 // without reaching the broker, report records the findings and forwards.
 // When the catalog cannot be had, the request is checked by the rules
 // that need none, then withoutCatalog refuses it with 503 or lets it on
-// unchecked. Then, for a broker whose maximum version is below
-// the platform's, it bridges the body (rules.Bridge): older brokers get the
-// top-level fields their version expects.
-func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
+// unchecked. A rotation is checked against the catalog too
+// (rules.CheckRotation), and its predecessor against the broker's
+// inventory in st (checkPredecessor). Then, for a broker whose maximum
+// version is below the platform's, it bridges the body (rules.Bridge):
+// older brokers get the top-level fields their version expects, without
+// the members it predates that the gateway drops.
+func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
@@ -50,6 +54,7 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 					cat = s.catalog.index
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
+				vs = append(vs, rules.CheckRotation(s.Call, s.Version, up.max, req, cat)...)
 				s.Request = req
 				if len(vs) > 0 {
 					s.addFindings(log, r, "request", vs, mode == config.ModeReport)
@@ -58,6 +63,9 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 						s.fail(w, rules.Reject(vs))
 						return
 					}
+				}
+				if checkPredecessor(w, r, s, st, log) {
+					return
 				}
 			}
 			// After the rules that need no catalog: a request they refuse
@@ -69,7 +77,7 @@ func withValidate(cache *CatalogCache, log *slog.Logger) Middleware {
 				}
 			}
 			if up.max.Less(s.Version) && len(s.Body) > 0 {
-				if nb, changed, err := rules.Bridge(s.Call, s.Body, up.max); err == nil && changed {
+				if nb, changed, err := rules.Bridge(s.Call, s.Body, s.Version, up.max); err == nil && changed {
 					r2 := *r // never mutate the inbound request
 					r2.Body = io.NopCloser(bytes.NewReader(nb))
 					r2.ContentLength = int64(len(nb))

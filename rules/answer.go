@@ -45,8 +45,8 @@ type Answer struct {
 	// ExpiresAt and RenewBefore are the metadata.expires_at and
 	// metadata.renew_before of a bind answer (200, 201) or a GET binding
 	// answer (200), OSB 2.17: when the binding stops working and when the
-	// platform should rotate it. Zero when absent or not an RFC 3339
-	// timestamp.
+	// platform should rotate it, in UTC. Zero when absent or not an RFC
+	// 3339 timestamp. Read as the other fields are (see ReadResponse).
 	ExpiresAt   time.Time
 	RenewBefore time.Time
 }

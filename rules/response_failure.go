@@ -52,10 +52,23 @@ func checkFailureFields(v osb.Version, body []byte, fields jsonfast.Object, fail
 		}
 		if failed != Unknown && !f.of.has(failed) {
 			vs.addResponse(ruleID("response", f.name, "operation"), fmt.Sprintf(
-				"%s may describe only the failure of %s (OSB 2.16: it must not be present for errors of other operations), got it in %s, the failure of %s",
-				f.name, f.ofIs, where, failed.describe()))
+				"%s may describe only the failure of %s (OSB 2.16: it must not be present for errors of other operations), got it in %s, %s",
+				f.name, f.ofIs, where, failureWords(failed)))
 		}
 	}
+}
+
+// failureWords names the failure of operation e for a description: "the
+// failure of a provision", or "an error of GET catalog" for an endpoint
+// that is no operation.
+func failureWords(e Endpoint) string {
+	switch e {
+	case Provision, Deprovision, Bind:
+		return "the failure of a " + e.String()
+	case Update, Unbind:
+		return "the failure of an " + e.String()
+	}
+	return "an error of " + e.describe()
 }
 
 // polledFailure returns the operation a last_operation answer reports

@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -191,6 +192,79 @@ var responseBodyCases = []responseCase{
 		body: `{"syslog_drain_url": "syslog://logs.example.com:514"}`},
 	{name: "body_get_binding_requires_from_query", call: Call{Endpoint: GetBinding, InstanceID: "i-1", BindingID: "b-1", ServiceID: "s-redis"},
 		version: "2.16", status: 200, catalog: true, body: `{"volume_mounts": []}`, want: []string{"response.bind.requires"}},
+
+	// instance_usable and update_repeatable (OSB 2.16).
+	{name: "failure_update_last_operation", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Update},
+		body: `{"state": "failed", "description": "disk full", "instance_usable": true, "update_repeatable": false}`},
+	{name: "failure_deprovision_last_operation", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Deprovision}, body: `{"state": "failed", "instance_usable": false}`},
+	{name: "failure_unknown_operation_last_operation", call: instanceLastOp, version: "2.17", status: 200,
+		body: `{"state": "failed", "instance_usable": false, "update_repeatable": true}`},
+	{name: "failure_fields_null", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Provision}, body: `{"state": "failed", "instance_usable": null, "update_repeatable": null}`},
+	{name: "failure_fields_strings", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Update}, body: `{"state": "failed", "instance_usable": "true", "update_repeatable": 1}`,
+		want: []string{"response.instance_usable.type", "response.update_repeatable.type"}},
+	{name: "failure_fields_strings_before_2_16", call: instanceLastOp, version: "2.15", status: 200,
+		opts: ResponseOptions{Polled: Update}, body: `{"state": "failed", "instance_usable": "true", "update_repeatable": 1}`},
+	{name: "failure_fields_strings_to_a_2_16_platform", call: instanceLastOp, version: "2.15", status: 200,
+		opts: ResponseOptions{Polled: Update, Platform: osb.MustParseVersion("2.16")},
+		body: `{"state": "failed", "instance_usable": "true"}`, want: []string{"response.instance_usable.type"}},
+	{name: "failure_fields_of_a_failed_provision", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Provision}, body: `{"state": "failed", "instance_usable": false, "update_repeatable": true}`,
+		want: []string{"response.instance_usable.operation", "response.update_repeatable.operation"}},
+	{name: "failure_update_repeatable_of_a_failed_deprovision", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Deprovision}, body: `{"state": "failed", "instance_usable": true, "update_repeatable": true}`,
+		want: []string{"response.update_repeatable.operation"}},
+	{name: "failure_fields_while_in_progress", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Provision}, body: `{"state": "in progress", "instance_usable": true}`},
+	{name: "failure_fields_type_while_succeeded", call: instanceLastOp, version: "2.16", status: 200,
+		opts: ResponseOptions{Polled: Update}, body: `{"state": "succeeded", "update_repeatable": "yes"}`,
+		want: []string{"response.update_repeatable.type"}},
+	{name: "failure_fields_binding_last_operation_left_alone", call: bindingLastOp, version: "2.17", status: 200,
+		opts: ResponseOptions{Polled: Bind}, body: `{"state": "failed", "instance_usable": "no", "update_repeatable": false}`},
+	{name: "failure_update_error", call: updateSync, version: "2.16", status: 422,
+		body: `{"error": "UpgradeFailed", "description": "no room", "instance_usable": true, "update_repeatable": false}`},
+	{name: "failure_deprovision_error", call: deprovisionSync, version: "2.16", status: 500,
+		body: `{"description": "half deleted", "instance_usable": false}`},
+	{name: "failure_update_error_not_boolean", call: updateSync, version: "2.16", status: 500,
+		body: `{"description": "x", "update_repeatable": "false"}`, want: []string{"response.update_repeatable.type"}},
+	{name: "failure_fields_of_a_bind_error", call: bindCall, version: "2.16", status: 500,
+		body: `{"description": "x", "instance_usable": true}`, want: []string{"response.instance_usable.operation"}},
+	{name: "failure_update_repeatable_of_a_deprovision_error", call: deprovisionSync, version: "2.17", status: 400,
+		body: `{"description": "x", "update_repeatable": false}`, want: []string{"response.update_repeatable.operation"}},
+	{name: "failure_fields_of_a_bind_error_before_2_16", call: bindCall, version: "2.15", status: 500,
+		body: `{"description": "x", "instance_usable": true}`},
+
+	// A binding's metadata (OSB 2.17).
+	{name: "expiry_bind", call: bindCall, version: "2.17", status: 201,
+		body: `{"credentials": {}, "metadata": {"expires_at": "2030-01-31T23:59:59Z", "renew_before": "2030-01-24T23:59:59.5+01:00"}}`},
+	{name: "expiry_renew_before_equal", call: getBindingCall, version: "2.17", status: 200,
+		body: `{"metadata": {"expires_at": "2030-01-31T23:59:59Z", "renew_before": "2030-02-01T00:59:59+01:00"}}`},
+	{name: "expiry_renew_before_alone", call: bindCall, version: "2.17", status: 200,
+		body: `{"metadata": {"renew_before": "2030-01-24T00:00:00Z"}}`},
+	{name: "expiry_metadata_null", call: bindCall, version: "2.17", status: 201, body: `{"metadata": null}`},
+	{name: "expiry_metadata_array", call: bindCall, version: "2.17", status: 201, body: `{"metadata": []}`,
+		want: []string{"response.metadata.type"}},
+	{name: "expiry_not_timestamps", call: getBindingCall, version: "2.17", status: 200,
+		body: `{"metadata": {"expires_at": "next week", "renew_before": 1700000000}}`,
+		want: []string{"response.metadata.expires_at.format", "response.metadata.renew_before.type"}},
+	{name: "expiry_date_only", call: bindCall, version: "2.17", status: 201,
+		body: `{"metadata": {"expires_at": "2030-01-31"}}`, want: []string{"response.metadata.expires_at.format"}},
+	{name: "expiry_renew_after_expiry", call: bindCall, version: "2.17", status: 201,
+		body: `{"metadata": {"expires_at": "2030-01-31T00:00:00Z", "renew_before": "2030-01-31T00:00:01Z"}}`,
+		want: []string{"response.metadata.renew_before.after_expiry"}},
+	{name: "expiry_before_2_17", call: bindCall, version: "2.16", status: 201,
+		body: `{"metadata": {"expires_at": "soon", "renew_before": "later"}}`},
+	{name: "expiry_to_a_2_17_platform", call: bindCall, version: "2.15", status: 201,
+		opts: ResponseOptions{Platform: osb.MustParseVersion("2.17")},
+		body: `{"metadata": {"expires_at": "soon"}}`, want: []string{"response.metadata.expires_at.format"}},
+	{name: "expiry_async_bind_left_alone", call: bindAsync, version: "2.17", status: 202,
+		body: `{"operation": "bind-1", "metadata": {"expires_at": "soon"}}`},
+	{name: "expiry_provision_left_alone", call: provisionSync, version: "2.17", status: 201,
+		body: `{"metadata": {"expires_at": "soon"}}`},
+
 	{name: "body_unexpected_status_not_checked", call: updateSync, version: "2.15", status: 204, body: `garbage`,
 		want: []string{"response.status.unexpected"}},
 }
@@ -217,6 +291,35 @@ func runResponseCase(t *testing.T, tt responseCase) {
 	}
 	if len(tt.want) > 0 {
 		checkGolden(t, "responses", tt.name, vs)
+	}
+}
+
+// TestReadResponseExpiry checks the binding's expiry ReadResponse hands
+// back: the timestamps of a bind and GET binding answer, none elsewhere.
+func TestReadResponseExpiry(t *testing.T) {
+	expires, renew := time.Date(2030, 1, 31, 23, 59, 59, 0, time.UTC), time.Date(2030, 1, 24, 22, 59, 59, 500e6, time.UTC)
+	body := []byte(`{"credentials": {}, "metadata": {"expires_at": "2030-01-31T23:59:59Z", "renew_before": "2030-01-24T23:59:59.5+01:00"}}`)
+	tests := []struct {
+		name          string
+		call          Call
+		status        int
+		body          []byte
+		expires, renw time.Time
+	}{
+		{"bind 201", bindCall, 201, body, expires, renew},
+		{"bind 200", bindCall, 200, body, expires, renew},
+		{"GET binding", getBindingCall, 200, body, expires, renew},
+		{"async bind", bindAsync, 202, body, time.Time{}, time.Time{}},
+		{"bind error", bindCall, 500, body, time.Time{}, time.Time{}},
+		{"provision", provisionSync, 201, body, time.Time{}, time.Time{}},
+		{"not timestamps", bindCall, 201, []byte(`{"metadata": {"expires_at": "soon", "renew_before": 1}}`), time.Time{}, time.Time{}},
+		{"metadata not an object", bindCall, 201, []byte(`{"metadata": "x"}`), time.Time{}, time.Time{}},
+	}
+	for _, tt := range tests {
+		a := ReadResponse(tt.call, tt.status, tt.body)
+		if !a.ExpiresAt.Equal(tt.expires) || !a.RenewBefore.Equal(tt.renw) {
+			t.Errorf("%s: ExpiresAt %v, RenewBefore %v; want %v, %v", tt.name, a.ExpiresAt, a.RenewBefore, tt.expires, tt.renw)
+		}
 	}
 }
 
