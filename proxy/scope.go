@@ -95,14 +95,14 @@ type Scope struct {
 	// refusedByRules is set when the validate stage refused the request;
 	// logs then name the rules, not the descriptions.
 	refusedByRules bool
-	lock           *heldLock // the lock a mutating call holds
-	// forwarding is what the broker's call goes without: the flags and
-	// fields its version predates (set by the classify stage).
-	forwarding rules.Forwarding
-	polled     *store.Lock // the async operation a last_operation polls
+	lock           *heldLock   // the lock a mutating call holds
+	polled         *store.Lock // the async operation a last_operation polls
 	// pollUnseen: the store did not answer when the poll looked for its
 	// operation; an answer that ends it is settled later (guard.settlePoll).
 	pollUnseen bool
+	// forwarding is what the broker's call goes without: the flags and
+	// fields its version predates (set by the classify stage).
+	forwarding rules.Forwarding
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string
