@@ -33,12 +33,14 @@
 // Protocol decisions are the rules package's: a stage branches on what
 // rules hands back and never decodes an OSB payload itself. The version
 // stage takes rules.Negotiate's versions; the validate stage the request
-// rules.CheckRequest decoded; the guard the lock kind and the refusal of
-// rules.LockKind and rules.Busy; the catalog stage serves a tenant's view
-// from rules.Index.View. The upstream stage reads the broker's answer once,
-// with rules.CheckResponse (or rules.ReadResponse when the broker's answers
-// are not checked), and the guard settles locks, polls and orphans from
-// the rules.Answer it returns.
+// rules.CheckRequest decoded; the classify stage what a broker's version
+// predates from rules.ForwardingFor, which the upstream's rewrite and
+// rules.Bridge leave out of the broker call; the guard the lock kind and
+// the refusal of rules.LockKind and rules.Busy; the catalog stage serves a
+// tenant's view from rules.Index.View. The upstream stage reads the
+// broker's answer once, with rules.CheckResponse (or rules.ReadResponse
+// when the broker's answers are not checked), and the guard settles locks,
+// polls and orphans from the rules.Answer it returns.
 //
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
