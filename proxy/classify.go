@@ -54,6 +54,9 @@ func checkVersions(call rules.Call, s *Scope) error {
 			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.max)
 	}
 	s.forwarding = fw
+	if !fw.IsZero() && fw.ChangesQuery() {
+		s.Bridged = true
+	}
 	return nil
 }
 

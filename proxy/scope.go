@@ -50,7 +50,9 @@ type Scope struct {
 	// Findings are the OSB rules the request or the broker's response
 	// broke (refused or, in report mode, only recorded).
 	Findings []Finding
-	// Bridged is set when the body was rewritten for an older broker.
+	// Bridged is set when the call was adapted for an older broker: its
+	// body rewritten (rules.Bridge), or a query flag the broker's version
+	// predates dropped (rules.ForwardingFor).
 	Bridged bool
 	// FromCache is set when the gateway answered from its catalog cache.
 	FromCache bool
