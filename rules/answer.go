@@ -3,7 +3,6 @@ package rules
 import (
 	"bytes"
 	"net/http"
-	"time"
 	"unicode/utf8"
 
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
@@ -42,13 +41,6 @@ type Answer struct {
 	// Code is the "error" string of an error body (4xx, 5xx), such as
 	// AsyncRequired or ConcurrencyError; "" when it has none.
 	Code string
-	// ExpiresAt and RenewBefore are the metadata.expires_at and
-	// metadata.renew_before of a bind answer (200, 201) or a GET binding
-	// answer (200), OSB 2.17: when the binding stops working and when the
-	// platform should rotate it, in UTC. Zero when absent or not an RFC
-	// 3339 timestamp. Read as the other fields are (see ReadResponse).
-	ExpiresAt   time.Time
-	RenewBefore time.Time
 }
 
 // The states of an operation a last_operation answer can report
@@ -127,9 +119,6 @@ func readAnswer(c Call, status int, body []byte, buf jsonfast.Object) (Answer, j
 		}
 	case status >= 200 && status <= 299:
 		a.Operation = string(stringFold(body, fields, "operation"))
-		if answersBinding(c, status) {
-			a.ExpiresAt, a.RenewBefore = readExpiry(body, fields)
-		}
 	case isErrorStatus(status):
 		a.Description = string(stringFold(body, fields, "description"))
 		a.Code = knownCode(stringFold(body, fields, "error"))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -90,10 +89,9 @@ func jsonAnswer(c Call, status int, body []byte) Answer {
 		State       json.RawMessage `json:"state"`
 		Description json.RawMessage `json:"description"`
 		Error       json.RawMessage `json:"error"`
-		Metadata    json.RawMessage `json:"metadata"`
 	}
 	if json.Unmarshal(body, &fields) != nil || !a.Object {
-		fields.Operation, fields.State, fields.Description, fields.Error, fields.Metadata = nil, nil, nil, nil, nil
+		fields.Operation, fields.State, fields.Description, fields.Error = nil, nil, nil, nil
 	}
 	str := func(raw json.RawMessage) string {
 		var s string
@@ -111,37 +109,11 @@ func jsonAnswer(c Call, status int, body []byte) Answer {
 		}
 	case status >= 200 && status <= 299:
 		a.Operation = str(fields.Operation)
-		if c.Endpoint == Bind && (status == 200 || status == 201) || c.Endpoint == GetBinding && status == 200 {
-			a.ExpiresAt, a.RenewBefore = jsonExpiry(fields.Metadata)
-		}
 	case status >= 400 && status <= 599:
 		a.Description = str(fields.Description)
 		a.Code = str(fields.Error)
 	}
 	return a
-}
-
-// jsonExpiry reads a binding's metadata timestamps with encoding/json.
-func jsonExpiry(metadata json.RawMessage) (expiresAt, renewBefore time.Time) {
-	var meta struct {
-		ExpiresAt   json.RawMessage `json:"expires_at"`
-		RenewBefore json.RawMessage `json:"renew_before"`
-	}
-	if len(metadata) == 0 || metadata[0] != '{' || json.Unmarshal(metadata, &meta) != nil {
-		return
-	}
-	parse := func(raw json.RawMessage) time.Time {
-		var s string
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-			return time.Time{}
-		}
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return time.Time{}
-		}
-		return t.UTC()
-	}
-	return parse(meta.ExpiresAt), parse(meta.RenewBefore)
 }
 
 // FuzzReadResponse checks ReadResponse against encoding/json's reading of
@@ -156,8 +128,6 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte(`{"ſtate":"succeeded","\u0053TATE ":"failed"}`), uint8(BindingLastOperation), uint16(200))
 	f.Add([]byte(`{"operation":"a","OPERATION":5}`), uint8(Update), uint16(202))
 	f.Add([]byte(`{"Error":"AsyncRequired","error":"Async\u0052equired"}`), uint8(Bind), uint16(422))
-	f.Add([]byte(`{"Metadata":{"EXPIRES_AT":"2030-01-01T00:00:00Z","expires_at":"2030-01-01T00:00:00+01:00","renew_before":"x"}}`), uint8(Bind), uint16(201))
-	f.Add([]byte(`{"metadata":{"expires_at":"2030-01-01T00:00:00\u005a"},"metadata":[]}`), uint8(GetBinding), uint16(200))
 	f.Fuzz(func(t *testing.T, body []byte, endpoint uint8, status uint16) {
 		c := Call{Endpoint: Endpoint(endpoint % uint8(len(endpoints)))}
 		got, want := ReadResponse(c, int(status), body), jsonAnswer(c, int(status), body)

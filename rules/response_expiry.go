@@ -37,33 +37,6 @@ func answersBinding(c Call, status int) bool {
 	return false
 }
 
-// readExpiry reads metadata.expires_at and metadata.renew_before of a
-// binding's answer as encoding/json would (keys without regard to case,
-// the last of several winning), in UTC; zero where absent or not an RFC
-// 3339 timestamp.
-func readExpiry(body []byte, fields jsonfast.Object) (expiresAt, renewBefore time.Time) {
-	m, ok := fields.LastFold(body, "metadata")
-	if !ok || typeOf(body[m.ValStart:m.ValEnd]) != typeObject {
-		return
-	}
-	var buf [8]jsonfast.Member
-	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], body, m.ValStart)
-	return foldTime(body, ms, "expires_at"), foldTime(body, ms, "renew_before")
-}
-
-// foldTime returns the timestamp of member name of ms, in UTC, or zero.
-func foldTime(doc []byte, ms jsonfast.Object, name string) time.Time {
-	s := stringFold(doc, ms, name)
-	if s == nil {
-		return time.Time{}
-	}
-	t, err := time.Parse(expiryLayout, string(s))
-	if err != nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
 // parseExpiry parses the timestamp member name of the metadata object:
 // raw is the member's value, nil when absent or null; ok reports a
 // timestamp.

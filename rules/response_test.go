@@ -3,7 +3,6 @@ package rules
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -291,35 +290,6 @@ func runResponseCase(t *testing.T, tt responseCase) {
 	}
 	if len(tt.want) > 0 {
 		checkGolden(t, "responses", tt.name, vs)
-	}
-}
-
-// TestReadResponseExpiry checks the binding's expiry ReadResponse hands
-// back: the timestamps of a bind and GET binding answer, none elsewhere.
-func TestReadResponseExpiry(t *testing.T) {
-	expires, renew := time.Date(2030, 1, 31, 23, 59, 59, 0, time.UTC), time.Date(2030, 1, 24, 22, 59, 59, 500e6, time.UTC)
-	body := []byte(`{"credentials": {}, "metadata": {"expires_at": "2030-01-31T23:59:59Z", "renew_before": "2030-01-24T23:59:59.5+01:00"}}`)
-	tests := []struct {
-		name          string
-		call          Call
-		status        int
-		body          []byte
-		expires, renw time.Time
-	}{
-		{"bind 201", bindCall, 201, body, expires, renew},
-		{"bind 200", bindCall, 200, body, expires, renew},
-		{"GET binding", getBindingCall, 200, body, expires, renew},
-		{"async bind", bindAsync, 202, body, time.Time{}, time.Time{}},
-		{"bind error", bindCall, 500, body, time.Time{}, time.Time{}},
-		{"provision", provisionSync, 201, body, time.Time{}, time.Time{}},
-		{"not timestamps", bindCall, 201, []byte(`{"metadata": {"expires_at": "soon", "renew_before": 1}}`), time.Time{}, time.Time{}},
-		{"metadata not an object", bindCall, 201, []byte(`{"metadata": "x"}`), time.Time{}, time.Time{}},
-	}
-	for _, tt := range tests {
-		a := ReadResponse(tt.call, tt.status, tt.body)
-		if !a.ExpiresAt.Equal(tt.expires) || !a.RenewBefore.Equal(tt.renw) {
-			t.Errorf("%s: ExpiresAt %v, RenewBefore %v; want %v, %v", tt.name, a.ExpiresAt, a.RenewBefore, tt.expires, tt.renw)
-		}
 	}
 }
 
