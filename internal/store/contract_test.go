@@ -48,6 +48,7 @@ func testContract(t *testing.T, b backend) {
 		{"RaceOneWinner", testRaceOneWinner},
 		{"Restart", testRestart},
 		{"Closed", testClosed},
+		{"Shim", testShim},
 	}
 	for _, tc := range append(tests, testInventoryContract...) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })

@@ -31,11 +31,14 @@ func prepareLock(l Lock, now time.Time) (Lock, error) {
 		return Lock{}, fmt.Errorf("%w: lock %q has an Operation of %d characters, more than %d",
 			ErrInvalid, l.Key, len(l.Operation), MaxOperationLen)
 	}
+	if err := checkShim(l.Key, l.Shim); err != nil {
+		return Lock{}, err
+	}
 	if l.Started.IsZero() {
 		l.Started = now
 	}
-	l.Started, l.Deadline = utc(l.Started), utc(l.Deadline)
-	if !storable(l.Started) || !storable(l.Deadline) {
+	l.Started, l.Deadline, l.Shim.CallEnds = utc(l.Started), utc(l.Deadline), utc(l.Shim.CallEnds)
+	if !storable(l.Started) || !storable(l.Deadline) || !storable(l.Shim.CallEnds) {
 		return Lock{}, fmt.Errorf("%w: lock %q has a time outside years 0 to 9999", ErrInvalid, l.Key)
 	}
 	if expired(l.Deadline, now) {
@@ -43,6 +46,21 @@ func prepareLock(l Lock, now time.Time) (Lock, error) {
 			ErrInvalid, l.Key, l.Deadline.Format(time.RFC3339Nano), utc(now).Format(time.RFC3339Nano))
 	}
 	return l, nil
+}
+
+// checkShim validates the emulated operation of the lock key.
+func checkShim(key string, sh Shim) error {
+	switch {
+	case sh.State == "" && sh != (Shim{}):
+		return fmt.Errorf("%w: lock %q has an emulated operation without a State", ErrInvalid, key)
+	case sh.State != "" && !opStates[sh.State]:
+		return fmt.Errorf("%w: lock %q has an emulated operation in State %q, want in progress, succeeded or failed",
+			ErrInvalid, key, sh.State)
+	case len(sh.BrokerOperation) > MaxOperationLen:
+		return fmt.Errorf("%w: lock %q has a BrokerOperation of %d characters, more than %d",
+			ErrInvalid, key, len(sh.BrokerOperation), MaxOperationLen)
+	}
+	return nil
 }
 
 // prepareOrphan validates o and returns it as a store keeps it: times in UTC
@@ -199,9 +217,21 @@ type lockRecord struct {
 	Async       bool      `json:"async,omitempty"`
 	Operation   string    `json:"operation,omitempty"`
 	TraceParent string    `json:"traceparent,omitempty"`
-	Started     time.Time `json:"started"`
-	Deadline    time.Time `json:"deadline"`
-	DeadlineUS  int64     `json:"deadline_us"`
+	Started     time.Time   `json:"started"`
+	Deadline    time.Time   `json:"deadline"`
+	DeadlineUS  int64       `json:"deadline_us"`
+	Shim        *shimRecord `json:"shim,omitempty"`
+}
+
+// shimRecord is a Lock's Shim as bolt and Redis store it; records written
+// before it existed have none.
+type shimRecord struct {
+	State           string    `json:"state"`
+	Description     string    `json:"description,omitempty"`
+	Replica         string    `json:"replica,omitempty"`
+	CallEnds        time.Time `json:"call_ends,omitzero"`
+	BrokerOperation string    `json:"broker_operation,omitempty"`
+	Hold            bool      `json:"hold,omitempty"`
 }
 
 func encodeLock(l Lock) []byte {
@@ -209,7 +239,7 @@ func encodeLock(l Lock) []byte {
 		Key: l.Key, Owner: l.Owner, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker,
 		InstanceID: l.InstanceID, BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID,
 		Async: l.Async, Operation: l.Operation, TraceParent: l.TraceParent,
-		Started: l.Started, Deadline: l.Deadline, DeadlineUS: l.Deadline.UnixMicro(),
+		Started: l.Started, Deadline: l.Deadline, DeadlineUS: l.Deadline.UnixMicro(), Shim: encodeShim(l.Shim),
 	})
 	if err != nil { // strings, bools and storable times always encode
 		panic(fmt.Sprintf("store: encode lock: %v", err))
@@ -226,8 +256,28 @@ func decodeLock(b []byte) (Lock, error) {
 		Key: r.Key, Owner: r.Owner, Kind: r.Kind, Tenant: r.Tenant, Broker: r.Broker,
 		InstanceID: r.InstanceID, BindingID: r.BindingID, ServiceID: r.ServiceID, PlanID: r.PlanID,
 		Async: r.Async, Operation: r.Operation, TraceParent: r.TraceParent,
-		Started: r.Started.UTC(), Deadline: r.Deadline.UTC(),
+		Started: r.Started.UTC(), Deadline: r.Deadline.UTC(), Shim: decodeShim(r.Shim),
 	}, nil
+}
+
+func encodeShim(sh Shim) *shimRecord {
+	if sh == (Shim{}) {
+		return nil
+	}
+	return &shimRecord{State: sh.State, Description: sh.Description, Replica: sh.Replica, CallEnds: sh.CallEnds,
+		BrokerOperation: sh.BrokerOperation, Hold: sh.Hold}
+}
+
+func decodeShim(r *shimRecord) Shim {
+	if r == nil {
+		return Shim{}
+	}
+	sh := Shim{State: r.State, Description: r.Description, Replica: r.Replica,
+		BrokerOperation: r.BrokerOperation, Hold: r.Hold}
+	if !r.CallEnds.IsZero() {
+		sh.CallEnds = r.CallEnds.UTC()
+	}
+	return sh
 }
 
 // orphanRecord is an Orphan as bolt and Redis store it, in JSON. Records

@@ -148,6 +148,39 @@ type Lock struct {
 	// Deadline is when the lock expires by itself; it must be after the
 	// store's clock when the lock is written.
 	Deadline time.Time
+	// Shim, when its State is set, makes the lock an asynchronous
+	// operation the gateway emulates for a broker that answers
+	// synchronously (the async shim); Operation is then the gateway's.
+	Shim Shim
+}
+
+// Shim is an asynchronous operation the gateway emulates for a broker that
+// answers synchronously (brokers[].emulate.async_after): the platform got
+// 202 with the lock's Operation, the broker call runs on in one gateway
+// process, and any replica answers the platform's last_operation from
+// this record. The zero value (State empty) is no emulated operation.
+type Shim struct {
+	// State is StateInProgress while the broker call runs, then
+	// StateSucceeded or StateFailed; empty: no emulated operation.
+	State string
+	// Description is the outcome as the platform reads it (the broker's
+	// description of a failure, or the gateway's); may be empty.
+	Description string
+	// Replica names the gateway process that runs the broker call.
+	Replica string
+	// CallEnds is when that call must have ended (its start, the broker's
+	// timeout and a margin): an operation still in progress after it lost
+	// its gateway process.
+	CallEnds time.Time
+	// BrokerOperation is the broker's own operation when it answered 202
+	// after all, at most MaxOperationLen characters: polls then go to the
+	// broker with it.
+	BrokerOperation string
+	// Hold means the broker may still be working (it did not answer in
+	// time, or its gateway died): the poll that reports the outcome leaves
+	// the lock to its Deadline, or to the orphan mitigation that takes it
+	// over, instead of releasing it.
+	Hold bool
 }
 
 // LockKey returns the Lock.Key for a service instance of a broker:
