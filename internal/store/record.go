@@ -205,18 +205,18 @@ func dueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
 // lockRecord is a Lock as bolt and Redis store it, in JSON. DeadlineUS lets
 // Redis scripts apply the expiry rule and Owner is read by them too.
 type lockRecord struct {
-	Key         string    `json:"key"`
-	Owner       string    `json:"owner"`
-	Kind        string    `json:"kind"`
-	Tenant      string    `json:"tenant,omitempty"`
-	Broker      string    `json:"broker,omitempty"`
-	InstanceID  string    `json:"instance_id,omitempty"`
-	BindingID   string    `json:"binding_id,omitempty"`
-	ServiceID   string    `json:"service_id,omitempty"`
-	PlanID      string    `json:"plan_id,omitempty"`
-	Async       bool      `json:"async,omitempty"`
-	Operation   string    `json:"operation,omitempty"`
-	TraceParent string    `json:"traceparent,omitempty"`
+	Key         string      `json:"key"`
+	Owner       string      `json:"owner"`
+	Kind        string      `json:"kind"`
+	Tenant      string      `json:"tenant,omitempty"`
+	Broker      string      `json:"broker,omitempty"`
+	InstanceID  string      `json:"instance_id,omitempty"`
+	BindingID   string      `json:"binding_id,omitempty"`
+	ServiceID   string      `json:"service_id,omitempty"`
+	PlanID      string      `json:"plan_id,omitempty"`
+	Async       bool        `json:"async,omitempty"`
+	Operation   string      `json:"operation,omitempty"`
+	TraceParent string      `json:"traceparent,omitempty"`
 	Started     time.Time   `json:"started"`
 	Deadline    time.Time   `json:"deadline"`
 	DeadlineUS  int64       `json:"deadline_us"`
