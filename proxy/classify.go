@@ -50,8 +50,13 @@ func checkVersions(call rules.Call, s *Scope) error {
 		if up.claims(call) {
 			return nil
 		}
-		return osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
+		err := osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
 			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.max)
+		if up.shimClaims(call) {
+			s.shimTooOld = err // refused by the async shim unless it owns the polled operation (servePoll)
+			return nil
+		}
+		return err
 	}
 	s.forwarding = fw
 	if !fw.IsZero() && fw.ChangesQuery() {

@@ -51,6 +51,9 @@ type Options struct {
 	// Transport wraps each broker's own transport, inside the client span
 	// and the metering (tests inject broker faults with it); nil: none.
 	Transport func(http.RoundTripper) http.RoundTripper
+	// Timer starts the async shim's timers (brokers[].emulate.async_after);
+	// nil: time.NewTimer's.
+	Timer Timer
 }
 
 // Gateway is the platform-facing handler built from one configuration. It
@@ -94,7 +97,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}
 	}
 	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
-	if opts.Previous != nil && opts.Previous.guard.st == st {
+	fresh := opts.Previous == nil || opts.Previous.guard.st != st
+	if !fresh {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
 	} else {
 		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
@@ -172,7 +176,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withFlights(g.flights),
 		withGuard(g.guard),
 		withEmulate(g.catalogs),
+		withShim(g.guard, opts.Timer),
 	)
+	if fresh && cfg.State.Backend == store.BackendBolt {
+		// The bolt file is this process's alone: a broker call the async
+		// shim ran for a process before it is over.
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		g.settleLostShims(ctx)
+		cancel()
+	}
 	return g, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -53,7 +54,10 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 // or cancels (see answered).
 func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) {
 	h := s.lock
-	gone := h.platform != nil && h.platform.Err() != nil
+	// shimmed: the platform got the async shim's 202, and gets this answer
+	// from its polls; the shim records it in the lock when the call ends.
+	shimmed := s.shim.shimmed()
+	gone := !shimmed && h.platform != nil && h.platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	accepted := seen && status == http.StatusAccepted
 	if seen {
@@ -63,7 +67,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		if o, ok := g.noteOrphan(ctx, s, why, g.now(), ""); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
-			g.retry.add(pending{lock: h.lock, putOrphan: &o})
+			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed})
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
@@ -71,9 +75,12 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
-			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted})
+			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed})
 			return
 		}
+	}
+	if shimmed {
+		return
 	}
 	if accepted {
 		g.keepAsync(ctx, s)
@@ -107,19 +114,25 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
 // keepAsync turns the call's lock into an async operation and returns it.
 func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
 	l := s.lock.lock
-	now := g.now()
-	l.Async, l.Operation, l.Deadline = true, s.Operation, now.Add(g.deadline)
-	if s.catalog != nil && l.PlanID != "" {
-		if d, ok := s.catalog.index.MaximumPollingDuration(l.PlanID); ok {
-			l.Deadline = now.Add(d)
-		}
-	}
+	l.Async, l.Operation, l.Deadline = true, s.Operation, g.asyncDeadline(s, g.now())
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 	}
 	return l
+}
+
+// asyncDeadline is the deadline of an async operation of s's call that
+// starts at now: the plan's maximum_polling_duration, else
+// state.operation_deadline.
+func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
+	if s.catalog != nil && s.lock != nil && s.lock.lock.PlanID != "" {
+		if d, ok := s.catalog.index.MaximumPollingDuration(s.lock.lock.PlanID); ok {
+			return now.Add(d)
+		}
+	}
+	return now.Add(g.deadline)
 }
 
 // holdAfterTimeout keeps the call's lock for the broker's
@@ -133,6 +146,10 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 		return ""
 	}
 	h.settled = true
+	if s.shim.shimmed() {
+		s.shim.timedOut = true // the shim holds the lock when the call ends
+		return h.lock.Owner
+	}
 	l := h.lock
 	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)

@@ -66,21 +66,44 @@ func orphanIDOf(u *upstream, c rules.Call) string {
 // platform call can succeed and cancel in between.
 func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string) (store.Orphan, bool) {
 	up := s.route.up
-	mode := up.cfg.OrphanMitigation
-	if mode == "off" || s.lock == nil || (s.Call.Endpoint != rules.Provision && s.Call.Endpoint != rules.Bind) {
+	if s.lock == nil {
 		return store.Orphan{}, true
 	}
 	l := s.lock.lock
-	o := store.Orphan{ID: orphanIDOf(up, s.Call), Broker: up.name, Tenant: s.Tenant, InstanceID: l.InstanceID,
+	l.Tenant = s.Tenant
+	o, decision := g.newOrphan(up, l, reason, due, lockOwner)
+	if decision == "" {
+		return store.Orphan{}, true
+	}
+	s.Orphan = decision
+	return g.putCandidate(ctx, up, o, decision)
+}
+
+// newOrphan is the orphan candidate a provision or bind holding l leaves,
+// per the broker's orphan_mitigation (see noteOrphan), and the decision
+// ("reported" or "queued"); "" when there is none (another kind, or
+// orphan_mitigation off).
+func (g *guard) newOrphan(up *upstream, l store.Lock, reason string, due time.Time, lockOwner string) (store.Orphan, string) {
+	mode := up.cfg.OrphanMitigation
+	if mode == "off" || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
+		return store.Orphan{}, ""
+	}
+	o := store.Orphan{ID: orphanIDOf(up, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}),
+		Broker: up.name, Tenant: l.Tenant, InstanceID: l.InstanceID,
 		BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.now(),
 		NextAttempt: neverDue, Kind: store.KindDeprovision, LockOwner: lockOwner}
-	if s.Call.Endpoint == rules.Bind {
+	if l.Kind == store.KindBind {
 		o.Kind = store.KindUnbind
 	}
-	s.Orphan = "reported"
 	if mode == "mitigate" {
-		o.NextAttempt, s.Orphan = due, "queued"
+		o.NextAttempt = due
+		return o, "queued"
 	}
+	return o, "reported"
+}
+
+// putCandidate stores the orphan candidate o (see noteOrphan).
+func (g *guard) putCandidate(ctx context.Context, up *upstream, o store.Orphan, decision string) (store.Orphan, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := g.st.PutOrphan(ctx, o); err != nil {
@@ -90,8 +113,8 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 		return o, false
 	}
 	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.name),
-		slog.String("tenant", s.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
-		slog.String("binding_id", o.BindingID), slog.String("reason", reason), slog.String("decision", s.Orphan),
+		slog.String("tenant", o.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
+		slog.String("binding_id", o.BindingID), slog.String("reason", o.Reason), slog.String("decision", decision),
 		slog.Time("due", o.NextAttempt))
 	return o, true
 }

@@ -105,6 +105,13 @@ type Scope struct {
 	// forwarding is what the broker's call goes without: the flags and
 	// fields its version predates (set by the classify stage).
 	forwarding rules.Forwarding
+	// shim is the async shim's record of a call it may answer 202 for
+	// (shim.go); nil for other calls.
+	shim *shimCall
+	// shimTooOld is the 412 of a binding poll to a broker too old for it,
+	// held back by the classify stage so that the shim can answer the poll
+	// of an operation it owns.
+	shimTooOld error
 	// idHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
 	idHeader []string

@@ -230,6 +230,7 @@ type shimRecord struct {
 	Description     string    `json:"description,omitempty"`
 	Replica         string    `json:"replica,omitempty"`
 	CallEnds        time.Time `json:"call_ends,omitzero"`
+	BrokerAsync     bool      `json:"broker_async,omitempty"`
 	BrokerOperation string    `json:"broker_operation,omitempty"`
 	Hold            bool      `json:"hold,omitempty"`
 }
@@ -265,7 +266,7 @@ func encodeShim(sh Shim) *shimRecord {
 		return nil
 	}
 	return &shimRecord{State: sh.State, Description: sh.Description, Replica: sh.Replica, CallEnds: sh.CallEnds,
-		BrokerOperation: sh.BrokerOperation, Hold: sh.Hold}
+		BrokerAsync: sh.BrokerAsync, BrokerOperation: sh.BrokerOperation, Hold: sh.Hold}
 }
 
 func decodeShim(r *shimRecord) Shim {
@@ -273,7 +274,7 @@ func decodeShim(r *shimRecord) Shim {
 		return Shim{}
 	}
 	sh := Shim{State: r.State, Description: r.Description, Replica: r.Replica,
-		BrokerOperation: r.BrokerOperation, Hold: r.Hold}
+		BrokerAsync: r.BrokerAsync, BrokerOperation: r.BrokerOperation, Hold: r.Hold}
 	if !r.CallEnds.IsZero() {
 		sh.CallEnds = r.CallEnds.UTC()
 	}

@@ -172,9 +172,10 @@ type Shim struct {
 	// timeout and a margin): an operation still in progress after it lost
 	// its gateway process.
 	CallEnds time.Time
-	// BrokerOperation is the broker's own operation when it answered 202
-	// after all, at most MaxOperationLen characters: polls then go to the
-	// broker with it.
+	// BrokerAsync means the broker answered 202 after all: polls then go
+	// to the broker, with its own operation BrokerOperation (at most
+	// MaxOperationLen characters; empty when it sent none).
+	BrokerAsync     bool
 	BrokerOperation string
 	// Hold means the broker may still be working (it did not answer in
 	// time, or its gateway died): the poll that reports the outcome leaves

@@ -1,0 +1,315 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// The async shim (brokers[].emulate.async_after) answers 202 for a broker
+// that answers synchronously but slowly: a platform that sent
+// accepts_incomplete=true gets an operation the gateway owns once the
+// broker has not answered for async_after, the broker call runs on to the
+// broker's timeout, and the gateway answers the platform's last_operation
+// polls from the operation's lock (store.Lock.Shim) until the poll that
+// reports its outcome (shim_poll.go).
+//
+// The broker call runs in a goroutine of its own, on a copy of the
+// request's Scope, and writes into a buffer; the platform's handler waits
+// for it or for the timer. Whichever comes first decides, once (shimCall):
+// an answer before the timer reaches the platform as any answer does, and
+// the copy's findings, lock and outcome become the request's; after the
+// timer, the platform gets 202 and the broker's answer still goes through
+// modifyResponse and guard.answered, which settle orphans (and record the
+// inventory) as for any answer but leave the lock to the shim, which
+// writes the outcome into it when the call ends (concludeShim).
+
+// ShimOperationPrefix starts every operation the async shim owns:
+// "osb-gateway-<kind>-<uuid>", kind as store.Lock.Kind.
+const ShimOperationPrefix = "osb-gateway-"
+
+// shimDescriptionMax bounds a description the shim keeps for a poll.
+const shimDescriptionMax = 4096
+
+// Timer starts a timer of d: it returns a channel that receives once d has
+// passed, and a func that stops the timer (Options.Timer).
+type Timer func(d time.Duration) (fired <-chan time.Time, stop func() bool)
+
+// realTimer is the Timer of time.NewTimer.
+func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
+// Where a call the shim may answer for stands (shimCall.state).
+const (
+	shimRunning  int32 = iota // the broker call runs; the platform waits
+	shimDirect                // the broker's answer (or the failure) goes to the platform, as without the shim
+	shimClaiming              // the timer fired: the shim is recording its operation
+	shimShimmed               // the platform got the shim's 202; the outcome goes into the lock
+)
+
+// shimCall is one call the async shim may answer 202 for. state is shared
+// by the platform's handler and the goroutine of the broker call; the
+// other fields are each written by one side before a channel orders them.
+type shimCall struct {
+	state atomic.Int32
+	// recorded is closed once a claim (shimClaiming) is decided:
+	// shimShimmed, or shimDirect when the store did not take it.
+	recorded chan struct{}
+	// done is closed when the goroutine of the broker call has ended.
+	done chan struct{}
+	// operation is the operation the platform gets with the 202.
+	operation string
+	// timedOut is set by the broker call's goroutine when the broker did
+	// not answer within its timeout after the 202 went out.
+	timedOut bool
+	// panicked is what the broker call panicked with, for the platform's
+	// handler to panic with again (written before done is closed).
+	panicked any
+}
+
+// shimmed reports whether the platform got (or is getting) the shim's 202,
+// so that the broker's answer, or its absence, is the shim's to record; the
+// first caller before the timer makes it false for good. nil: false.
+func (c *shimCall) shimmed() bool {
+	if c == nil {
+		return false
+	}
+	if c.state.CompareAndSwap(shimRunning, shimDirect) || c.state.Load() == shimDirect {
+		return false
+	}
+	<-c.recorded
+	return c.state.Load() == shimShimmed
+}
+
+// withShim is the async shim's stage, after the guard: it runs a call that
+// may be shimmed (shimmable) with the timer, and answers the polls of the
+// operations the shim owns (servePoll).
+func withShim(g *guard, after Timer) Middleware {
+	if after == nil {
+		after = realTimer
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			switch {
+			case s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation:
+				g.servePoll(w, r, s, next)
+			case shimmable(s):
+				g.serveShimmed(w, r, s, next, after)
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// shimmable reports whether the shim may answer 202 for s's call: the
+// broker has async_after set, the call holds a lock (a provision, update,
+// deprovision, bind or unbind), the platform accepts an asynchronous
+// answer, and, for a bind, the inventory keeps credentials (encrypted):
+// after a 202 the platform can only get them from GET binding.
+func shimmable(s *Scope) bool {
+	up := s.route.up
+	if up.cfg.Emulate.AsyncAfter <= 0 || s.lock == nil || !s.Call.AcceptsIncomplete {
+		return false
+	}
+	return s.Call.Endpoint != rules.Bind || up.cfg.Inventory.Secrets == config.SecretsEncrypted
+}
+
+// serveShimmed runs the broker call of s in a goroutine and answers the
+// platform with its answer, or with 202 once async_after has passed.
+func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
+	c := &shimCall{recorded: make(chan struct{}), done: make(chan struct{}),
+		operation: ShimOperationPrefix + s.lock.lock.Kind + "-" + newRequestID()}
+	buf := &shimWriter{header: http.Header{}}
+	call := s.fork(buf, c)
+	// The call outlives the platform's request: a request of its own,
+	// never canceled by the platform, with the body the body stage read.
+	r2 := r.Clone(context.WithoutCancel(r.Context()))
+	r2.Body, r2.ContentLength = http.NoBody, 0
+	if s.Body != nil {
+		r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(s.Body)), int64(len(s.Body))
+	}
+	go g.runShimmed(next, call, r2, buf)
+
+	fired, stop := after(s.route.up.cfg.Emulate.AsyncAfter)
+	defer stop()
+	select {
+	case <-c.done:
+	case <-fired:
+		// A platform already gone gets nothing: the call settles as
+		// any call whose platform left.
+		if r.Context().Err() == nil && c.state.CompareAndSwap(shimRunning, shimClaiming) {
+			ok := g.claimShim(s, call)
+			if ok {
+				c.state.Store(shimShimmed)
+			} else {
+				c.state.Store(shimDirect)
+			}
+			close(c.recorded)
+			if ok {
+				writeJSONAnswer(w, http.StatusAccepted, struct {
+					Operation string `json:"operation"`
+				}{c.operation})
+				return
+			}
+		}
+		<-c.done
+	}
+	if c.panicked != nil {
+		panic(c.panicked)
+	}
+	s.adopt(call)
+	buf.writeTo(w)
+}
+
+// runShimmed is the goroutine of a broker call the shim may answer for: it
+// serves r with next into buf and, when the platform got the shim's 202,
+// records the outcome.
+func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
+	c := s.shim
+	defer close(c.done)
+	panicked := serveRecovering(next, &s.w, r)
+	if !c.shimmed() {
+		c.panicked = panicked
+		return
+	}
+	g.concludeShim(s, buf, panicked)
+}
+
+// serveRecovering serves r with h and returns what h panicked with, if it
+// did.
+func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked any) {
+	defer func() { panicked = recover() }()
+	h.ServeHTTP(w, r)
+	return nil
+}
+
+// claimShim turns the lock of s into the shim's async operation before the
+// platform gets the 202, so that a poll on any replica finds it: the
+// broker call runs on in this process (Replica) until CallEnds at the
+// latest. call is the copy of s the broker call runs on; it takes the
+// converted lock. It reports false when the store did not take it: the
+// platform then waits for the broker's answer, as without the shim.
+func (g *guard) claimShim(s, call *Scope) bool {
+	up := s.route.up
+	l := s.lock.lock
+	now := g.now()
+	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
+	l.Async, l.Operation = true, call.shim.operation
+	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
+	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.platform), releaseTimeout)
+	defer cancel()
+	if err := g.st.Update(ctx, l); err != nil {
+		g.metrics.StoreError("update")
+		g.log.LogAttrs(ctx, slog.LevelError, "async shim: operation not recorded; the platform waits for the broker's answer",
+			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
+		return false
+	}
+	call.lock.lock = l
+	s.lock.settled = true // the broker call's copy holds the lock from here
+	s.Operation = l.Operation
+	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
+		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
+		slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
+		slog.String("operation", l.Operation), slog.Duration("async_after", up.cfg.Emulate.AsyncAfter))
+	return true
+}
+
+// concludeShim records in the lock the outcome of a broker call whose
+// platform got the shim's 202, from what the platform would have got
+// (buf): "succeeded" for a success (rules.Succeeded), the broker's own
+// operation for a 202 (polls then go to the broker), else "failed" with the
+// answer's description. A call the broker did not answer in time holds
+// the lock for hold_after_timeout, as it does without the shim (the orphan
+// candidate, if any, takes it over). The lock stays until the poll that
+// reports the outcome (or its deadline).
+func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
+	h, up, c := s.lock, s.route.up, s.shim
+	l := h.lock
+	now := g.now()
+	switch {
+	case panicked != nil:
+		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
+			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
+		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
+	case h.settled && !c.timedOut && buf.status == http.StatusAccepted:
+		l.Shim.BrokerAsync = true
+		l.Shim.BrokerOperation = rules.ReadResponse(s.Call, buf.status, buf.body.Bytes()).Operation
+		l.Deadline = later(l.Deadline, g.asyncDeadline(s, now))
+	case h.settled && !c.timedOut && rules.Succeeded(s.Call, buf.status):
+		l.Shim.State = store.StateSucceeded
+	default:
+		l.Shim.State, l.Shim.Description = store.StateFailed, shimDescription(s.Call, buf)
+	}
+	if c.timedOut {
+		l.Shim.Hold, l.Deadline = true, now.Add(up.cfg.HoldAfterTimeout)
+	}
+	h.settled = true
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := g.st.Update(ctx, l); err != nil {
+		g.metrics.StoreError("update")
+		g.log.LogAttrs(ctx, slog.LevelError, "async shim: outcome not recorded; polls report the operation lost once its call's time is over",
+			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation),
+			slog.Time("call_ends", l.Shim.CallEnds), slog.String("error", err.Error()))
+		return
+	}
+	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.name),
+		slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
+		slog.String("operation", l.Operation), slog.Int("status", buf.status), slog.String("state", l.Shim.State),
+		slog.Bool("broker_async", l.Shim.BrokerAsync))
+}
+
+// shimDescription is what a failed operation's poll says: the description
+// of the answer the platform would have got (the broker's error body, or
+// the gateway's own: timeout, unreachable, refused by the rules), bounded.
+func shimDescription(c rules.Call, buf *shimWriter) string {
+	d := rules.ReadResponse(c, buf.status, buf.body.Bytes()).Description
+	switch {
+	case d != "":
+	case buf.status == 0:
+		d = "the broker call ended without an answer"
+	default:
+		d = fmt.Sprintf("the broker answered %d %s", buf.status, http.StatusText(buf.status))
+	}
+	if len(d) > shimDescriptionMax {
+		d = string(bytes.ToValidUTF8([]byte(d[:shimDescriptionMax]), nil))
+	}
+	return d
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// writeJSONAnswer writes an answer the gateway makes in the broker's place,
+// v encoded as JSON.
+func writeJSONAnswer(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // strings and bools always encode
+		panic(err)
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// shimLost is the outcome of an emulated operation whose broker call was
+// still in progress when its gateway process ended.
+const shimLost = "the gateway restarted during the broker call"
+
+// lastOperationBody is a last_operation answer the gateway makes.
+type lastOperationBody struct {
+	State       string `json:"state"`
+	Description string `json:"description,omitempty"`
+}
+
+// servePoll answers a last_operation poll of an operation the async shim
+// owns: from the operation's lock (answerShimPoll), or, when the gateway no
+// longer tracks it, from the inventory (answerUntracked). Other polls go
+// on, but a binding poll to a broker too old for it (classify deferred its
+// 412 to here) is refused.
+func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+	op := s.Call.Operation
+	if l := s.polled; l != nil && l.Shim.State != "" {
+		if op == "" || op == l.Operation {
+			g.answerShimPoll(w, r, s, next)
+			return
+		}
+		s.polled = nil // a poll of another operation does not settle the shim's
+	}
+	if s.route.up.cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
+		g.answerUntracked(w, r, s, op)
+		return
+	}
+	if s.shimTooOld != nil {
+		s.fail(w, s.shimTooOld)
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// answerShimPoll answers the poll of the emulated operation s.polled: "in
+// progress" until the broker call ended, then its outcome, which releases
+// the lock through the same settle path as a broker's own terminal answer
+// (unless the outcome holds it: a timeout). An operation still in
+// progress past the time its call must have ended lost its gateway process
+// and ends failed (settleLostShim). When the broker answered 202 after
+// all, the poll goes to the broker with the broker's operation, and its
+// answer settles the lock as any poll's does.
+func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+	l := *s.polled
+	s.Operation = l.Operation
+	if l.Shim.BrokerAsync {
+		next.ServeHTTP(w, withOperation(r, l.Shim.BrokerOperation))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
+	defer cancel()
+	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
+		l = g.settleLostShim(ctx, s.route.up, l)
+		*s.polled = l
+	}
+	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
+	if l.Shim.State == store.StateInProgress {
+		body.Description = "waiting for the broker's answer to the " + l.Kind
+	} else if !l.Shim.Hold {
+		g.settlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
+	}
+	writeJSONAnswer(w, http.StatusOK, body)
+}
+
+// withOperation returns r with its operation query parameter set to op
+// (removed when op is empty), for the broker; r itself is not changed.
+func withOperation(r *http.Request, op string) *http.Request {
+	q := r.URL.Query()
+	if op == "" {
+		q.Del("operation")
+	} else {
+		q.Set("operation", op)
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	r2.URL = &u
+	return r2
+}
+
+// settleLostShim ends the emulated operation l, whose broker call ran in a
+// gateway process that is gone, as failed, and records the orphan
+// candidate a provision or bind may have left (as for a client timeout in
+// Cloud Controller's record), due at once: the call's time is over. It
+// returns l as settled; a store failure is logged, and the next poll
+// tries again.
+func (g *guard) settleLostShim(ctx context.Context, up *upstream, l store.Lock) store.Lock {
+	l.Shim.State, l.Shim.Description = store.StateFailed, shimLost
+	if up != nil {
+		if ok, _ := rules.OrphanOnTimeout(rules.Call{Endpoint: rules.LockedBy(l.Kind)}); ok {
+			if o, decision := g.newOrphan(up, l, shimLost+", which may have left it behind", g.now(), ""); decision != "" {
+				g.putCandidate(ctx, up, o, decision)
+			}
+		}
+	}
+	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) {
+		g.metrics.StoreError("update")
+		g.log.LogAttrs(ctx, slog.LevelError, "async shim: lost operation not recorded as failed", slog.String("broker", l.Broker),
+			slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation), slog.String("error", err.Error()))
+	}
+	g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: the broker call's gateway process is gone; operation failed",
+		slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
+		slog.String("binding_id", l.BindingID), slog.String("operation", l.Operation), slog.String("replica", l.Shim.Replica),
+		slog.Time("call_ends", l.Shim.CallEnds))
+	return l
+}
+
+// settleLostShims ends as failed every emulated operation in progress
+// whose broker call ran in another process (settleLostShim): on a bolt
+// file, which one process opens at a time, that process is gone.
+func (g *Gateway) settleLostShims(ctx context.Context) {
+	gd := g.guard
+	locks, err := gd.st.List(ctx, store.ListFilter{})
+	if err != nil {
+		gd.log.LogAttrs(ctx, slog.LevelWarn, "async shim: operations of the previous process not checked; their polls settle them",
+			slog.String("error", err.Error()))
+		return
+	}
+	for _, l := range locks {
+		if l.Shim.State == store.StateInProgress && !l.Shim.BrokerAsync && l.Shim.Replica != gd.replica {
+			gd.settleLostShim(ctx, g.upstreams[l.Broker], l)
+		}
+	}
+}
+
+// answerUntracked answers the poll of an operation the shim owned but no
+// longer tracks (its outcome was reported and its lock released, its lock
+// expired, or an orphan mitigation took the lock over): the inventory's
+// last operation when it is this one; 410 Gone for a deprovision or unbind
+// of what the inventory does not hold; else "failed", saying so.
+func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope, op string) {
+	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
+	up := s.route.up
+	var last store.LastOperation
+	var err error
+	if s.Call.Endpoint == rules.BindingLastOperation {
+		var b store.Binding
+		b, err = g.st.GetBinding(r.Context(), up.name, s.Call.InstanceID, s.Call.BindingID)
+		last = b.LastOperation
+	} else {
+		var in store.Instance
+		in, err = g.st.GetInstance(r.Context(), up.name, s.Call.InstanceID)
+		last = in.LastOperation
+	}
+	s.Operation = op
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		g.metrics.StoreError("inventory")
+		s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
+	case err == nil && last.Operation == op && last.State != "":
+		writeJSONAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
+	case err != nil && (kind == store.KindDeprovision || kind == store.KindUnbind):
+		writeJSONAnswer(w, http.StatusGone, struct{}{})
+	default:
+		writeJSONAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
+			Description: "the gateway no longer tracks this operation: its outcome was reported to an earlier poll, or it was given up when its deadline passed"})
+	}
+}
+
+// shimClaims reports whether the async shim may answer call for a broker
+// whose version lacks it: a binding's last_operation to a broker with
+// async_after set. The classify stage then holds its 412 back
+// (Scope.shimTooOld), and servePoll answers the poll of an operation the
+// shim owns, or refuses it with that 412.
+func (u *upstream) shimClaims(c rules.Call) bool {
+	return c.Endpoint == rules.BindingLastOperation && u.cfg.Emulate.AsyncAfter > 0
+}
