@@ -79,8 +79,8 @@ func TestShimBrokerAnswersInTime(t *testing.T) {
 	pending := e.send(t, "PUT", "/v2/service_instances/held1?accepts_incomplete=true", "2.15", shimProvision)
 	close(e.held(t).release)
 	got := wait(t, pending)
-	if got.status != 201 || got.body != `{"dashboard_url":"https://sample-broker.invalid/dashboard/held1"}` {
-		t.Errorf("provision: %d %s", got.status, got.body)
+	if got.status != 201 || got.body != `{"dashboard_url":"https://sample-broker.invalid/dashboard/held1"}`+"\n" {
+		t.Errorf("provision: %d %q", got.status, got.body)
 	}
 	if l := e.lock(t, store.LockKey("b", "held1")); l.Key != "" {
 		t.Errorf("lock after the answer: %+v", l)
