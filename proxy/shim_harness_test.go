@@ -287,12 +287,12 @@ func operationOf(t *testing.T, a reply) string {
 	return read.Operation
 }
 
-// timeoutTransport makes the broker call to a path with "/times-out" in it
-// fail as a broker timeout does, once the test closes now.
+// timeoutTransport makes a PUT to the broker on a path with "/times-out"
+// in it fail as a broker timeout does, once the test closes now.
 func timeoutTransport(now <-chan struct{}) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if !strings.Contains(r.URL.Path, "/times-out") {
+			if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/times-out") {
 				return rt.RoundTrip(r)
 			}
 			<-now
