@@ -56,6 +56,7 @@ brokers:
       responses: ${RESPONSES}
     emulate:
       sync_within: ${SYNC_WITHIN}
+      async_after: ${ASYNC_AFTER}
 tenants:
   - name: t
     credentials: [{username: platform-user, password: platform-pass}]
@@ -91,6 +92,8 @@ type faultOptions struct {
 	// syncWithin is emulate.sync_within; 0: off. The bound runs on the
 	// fake clock, the waits between the gateway's polls on real time.
 	syncWithin time.Duration
+	// asyncAfter is emulate.async_after (the async shim); 0: off.
+	asyncAfter time.Duration
 }
 
 // newFaultEnv builds the world of kind k.
@@ -135,7 +138,7 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.Config {
 	t.Helper()
 	vars := map[string]string{"URL": brokerURL, "TIMEOUT": "5s", "MODE": "mitigate", "RESPONSES": "report",
-		"SYNC_WITHIN": o.syncWithin.String()}
+		"SYNC_WITHIN": o.syncWithin.String(), "ASYNC_AFTER": o.asyncAfter.String()}
 	if o.mode != "" {
 		vars["MODE"] = o.mode
 	}

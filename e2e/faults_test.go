@@ -280,6 +280,51 @@ var faultTable = []faultRow{
 		retried: []faultStep{{call: provision, count: replicaOrphans,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 2 * replicaOrphans}}}},
 	},
+	{
+		// The async shim answers 202 for the broker once async_after has
+		// passed, and the polls itself: the broker sees no last_operation.
+		name: "slower than emulate.async_after",
+		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionIncomplete, during: shimAnswered,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, ""}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		name: "5xx after the async shim's 202",
+		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 500, Count: 1}), during: shimAnswered,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, "injected fault: status 500"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		// The poll reports the timeout, and the lock stays for
+		// hold_after_timeout: the broker may still be at work.
+		name: "hang after the async shim's 202 (broker timeout)",
+		opts: faultOptions{asyncAfter: 50 * time.Millisecond, timeout: 500 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Hang: true, Count: 1}), during: shimAnswered,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, `broker "b" did not answer within 500ms`},
+				locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{
+			{call: provision,
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: provision, advance: time.Second,
+				want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}},
+		},
+	},
 }
 
 // replicaOrphans is how many orphans the two replicas mitigate at once.
@@ -387,6 +432,11 @@ var (
 			PlanID: asyncPlan, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID})
 		return err
 	}}
+	provisionIncomplete = platformCall{"provision with accepts_incomplete", samplebroker.EndpointProvision, func(c osb.Client, id string) error {
+		_, err := c.ProvisionInstance(&osb.ProvisionRequest{InstanceID: id, AcceptsIncomplete: true, ServiceID: serviceID,
+			PlanID: samplebroker.PlanSyncID, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID})
+		return err
+	}}
 	poll = platformCall{"last_operation", samplebroker.EndpointInstanceLastOperation, func(c osb.Client, id string) error {
 		_, err := c.PollLastOperation(&osb.LastOperationRequest{InstanceID: id, ServiceID: &serviceID, PlanID: &asyncPlan})
 		return err
@@ -419,6 +469,13 @@ func platformGone(t *testing.T, f *faultEnv) {
 	ctx := f.inflight
 	f.mu.Unlock()
 	await(t, ctx.Done(), "the gateway to see the platform hang up")
+}
+
+// shimAnswered waits until the platform's call held at the broker has its
+// answer: the async shim's 202.
+func shimAnswered(t *testing.T, f *faultEnv) {
+	t.Helper()
+	platformGone(t, f) // the gateway's handler returned, and its request context with it
 }
 
 func refuseNext(_ *testing.T, f *faultEnv) { f.refuse.n.Store(1) }
