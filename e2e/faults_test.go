@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -286,7 +288,7 @@ var faultTable = []faultRow{
 		name: "slower than emulate.async_after",
 		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
 		steps: []faultStep{
-			{call: provisionIncomplete, during: shimAnswered,
+			{call: provisionIncomplete, during: shimAnswered, after: shimSettled,
 				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
 			{call: poll, want: state{saw: saw{200, ""}, calls: calls{"provision": 1}}},
 		},
@@ -298,7 +300,7 @@ var faultTable = []faultRow{
 		name: "5xx after the async shim's 202",
 		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
 		steps: []faultStep{
-			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 500, Count: 1}), during: shimAnswered,
+			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 500, Count: 1}), during: shimAnswered, after: shimSettled,
 				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
 			{call: poll, want: state{saw: saw{200, "injected fault: status 500"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
 		},
@@ -312,7 +314,7 @@ var faultTable = []faultRow{
 		name: "hang after the async shim's 202 (broker timeout)",
 		opts: faultOptions{asyncAfter: 50 * time.Millisecond, timeout: 500 * time.Millisecond},
 		steps: []faultStep{
-			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Hang: true, Count: 1}), during: shimAnswered,
+			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Hang: true, Count: 1}), during: shimAnswered, after: shimSettled,
 				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
 			{call: poll, want: state{saw: saw{200, `broker "b" did not answer within 500ms`},
 				locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
@@ -476,6 +478,17 @@ func platformGone(t *testing.T, f *faultEnv) {
 func shimAnswered(t *testing.T, f *faultEnv) {
 	t.Helper()
 	platformGone(t, f) // the gateway's handler returned, and its request context with it
+}
+
+// shimSettled waits until the async shim recorded the outcome of the
+// broker call it answered 202 for (instance "i"), so that the next poll
+// reports it.
+func shimSettled(t *testing.T, f *faultEnv) {
+	t.Helper()
+	waitFor(t, "the async shim's outcome", func() bool {
+		l, err := f.stores[0].Get(context.Background(), store.LockKey("b", "i"))
+		return err == nil && l.Shim.State != store.StateInProgress
+	})
 }
 
 func refuseNext(_ *testing.T, f *faultEnv) { f.refuse.n.Store(1) }
