@@ -57,7 +57,8 @@ type Scope struct {
 	// FromCache is set when the gateway answered from its catalog cache.
 	FromCache bool
 	// Emulated names what the gateway answered in the broker's place
-	// (EmulatedFetch, EmulatedReplay, EmulatedGone), "" when it did not.
+	// (EmulatedFetch, EmulatedReplay, EmulatedGone, EmulatedShared,
+	// EmulatedShim), "" when it did not.
 	Emulated string
 	// Blocked is set when the guard refused the call because another
 	// operation on the instance is in progress.

@@ -38,6 +38,10 @@ import (
 // "osb-gateway-<kind>-<uuid>", kind as store.Lock.Kind.
 const ShimOperationPrefix = "osb-gateway-"
 
+// EmulatedShim is Scope.Emulated for an answer of the async shim: its 202,
+// and the last_operation answers of its operations.
+const EmulatedShim = "async_shim"
+
 // shimDescriptionMax bounds a description the shim keeps for a poll.
 const shimDescriptionMax = 4096
 
@@ -221,7 +225,7 @@ func (g *guard) claimShim(s, call *Scope) bool {
 	}
 	call.lock.lock = l
 	s.lock.settled = true // the broker call's copy holds the lock from here
-	s.Operation = l.Operation
+	s.Operation, s.Emulated = l.Operation, EmulatedShim
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
 		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
 		slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),

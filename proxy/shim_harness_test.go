@@ -264,9 +264,9 @@ func (e *shimEnv) waitShim(t *testing.T, key, state string) store.Lock {
 	return l
 }
 
-// checkEmulated fails t unless an answer the gateway made in the broker's
+// checkShimAnswer fails t unless an answer the gateway made in the broker's
 // place passes the response rules of the platform's version.
-func checkEmulated(t *testing.T, what string, c rules.Call, version string, a reply, polled rules.Endpoint) {
+func checkShimAnswer(t *testing.T, what string, c rules.Call, version string, a reply, polled rules.Endpoint) {
 	t.Helper()
 	_, vs := rules.CheckResponse(c, osb.MustParseVersion(version), a.status, []byte(a.body), nil, rules.ResponseOptions{Polled: polled})
 	for _, v := range vs {

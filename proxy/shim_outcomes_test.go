@@ -41,7 +41,7 @@ func TestShimBrokerError(t *testing.T) {
 			if poll.status != 200 || poll.body != want {
 				t.Errorf("poll: %d %s, want 200 %s", poll.status, poll.body, want)
 			}
-			checkEmulated(t, "the poll failed", instancePoll, "2.15", poll, rules.Provision)
+			checkShimAnswer(t, "the poll failed", instancePoll, "2.15", poll, rules.Provision)
 			if l := e.lock(t, key); l.Key != "" {
 				t.Errorf("lock after the terminal poll: %+v", l)
 			}
@@ -75,7 +75,7 @@ func TestShimBrokerTimeout(t *testing.T) {
 	if poll.status != 200 || !strings.Contains(poll.body, `"state":"failed"`) || !strings.Contains(poll.body, `did not answer within 30s`) {
 		t.Errorf("poll: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "the poll failed", instancePoll, "2.15", poll, rules.Provision)
+	checkShimAnswer(t, "the poll failed", instancePoll, "2.15", poll, rules.Provision)
 	if l := e.lock(t, key); l.Owner != held.Owner {
 		t.Errorf("lock after the poll: %+v, want it held", l)
 	}
@@ -100,7 +100,7 @@ func TestShimBrokerTimeout(t *testing.T) {
 	if poll.status != 200 || !strings.Contains(poll.body, `"state":"failed"`) {
 		t.Errorf("poll of the untracked operation: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "the untracked poll", instancePoll, "2.15", poll, rules.Unknown)
+	checkShimAnswer(t, "the untracked poll", instancePoll, "2.15", poll, rules.Unknown)
 }
 
 // TestShimBrokerTurnsAsync: a broker that answers 202 itself after the
@@ -154,14 +154,14 @@ func TestShimBind(t *testing.T) {
 		e.fire(t)
 		accepted := wait(t, pending)
 		op := operationOf(t, accepted)
-		checkEmulated(t, "the bind's 202", rules.Call{Endpoint: rules.Bind, AcceptsIncomplete: true}, "2.15", accepted, rules.Unknown)
+		checkShimAnswer(t, "the bind's 202", rules.Call{Endpoint: rules.Bind, AcceptsIncomplete: true}, "2.15", accepted, rules.Unknown)
 		release()
 		e.waitShim(t, store.BindingLockKey("b", "i1", "held-b1"), store.StateSucceeded)
 		poll := e.call(t, "GET", "/v2/service_instances/i1/service_bindings/held-b1/last_operation?operation="+op, "2.15", "")
 		if poll.status != 200 || poll.body != `{"state":"succeeded"}` {
 			t.Errorf("binding poll: %d %s", poll.status, poll.body)
 		}
-		checkEmulated(t, "the binding poll", bindingPoll, "2.15", poll, rules.Bind)
+		checkShimAnswer(t, "the binding poll", bindingPoll, "2.15", poll, rules.Bind)
 	})
 	t.Run("not stored", func(t *testing.T) {
 		e := newShimEnv(t, shimOptions{secrets: "none"})

@@ -62,6 +62,7 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 		next.ServeHTTP(w, withOperation(r, l.Shim.BrokerOperation))
 		return
 	}
+	s.Emulated = EmulatedShim
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
@@ -158,7 +159,7 @@ func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope
 		in, err = g.st.GetInstance(r.Context(), up.name, s.Call.InstanceID)
 		last = in.LastOperation
 	}
-	s.Operation = op
+	s.Operation, s.Emulated = op, EmulatedShim
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		g.metrics.StoreError("inventory")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -52,7 +53,7 @@ func TestShimRedisReplicas(t *testing.T) {
 	if poll.status != 200 || poll.body != `{"state":"succeeded"}` {
 		t.Errorf("replica B's poll after the broker answered: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "replica B's poll", instancePoll, "2.15", poll, rules.Provision)
+	checkShimAnswer(t, "replica B's poll", instancePoll, "2.15", poll, rules.Provision)
 	if l := a.lock(t, key); l.Key != "" {
 		t.Errorf("lock after the terminal poll: %+v", l)
 	}
@@ -72,7 +73,7 @@ func TestShimRedisReplicas(t *testing.T) {
 	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
 		t.Errorf("poll after the call's time is over: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "the poll of a lost operation", instancePoll, "2.15", poll, rules.Provision)
+	checkShimAnswer(t, "the poll of a lost operation", instancePoll, "2.15", poll, rules.Provision)
 	if l := b.lock(t, store.LockKey("b", "held2")); l.Key != "" {
 		t.Errorf("lock after the lost operation's poll: %+v", l)
 	}
@@ -124,37 +125,51 @@ func TestShimRestartOnBolt(t *testing.T) {
 	}
 }
 
-// TestShimBindingPollOldBroker: a binding's last_operation to a broker
-// below 2.14 is answered when it polls an operation the shim owns, tracked
-// (its lock) or not (a delete the inventory no longer holds: 410), and
-// refused 412 otherwise, as without the shim.
+// TestShimBindingPollOldBroker: a bind with accepts_incomplete=true to a
+// broker below 2.14 reaches it without the flag (it has no asynchronous
+// bindings) and is shimmed like any slow synchronous call; the binding's
+// last_operation, which the broker does not have, is answered when it
+// polls an operation the shim owns, tracked (its lock) or not (a delete
+// the inventory no longer holds: 410), and refused 412 otherwise, as
+// without the shim.
 func TestShimBindingPollOldBroker(t *testing.T) {
 	e := newShimEnv(t, shimOptions{max: "2.13"})
-	ctx := context.Background()
-	key := store.BindingLockKey("b", "i1", "b1")
-	op := ShimOperationPrefix + "bind-1"
-	if _, err := e.st.Acquire(ctx, store.Lock{Key: key, Owner: "o1", Kind: store.KindBind, Broker: "b", InstanceID: "i1", BindingID: "b1",
-		Async: true, Operation: op, Deadline: e.clock.Now().Add(time.Hour),
-		Shim: store.Shim{State: store.StateSucceeded, Replica: "r", CallEnds: e.clock.Now().Add(time.Minute)}}); err != nil {
-		t.Fatal(err)
+	if got := e.call(t, "PUT", "/v2/service_instances/i1", "2.14", shimProvision); got.status != 201 {
+		t.Fatalf("provision: %d %s", got.status, got.body)
 	}
-	path := "/v2/service_instances/i1/service_bindings/b1/last_operation?operation="
+	pending := e.send(t, "PUT", "/v2/service_instances/i1/service_bindings/held-b1?accepts_incomplete=true", "2.14", syncBind)
+	held := e.held(t)
+	release := held.releaser(t)
+	if strings.Contains(held.r.URL.RawQuery, "accepts_incomplete") {
+		t.Errorf("the 2.13 broker got the bind with %q", held.r.URL.RawQuery)
+	}
+	e.fire(t)
+	accepted := wait(t, pending)
+	op := operationOf(t, accepted)
+	checkShimAnswer(t, "the bind's 202", rules.Call{Endpoint: rules.Bind, AcceptsIncomplete: true}, "2.14", accepted, rules.Unknown)
+	release()
+	key := store.BindingLockKey("b", "i1", "held-b1")
+	e.waitShim(t, key, store.StateSucceeded)
+	path := "/v2/service_instances/i1/service_bindings/held-b1/last_operation?operation="
 	poll := e.call(t, "GET", path+op, "2.14", "")
 	if poll.status != 200 || poll.body != `{"state":"succeeded"}` {
 		t.Errorf("poll of the shim's operation: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "the binding poll", bindingPoll, "2.14", poll, rules.Bind)
+	checkShimAnswer(t, "the binding poll", bindingPoll, "2.14", poll, rules.Bind)
 	if l := e.lock(t, key); l.Key != "" {
 		t.Errorf("lock after the poll: %+v", l)
 	}
-	poll = e.call(t, "GET", path+ShimOperationPrefix+"unbind-2", "2.14", "")
+	poll = e.call(t, "GET", "/v2/service_instances/i1/service_bindings/b2/last_operation?operation="+ShimOperationPrefix+"unbind-2", "2.14", "")
 	if poll.status != 410 || poll.body != `{}` {
 		t.Errorf("poll of an untracked unbind: %d %s", poll.status, poll.body)
 	}
-	checkEmulated(t, "the untracked unbind's poll", bindingPoll, "2.14", poll, rules.Unknown)
+	checkShimAnswer(t, "the untracked unbind's poll", bindingPoll, "2.14", poll, rules.Unknown)
 	poll = e.call(t, "GET", path+"brokers-own", "2.14", "")
 	if poll.status != 412 || !strings.Contains(poll.body, "speaks at most 2.13") {
 		t.Errorf("poll of another operation: %d %s", poll.status, poll.body)
+	}
+	if n := e.broker.Count(samplebroker.EndpointBindingLastOperation); n != 0 {
+		t.Errorf("%d binding polls reached the 2.13 broker", n)
 	}
 }
 
@@ -181,20 +196,20 @@ func TestShimLifecycle(t *testing.T) {
 				e.fire(t)
 				accepted := wait(t, pending)
 				op := operationOf(t, accepted)
-				checkEmulated(t, ep.String()+"'s 202", rules.Call{Endpoint: ep, AcceptsIncomplete: true}, version, accepted, rules.Unknown)
+				checkShimAnswer(t, ep.String()+"'s 202", rules.Call{Endpoint: ep, AcceptsIncomplete: true}, version, accepted, rules.Unknown)
 				pollCall := instancePoll
 				if strings.Contains(pollPath, "service_bindings") {
 					pollCall = bindingPoll
 				}
 				poll := e.call(t, "GET", pollPath+"?operation="+op, version, "")
-				checkEmulated(t, ep.String()+"'s poll in progress", pollCall, version, poll, ep)
+				checkShimAnswer(t, ep.String()+"'s poll in progress", pollCall, version, poll, ep)
 				release()
 				e.waitShim(t, key, store.StateSucceeded)
 				poll = e.call(t, "GET", pollPath+"?operation="+op, version, "")
 				if poll.body != `{"state":"succeeded"}` {
 					t.Errorf("%s's poll: %d %s", ep, poll.status, poll.body)
 				}
-				checkEmulated(t, ep.String()+"'s poll succeeded", pollCall, version, poll, ep)
+				checkShimAnswer(t, ep.String()+"'s poll succeeded", pollCall, version, poll, ep)
 			}
 			inst := "/v2/service_instances/held9"
 			ikey := store.LockKey("b", "held9")
