@@ -4,7 +4,8 @@
 //
 // New builds the whole chain in one place. A request passes, outermost
 // first: scope, trace, metrics, audit, recover, access log, route, auth,
-// body, version, classify, validate, catalog, guard, upstream. Trace,
+// body, version, classify, validate, catalog, flights, guard, emulate,
+// shim, upstream. Trace,
 // metrics and audit are the optional parts (Options.Tracing, Metrics,
 // Audit), left out when not set; they and the access log read the Scope
 // after the inner stages return. Each stage is a small Middleware that
@@ -41,6 +42,13 @@
 // broker's answer once, with rules.CheckResponse (or rules.ReadResponse
 // when the broker's answers are not checked), and the guard settles locks,
 // polls and orphans from the rules.Answer it returns.
+//
+// The shim stage (brokers[].emulate.async_after) may run the rest of a
+// call in a goroutine of its own, on a copy of the request's Scope
+// (Scope.fork) answering into a buffer, so that the platform can get a 202
+// while the broker call runs on: the copy goes back into the Scope
+// (Scope.adopt) only when its answer reaches the platform after all, so no
+// Scope is ever written by two goroutines.
 //
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
