@@ -118,7 +118,7 @@ func TestShimSlowBrokers(t *testing.T) {
 			}
 			return func() {
 				waitFor(t, "the call at the broker", func() bool { return sb.Count(endpoint) > before })
-				(<-timers) <- time.Time{}
+				awaitValue(t, timers, "the async_after timer") <- time.Time{}
 			}, nil
 		}
 		sc.run(t)
