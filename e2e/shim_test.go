@@ -98,7 +98,15 @@ type shimCase struct {
 func TestShimSlowBrokers(t *testing.T) {
 	t.Run("sample broker latency", func(t *testing.T) {
 		t.Parallel()
-		sb := samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass})
+		// The broker's latency ends when the test says (Options.After),
+		// never by a timer racing the test's steps.
+		latencies := make(chan chan time.Time, 4)
+		sb := samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass,
+			After: func(time.Duration) <-chan time.Time {
+				c := make(chan time.Time, 1)
+				latencies <- c
+				return c
+			}})
 		srv := httptest.NewServer(sb)
 		t.Cleanup(srv.Close)
 		timers := make(chan chan time.Time, 4)
@@ -110,16 +118,19 @@ func TestShimSlowBrokers(t *testing.T) {
 		sc := shimCase{serviceID: samplebroker.ServiceID, plan: samplebroker.PlanSyncID,
 			client: shimGateway(t, srv.URL, sampleUser, samplePass, timer)}
 		sc.slowDown = func(t *testing.T, endpoint string) (func(), func()) {
-			// The broker answers 2s after the call reached it; the
-			// gateway's async_after fires as soon as it has.
-			before := sb.Count(endpoint)
-			if err := sb.InjectFault(samplebroker.Fault{Endpoint: endpoint, Latency: 2 * time.Second, Count: 1}); err != nil {
+			// The call waits out its latency at the broker; the gateway's
+			// async_after fires once it is there; the latency ends after
+			// the first poll.
+			if err := sb.InjectFault(samplebroker.Fault{Endpoint: endpoint, Latency: time.Hour, Count: 1}); err != nil {
 				t.Fatal(err)
 			}
+			var latency chan time.Time
 			return func() {
-				waitFor(t, "the call at the broker", func() bool { return sb.Count(endpoint) > before })
-				awaitValue(t, timers, "the async_after timer") <- time.Time{}
-			}, nil
+					latency = awaitValue(t, latencies, "the call at the broker")
+					awaitValue(t, timers, "the async_after timer") <- time.Time{}
+				}, func() {
+					latency <- time.Time{}
+				}
 		}
 		sc.run(t)
 	})

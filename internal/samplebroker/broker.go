@@ -75,6 +75,12 @@ type Options struct {
 	// nothing.
 	Latency time.Duration
 
+	// After is how the broker waits out a latency (Latency, a fault's
+	// Latency): the wait ends when the channel it returns delivers. Tests
+	// inject one they control, so that a slow call ends when the test says
+	// rather than racing a timer. Nil means time.After.
+	After func(time.Duration) <-chan time.Time
+
 	// Now is the broker's clock, used for asynchronous operations. Nil means
 	// time.Now.
 	Now func() time.Time
@@ -173,7 +179,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, instanceID, bindingID, allow := route(r.Method, r.URL.Path)
 	c := call{ep: ep, instanceID: instanceID, bindingID: bindingID}
 	b.counts[c.ep].Add(1)
-	if b.opts.Latency > 0 && !sleep(r, b.opts.Latency) {
+	if b.opts.Latency > 0 && !b.sleep(r, b.opts.Latency) {
 		return
 	}
 	if !b.authorized(r) {
@@ -277,7 +283,15 @@ func (b *Broker) checkVersion(r *http.Request) (osb.Version, error) {
 
 // sleep waits d or until the request's context ends; it reports whether the
 // full time passed.
-func sleep(r *http.Request, d time.Duration) bool {
+func (b *Broker) sleep(r *http.Request, d time.Duration) bool {
+	if b.opts.After != nil {
+		select {
+		case <-b.opts.After(d):
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -164,7 +164,7 @@ func (b *Broker) applyFault(w http.ResponseWriter, r *http.Request, ep endpoint)
 	if !ok {
 		return false, false
 	}
-	if f.apply(w, r) {
+	if f.apply(b, w, r) {
 		return true, false
 	}
 	return false, f.FailOperation
@@ -172,8 +172,8 @@ func (b *Broker) applyFault(w http.ResponseWriter, r *http.Request, ep endpoint)
 
 // apply carries out the fault and reports whether it answered the request
 // (or abandoned it), so that the real handler must not run.
-func (f *Fault) apply(w http.ResponseWriter, r *http.Request) bool {
-	if f.Latency > 0 && !sleep(r, f.Latency) {
+func (f *Fault) apply(b *Broker, w http.ResponseWriter, r *http.Request) bool {
+	if f.Latency > 0 && !b.sleep(r, f.Latency) {
 		return true
 	}
 	switch {
