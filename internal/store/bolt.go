@@ -29,6 +29,8 @@ import (
 //	inv_bindings    broker NUL instance id NUL binding id -> binding record
 //	inv_counts      "i" NUL broker NUL tenant -> instances (8-byte big-endian)
 //	                "b" NUL broker -> bindings (8-byte big-endian)
+//	inv_expiry      time(ExpiresAt) + broker NUL instance id NUL binding id -> nothing
+//	                (bindings with an ExpiresAt)
 var (
 	bucketMeta          = []byte("meta")
 	bucketLocks         = []byte("locks")
@@ -39,6 +41,7 @@ var (
 	bucketTenants       = []byte("inv_tenants")
 	bucketBindings      = []byte("inv_bindings")
 	bucketCounts        = []byte("inv_counts")
+	bucketExpiry        = []byte("inv_expiry")
 	keyVersion          = []byte("version")
 )
 
@@ -47,7 +50,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketInstances, bucketTenants, bucketBindings, bucketCounts,
+	bucketInstances, bucketTenants, bucketBindings, bucketCounts, bucketExpiry,
 }
 
 // boltVersion is the layout above; a file with another version is refused.

@@ -72,7 +72,8 @@ func unindexInstance(tx *bolt.Tx, broker, instanceID string, old []byte) error {
 	return addCount(tx, instanceCountKey(broker, tenant), -1)
 }
 
-// putBindingTx is putInstanceTx for a binding.
+// putBindingTx is putInstanceTx for a binding; it moves the binding's
+// entry in the expiry index too.
 func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, error) {
 	k := []byte(instanceKey(bd.Broker, bindingSubkey(bd.InstanceID, bd.BindingID)))
 	b := tx.Bucket(bucketBindings)
@@ -80,10 +81,36 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 	if old != nil && !replace {
 		return false, nil
 	}
-	if err := b.Put(k, rec); err != nil || old != nil {
-		return err == nil, err
+	if old != nil {
+		if err := unindexExpiry(tx, k, old); err != nil {
+			return false, err
+		}
+	}
+	if err := b.Put(k, rec); err != nil {
+		return false, err
+	}
+	if !bd.ExpiresAt.IsZero() {
+		if err := tx.Bucket(bucketExpiry).Put(timeKey(bd.ExpiresAt, string(k)), nil); err != nil {
+			return false, err
+		}
+	}
+	if old != nil {
+		return true, nil
 	}
 	return true, addCount(tx, bindingCountKey(bd.Broker), 1)
+}
+
+// unindexExpiry removes the expiry index entry of the binding stored under
+// k as the record old (none if it has no ExpiresAt).
+func unindexExpiry(tx *bolt.Tx, k, old []byte) error {
+	t, err := recordExpiry(old)
+	if err != nil {
+		return fmt.Errorf("%w: binding %q: decode record: %w", ErrUnavailable, k, err)
+	}
+	if t.IsZero() {
+		return nil
+	}
+	return tx.Bucket(bucketExpiry).Delete(timeKey(t, string(k)))
 }
 
 func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, error) {
@@ -177,9 +204,14 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 		if gone, keys, err = bindingsUnder(tx, append(bytes.Clone(k), 0)); err != nil {
 			return err
 		}
-		for _, bk := range keys {
+		for i, bk := range keys {
 			if err := tx.Bucket(bucketBindings).Delete(bk); err != nil {
 				return err
+			}
+			if t := gone[i].ExpiresAt; !t.IsZero() {
+				if err := tx.Bucket(bucketExpiry).Delete(timeKey(t, string(bk))); err != nil {
+					return err
+				}
 			}
 		}
 		if err := addCount(tx, bindingCountKey(broker), -int64(len(keys))); err != nil {
@@ -259,8 +291,12 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketBindings)
-		if found = b.Get(k) != nil; !found {
+		old := b.Get(k)
+		if found = old != nil; !found {
 			return nil
+		}
+		if err := unindexExpiry(tx, k, old); err != nil {
+			return err
 		}
 		if err := b.Delete(k); err != nil {
 			return err

@@ -36,6 +36,8 @@ var testInventoryContract = []struct {
 	{"InventoryConcurrentWriters", testInventoryConcurrentWriters},
 	{"InventoryConcurrentTenants", testInventoryConcurrentTenants},
 	{"InventoryRestart", testInventoryRestart},
+	{"InventoryExpiring", testInventoryExpiring},
+	{"InventoryExpiringLimit", testInventoryExpiringLimit},
 }
 
 // testInstance is an instance of broker with every field set, as a Cloud

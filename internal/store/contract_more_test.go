@@ -199,6 +199,8 @@ func calls(ctx context.Context, s Store) map[string]error {
 	_, errs["GetBinding"] = s.GetBinding(ctx, "b1", "i1", "x1")
 	_, errs["ListBindings"] = s.ListBindings(ctx, "b1", "i1")
 	_, errs["CountBindings"] = s.CountBindings(ctx, "")
+	_, errs["ExpiringBindings"] = s.ExpiringBindings(ctx, "", t0, 0)
+	_, errs["CountExpiring"] = s.CountExpiring(ctx, t0)
 	errs["DeleteBinding"] = s.DeleteBinding(ctx, "b1", "i1", "x1")
 	_, errs["DeleteInstance"] = s.DeleteInstance(ctx, "b1", "i1")
 	_, errs["Import"] = s.Import(ctx, []Entry{{Instance: &in}, {Binding: &bd}}, true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 )
 
 // The inventory of the memory backend: per broker, records kept encoded in
@@ -17,6 +18,9 @@ type memBroker struct {
 	bindings  map[string]map[string][]byte // instance id -> binding id -> record
 	bound     sortedKeys                   // keys of bindings
 	nbindings int
+	// expiring indexes the bindings with an ExpiresAt: instance id NUL
+	// binding id -> ExpiresAt in microseconds since 1970.
+	expiring map[string]int64
 }
 
 // broker returns the inventory of name, created if create is set (else
@@ -24,7 +28,8 @@ type memBroker struct {
 func (m *memory) broker(name string, create bool) *memBroker {
 	b := m.brokers[name]
 	if b == nil && create {
-		b = &memBroker{instances: map[string][]byte{}, tenants: map[string]int{}, bindings: map[string]map[string][]byte{}}
+		b = &memBroker{instances: map[string][]byte{}, tenants: map[string]int{}, bindings: map[string]map[string][]byte{},
+			expiring: map[string]int64{}}
 		m.brokers[name] = b
 	}
 	return b
@@ -53,8 +58,8 @@ func (b *memBroker) countTenant(rec []byte, delta int) {
 	}
 }
 
-// putBinding is putInstance for a binding.
-func (b *memBroker) putBinding(instance, id string, rec []byte, replace bool) bool {
+// putBinding is putInstance for a binding; expires is its ExpiresAt.
+func (b *memBroker) putBinding(instance, id string, expires time.Time, rec []byte, replace bool) bool {
 	of := b.bindings[instance]
 	if of == nil {
 		of = map[string][]byte{}
@@ -67,6 +72,11 @@ func (b *memBroker) putBinding(instance, id string, rec []byte, replace bool) bo
 		b.nbindings++
 	}
 	of[id] = rec
+	if k := bindingSubkey(instance, id); expires.IsZero() {
+		delete(b.expiring, k)
+	} else {
+		b.expiring[k] = expires.UnixMicro()
+	}
 	return true
 }
 
@@ -165,6 +175,9 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 	}
 	if of != nil {
 		b.nbindings -= len(of)
+		for id := range of {
+			delete(b.expiring, bindingSubkey(instanceID, id))
+		}
 		delete(b.bindings, instanceID)
 		b.bound.remove()
 	}
@@ -192,7 +205,7 @@ func (m *memory) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
 		return Binding{}, err
 	}
 	defer m.mu.Unlock()
-	m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, rec, true)
+	m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, rec, true)
 	return bd, nil
 }
 
@@ -231,6 +244,7 @@ func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingI
 		return noBinding(broker, instanceID, bindingID)
 	}
 	delete(of, bindingID)
+	delete(b.expiring, bindingSubkey(instanceID, bindingID))
 	b.nbindings--
 	if len(of) == 0 {
 		delete(b.bindings, instanceID)

@@ -242,7 +242,7 @@ func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (Imp
 			written = m.broker(in.Broker, true).putInstance(in.InstanceID, e.rec, replace)
 		} else {
 			bd := e.binding
-			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, e.rec, replace)
+			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, e.rec, replace)
 		}
 		if written {
 			res.Written++

@@ -16,6 +16,8 @@ import (
 //	inv:{B}:tx        sorted set, scores 0: tenant NUL instance id, for instances with a tenant
 //	inv:{B}:b         hash: instance id NUL binding id -> binding record
 //	inv:{B}:bx        sorted set, scores 0: instance id NUL binding id
+//	inv:{B}:ex        sorted set: instance id NUL binding id, scored by the
+//	                  binding's ExpiresAt in microseconds (bindings with one)
 //
 // where B is the broker name with "%", "{" and "}" percent-encoded, so
 // that the hash tag {B} is never cut short and every key of one broker is
@@ -53,18 +55,24 @@ return 1
 `)
 
 // putBindingScript stores ARGV[2] as binding ARGV[1] (instance NUL
-// binding) unless it exists and ARGV[3] is not "1"; 1 if stored, else 0.
-// KEYS: b, bx.
+// binding) unless it exists and ARGV[3] is not "1", and scores it ARGV[4]
+// in ex (or takes it out where ARGV[4] is ""); 1 if stored, else 0.
+// KEYS: b, bx, ex.
 var putBindingScript = redis.NewScript(`
 if ARGV[3] ~= '1' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
+if ARGV[4] ~= '' then
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+else
+  redis.call('ZREM', KEYS[3], ARGV[1])
+end
 return 1
 `)
 
 // deleteInstanceScript deletes instance ARGV[1] and its bindings. It
 // returns false if there was neither, else {instance record or "",
-// binding member, binding record, ...}. KEYS: i, ix, tx, b, bx.
+// binding member, binding record, ...}. KEYS: i, ix, tx, b, bx, ex.
 var deleteInstanceScript = redis.NewScript(`
 local id = ARGV[1]
 local old = redis.call('HGET', KEYS[1], id)
@@ -79,6 +87,7 @@ for _, m in ipairs(members) do
     out[#out + 1] = rec
     redis.call('HDEL', KEYS[4], m)
   end
+  redis.call('ZREM', KEYS[6], m)
 end
 if #members > 0 then redis.call('ZREMRANGEBYLEX', KEYS[5], lo, hi) end
 if old then
@@ -106,13 +115,13 @@ return out
 `)
 
 // invKeys are the keys of one broker's inventory.
-type invKeys struct{ i, ix, tx, b, bx string }
+type invKeys struct{ i, ix, tx, b, bx, ex string }
 
 var brokerTagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (s *redisStore) inv(broker string) invKeys {
 	p := s.prefix + "inv:{" + brokerTagEscaper.Replace(broker) + "}:"
-	return invKeys{i: p + "i", ix: p + "ix", tx: p + "tx", b: p + "b", bx: p + "bx"}
+	return invKeys{i: p + "i", ix: p + "ix", tx: p + "tx", b: p + "b", bx: p + "bx", ex: p + "ex"}
 }
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
@@ -186,7 +195,7 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 		return nil, err
 	}
 	k := s.inv(broker)
-	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.i, k.ix, k.tx, k.b, k.bx}, instanceID).StringSlice()
+	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.i, k.ix, k.tx, k.b, k.bx, k.ex}, instanceID).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, noInstance(broker, instanceID)
@@ -223,8 +232,8 @@ func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error
 		return Binding{}, err
 	}
 	k := s.inv(bd.Broker)
-	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.b, k.bx},
-		bindingSubkey(bd.InstanceID, bd.BindingID), rec, replaceArg(true))
+	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.b, k.bx, k.ex},
+		bindingSubkey(bd.InstanceID, bd.BindingID), rec, replaceArg(true), expiryScore(bd.ExpiresAt))
 	if err != nil {
 		return Binding{}, s.fail(ctx, "put binding script", err)
 	}
@@ -260,6 +269,7 @@ func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bind
 	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		del = p.HDel(ctx, k.b, member)
 		p.ZRem(ctx, k.bx, member)
+		p.ZRem(ctx, k.ex, member)
 		return nil
 	})
 	switch {

@@ -270,7 +270,8 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.i, k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
 			} else {
 				bd := e.binding
-				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec, replaceArg(replace))
+				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx, k.ex}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec,
+					replaceArg(replace), expiryScore(bd.ExpiresAt))
 			}
 		}
 		return nil

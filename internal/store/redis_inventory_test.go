@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
@@ -57,6 +58,9 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 		}, 1},
 		{"CountInstances of a tenant", func() error { _, err := s.CountInstances(ctx, InstanceFilter{Tenant: "x"}); return err }, 2},
 		{"CountBindings", func() error { _, err := s.CountBindings(ctx, ""); return err }, 2},
+		{"ExpiringBindings of a broker", func() error { _, err := s.ExpiringBindings(ctx, "b1", t0.AddDate(1, 0, 0), 10); return err }, 1},
+		{"ExpiringBindings of all", func() error { _, err := s.ExpiringBindings(ctx, "", t0.AddDate(1, 0, 0), 10); return err }, 2},
+		{"CountExpiring", func() error { _, err := s.CountExpiring(ctx, t0.AddDate(1, 0, 0)); return err }, 2},
 		{"DeleteBinding", func() error { return s.DeleteBinding(ctx, "b1", "i9", "x1") }, 1},
 		{"DeleteInstance", func() error { _, err := s.DeleteInstance(ctx, "b1", "i9"); return err }, 1},
 	}
@@ -79,7 +83,7 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRedisInventoryKeys checks the key layout: per broker, five keys under
+// TestRedisInventoryKeys checks the key layout: per broker, six keys under
 // one hash tag, the tag's braces escaped.
 func TestRedisInventoryKeys(t *testing.T) {
 	ctx := context.Background()
@@ -95,11 +99,14 @@ func TestRedisInventoryKeys(t *testing.T) {
 	}
 	slices.Sort(keys)
 	tag := s.prefix + "inv:{b%7B1%7D%25}:"
-	want := []string{s.prefix + "inv:brokers", tag + "b", tag + "bx", tag + "i", tag + "ix", tag + "tx"}
+	want := []string{s.prefix + "inv:brokers", tag + "b", tag + "bx", tag + "ex", tag + "i", tag + "ix", tag + "tx"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("keys (-want +got):\n%s", d)
 	}
-	for key, want := range map[string][]string{tag + "ix": {"i1"}, tag + "tx": {"x\x00i1"}, tag + "bx": {"i1\x00x1"}} {
+	if got, want := raw.ZScore(ctx, tag+"ex", "i1\x00x1").Val(), float64(t0.Add(30*24*time.Hour).UnixMicro()); got != want {
+		t.Errorf("ZSCORE ex = %f, want the binding's ExpiresAt in microseconds, %f", got, want)
+	}
+	for key, want := range map[string][]string{tag + "ix": {"i1"}, tag + "tx": {"x\x00i1"}, tag + "bx": {"i1\x00x1"}, tag + "ex": {"i1\x00x1"}} {
 		if got := raw.ZRange(ctx, key, 0, -1).Val(); !cmp.Equal(want, got) {
 			t.Errorf("ZRANGE %s = %q, want %q", key, got, want)
 		}
