@@ -35,6 +35,9 @@ var adminRoutes = []string{
 	"DELETE /admin/operations/{broker}/{instance}/{binding}",
 	"GET /admin/orphans",
 	"POST /admin/orphans/{orphan}/retry",
+	"GET /admin/instances",
+	"GET /admin/instances/{broker}/{instance}",
+	"GET /admin/bindings/expiring",
 }
 
 // pathValues fill the wildcards of adminRoutes when a test calls them.
@@ -45,6 +48,12 @@ var pathValues = strings.NewReplacer("{broker}", "b", "{instance}", "i1", "{orph
 // and the state store st (memory when nil). It returns the admin's URL and
 // its log.
 func adminEnv(t *testing.T, token string, st store.Store) (*Admin, string, *osbtest.Buffer) {
+	t.Helper()
+	return adminEnvAt(t, token, st, nil)
+}
+
+// adminEnvAt is adminEnv with the gateway's clock now (nil: time.Now).
+func adminEnvAt(t *testing.T, token string, st store.Store, now func() time.Time) (*Admin, string, *osbtest.Buffer) {
 	t.Helper()
 	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1})
 	bs := httptest.NewServer(broker)
@@ -62,7 +71,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if st == nil {
 		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Store: st})
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Store: st, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +81,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	a := NewAdmin(nil)
 	a.MountCatalogAdmin(sw, log)
 	a.MountOperationsAdmin(sw, log)
+	a.MountInventoryAdmin(sw, log)
 	a.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }))
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
@@ -233,6 +243,15 @@ func (failingStore) ListOrphans(context.Context) ([]store.Orphan, error) { retur
 func (failingStore) GetOrphan(context.Context, string) (store.Orphan, error) {
 	return store.Orphan{}, errStoreDown
 }
+func (failingStore) ListInstances(context.Context, store.InstanceFilter, string, int) ([]store.Instance, string, error) {
+	return nil, "", errStoreDown
+}
+func (failingStore) GetInstance(context.Context, string, string) (store.Instance, error) {
+	return store.Instance{}, errStoreDown
+}
+func (failingStore) ExpiringBindings(context.Context, string, time.Time, int) ([]store.Binding, error) {
+	return nil, errStoreDown
+}
 
 // TestAdminStoreErrorsStayInTheLog: when the state store fails, the
 // answer is 503 saying what failed in words; the store's error text is in
@@ -245,6 +264,9 @@ func TestAdminStoreErrorsStayInTheLog(t *testing.T) {
 		{"DELETE", "/admin/operations/b/i1?reason=stuck", "admin_store_release"},
 		{"GET", "/admin/orphans", "admin_store_list_orphans"},
 		{"POST", "/admin/orphans/o1/retry", "admin_store_retry"},
+		{"GET", "/admin/instances", "admin_store_list_instances"},
+		{"GET", "/admin/instances/b/i1", "admin_store_get_instance"},
+		{"GET", "/admin/bindings/expiring", "admin_store_list_expiring"},
 	} {
 		res, body := adminCall(t, tc.method, url+tc.path, testAdminToken)
 		if strings.Contains(body, "10.9.8.7") {
@@ -252,8 +274,8 @@ func TestAdminStoreErrorsStayInTheLog(t *testing.T) {
 		}
 		checkGolden(t, tc.golden, res, body)
 	}
-	if n := strings.Count(logs.String(), errStoreDown.Error()); n != 4 {
-		t.Errorf("the store's error is logged %d times, want 4:\n%s", n, logs)
+	if n := strings.Count(logs.String(), errStoreDown.Error()); n != 7 {
+		t.Errorf("the store's error is logged %d times, want 7:\n%s", n, logs)
 	}
 }
 

@@ -56,10 +56,11 @@ func endpointIndex(e rules.Endpoint) int {
 //
 // This file has the instruments and the metrics stage; the broker calls
 // are timed by the transport of metrics_transport.go, and the values read
-// at scrape time (catalog cache counters, locks, operations) by the
-// collectors of metrics_scrape.go. The request and broker series are
-// resolved once per label combination and cached, so a call costs a map
-// lookup on (tenant, broker) and a few atomic adds.
+// at scrape time (catalog cache counters, locks, operations, expiring
+// bindings) by the collectors of metrics_scrape.go and metrics_expiring.go.
+// The request and broker series are resolved once per label combination
+// and cached, so a call costs a map lookup on (tenant, broker) and a few
+// atomic adds.
 type Metrics struct {
 	now func() time.Time // nil: the real clock, read as cheaply as it can be
 
@@ -72,8 +73,9 @@ type Metrics struct {
 	orphans   *prometheus.CounterVec
 	noCatalog *prometheus.CounterVec
 	auditErrs prometheus.Counter
-	state     *stateCollector   // the store errors, locks held and operations in progress
-	catalogs  *catalogCollector // the catalog cache counters
+	state     *stateCollector    // the store errors, locks held and operations in progress
+	catalogs  *catalogCollector  // the catalog cache counters
+	expiring  *expiringCollector // the bindings expiring soon
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -125,6 +127,7 @@ var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 // be the gateway's (Options.Now).
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
 	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector()}
+	m.expiring = newExpiringCollector(now, m.state.errs)
 	m.routes.Store(&map[routeKey]*routeSeries{})
 	m.brokers.Store(&map[string]*brokerSeries{})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_requests_total",
@@ -157,7 +160,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.auditErrs, m.state, m.catalogs} {
+		m.orphans, m.noCatalog, m.auditErrs, m.state, m.catalogs, m.expiring} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

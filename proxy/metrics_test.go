@@ -429,6 +429,7 @@ func TestMetricsExposition(t *testing.T) {
 	cache.statsFor("b").hits.Add(1)
 	m.ObserveCatalogs(func() *CatalogCache { return cache })
 	m.ObserveState(func(context.Context) (int64, int64, error) { return 1, 1, nil })
+	m.ObserveExpiring(func(context.Context) (map[string]int, error) { return map[string]int{"b": 1}, nil })
 	m.record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
 		Status: 400, Blocked: true, Findings: []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r"}}},
 		Orphan: "queued", CatalogUnavailable: "refused"})

@@ -144,6 +144,9 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 		}
 		return int64(len(held)), operations, err
 	})
+	obs.metrics.ObserveExpiring(func(ctx context.Context) (map[string]int, error) {
+		return s.sw.Load().CountExpiringBindings(ctx)
+	})
 	l := cfg.Listen
 	s.main = &http.Server{
 		Handler:           s.sw,
@@ -190,11 +193,13 @@ func (s *server) readiness() error {
 }
 
 // adminHandler is the admin API: health, readiness and metrics, open;
-// catalog, operation and orphan control under /admin/, behind admin.token.
+// catalog, operation, orphan and inventory control under /admin/, behind
+// admin.token.
 func (s *server) adminHandler() http.Handler {
 	a := proxy.NewAdmin(s.readiness)
 	a.MountCatalogAdmin(s.sw, s.log)
 	a.MountOperationsAdmin(s.sw, s.log)
+	a.MountInventoryAdmin(s.sw, s.log)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
 	return a
 }
