@@ -29,6 +29,9 @@ var subcommands = []struct {
 	{"audit", []string{"audit", "verify", "-h"}},
 	{"audit", []string{"audit", "query", "-h"}},
 	{"audit", []string{"audit", "-h"}},
+	{"inventory", []string{"inventory", "-h"}},
+	{"inventory", []string{"inventory", "export", "-h"}},
+	{"inventory", []string{"inventory", "import", "-h"}},
 	{"version", []string{"version", "-h"}},
 }
 

@@ -7,6 +7,7 @@
 //	osb-gateway health [-addr 127.0.0.1:9090]    ask a running gateway's admin listener whether it is healthy
 //	osb-gateway hash-password [-cost 10]         bcrypt a password read from standard input
 //	osb-gateway audit verify|query ...           check the audit log's hash chain, search it
+//	osb-gateway inventory export|import ...      write the inventory as JSON lines, store JSON lines in it
 //	osb-gateway version                          print the version and build information
 //
 // Exit codes are the same for every command (see usage).
@@ -29,7 +30,8 @@ const (
 	// exitFailed: the configuration (or a file, certificate or catalog it
 	// names) has problems, the gateway could not start or failed while
 	// serving, requests had to be cut at shutdown, the gateway is not
-	// healthy, an audit chain is broken.
+	// healthy, an audit chain is broken, an inventory export or import
+	// failed.
 	exitFailed = 1
 	// exitUsage: an unknown command, bad flags or arguments, or a
 	// configuration file that cannot be read at all.
@@ -48,6 +50,9 @@ commands:
   hash-password  print the bcrypt hash of the password read from standard input: [-cost N]
   audit          check or search audit files: audit verify FILE..., audit query -file F [-instance ID]
                  [-tenant T] [-broker B] [-status 4xx] [-since T] [-until T]
+  inventory      export or import the inventory as JSON lines (import adopts a broker's existing
+                 instances): inventory export [-config F] [-o FILE], inventory import [-config F]
+                 [-replace] [-dry-run] FILE|-; with state.backend bolt, stop the gateway first
   version        print the version, the VCS revision and the Go version it was built with
 
 flags:
@@ -57,7 +62,8 @@ flags:
 exit codes (every command):
   0  done: the file is valid, the gateway is healthy, serve stopped on a signal with every request finished
   1  failed: the configuration has problems, the gateway could not start or failed while serving,
-     requests had to be cut at shutdown, the gateway is not healthy, an audit chain is broken
+     requests had to be cut at shutdown, the gateway is not healthy, an audit chain is broken,
+     an inventory export or import failed (the state store, an entry, a file)
   2  usage: unknown command, bad flags or arguments, or the configuration file cannot be read
 
 Run "osb-gateway <command> -h" for a command's flags.
@@ -91,6 +97,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runHashPassword(args, stdin, stdout, stderr)
 	case "audit":
 		return runAudit(args, stdout, stderr)
+	case "inventory":
+		return runInventory(args, stdin, stdout, stderr)
 	case "version":
 		return runVersion(args, stdout, stderr)
 	default:

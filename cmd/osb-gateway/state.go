@@ -15,12 +15,7 @@ import (
 // for Redis, checks that it answers (a gateway that cannot reach its state
 // refuses mutating calls, so it says so at start).
 func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
-	cfg := store.Config{Backend: sc.Backend, Path: sc.Path, Redis: store.RedisConfig{
-		Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password.Reveal(), DB: sc.Redis.DB,
-		MasterName: sc.Redis.MasterName, KeyPrefix: sc.Redis.KeyPrefix, DialTimeout: sc.Redis.DialTimeout,
-		ReadTimeout: sc.Redis.ReadTimeout, WriteTimeout: sc.Redis.WriteTimeout, TLS: sc.Redis.TLS,
-	}}
-	st, err := store.Open(cfg, time.Now)
+	st, err := store.Open(storeConfig(sc), time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("state (%s): %w", sc.Backend, err)
 	}
@@ -31,6 +26,15 @@ func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
 			slog.String("backend", sc.Backend), slog.String("error", err.Error()))
 	}
 	return st, nil
+}
+
+// storeConfig is the store configuration of the state section.
+func storeConfig(sc config.State) store.Config {
+	return store.Config{Backend: sc.Backend, Path: sc.Path, Redis: store.RedisConfig{
+		Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password.Reveal(), DB: sc.Redis.DB,
+		MasterName: sc.Redis.MasterName, KeyPrefix: sc.Redis.KeyPrefix, DialTimeout: sc.Redis.DialTimeout,
+		ReadTimeout: sc.Redis.ReadTimeout, WriteTimeout: sc.Redis.WriteTimeout, TLS: sc.Redis.TLS,
+	}}
 }
 
 // sweep releases expired operation locks every interval, and works the
