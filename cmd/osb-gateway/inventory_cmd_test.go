@@ -84,7 +84,7 @@ func fillInventory(t *testing.T, st store.Store, n int) {
 			Context: json.RawMessage(`{"platform":"cloudfoundry","organization_guid":"org-` + id[:8] +
 				`","space_guid":"space-1","instance_name":"db <&> ` + id[9:13] + `"}`),
 			OrganizationGUID: "org-" + id[:8], SpaceGUID: "space-1", DashboardURL: "https://" + broker + ".example.com/d/" + id,
-			MaintenanceInfo:  json.RawMessage(`{"version":"8.0.36"}`), SealedParameters: sealed("p" + id),
+			MaintenanceInfo: json.RawMessage(`{"version":"8.0.36"}`), SealedParameters: sealed("p" + id),
 			LastOperation: store.LastOperation{Kind: store.KindProvision, State: store.StateSucceeded, Operation: "op-" + id,
 				Status: 200, Started: t0, Ended: t0.Add(time.Minute)},
 			Created: t0, Updated: t0.Add(time.Minute)}
@@ -229,7 +229,7 @@ func TestInventoryImportRefusals(t *testing.T) {
 	many[importBatch+5] = `{"instance":{"broker":"mysql","instance_id":"bad","last_operation":{"kind":"explode","state":"succeeded"}}}`
 	for _, tc := range []struct {
 		name, input, want string
-		stored           int
+		stored            int
 	}{
 		{"unknown field", good(1) + "\n\n" + `{"instance":{"broker":"mysql","instanceid":"x"}}`,
 			`line 3: not an inventory entry: json: unknown field "instanceid"; the 0 entries before line 1 were stored`, 0},
