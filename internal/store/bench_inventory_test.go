@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
@@ -25,13 +26,15 @@ import (
 //	go test ./internal/store -run '^$' -bench 'Inventory' -benchtime 1x
 //
 // The footprint ones fill -inventory.n instances once (default 100,000;
-// -inventory.n 1000000 checks the budget of 1 GB per million directly)
-// and report bytes per 10,000 instances and the projection to a million.
+// -inventory.n 1000000 checks the budget of 1 GB per million directly),
+// each with one binding, and report bytes per 10,000 instances (with
+// their bindings) and the projection to a million.
 
 var inventoryN = flag.Int("inventory.n", 100_000, "instances the inventory footprint benchmarks fill")
 
 // inventorySecrets makes the footprint benchmarks keep sealed parameters
-// too (113 bytes: 80 of JSON sealed).
+// too (113 bytes: 80 of JSON sealed), and sealed credentials on the
+// bindings (145 bytes: 112 of JSON sealed).
 var inventorySecrets = flag.Bool("inventory.secrets", false, "inventory footprint benchmarks store sealed parameters")
 
 // benchInstance is an instance as Cloud Controller provisions it through
@@ -63,7 +66,28 @@ func benchInstance() Instance {
 	return in
 }
 
-// fillInventory puts n instances from 64 goroutines, in random id order.
+// benchBinding is a binding of in as Cloud Controller makes it through the
+// gateway: an app GUID and bind_resource, an expires_at (so it is in the
+// expiry index too), a synchronous bind's last operation.
+func benchBinding(in Instance) Binding {
+	app, now := guid(), time.Now()
+	bd := Binding{
+		Broker: in.Broker, InstanceID: in.InstanceID, BindingID: guid(), Tenant: in.Tenant,
+		ServiceID: in.ServiceID, PlanID: in.PlanID, AppGUID: app,
+		BindResource: json.RawMessage(`{"app_guid":"` + app + `","space_guid":"` + in.SpaceGUID + `"}`),
+		ExpiresAt:    now.Add(90 * 24 * time.Hour), RenewBefore: now.Add(60 * 24 * time.Hour),
+		LastOperation: LastOperation{Kind: KindBind, State: StateSucceeded, Status: 201, Started: now, Ended: now},
+		Created:       now, Updated: now,
+	}
+	if *inventorySecrets {
+		bd.SealedCredentials = make([]byte, 112+33)
+		rand.Read(bd.SealedCredentials)
+	}
+	return bd
+}
+
+// fillInventory puts n instances and a binding of each from 64
+// goroutines, in random id order.
 func fillInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -71,7 +95,12 @@ func fillInventory(b *testing.B, s Store, n int) {
 	for range 64 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				if _, err := s.PutInstance(ctx, benchInstance()); err != nil {
+				in := benchInstance()
+				if _, err := s.PutInstance(ctx, in); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := s.PutBinding(ctx, benchBinding(in)); err != nil {
 					b.Error(err)
 					return
 				}
@@ -81,8 +110,8 @@ func fillInventory(b *testing.B, s Store, n int) {
 	wg.Wait()
 }
 
-// importInventory imports n instances in batches of 1000, as
-// `inventory import` will.
+// importInventory imports n instances and a binding of each in batches of
+// 1000 entries, as `inventory import` does.
 func importInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
 	batch := make([]Entry, 0, 1000)
@@ -94,7 +123,8 @@ func importInventory(b *testing.B, s Store, n int) {
 	}
 	for range n {
 		in := benchInstance()
-		if batch = append(batch, Entry{Instance: &in}); len(batch) == cap(batch) {
+		bd := benchBinding(in)
+		if batch = append(batch, Entry{Instance: &in}, Entry{Binding: &bd}); len(batch) >= cap(batch)-1 {
 			flush()
 		}
 	}
@@ -119,6 +149,14 @@ func BenchmarkInventoryRecordSize(b *testing.B) {
 	js, _ := json.Marshal(in)
 	b.ReportMetric(float64(len(rec)), "B/record")
 	b.ReportMetric(float64(len(js)), "B/json")
+	bd := benchBinding(in)
+	_, brec, err := prepareBinding(bd, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	bjs, _ := json.Marshal(bd)
+	b.ReportMetric(float64(len(brec)), "B/binding-record")
+	b.ReportMetric(float64(len(bjs)), "B/binding-json")
 }
 
 // BenchmarkInventoryPack measures packing and unpacking one record (the
@@ -184,8 +222,22 @@ func BenchmarkInventoryFootprintBolt(b *testing.B) {
 				b.Fatal(err)
 			}
 			reportFootprint(b, float64(fi.Size()), n)
+			reportBuckets(b, s.(*boltStore).db, n)
 		})
 	}
+}
+
+// reportBuckets reports the pages of each inventory bucket per instance
+// (leaf and branch pages; the rest of the file is free pages and the
+// other buckets).
+func reportBuckets(b *testing.B, db *bolt.DB, n int) {
+	db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketInstances, bucketTenants, bucketBindings, bucketExpiry} {
+			st := tx.Bucket(name).Stats()
+			b.ReportMetric(float64(st.LeafAlloc+st.BranchAlloc)/float64(n), "B/instance-"+string(name))
+		}
+		return nil
+	})
 }
 
 func BenchmarkInventoryFootprintRedis(b *testing.B) {

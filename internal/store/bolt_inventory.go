@@ -90,7 +90,9 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 		return false, err
 	}
 	if !bd.ExpiresAt.IsZero() {
-		if err := tx.Bucket(bucketExpiry).Put(timeKey(bd.ExpiresAt, string(k)), nil); err != nil {
+		eb := tx.Bucket(bucketExpiry)
+		eb.FillPercent = expiryFill
+		if err := eb.Put(timeKey(bd.ExpiresAt, string(k)), nil); err != nil {
 			return false, err
 		}
 	}
@@ -99,6 +101,15 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 	}
 	return true, addCount(tx, bindingCountKey(bd.Broker), 1)
 }
+
+// expiryFill is how full bbolt fills the pages of the expiry index when it
+// splits them (its default: 0.5). A binding's ExpiresAt is mostly later
+// than the ones recorded before it (bind time plus the broker's lifetime),
+// so the index grows at its end, where half-full pages would stay half
+// empty: measured on bindings expiring 90 days after their bind
+// (BenchmarkInventoryFootprintBolt), 0.9 takes the index from 240 to 128
+// bytes per binding, branch pages included.
+const expiryFill = 0.9
 
 // unindexExpiry removes the expiry index entry of the binding stored under
 // k as the record old (none if it has no ExpiresAt).

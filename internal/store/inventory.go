@@ -268,18 +268,19 @@ type Inventory interface {
 	// every broker) whose ExpiresAt is set and before before (those
 	// already past it included), soonest first, ties by Broker,
 	// InstanceID and BindingID. A limit <= 0 is DefaultListLimit; above
-	// MaxListLimit, MaxListLimit. It reads an index of the bindings that
-	// have an ExpiresAt, kept with the records (see the backends): its
-	// cost grows with the bindings it passes, never with the bindings
-	// without one. Bolt and memory pass the expiring bindings of other
-	// brokers too; Redis runs one range per broker.
+	// MaxListLimit, MaxListLimit. Bolt and Redis read an index of the
+	// bindings that have an ExpiresAt, kept with the records: the cost
+	// grows with the bindings it passes, never with the bindings without
+	// one (bolt passes the expiring bindings of other brokers too; Redis
+	// runs one range per broker). Memory compares the ExpiresAt of every
+	// binding (kept beside its record, no decoding).
 	ExpiringBindings(ctx context.Context, broker string, before time.Time, limit int) ([]Binding, error)
 
 	// CountExpiring returns, per broker, how many bindings have an
 	// ExpiresAt before before; brokers with none are left out. It reads
-	// the index of ExpiringBindings and no record: bolt and memory walk
-	// the index entries before before, Redis counts a range per broker
-	// (O(log n) each).
+	// no record: bolt walks the index entries before before, Redis counts
+	// a range per broker (O(log n) each), memory compares every binding's
+	// ExpiresAt.
 	CountExpiring(ctx context.Context, before time.Time) (map[string]int, error)
 
 	// Export yields every record: all instances in listing order, then all

@@ -8,11 +8,13 @@ import (
 )
 
 // The index of bindings by ExpiresAt (ExpiringBindings, CountExpiring):
-// what every backend shares, and the memory backend's. Each backend keeps
-// its index in the same atomic step as the binding records: a put adds or
+// what every backend shares, and the memory backend's. Bolt and Redis keep
+// an index in the same atomic step as the binding records: a put adds or
 // moves the binding's entry (or drops it when the new record has no
-// ExpiresAt), a delete removes it. Bindings without an ExpiresAt cost the
-// index nothing.
+// ExpiresAt), a delete removes it; bindings without an ExpiresAt cost it
+// nothing. The memory backend keeps each binding's ExpiresAt beside its
+// record and walks them all (a comparison each: a few milliseconds for a
+// million bindings, under its mutex).
 
 // expiringArgs validates the arguments of ExpiringBindings and returns the
 // page size.
@@ -85,12 +87,12 @@ func (m *memory) expiringRecords(ctx context.Context, broker string, before int6
 		if b == nil {
 			continue
 		}
-		for k, at := range b.expiring {
-			if at >= before {
-				continue
+		for id, of := range b.bindings {
+			for _, bd := range of {
+				if bd.expires != noExpiry && bd.expires < before {
+					found = append(found, memExpiring{bd.expires, memRecord{name, id, bd.id, bd.rec}})
+				}
 			}
-			parts := splitKey(k)
-			found = append(found, memExpiring{at, memRecord{name, parts[0], parts[1], b.bindings[parts[0]][parts[1]]}})
 		}
 	}
 	return found, nil
@@ -104,9 +106,11 @@ func (m *memory) CountExpiring(ctx context.Context, before time.Time) (map[strin
 	t := before.UnixMicro()
 	counts := map[string]int{}
 	for name, b := range m.brokers {
-		for _, at := range b.expiring {
-			if at < t {
-				counts[name]++
+		for _, of := range b.bindings {
+			for _, bd := range of {
+				if bd.expires != noExpiry && bd.expires < t {
+					counts[name]++
+				}
 			}
 		}
 	}

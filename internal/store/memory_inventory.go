@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -12,15 +13,42 @@ import (
 
 // memBroker is one broker's inventory.
 type memBroker struct {
-	instances map[string][]byte            // instance id -> record
-	ids       sortedKeys                   // keys of instances
-	tenants   map[string]int               // instances per tenant
-	bindings  map[string]map[string][]byte // instance id -> binding id -> record
-	bound     sortedKeys                   // keys of bindings
+	instances map[string][]byte       // instance id -> record
+	ids       sortedKeys              // keys of instances
+	tenants   map[string]int          // instances per tenant
+	bindings  map[string][]memBinding // instance id -> its bindings, by binding id
+	bound     sortedKeys              // keys of bindings
 	nbindings int
-	// expiring indexes the bindings with an ExpiresAt: instance id NUL
-	// binding id -> ExpiresAt in microseconds since 1970.
-	expiring map[string]int64
+}
+
+// memBinding is one binding of an instance. An instance has a few
+// bindings, so a sorted slice serves them: it costs a fraction of a map's
+// memory (a map per instance took about 400 bytes).
+type memBinding struct {
+	id  string
+	rec []byte
+	// expires is the ExpiresAt in microseconds since 1970, noExpiry for
+	// none: ExpiringBindings and CountExpiring read it without decoding
+	// the record.
+	expires int64
+}
+
+// noExpiry is memBinding.expires of a binding without an ExpiresAt (no
+// storable time is that early).
+const noExpiry = math.MinInt64
+
+// findBinding returns the index of binding id in of, and whether it is
+// there (else where it would go).
+func findBinding(of []memBinding, id string) (int, bool) {
+	return slices.BinarySearchFunc(of, id, func(b memBinding, id string) int { return strings.Compare(b.id, id) })
+}
+
+// expiresMicro is memBinding.expires of t.
+func expiresMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return noExpiry
+	}
+	return t.UnixMicro()
 }
 
 // broker returns the inventory of name, created if create is set (else
@@ -28,8 +56,7 @@ type memBroker struct {
 func (m *memory) broker(name string, create bool) *memBroker {
 	b := m.brokers[name]
 	if b == nil && create {
-		b = &memBroker{instances: map[string][]byte{}, tenants: map[string]int{}, bindings: map[string]map[string][]byte{},
-			expiring: map[string]int64{}}
+		b = &memBroker{instances: map[string][]byte{}, tenants: map[string]int{}, bindings: map[string][]memBinding{}}
 		m.brokers[name] = b
 	}
 	return b
@@ -60,23 +87,22 @@ func (b *memBroker) countTenant(rec []byte, delta int) {
 
 // putBinding is putInstance for a binding; expires is its ExpiresAt.
 func (b *memBroker) putBinding(instance, id string, expires time.Time, rec []byte, replace bool) bool {
-	of := b.bindings[instance]
-	if of == nil {
-		of = map[string][]byte{}
-		b.bindings[instance] = of
+	of, had := b.bindings[instance]
+	if !had {
 		b.bound.add(instance)
 	}
-	if _, ok := of[id]; ok && !replace {
+	nb := memBinding{id: id, rec: rec, expires: expiresMicro(expires)}
+	i, found := findBinding(of, id)
+	switch {
+	case found && !replace:
 		return false
-	} else if !ok {
+	case found:
+		of[i] = nb
+	default:
+		of = slices.Insert(of, i, nb)
 		b.nbindings++
 	}
-	of[id] = rec
-	if k := bindingSubkey(instance, id); expires.IsZero() {
-		delete(b.expiring, k)
-	} else {
-		b.expiring[k] = expires.UnixMicro()
-	}
+	b.bindings[instance] = of
 	return true
 }
 
@@ -175,9 +201,6 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 	}
 	if of != nil {
 		b.nbindings -= len(of)
-		for id := range of {
-			delete(b.expiring, bindingSubkey(instanceID, id))
-		}
 		delete(b.bindings, instanceID)
 		b.bound.remove()
 	}
@@ -185,10 +208,10 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 }
 
 // bindingRecords returns the bindings of one instance, by binding id.
-func bindingRecords(broker, instanceID string, of map[string][]byte) []memRecord {
+func bindingRecords(broker, instanceID string, of []memBinding) []memRecord {
 	var out []memRecord
-	for _, id := range slices.Sorted(maps.Keys(of)) {
-		out = append(out, memRecord{broker, instanceID, id, of[id]})
+	for _, b := range of {
+		out = append(out, memRecord{broker, instanceID, b.id, b.rec})
 	}
 	return out
 }
@@ -215,7 +238,10 @@ func (m *memory) GetBinding(ctx context.Context, broker, instanceID, bindingID s
 	}
 	var rec []byte
 	if b := m.broker(broker, false); b != nil {
-		rec = b.bindings[instanceID][bindingID]
+		of := b.bindings[instanceID]
+		if i, ok := findBinding(of, bindingID); ok {
+			rec = of[i].rec
+		}
 	}
 	m.mu.Unlock()
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
@@ -240,15 +266,16 @@ func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingI
 		return noBinding(broker, instanceID, bindingID)
 	}
 	of := b.bindings[instanceID]
-	if _, ok := of[bindingID]; !ok {
+	i, ok := findBinding(of, bindingID)
+	if !ok {
 		return noBinding(broker, instanceID, bindingID)
 	}
-	delete(of, bindingID)
-	delete(b.expiring, bindingSubkey(instanceID, bindingID))
 	b.nbindings--
-	if len(of) == 0 {
+	if len(of) == 1 {
 		delete(b.bindings, instanceID)
 		b.bound.remove()
+		return nil
 	}
+	b.bindings[instanceID] = slices.Delete(of, i, i+1)
 	return nil
 }

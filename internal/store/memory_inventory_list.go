@@ -205,13 +205,12 @@ func (m *memory) bindingRecordsAfter(ctx context.Context, pos bindingPos, limit 
 			ids = ids[i:]
 		}
 		for _, id := range ids {
-			of := b.bindings[id]
-			for _, bid := range slices.Sorted(maps.Keys(of)) {
-				if comparePos(bindingPos{name, id, bid}, pos) <= 0 {
+			for _, bd := range b.bindings[id] {
+				if comparePos(bindingPos{name, id, bd.id}, pos) <= 0 {
 					continue
 				}
-				if out = append(out, memRecord{name, id, bid, of[bid]}); len(out) == limit {
-					return out, bindingPos{name, id, bid}, false, nil
+				if out = append(out, memRecord{name, id, bd.id, bd.rec}); len(out) == limit {
+					return out, bindingPos{name, id, bd.id}, false, nil
 				}
 			}
 		}
