@@ -204,17 +204,64 @@ func BenchmarkInventoryFootprintMemory(b *testing.B) {
 	reportFootprint(b, float64(after.HeapAlloc)-float64(before.HeapAlloc), n)
 }
 
+// reimport imports the export of from into to in batches of 1000
+// entries, as `inventory export` and `inventory import` do.
+func reimport(b *testing.B, from, to Store) {
+	ctx := context.Background()
+	batch := make([]Entry, 0, 1000)
+	for e, err := range from.Export(ctx) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if batch = append(batch, e); len(batch) == cap(batch) {
+			if _, err := to.Import(ctx, batch, false); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if _, err := to.Import(ctx, batch, false); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkInventoryFootprintBolt fills a bolt file by puts from 64
+// goroutines, by import in random id order, by import of another file's
+// export (sorted: `inventory export` then `inventory import`), and by
+// bbolt's Compact of a file filled by import (every page full).
 func BenchmarkInventoryFootprintBolt(b *testing.B) {
-	for _, how := range []string{"put", "import"} {
+	for _, how := range []string{"put", "import", "reimport", "compact"} {
 		b.Run(how, func(b *testing.B) {
 			n := *inventoryN
 			path := filepath.Join(b.TempDir(), "state.db")
-			s := openBoltAt(b, path, time.Now)
+			var db *bolt.DB
 			start := time.Now()
-			if how == "put" {
-				fillInventory(b, s, n)
+			if how == "put" || how == "import" {
+				s := openBoltAt(b, path, time.Now)
+				db = s.(*boltStore).db
+				if how == "put" {
+					fillInventory(b, s, n)
+				} else {
+					importInventory(b, s, n)
+				}
 			} else {
-				importInventory(b, s, n)
+				src := openBoltAt(b, filepath.Join(b.TempDir(), "src.db"), time.Now)
+				importInventory(b, src, n)
+				start = time.Now()
+				if how == "reimport" {
+					s := openBoltAt(b, path, time.Now)
+					db = s.(*boltStore).db
+					reimport(b, src, s)
+				} else {
+					var err error
+					if db, err = bolt.Open(path, 0o600, nil); err != nil {
+						b.Fatal(err)
+					}
+					defer db.Close()
+					if err := bolt.Compact(db, src.(*boltStore).db, 64<<20); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "instances/s")
 			fi, err := os.Stat(path)
@@ -222,7 +269,7 @@ func BenchmarkInventoryFootprintBolt(b *testing.B) {
 				b.Fatal(err)
 			}
 			reportFootprint(b, float64(fi.Size()), n)
-			reportBuckets(b, s.(*boltStore).db, n)
+			reportBuckets(b, db, n)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"iter"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -214,7 +215,8 @@ func (s *boltStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
 }
 
 // Import writes the batch in one transaction (shared with concurrent
-// writes like any other).
+// writes like any other). A batch in key order, as an export writes it,
+// fills the pages it writes (see sortedImport).
 func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
@@ -224,8 +226,19 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 		return ImportResult{}, err
 	}
 	var res ImportResult
+	sorted := sortedImport(prepared)
 	err = s.write(ctx, func(tx *bolt.Tx) error {
 		res = ImportResult{}
+		fill := func(ok bool, full float64) float64 {
+			if ok {
+				return full
+			}
+			return bolt.DefaultFillPercent
+		}
+		tx.Bucket(bucketInstances).FillPercent = fill(sorted.instances, 1)
+		tx.Bucket(bucketTenants).FillPercent = fill(sorted.instances, 1)
+		tx.Bucket(bucketBindings).FillPercent = fill(sorted.bindings, 1)
+		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {
 			var written bool
 			var err error
@@ -249,4 +262,41 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 		return ImportResult{}, err
 	}
 	return res, nil
+}
+
+// importOrder says which of a batch's keys come in order: its instances
+// (by broker and id, as Export yields them), its bindings (likewise), the
+// ExpiresAt of its bindings.
+type importOrder struct{ instances, bindings, expiry bool }
+
+// sortedImport reads the order of a batch. bbolt splits a page it writes
+// at half its size (Bucket.FillPercent), which suits keys arriving in
+// random order (pages end about two thirds full); keys arriving in order
+// leave every page half empty instead: a file filled by importing an
+// export came out 2,400 bytes per instance with its binding, against 1,500
+// by an import in random order (BenchmarkInventoryFootprintBolt). Keys of
+// a batch in order fill their pages, as bbolt's own compaction does
+// (within a tenant, the tenant index's keys then come in order too); keys
+// out of order keep bbolt's default, which higher fills only make worse.
+func sortedImport(entries []preparedEntry) importOrder {
+	o := importOrder{true, true, true}
+	var lastIn, lastBd string
+	var lastExp time.Time
+	for _, e := range entries {
+		if in := e.instance; in != nil {
+			k := instanceKey(in.Broker, in.InstanceID)
+			o.instances = o.instances && k > lastIn
+			lastIn = k
+			continue
+		}
+		bd := e.binding
+		k := instanceKey(bd.Broker, bindingSubkey(bd.InstanceID, bd.BindingID))
+		o.bindings = o.bindings && k > lastBd
+		lastBd = k
+		if !bd.ExpiresAt.IsZero() {
+			o.expiry = o.expiry && !bd.ExpiresAt.Before(lastExp)
+			lastExp = bd.ExpiresAt
+		}
+	}
+	return o
 }
