@@ -27,10 +27,14 @@ import (
 //
 // The footprint ones fill -inventory.n instances once (default 100,000;
 // -inventory.n 1000000 checks the budget of 1 GB per million directly),
-// each with one binding, and report bytes per 10,000 instances (with
-// their bindings) and the projection to a million.
+// each with -inventory.bindings bindings (default 1), and report bytes per
+// instance and per 10,000 instances (with their bindings) and the
+// projection to a million.
 
 var inventoryN = flag.Int("inventory.n", 100_000, "instances the inventory footprint benchmarks fill")
+
+// inventoryBindings is how many bindings each instance has.
+var inventoryBindings = flag.Int("inventory.bindings", 1, "bindings of each instance the inventory footprint benchmarks fill")
 
 // inventorySecrets makes the footprint benchmarks keep sealed parameters
 // too (113 bytes: 80 of JSON sealed), and sealed credentials on the
@@ -86,8 +90,8 @@ func benchBinding(in Instance) Binding {
 	return bd
 }
 
-// fillInventory puts n instances and a binding of each from 64
-// goroutines, in random id order.
+// fillInventory puts n instances and their bindings from 64 goroutines,
+// in random id order.
 func fillInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -100,9 +104,11 @@ func fillInventory(b *testing.B, s Store, n int) {
 					b.Error(err)
 					return
 				}
-				if _, err := s.PutBinding(ctx, benchBinding(in)); err != nil {
-					b.Error(err)
-					return
+				for range *inventoryBindings {
+					if _, err := s.PutBinding(ctx, benchBinding(in)); err != nil {
+						b.Error(err)
+						return
+					}
 				}
 			}
 		})
@@ -110,8 +116,8 @@ func fillInventory(b *testing.B, s Store, n int) {
 	wg.Wait()
 }
 
-// importInventory imports n instances and a binding of each in batches of
-// 1000 entries, as `inventory import` does.
+// importInventory imports n instances and their bindings in batches of
+// about 1000 entries, as `inventory import` does.
 func importInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
 	batch := make([]Entry, 0, 1000)
@@ -123,8 +129,12 @@ func importInventory(b *testing.B, s Store, n int) {
 	}
 	for range n {
 		in := benchInstance()
-		bd := benchBinding(in)
-		if batch = append(batch, Entry{Instance: &in}, Entry{Binding: &bd}); len(batch) >= cap(batch)-1 {
+		batch = append(batch, Entry{Instance: &in})
+		for range *inventoryBindings {
+			bd := benchBinding(in)
+			batch = append(batch, Entry{Binding: &bd})
+		}
+		if len(batch) >= cap(batch)-*inventoryBindings {
 			flush()
 		}
 	}
