@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,26 +18,27 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 )
 
-// secretMarker is the plaintext of every secret the inventory tests seal:
+// adminMarker is the plaintext of every secret the inventory tests seal:
 // it must never show in an admin answer, a log line or a metric.
-const secretMarker = "MARKER-admin-5b1e-hunter2"
+const adminMarker = "MARKER-admin-5b1e-hunter2"
 
 // inventoryT0 is the clock of the inventory tests.
 var inventoryT0 = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 
-// sealMarker seals {"password": secretMarker} as the inventory would.
+// sealMarker seals {"password": adminMarker} as the inventory would.
 func sealMarker(t *testing.T, what string) []byte {
 	t.Helper()
 	k, err := seal.New(bytes.Repeat([]byte{9}, seal.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := k.Seal([]byte(`{"password":"`+secretMarker+`"}`), []byte(what))
+	b, err := k.Seal([]byte(`{"password":"`+adminMarker+`"}`), []byte(what))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +262,7 @@ func TestAdminInventoryNeverShowsSecrets(t *testing.T) {
 		st, ins, bds := seededInventory(t)
 		if leak {
 			in := ins["i1"]
-			in.LastOperation.Description = "the password is " + secretMarker
+			in.LastOperation.Description = "the password is " + adminMarker
 			if _, err := st.PutInstance(context.Background(), in); err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +279,7 @@ func TestAdminInventoryNeverShowsSecrets(t *testing.T) {
 			answers.WriteString(body)
 		}
 		found := func(where, text string) bool {
-			if strings.Contains(text, secretMarker) {
+			if strings.Contains(text, adminMarker) {
 				return true
 			}
 			for _, sealed := range [][]byte{ins["i1"].SealedParameters, bds["b/i1/x1"].SealedParameters, bds["b/i1/x1"].SealedCredentials} {
@@ -311,6 +316,87 @@ func TestAdminInventoryNeverShowsSecrets(t *testing.T) {
 		}
 		if found("the admin log", logs.String()) {
 			t.Errorf("the marker is in the admin log:\n%s", logs)
+		}
+	}
+}
+
+// TestAdminShowsWhatTheGatewayRecorded is the secret-marker test end to
+// end: a provision with a secret parameter and a bind through the gateway,
+// with inventory.secrets encrypted, leave records whose admin answers say
+// parameters and credentials are stored and show neither them, nor the
+// marker, nor the broker's credentials; the gateway's and the admin's logs
+// neither.
+func TestAdminShowsWhatTheGatewayRecorded(t *testing.T) {
+	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1})
+	bs := httptest.NewServer(broker)
+	t.Cleanup(bs.Close)
+	keyFile := filepath.Join(t.TempDir(), "inventory.keys")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+admin: {address: "off", token: "`+testAdminToken+`"}
+inventory: {key_file: `+keyFile+`}
+brokers: [{name: b, url: "`+bs.URL+`", username: sample, password: sample-secret, inventory: {secrets: encrypted}}]
+tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: b}]}]
+`), config.Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwLog := &osbtest.Buffer{}
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(gwLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(nil) })
+	gw := httptest.NewServer(g)
+	t.Cleanup(gw.Close)
+	adminLog := &osbtest.Buffer{}
+	a := NewAdmin(nil)
+	a.MountInventoryAdmin(NewSwitch(g), slog.New(slog.NewJSONHandler(adminLog, nil)))
+	admin := httptest.NewServer(a)
+	t.Cleanup(admin.Close)
+
+	provision := `{"service_id":"` + samplebroker.ServiceID + `","plan_id":"` + samplebroker.PlanSyncID +
+		`","organization_guid":"org-1","space_guid":"space-1","parameters":{"password":"` + adminMarker + `"}}`
+	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i-1", t1User, t1Pass, "2.15", strings.NewReader(provision)); res.StatusCode != 201 {
+		t.Fatalf("provision: %d %s", res.StatusCode, body)
+	}
+	bind := `{"service_id":"` + samplebroker.ServiceID + `","plan_id":"` + samplebroker.PlanSyncID +
+		`","app_guid":"app-1","parameters":{"token":"` + adminMarker + `"}}`
+	res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i-1/service_bindings/x-1", t1User, t1Pass, "2.15", strings.NewReader(bind))
+	if res.StatusCode != 201 {
+		t.Fatalf("bind: %d %s", res.StatusCode, body)
+	}
+	var answer struct {
+		Credentials struct{ Password string } `json:"credentials"`
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil || answer.Credentials.Password == "" {
+		t.Fatalf("bind answer %s: %v", body, err)
+	}
+
+	var one struct {
+		Instance map[string]any   `json:"instance"`
+		Bindings []map[string]any `json:"bindings"`
+	}
+	getJSON(t, admin.URL, "/admin/instances/b/i-1", &one)
+	if one.Instance["parameters_stored"] != true || len(one.Bindings) != 1 ||
+		one.Bindings[0]["parameters_stored"] != true || one.Bindings[0]["credentials_stored"] != true {
+		t.Errorf("the admin answer does not say the secrets are stored: %+v", one)
+	}
+	var answers strings.Builder
+	for _, path := range []string{"/admin/instances", "/admin/instances/b/i-1", "/admin/bindings/expiring?within=87600h"} {
+		_, body := adminCall(t, "GET", admin.URL+path, testAdminToken)
+		answers.WriteString(body)
+	}
+	for where, text := range map[string]string{"the admin answers": answers.String(), "the admin log": adminLog.String(), "the gateway log": gwLog.String()} {
+		for _, secret := range []string{adminMarker, answer.Credentials.Password} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s hold a secret %q", where, secret)
+			}
+		}
+		if strings.Contains(text, "sealed_") {
+			t.Errorf("%s name a sealed field", where)
 		}
 	}
 }
