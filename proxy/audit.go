@@ -109,6 +109,9 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		Bridged:           s.Bridged,
 		FromCache:         s.FromCache,
 	}
+	if s.Shield == ShieldShared || s.Shield == ShieldReused {
+		rec.PollShield = s.Shield
+	}
 	rec.ServiceID, rec.PlanID = s.serviceAndPlan()
 	if !s.Version.IsZero() {
 		rec.APIVersion = apiVersionString(s.Version)

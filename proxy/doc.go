@@ -17,7 +17,10 @@
 // transport per broker: the metering, then the client span, then the
 // broker's *http.Transport (Options.Transport may wrap it, for tests). So
 // each is timed in osb_gateway_broker_duration_seconds and traced as a
-// client span named by its endpoint.
+// client span named by its endpoint. The upstream stage's reverse proxy
+// reaches that transport through the poll shield (pollshield.go), which
+// lets last_operation polls of one operation share a broker call and
+// reuse an "in progress" answer, and passes every other call straight on.
 //
 // Route and auth look at the request line and headers only, and run before
 // the body stage reads a byte of the body: a client that is not

@@ -72,6 +72,7 @@ type Metrics struct {
 	findings  *prometheus.CounterVec
 	orphans   *prometheus.CounterVec
 	noCatalog *prometheus.CounterVec
+	polls     *prometheus.CounterVec
 	auditErrs prometheus.Counter
 	state     *stateCollector    // the store errors, locks held and operations in progress
 	catalogs  *catalogCollector  // the catalog cache counters
@@ -109,10 +110,12 @@ type callSeries struct {
 }
 
 // brokerSeries are one broker's call duration series, by endpoint and
-// status class (brokerError: no answer), each made on first use.
+// status class (brokerError: no answer), and its poll counters, by
+// shieldAnswers, each made on first use.
 type brokerSeries struct {
 	name  string
 	calls [numEndpoints][numBrokerClasses]atomic.Pointer[observer]
+	polls [len(shieldAnswers)]atomic.Pointer[prometheus.Counter]
 }
 
 type observer struct{ prometheus.Observer }
@@ -153,6 +156,9 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.noCatalog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_catalog_unavailable_total",
 		Help: "Mutating calls that needed the broker's catalog when none could be had, by broker and decision (refused or forwarded)."},
 		[]string{"broker", "decision"})
+	m.polls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_polls_total",
+		Help: `last_operation polls that reached the upstream, by broker and answer: "forwarded" (the poll's own broker call), "shared" (another poll's call in flight) or "reused" (an in progress answer within poll.min_interval).`},
+		[]string{"broker", "answer"})
 	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
 		Help: "Audit records that could not be written."})
 	if reg == nil {
@@ -160,7 +166,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.auditErrs, m.state, m.catalogs, m.expiring} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
@@ -226,19 +232,7 @@ func (m *Metrics) calls(tenant, broker string, ep rules.Endpoint, class int) *ca
 // brokerCalls returns the broker duration series of one label combination;
 // class indexes statusClasses, or is brokerError.
 func (m *Metrics) brokerCalls(broker string, ep rules.Endpoint, class int) prometheus.Observer {
-	b := (*m.brokers.Load())[broker]
-	if b == nil {
-		m.mu.Lock()
-		old := *m.brokers.Load()
-		if b = old[broker]; b == nil {
-			b = &brokerSeries{name: broker}
-			next := make(map[string]*brokerSeries, len(old)+1)
-			maps.Copy(next, old)
-			next[broker] = b
-			m.brokers.Store(&next)
-		}
-		m.mu.Unlock()
-	}
+	b := m.brokerSeries(broker)
 	slot := &b.calls[endpointIndex(ep)][class]
 	if o := slot.Load(); o != nil {
 		return o.Observer
@@ -250,6 +244,52 @@ func (m *Metrics) brokerCalls(broker string, ep rules.Endpoint, class int) prome
 	o := &observer{m.broker.WithLabelValues(b.name, ep.String(), name)}
 	slot.Store(o)
 	return o.Observer
+}
+
+// brokerSeries returns the series cache of a broker, adding it on first
+// use.
+func (m *Metrics) brokerSeries(broker string) *brokerSeries {
+	if b := (*m.brokers.Load())[broker]; b != nil {
+		return b
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.brokers.Load()
+	if b := old[broker]; b != nil {
+		return b
+	}
+	b := &brokerSeries{name: broker}
+	next := make(map[string]*brokerSeries, len(old)+1)
+	maps.Copy(next, old)
+	next[broker] = b
+	m.brokers.Store(&next)
+	return b
+}
+
+// shieldAnswers are the values of Scope.Shield, the answer label of
+// osb_gateway_polls_total.
+var shieldAnswers = [...]string{ShieldForwarded, ShieldShared, ShieldReused}
+
+// poll counts a last_operation poll of broker answered as answer (one of
+// shieldAnswers).
+func (m *Metrics) poll(broker, answer string) {
+	i := 0
+	for i < len(shieldAnswers) && shieldAnswers[i] != answer {
+		i++
+	}
+	if i == len(shieldAnswers) {
+		return
+	}
+	slot := &m.brokerSeries(broker).polls[i]
+	c := slot.Load()
+	if c == nil {
+		// The vector returns the same child for the same labels, so a
+		// racing caller stores an equal value.
+		cc := m.polls.WithLabelValues(broker, answer)
+		c = &cc
+		slot.Store(c)
+	}
+	(*c).Inc()
 }
 
 // exemplarEvery is how often a request series (each bucket of a duration
@@ -307,7 +347,8 @@ func inc(c prometheus.Counter, ex prometheus.Labels) {
 // withMetrics is the metrics stage: after the inner stages return it
 // counts the call and its duration by tenant, broker, endpoint and status
 // class, blocked calls, the findings in the Scope, orphan-mitigation
-// candidates and calls decided without a catalog. It sits inside the trace
+// candidates, calls decided without a catalog and how polls were answered
+// (the poll shield). It sits inside the trace
 // stage (a sampled span's trace id becomes the exemplar). A nil m leaves
 // the stage out (nil Middleware).
 func withMetrics(m *Metrics) Middleware {
@@ -336,6 +377,9 @@ func (m *Metrics) record(ctx context.Context, s *Scope) {
 	} else {
 		c.count.Inc()
 		c.duration.Observe(d)
+	}
+	if s.Shield != "" {
+		m.poll(s.Broker, s.Shield)
 	}
 	if !s.Blocked && len(s.Findings) == 0 && s.Orphan == "" && s.CatalogUnavailable == "" {
 		return

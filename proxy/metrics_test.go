@@ -433,6 +433,7 @@ func TestMetricsExposition(t *testing.T) {
 	m.record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
 		Status: 400, Blocked: true, Findings: []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r"}}},
 		Orphan: "queued", CatalogUnavailable: "refused"})
+	m.poll("b", ShieldShared)
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
 	m.StoreError("lock")
 	m.AuditWriteError()

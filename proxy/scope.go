@@ -60,6 +60,12 @@ type Scope struct {
 	// (EmulatedFetch, EmulatedReplay, EmulatedGone, EmulatedShared,
 	// EmulatedShim), "" when it did not.
 	Emulated string
+	// Shield says where the broker's answer to a last_operation poll came
+	// from (the poll shield): ShieldForwarded (the poll's own broker
+	// call), ShieldShared (another poll's call in flight) or ShieldReused
+	// (an "in progress" answer within brokers[].poll.min_interval); ""
+	// for other calls and polls that reached no broker.
+	Shield string
 	// Blocked is set when the guard refused the call because another
 	// operation on the instance is in progress.
 	Blocked bool

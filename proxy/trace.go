@@ -139,6 +139,7 @@ func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
 	}
 	add("osb.operation", s.Operation)
 	add("osb.orphan_mitigation", s.Orphan)
+	add("osb.poll_shield", s.Shield)
 	for _, c := range correlationHeaders {
 		if v := r.Header[c.header]; len(v) > 0 {
 			add(c.key, v[0])

@@ -100,7 +100,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	}
 	u.proxy = &httputil.ReverseProxy{
 		Rewrite:        u.rewrite,
-		Transport:      u.rt,
+		Transport:      newPollShield(u.rt, b),
 		BufferPool:     pool,
 		ModifyResponse: u.modifyResponse,
 		ErrorHandler:   u.errorHandler,
@@ -198,17 +198,17 @@ func joinPath(base, rest string) (path, rawPath string) {
 }
 
 // modifyResponse reads the broker's answer once and checks it against the
-// OSB rules (readResponse), echoes the request identity when the broker
-// did not, and settles the call's lock, the polled operation and orphans
+// OSB rules (readResponse), drops the broker's echo of the request
+// identity (the scope stage put the identity on the platform's answer, and
+// ReverseProxy adds the broker's headers to it: the echo would repeat it),
+// and settles the call's lock, the polled operation and orphans
 // (guard.answered) before the answer reaches the platform.
 func (u *upstream) modifyResponse(res *http.Response) error {
 	s := ScopeFrom(res.Request.Context())
 	if s == nil {
 		return nil
 	}
-	if _, ok := res.Header[headerRequestIdentity]; !ok {
-		res.Header[headerRequestIdentity] = s.idHeader
-	}
+	delete(res.Header, headerRequestIdentity)
 	var body []byte
 	if s.lock != nil || s.polled != nil || s.pollUnseen || u.checksResponses(s) {
 		var err error

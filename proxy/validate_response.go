@@ -123,7 +123,8 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 	if s.catalog != nil {
 		cat = s.catalog.index
 	}
-	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s), Platform: s.Version})
+	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s),
+		Platform: s.Version, RetryAfter: res.Header[headerRetryAfter]})
 	if len(vs) == 0 {
 		return read, nil
 	}

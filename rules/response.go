@@ -36,6 +36,9 @@ type ResponseOptions struct {
 	// two, since the platform reads them by its version's specification,
 	// whatever they mean to the broker. The zero value: the call's version.
 	Platform osb.Version
+	// RetryAfter are the answer's Retry-After header values (nil: none),
+	// checked on last_operation answers.
+	RetryAfter []string
 }
 
 // CheckResponse checks a broker's answer to a call made at API version v:
@@ -74,6 +77,9 @@ type ResponseOptions struct {
 //     response.last_operation.description.type.
 //   - response.last_operation.state: "state" missing, or not "in progress",
 //     "succeeded" or "failed".
+//   - response.last_operation.retry_after: a Retry-After header
+//     (ResponseOptions.RetryAfter) that is not one whole number of seconds
+//     or HTTP-date, in a last_operation answer of any status.
 //   - response.operation.length: "operation" longer than 10,000 characters
 //     (OSB 2.15).
 //   - response.dashboard_url.absolute: a dashboard_url that is not an
@@ -107,6 +113,7 @@ func CheckResponse(c Call, v osb.Version, status int, body []byte, cat CatalogVi
 	a, fields, shape := readAnswer(c, status, body, buf[:0])
 	var vs violationList
 	row := checkStatus(c, v, status, opts, &vs)
+	checkRetryAfter(c, opts.RetryAfter, &vs)
 	success := status >= 200 && status <= 299 && row != nil
 	if !success && !isErrorStatus(status) {
 		return a, vs

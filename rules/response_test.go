@@ -266,6 +266,22 @@ var responseBodyCases = []responseCase{
 
 	{name: "body_unexpected_status_not_checked", call: updateSync, version: "2.15", status: 204, body: `garbage`,
 		want: []string{"response.status.unexpected"}},
+	{name: "retry_after_seconds", call: instanceLastOp, version: "2.15", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"10"}}},
+	{name: "retry_after_http_date", call: bindingLastOp, version: "2.15", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"Fri, 09 Jan 2026 10:00:00 GMT"}}},
+	{name: "retry_after_before_2_15", call: instanceLastOp, version: "2.8", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"Sunday, 06-Nov-94 08:49:37 GMT"}}},
+	{name: "retry_after_fraction", call: instanceLastOp, version: "2.15", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"1.5"}}, want: []string{"response.last_operation.retry_after"}},
+	{name: "retry_after_unit", call: bindingLastOp, version: "2.17", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"10s"}}, want: []string{"response.last_operation.retry_after"}},
+	{name: "retry_after_twice", call: instanceLastOp, version: "2.15", status: 200, body: `{"state": "in progress"}`,
+		opts: ResponseOptions{RetryAfter: []string{"10", "20"}}, want: []string{"response.last_operation.retry_after"}},
+	{name: "retry_after_on_an_error", call: instanceLastOp, version: "2.15", status: 503, body: `{"description": "busy"}`,
+		opts: ResponseOptions{RetryAfter: []string{"soon"}}, want: []string{"response.last_operation.retry_after"}},
+	{name: "retry_after_not_on_last_operation", call: provisionSync, version: "2.15", status: 201, body: `{}`,
+		opts: ResponseOptions{RetryAfter: []string{"soon"}}},
 }
 
 // runResponseCase checks one row: its rule ids and, when it breaks rules,

@@ -110,6 +110,8 @@ type observe struct {
 	// in-process benchmark's canned answers); the observing wrappers go
 	// around it.
 	transport http.RoundTripper
+	// poll is the sample broker's brokers[].poll (poll-shield).
+	poll config.Poll
 }
 
 // gatewayInstance is a gateway not yet served.
@@ -136,6 +138,11 @@ func buildGateway(urls map[string]string, o observe) (*gatewayInstance, error) {
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("gateway config: %w", err)
+	}
+	for i := range cfg.Brokers {
+		if cfg.Brokers[i].Name == brokerName {
+			cfg.Brokers[i].Poll = o.poll
+		}
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The access lines go through the operating system as serve's go to

@@ -43,10 +43,18 @@
 // and holds the legitimate calls' p99 under the single-address flood to
 // twice the undisturbed p99 of the same run.
 //
+// And the last (pollshield.go): poll-shield polls -poll-ops async
+// operations, each every -poll-interval from each of -poll-pollers
+// pollers, for -poll-duration per run, directly and through gateways with
+// the poll shield at its defaults and with poll.min_interval 10s, and
+// reports the broker's last_operation calls per second against direct's
+// and the p99 each gateway adds.
+//
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 1s] [-warmup 250ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision,auth-flood]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision,auth-flood,poll-shield]
+//		[-poll-ops 1000] [-poll-pollers 1,3] [-poll-interval 1s] [-poll-duration 10s]
 //		[-nginx auto|off] [-rounds 4] [-json] [-cpuprofile file]
 //
 // All traffic stays on 127.0.0.1, and the program stops by itself after
@@ -88,7 +96,7 @@ var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCa
 
 // knownKinds are every request kind -requests accepts: allKinds and the
 // kinds run only when asked for (extra.go).
-var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision, kindAuthFlood)
+var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision, kindAuthFlood, kindPollShield)
 
 // options are the command's flags.
 type options struct {
@@ -100,6 +108,11 @@ type options struct {
 	rounds     int
 	json       bool
 	cpuprofile string
+	// The poll-shield kind's (pollshield.go).
+	pollOps      int
+	pollPollers  []int
+	pollInterval time.Duration
+	pollDuration time.Duration
 }
 
 func main() {
@@ -123,7 +136,11 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", time.Second, "measured `time` per target, request kind, connection count and round")
 	fs.DurationVar(&o.warmup, "warmup", 250*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing, provision and auth-flood only when named)")
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing, provision, auth-flood and poll-shield only when named)")
+	fs.IntVar(&o.pollOps, "poll-ops", 1000, "poll-shield: `number` of async operations polled")
+	pollers := fs.String("poll-pollers", "1,3", "poll-shield: comma-separated `counts` of pollers per operation")
+	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "poll-shield: `time` between two polls of one poller")
+	fs.DurationVar(&o.pollDuration, "poll-duration", 10*time.Second, "poll-shield: measured `time` per target, pollers count and round, after a warm-up as long")
 	fs.StringVar(&o.nginx, "nginx", "auto", "`mode`: auto (run nginx when on PATH) or off")
 	fs.IntVar(&o.rounds, "rounds", 4, "`number` of interleaved rounds per cell (more rounds even out a noisy machine; ratios are the median of the rounds' from 3 on)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON instead of markdown")
@@ -153,6 +170,17 @@ func parseFlags(args []string) (options, error) {
 			continue
 		}
 		o.kinds = append(o.kinds, k)
+	}
+	for _, f := range strings.Split(*pollers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 100 {
+			errs = append(errs, fmt.Errorf("-poll-pollers: %q is not a count from 1 to 100", f))
+			continue
+		}
+		o.pollPollers = append(o.pollPollers, n)
+	}
+	if o.pollOps < 1 || o.pollInterval <= 0 || o.pollDuration <= 0 {
+		errs = append(errs, errors.New("-poll-ops, -poll-interval and -poll-duration must be positive"))
 	}
 	if o.nginx != "auto" && o.nginx != "off" {
 		errs = append(errs, fmt.Errorf("-nginx: %q is not auto or off", o.nginx))
@@ -205,6 +233,12 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	}
 	rep := buildReport(m, o.kinds, o.conns, samples)
 	rep.Notes = notes
+	if slices.Contains(o.kinds, kindPollShield) {
+		rep.Meta.PollOps, rep.Meta.PollInterval, rep.Meta.PollDuration = o.pollOps, o.pollInterval.String(), o.pollDuration.String()
+		if rep.PollShield, err = runPollShield(ctx, o, progress); err != nil {
+			return fmt.Errorf("poll-shield: %w", err)
+		}
+	}
 	if o.json {
 		return rep.writeJSON(out)
 	}

@@ -40,6 +40,7 @@ type report struct {
 	ProvisionVerdicts []provisionVerdict `json:"provision_verdicts,omitempty"`
 	AuthFlood         []authFloodRow     `json:"auth_flood,omitempty"`
 	AuthFloodVerdicts []authFloodVerdict `json:"auth_flood_verdicts,omitempty"`
+	PollShield        []pollShieldRow    `json:"poll_shield,omitempty"`
 	Notes             []string           `json:"notes,omitempty"`
 }
 
@@ -56,6 +57,10 @@ type meta struct {
 	Targets    []string `json:"targets"`
 	// Catalogs are the cache kinds' catalogs, as check found them.
 	Catalogs []catalogInfo `json:"catalogs,omitempty"`
+	// PollOps and PollInterval are the poll-shield kind's, when it ran.
+	PollOps      int    `json:"poll_ops,omitempty"`
+	PollInterval string `json:"poll_interval,omitempty"`
+	PollDuration string `json:"poll_duration,omitempty"`
 }
 
 // row is one target at one request kind and connection count. Per-request
@@ -116,8 +121,8 @@ type cell struct {
 func buildReport(m meta, kinds []string, conns []int, samples map[cell]*sample) *report {
 	rep := &report{Meta: m}
 	for _, kind := range kinds {
-		if isExtraKind(kind) || kind == kindProvision || kind == kindAuthFlood {
-			continue // report_extra.go, report_provision.go, report_authflood.go
+		if isExtraKind(kind) || kind == kindProvision || kind == kindAuthFlood || kind == kindPollShield {
+			continue // report_extra.go, report_provision.go, report_authflood.go, report_pollshield.go
 		}
 		for _, n := range conns {
 			rows := map[string]*row{}
@@ -269,6 +274,7 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	rep.writeExtraMarkdown(w)
 	rep.writeProvisionMarkdown(w)
 	rep.writeAuthFloodMarkdown(w)
+	rep.writePollShieldMarkdown(w)
 	errs := false
 	for _, r := range rep.allRows() {
 		if len(r.Errors) > 0 {

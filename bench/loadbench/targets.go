@@ -109,6 +109,8 @@ func (e *env) targetsFor(kind string) []*target {
 		return e.provision
 	case kindAuthFlood:
 		return e.authFlood
+	case kindPollShield:
+		return nil // its own targets (pollshield.go)
 	}
 	return e.targets
 }
@@ -272,6 +274,8 @@ func (e *env) requestPath(kind string) (string, error) {
 		return "/v2/service_instances/" + instanceID + "/last_operation?" + q.Encode(), nil
 	case kindProvision:
 		return "", nil // a new instance per request (provisionRequests)
+	case kindPollShield:
+		return "", nil // its own operations (pollshield.go)
 	}
 	return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(knownKinds, ", "))
 }
@@ -289,6 +293,9 @@ func (e *env) check(kinds []string) ([]catalogInfo, error) {
 				return nil, err
 			}
 			continue
+		}
+		if kind == kindPollShield {
+			continue // its provisions check its targets (pollshield.go)
 		}
 		p, err := e.requestPath(kind)
 		if err != nil {

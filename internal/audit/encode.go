@@ -127,6 +127,7 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 	if r.FromCache {
 		dst = append(dst, `,"from_cache":true`...)
 	}
+	dst = appendOmitEmpty(dst, `,"poll_shield":`, r.PollShield)
 	if len(r.ParameterKeys) > 0 {
 		dst = append(dst, `,"parameter_keys":[`...)
 		for i, k := range r.ParameterKeys {

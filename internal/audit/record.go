@@ -65,6 +65,11 @@ type Record struct {
 	Orphan    string `json:"orphan_mitigation,omitempty"`
 	Bridged   bool   `json:"bridged,omitempty"`
 	FromCache bool   `json:"from_cache,omitempty"`
+	// PollShield is, for a last_operation poll answered by the poll
+	// shield, where the broker's answer came from: "shared" (another
+	// poll's broker call in flight) or "reused" (an in progress answer
+	// within brokers[].poll.min_interval).
+	PollShield string `json:"poll_shield,omitempty"`
 	// ParameterKeys are the top-level keys of the request's "parameters"
 	// (audit.parameters: keys), never their values.
 	ParameterKeys []string `json:"parameter_keys,omitempty"`

@@ -84,14 +84,17 @@ type Emulate struct {
 }
 
 // Poll is how the gateway treats last_operation polls to one broker.
+// Concurrent polls of one operation the gateway tracks always share one
+// broker call.
 type Poll struct {
-	// RetryAfter, when set, is the Retry-After added to a last_operation
-	// answer that has none (rounded up to whole seconds).
+	// RetryAfter, when set, is the Retry-After added to a 200
+	// last_operation answer that has none (rounded up to whole seconds).
 	RetryAfter time.Duration `yaml:"retry_after" validate:"gte=0,lte=24h"`
 	// MinInterval is how long an "in progress" answer is reused for polls
-	// of the same operation; zero value: the answer's Retry-After (or
-	// RetryAfter), at most DefaultPollMaxInterval; a negative value turns
-	// the reuse off.
+	// of the same operation; zero value: the answer's Retry-After (the
+	// broker's, or RetryAfter), at most DefaultPollMaxInterval, and no
+	// reuse for an answer without one; a negative value turns the reuse
+	// off.
 	MinInterval time.Duration `yaml:"min_interval" validate:"lte=24h"`
 }
 
