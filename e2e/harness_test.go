@@ -57,7 +57,9 @@ const (
 
 // gatewayYAML puts the three brokers behind the gateway for two tenants.
 // sample and brokerapi accept 2.14 and later; legacy accepts anything and is
-// sent at most 2.8.
+// sent at most 2.8. The tests move the brokers' clock between two polls, not
+// the gateway's, so the sample broker's "in progress" answers (Retry-After 1)
+// are not reused for the next polls (poll.min_interval -1s).
 const gatewayYAML = `
 listen: {address: "127.0.0.1:0"}
 admin: {address: "off"}
@@ -68,6 +70,7 @@ brokers:
     password: ${SAMPLE_PASS}
     api_version: {min: "2.14"}
     timeout: 10s
+    poll: {min_interval: -1s}
   - name: brokerapi
     url: ${API_URL}/osb/
     username: api-user
