@@ -45,6 +45,7 @@ brokers:
     inventory:
       secrets: ${SECRETS}
     emulate: {async_after: 5s}
+    poll: {retry_after: 10s}
 tenants:
   - name: t1
     credentials: [{username: t1-user, password: t1-pass}]

@@ -52,6 +52,9 @@ func TestShimSlowProvision(t *testing.T) {
 		t.Errorf("poll before the broker answered: %d %s", poll.status, poll.body)
 	}
 	checkShimAnswer(t, "the poll in progress", instancePoll, "2.15", poll, rules.Provision)
+	if got := poll.header.Get("Retry-After"); got != "10" {
+		t.Errorf("poll in progress: Retry-After %q, want poll.retry_after's 10", got)
+	}
 
 	release()
 	e.waitShim(t, key, store.StateSucceeded)
