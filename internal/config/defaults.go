@@ -80,8 +80,10 @@ func (t *Tenant) applyDefaults() {
 	if t.MissingVersionStatus == 0 {
 		t.MissingVersionStatus = DefaultMissingVersionStatus
 	}
+	t.Limits.applyDefaults() // limits.go
 	for i := range t.Routes {
 		r := &t.Routes[i]
+		r.Limits.applyDefaults()
 		if r.Prefix == "" && validName(t.Name) && validName(r.Broker) {
 			r.Prefix = "/" + t.Name + "/" + r.Broker
 		}

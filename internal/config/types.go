@@ -86,6 +86,11 @@ type Listen struct {
 	// MaxBodyBytes caps a request body; a larger one gets 413.
 	MaxBodyBytes  int64         `yaml:"max_body_bytes" validate:"gte=1024,lte=104857600"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" validate:"gte=0"`
+	// MaxInFlight caps the platform calls served at once; a call beyond
+	// it is answered at once (429 mutating, 503 reads) instead of
+	// queueing for a CPU. Zero value: DefaultMaxInFlightPerCPU per
+	// GOMAXPROCS, chosen at start (see MaxInFlightFor; limits.go).
+	MaxInFlight int `yaml:"max_in_flight" validate:"gte=0,lte=1000000"`
 	// TLS is TLS at this listener (see listen_tls.go); zero value: plain HTTP.
 	TLS ListenTLS `yaml:"tls"`
 }
@@ -152,6 +157,9 @@ type Tenant struct {
 	// ClientCert is what a client certificate is worth for this tenant
 	// (see listen_tls.go); zero value: nothing.
 	ClientCert ClientCert `yaml:"client_cert"`
+	// Limits are rate limits on all of the tenant's calls together, on
+	// every route (limits.go); nil: none.
+	Limits *Limits `yaml:"limits"`
 }
 
 // Credential is one basic-auth username and password a tenant may present.
@@ -172,6 +180,9 @@ type Route struct {
 	// catalog. Empty: everything is visible.
 	Services Filter `yaml:"services"`
 	Plans    Filter `yaml:"plans"`
+	// Limits are rate limits on the tenant's calls to this broker, on top
+	// of the tenant's own (limits.go); nil: none.
+	Limits *Limits `yaml:"limits"`
 }
 
 // Filter selects catalog services or plans by name or id with glob
