@@ -8,9 +8,10 @@ import (
 
 // withAccessLog writes one line per request, after it was served, from the
 // Scope: request id, method, tenant, broker, endpoint, instance id (when
-// there is one), status, duration in microseconds, body bytes, and the
-// gateway's own error (descriptions, which never carry secrets), and, for a
-// poll the poll shield answered, where its answer came from. It never
+// there is one), status, duration in microseconds, body bytes, the
+// protection that answered (when one did), the gateway's own error
+// (descriptions, which never carry secrets), and, for a poll the poll
+// shield answered, where its answer came from. It never
 // logs headers, bodies or credentials. Server errors log at warn level, the
 // rest at info.
 func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Middleware {
@@ -22,7 +23,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 			if s.Status >= 500 {
 				level = slog.LevelWarn
 			}
-			var fields [11]accessField
+			var fields [12]accessField
 			n := 0
 			add := func(k, v string) { fields[n] = accessField{key: k, str: v}; n++ }
 			addN := func(k string, v int64) { fields[n] = accessField{key: k, num: v, isN: true}; n++ }
@@ -38,6 +39,9 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 			t := now()
 			addN("duration_us", t.Sub(s.Start).Microseconds())
 			addN("bytes", s.Bytes)
+			if s.Protection != "" {
+				add("protection", s.Protection)
+			}
 			if s.Err != nil {
 				add("error", s.logError())
 			}

@@ -108,6 +108,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		Orphan:            s.Orphan,
 		Bridged:           s.Bridged,
 		FromCache:         s.FromCache,
+		Protection:        s.Protection,
 	}
 	if s.Shield == ShieldShared || s.Shield == ShieldReused {
 		rec.PollShield = s.Shield

@@ -64,7 +64,8 @@ type Gateway struct {
 	catalogs  *CatalogCache
 	guard     *guard
 	auth      *authGate
-	flights   *flights // shared by reloads
+	flights   *flights    // shared by reloads
+	protect   *protection // overload gate and rate limits (protect.go)
 	handler   http.Handler
 }
 
@@ -155,6 +156,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc)}
 		}
 	}
+	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
+		return nil, err
+	}
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -167,10 +171,12 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
 		withRoute(routes),
+		withOverload(g.protect.overload), // before anything that costs: see withOverload
 		withAuth(g.auth),
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
+		withRateLimit(g.protect), // nil without limits
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),

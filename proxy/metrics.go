@@ -77,6 +77,7 @@ type Metrics struct {
 	state     *stateCollector    // the store errors, locks held and operations in progress
 	catalogs  *catalogCollector  // the catalog cache counters
 	expiring  *expiringCollector // the bindings expiring soon
+	protect   protectMetrics     // rate-limited and shed calls (metrics_protect.go)
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -161,12 +162,13 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 		[]string{"broker", "answer"})
 	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
 		Help: "Audit records that could not be written."})
+	m.protect = newProtectMetrics()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

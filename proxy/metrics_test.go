@@ -87,6 +87,9 @@ func TestMetricsSeries(t *testing.T) {
 		`osb_gateway_store_errors_total{op="lock"} 1`,
 		"osb_gateway_audit_write_errors_total 1\n",
 		"osb_gateway_requests_in_flight 0\n",
+		// Zero from the start for every route, though nothing was shed.
+		`osb_gateway_shed_total{broker="strict",class="mutations",tenant="t1"} 0`,
+		`osb_gateway_shed_total{broker="strict",class="reads",tenant="t1"} 0`,
 		`target_info{`,
 		"# TYPE osb_gateway_catalog_stale_total counter",
 		`go_goroutines `,
@@ -103,7 +106,7 @@ func TestMetricsSeries(t *testing.T) {
 	}
 	labels := regexp.MustCompile(`(?m)^osb_gateway_[a-z_]+\{([^}]*)\}`)
 	allowed := map[string]bool{"tenant": true, "broker": true, "endpoint": true, "status_class": true, "rule": true,
-		"direction": true, "decision": true, "op": true, "le": true}
+		"direction": true, "decision": true, "op": true, "le": true, "class": true, "limit": true}
 	for _, m := range labels.FindAllStringSubmatch(text, -1) {
 		for _, pair := range regexp.MustCompile(`([a-z_]+)="`).FindAllStringSubmatch(m[1], -1) {
 			if !allowed[pair[1]] {
@@ -437,6 +440,8 @@ func TestMetricsExposition(t *testing.T) {
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
 	m.StoreError("lock")
 	m.AuditWriteError()
+	m.limitedCounter("t", "b", classMutations, "tenant").Inc()
+	m.shedCounter("t", "b", classReads).Inc()
 
 	var lines []string
 	sdk := regexp.MustCompile(`telemetry_sdk_version="[^"]*"`)

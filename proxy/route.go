@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -13,6 +15,11 @@ type route struct {
 	tenant *tenant
 	up     *upstream
 	filter *catalogFilter // the tenant's view of the broker's catalog; nil: all
+	// limits are the rate limits the route's calls pass (ratelimit.go);
+	// nil: none. shed counts the calls the overload stage refused, by
+	// class; nil without Metrics.
+	limits *routeLimits
+	shed   [numCallClasses]prometheus.Counter
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

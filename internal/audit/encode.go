@@ -128,6 +128,7 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		dst = append(dst, `,"from_cache":true`...)
 	}
 	dst = appendOmitEmpty(dst, `,"poll_shield":`, r.PollShield)
+	dst = appendOmitEmpty(dst, `,"protection":`, r.Protection)
 	if len(r.ParameterKeys) > 0 {
 		dst = append(dst, `,"parameter_keys":[`...)
 		for i, k := range r.ParameterKeys {

@@ -61,7 +61,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	full := *base
 	full.Error = &Error{Code: "ConcurrencyError", Description: "busy"}
 	full.Findings = []Finding{{Rule: "request.plan_id.required", Direction: "request"}, {Rule: "r2", Direction: "response"}}
-	full.Blocked, full.Orphan, full.Bridged, full.FromCache, full.PollShield = true, "queued", true, true, "shared"
+	full.Blocked, full.Orphan, full.Bridged, full.FromCache, full.PollShield, full.Protection = true, "queued", true, true, "shared", "rate_limit"
 	full.Identity = &Identity{Platform: "kubernetes", Username: "duke", Undecodable: true}
 	full.PrevHash, full.Hash = GenesisHash, strings.Repeat("ab", 32)
 	tests := []struct {
@@ -127,7 +127,7 @@ func fmtFloat(f float64) string { b, _ := appendFloat(nil, f); return string(b) 
 // parameter keys (those it has) to next().
 func setStrings(r *Record, next func() string) {
 	for _, p := range []*string{&r.RequestID, &r.TraceID, &r.Tenant, &r.Broker, &r.Endpoint, &r.Method, &r.InstanceID,
-		&r.BindingID, &r.ServiceID, &r.PlanID, &r.APIVersion, &r.Outcome, &r.Operation, &r.Orphan, &r.PollShield, &r.PrevHash, &r.Hash} {
+		&r.BindingID, &r.ServiceID, &r.PlanID, &r.APIVersion, &r.Outcome, &r.Operation, &r.Orphan, &r.PollShield, &r.Protection, &r.PrevHash, &r.Hash} {
 		*p = next()
 	}
 	if r.Identity != nil {
@@ -271,7 +271,7 @@ func TestEncoderKnowsEveryField(t *testing.T) {
 			"instance_id,omitempty binding_id,omitempty service_id,omitempty plan_id,omitempty identity,omitempty " +
 			"api_version,omitempty accepts_incomplete,omitempty status duration_ms outcome operation,omitempty " +
 			"error,omitempty findings,omitempty blocked orphan_mitigation,omitempty bridged,omitempty " +
-			"from_cache,omitempty poll_shield,omitempty parameter_keys,omitempty prev_hash hash,omitempty"},
+			"from_cache,omitempty poll_shield,omitempty protection,omitempty parameter_keys,omitempty prev_hash hash,omitempty"},
 		{Identity{}, "platform user_id,omitempty username,omitempty undecodable,omitempty"},
 		{Error{}, "code,omitempty description,omitempty"},
 		{Finding{}, "rule direction"},

@@ -70,6 +70,9 @@ type Record struct {
 	// poll's broker call in flight) or "reused" (an in progress answer
 	// within brokers[].poll.min_interval).
 	PollShield string `json:"poll_shield,omitempty"`
+	// Protection names the protection that answered instead of the broker
+	// ("rate_limit", "overload", …); empty when none did.
+	Protection string `json:"protection,omitempty"`
 	// ParameterKeys are the top-level keys of the request's "parameters"
 	// (audit.parameters: keys), never their values.
 	ParameterKeys []string `json:"parameter_keys,omitempty"`

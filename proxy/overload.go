@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// overload is the gate of listen.max_in_flight: a call that would be one
+// too many is answered at once, 429 when it may be mutating, 503 when it
+// is a read, with Retry-After: 1, instead of waiting for a CPU behind the
+// others. The count is shared by a Gateway and the ones that replace it
+// on reload (calls the old one still serves count against the new one's
+// cap); the cap is each Gateway's own.
+type overload struct {
+	max    int64
+	n      *atomic.Int64
+	answer [numCallClasses]*osb.Error // built once: shedding costs no allocation
+}
+
+// overloadRetryAfter is the Retry-After of a shed call: overload is
+// measured in milliseconds, and a second is the least the header says.
+const overloadRetryAfter = 1
+
+func newOverload(l config.Listen, prev *overload) *overload {
+	o := &overload{max: int64(l.MaxInFlightFor(runtime.GOMAXPROCS(0))), n: new(atomic.Int64)}
+	if prev != nil {
+		o.n = prev.n
+	}
+	desc := func(class string) string {
+		return fmt.Sprintf("the gateway is overloaded: %d platform calls are in flight (listen.max_in_flight); "+
+			"this %s was not sent to the broker; retry after %ds", o.max, class, overloadRetryAfter)
+	}
+	o.answer[classReads] = &osb.Error{Status: http.StatusServiceUnavailable, Header: retryHeader(overloadRetryAfter),
+		Description: desc("read")}
+	o.answer[classMutations] = &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(overloadRetryAfter),
+		Description: desc("call")}
+	return o
+}
+
+// withOverload is the overload stage. It sits right after the route stage
+// (a map lookup), so that what it sheds costs no credential check, body
+// read or broker call, and is still counted, logged and audited by tenant
+// and broker.
+func withOverload(o *overload) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if o.n.Add(1) > o.max {
+				o.n.Add(-1)
+				s := ScopeOf(w, r)
+				c := methodClass(r.Method)
+				s.Protection = ProtectionOverload
+				count(s.route.shed[c])
+				s.failUnread(w, r, o.answer[c])
+				return
+			}
+			defer o.n.Add(-1)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// Overloaded reports nil while fewer than listen.max_in_flight platform
+// calls are in flight (those of Gateways this one replaced included), or
+// says how many are: the next call would be shed. Readiness reports it.
+func (g *Gateway) Overloaded() error {
+	o := g.protect.overload
+	if n := o.n.Load(); n >= o.max {
+		return fmt.Errorf("overloaded: %d platform calls in flight, listen.max_in_flight is %d; "+
+			"further calls get 429 (mutating) or 503 (reads)", n, o.max)
+	}
+	return nil
+}

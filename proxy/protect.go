@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// Protections, as Scope.Protection names them on audit records and access
+// lines: what answered a call in the broker's place to protect the broker,
+// the other tenants or the gateway.
+const (
+	// ProtectionRateLimit: a tenant's or route's rate limit
+	// (tenants[].limits, tenants[].routes[].limits) refused the call.
+	ProtectionRateLimit = "rate_limit"
+	// ProtectionOverload: listen.max_in_flight calls were in flight.
+	ProtectionOverload = "overload"
+)
+
+// callClass is what the protections count a call as: a read or a
+// mutating call. They refuse a mutating call with 429, never a 5xx: by
+// Cloud Controller's orphan-mitigation record, a 5xx to a provision or
+// bind sets off a DELETE, and nothing was created by a call the broker
+// never saw.
+type callClass uint8
+
+const (
+	classReads callClass = iota
+	classMutations
+	numCallClasses
+)
+
+// callClassNames label the metrics and name the config keys
+// (limits.reads, limits.mutations).
+var callClassNames = [numCallClasses]string{"reads", "mutations"}
+
+// classOf is the class of a classified call.
+func classOf(e rules.Endpoint) callClass {
+	if e.Mutating() {
+		return classMutations
+	}
+	return classReads
+}
+
+// methodClass is the class of a call not classified yet, by its method
+// alone: GET and HEAD are reads, everything else may change state.
+func methodClass(method string) callClass {
+	if method == http.MethodGet || method == http.MethodHead {
+		return classReads
+	}
+	return classMutations
+}
+
+// retryAfterSecs is the Retry-After of a refusal that can be retried after d:
+// whole seconds, rounded up, at least 1.
+func retryAfterSecs(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
+}
+
+// retryHeader is a Retry-After header of secs seconds.
+func retryHeader(secs int64) http.Header {
+	return http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
+}
+
+// count adds one to c, a counter of a Gateway built without Metrics
+// being nil.
+func count(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}
+
+// protection is what a Gateway protects itself, the brokers and the
+// tenants with: the overload gate and the rate limits. A reload keeps the
+// in-flight count, and each limiter whose settings did not change, with
+// the tokens it has spent.
+type protection struct {
+	overload *overload
+	limiters map[limiterID]*limiter
+	shared   *sharedLimits // nil: no shared limit, or no Redis
+	limited  bool          // some route is under a limit
+	now      func() time.Time
+}
+
+// newProtection builds the protections of cfg and attaches to each route
+// its limits and shed counters. st is the Gateway's state store: shared
+// limits need it to be the redis backend.
+func newProtection(cfg *config.Config, routes routeTable, st store.Store, opts Options) (*protection, error) {
+	var prev *protection
+	if opts.Previous != nil {
+		prev = opts.Previous.protect
+	}
+	p := &protection{limiters: map[limiterID]*limiter{}, now: opts.Now}
+	var prevOverload *overload
+	if prev != nil {
+		prevOverload = prev.overload
+	}
+	p.overload = newOverload(cfg.Listen, prevOverload)
+	m := opts.Metrics
+	for i := range cfg.Tenants {
+		tc := &cfg.Tenants[i]
+		for _, rc := range tc.Routes {
+			rt := routes[rc.Prefix]
+			for c := range numCallClasses {
+				rt.shed[c] = m.shedCounter(tc.Name, rc.Broker, c)
+			}
+			var rl routeLimits
+			for c := range numCallClasses {
+				cl := &rl.classes[c]
+				var err error
+				if cl.tenant, err = p.limiter(limiterID{tenant: tc.Name, class: c}, tc.Limits, st, prev, opts); err != nil {
+					return nil, err
+				}
+				if cl.route, err = p.limiter(limiterID{tenant: tc.Name, broker: rc.Broker, class: c}, rc.Limits, st, prev, opts); err != nil {
+					return nil, err
+				}
+				if cl.tenant != nil {
+					cl.byTenant = m.limitedCounter(tc.Name, rc.Broker, c, "tenant")
+				}
+				if cl.route != nil {
+					cl.byRoute = m.limitedCounter(tc.Name, rc.Broker, c, "route")
+				}
+			}
+			if rl.limits() {
+				rt.limits, p.limited = &rl, true
+			}
+		}
+	}
+	return p, nil
+}
+
+// limiter returns the limiter of the bucket id in the limits block l: the
+// same one for every route of a tenant, taken over from prev when its
+// settings did not change; nil when l does not limit id's class.
+func (p *protection) limiter(id limiterID, l *config.Limits, st store.Store, prev *protection, opts Options) (*limiter, error) {
+	if l == nil {
+		return nil, nil
+	}
+	r := l.Reads
+	if id.class == classMutations {
+		r = l.Mutations
+	}
+	if r == nil {
+		return nil, nil
+	}
+	if lim := p.limiters[id]; lim != nil {
+		return lim, nil
+	}
+	if l.Scope == config.LimitScopeCluster && p.shared == nil {
+		client, prefix, ok := store.RedisClient(st)
+		if !ok {
+			return nil, fmt.Errorf("tenant %q: limits.scope cluster needs the redis state store (state.backend: redis)", id.tenant)
+		}
+		if prev != nil && prev.shared != nil && prev.shared.client == client {
+			p.shared = prev.shared
+		} else {
+			p.shared = newSharedLimits(client, prefix, opts.Now, opts.Logger, opts.Metrics)
+		}
+	}
+	var lim *limiter
+	if prev != nil {
+		if old := prev.limiters[id]; old != nil && old.sameAs(r, l.Scope) && (old.shared == nil || old.shared == p.shared) {
+			lim = old
+		}
+	}
+	if lim == nil {
+		lim = newLimiter(id, r, l.Scope, p.shared)
+	}
+	p.limiters[id] = lim
+	return lim, nil
+}

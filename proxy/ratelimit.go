@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// limiter is one configured token bucket: a tenant's or a route's reads or
+// mutations (tenants[].limits, tenants[].routes[].limits). A local one is
+// a golang.org/x/time/rate bucket of this replica; a shared one (scope
+// cluster) is a GCRA bucket in Redis (sharedLimits), with the local bucket
+// standing in while Redis fails.
+type limiter struct {
+	id     limiterID
+	rate   float64
+	burst  int
+	scope  string
+	local  *rate.Limiter
+	shared *sharedLimits // nil: local
+	key    string        // the shared bucket's Redis key (without redis_rate's "rate:")
+	// who and key name the limit in a refusal's description.
+	who, path string
+}
+
+// limiterID names a limiter across reloads: a tenant's (broker "") or a
+// route's, for one class of calls.
+type limiterID struct {
+	tenant, broker string
+	class          callClass
+}
+
+// newLimiter builds the limiter of r for id; scope is the block's.
+func newLimiter(id limiterID, r *config.LimitRate, scope string, shared *sharedLimits) *limiter {
+	l := &limiter{id: id, rate: r.Rate, burst: r.Burst, scope: scope,
+		local: rate.NewLimiter(rate.Limit(r.Rate), r.Burst)}
+	l.who, l.path = fmt.Sprintf("tenant %q", id.tenant), "tenants[].limits."+callClassNames[id.class]
+	if id.broker != "" {
+		l.who, l.path = fmt.Sprintf("tenant %q to broker %q", id.tenant, id.broker), "tenants[].routes[].limits."+callClassNames[id.class]
+	}
+	if scope == config.LimitScopeCluster {
+		l.shared = shared
+		l.key = shared.key(id)
+	}
+	return l
+}
+
+// sameAs reports whether l enforces r at scope, so that a reload keeps it
+// (and the tokens it has spent).
+func (l *limiter) sameAs(r *config.LimitRate, scope string) bool {
+	return l.rate == r.Rate && l.burst == r.Burst && l.scope == scope
+}
+
+// token is a call's admission by one limiter, which a limiter checked
+// after it may give back.
+type token struct {
+	l  *limiter
+	r  *rate.Reservation // a local bucket's token; nil: the shared bucket's
+	at time.Time
+}
+
+// take takes a token for one call at now. When none is left it returns
+// false and how long until one is: the limiter's reservation, whose
+// delay it cancels at once (a refused call takes nothing).
+func (l *limiter) take(ctx context.Context, now time.Time) (token, time.Duration, bool) {
+	if l.shared != nil {
+		if wait, err := l.shared.take(ctx, l, now); err == nil {
+			return token{l: l, at: now}, wait, wait <= 0
+		}
+		// Redis failed (counted and logged): this replica's bucket stands
+		// in, so a Redis outage leaves each replica its own limit.
+	}
+	r := l.local.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return token{}, d, false
+	}
+	return token{l: l, r: r, at: now}, 0, true
+}
+
+// giveBack returns t to its bucket: another limit refused the call. A
+// local token is cancelled as of the time it was taken; a shared one is
+// given back in Redis, at the cost of a round trip on this refusal's path.
+func (t token) giveBack(ctx context.Context) {
+	switch {
+	case t.l == nil:
+	case t.r != nil:
+		t.r.CancelAt(t.at)
+	default:
+		t.l.shared.giveBack(ctx, t.l, t.at)
+	}
+}
+
+// refusal is the 429 of a call this limiter refused, to be retried after
+// wait.
+func (l *limiter) refusal(wait time.Duration) *osb.Error {
+	secs := retryAfterSecs(wait)
+	what, where := "reads", "on each gateway replica"
+	if l.id.class == classMutations {
+		what = "mutating calls"
+	}
+	if l.scope == config.LimitScopeCluster {
+		where = "shared by all gateway replicas"
+	}
+	return &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(secs),
+		Description: fmt.Sprintf("rate limit: %s may make %s %s per second (burst %d), %s (%s); "+
+			"this call was not sent to the broker; retry after %ds",
+			l.who, strconv.FormatFloat(l.rate, 'g', -1, 64), what, l.burst, where, l.path, secs)}
+}
+
+// routeLimits are the limiters a route's calls pass, by class: the
+// route's own, then its tenant's; nil where none is set.
+type routeLimits struct {
+	classes [numCallClasses]classLimits
+}
+
+// limits reports whether rl limits any class.
+func (rl *routeLimits) limits() bool {
+	for _, cl := range rl.classes {
+		if cl.route != nil || cl.tenant != nil {
+			return true
+		}
+	}
+	return false
+}
+
+type classLimits struct {
+	route, tenant *limiter
+	// byRoute and byTenant count the calls each refused; nil without
+	// Metrics.
+	byRoute, byTenant prometheus.Counter
+}
+
+// admit takes a token from each limit the call is under, route first; a
+// call the tenant's limit refuses gives the route's token back, so that a
+// refused call spends nothing.
+func (rl *routeLimits) admit(ctx context.Context, c callClass, now time.Time) error {
+	cl := &rl.classes[c]
+	var first token
+	if cl.route != nil {
+		t, wait, ok := cl.route.take(ctx, now)
+		if !ok {
+			count(cl.byRoute)
+			return cl.route.refusal(wait)
+		}
+		first = t
+	}
+	if cl.tenant != nil {
+		if _, wait, ok := cl.tenant.take(ctx, now); !ok {
+			first.giveBack(ctx)
+			count(cl.byTenant)
+			return cl.tenant.refusal(wait)
+		}
+	}
+	return nil
+}
+
+// withRateLimit is the rate-limit stage. It sits right after the classify
+// stage, which tells reads from mutating calls, and before anything that
+// costs (validation, the catalog, the lock, the broker): a catalog
+// answered from the cache is a read like any other. Without limits in the
+// configuration the stage is left out (nil Middleware) and costs nothing.
+func withRateLimit(p *protection) Middleware {
+	if !p.limited {
+		return nil
+	}
+	now := p.now
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			if rl := s.route.limits; rl != nil {
+				if err := rl.admit(r.Context(), classOf(s.Call.Endpoint), now()); err != nil {
+					s.Protection = ProtectionRateLimit
+					s.fail(w, err)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
