@@ -59,11 +59,11 @@ func (l *limiter) sameAs(r *config.LimitRate, scope string) bool {
 	return l.rate == r.Rate && l.burst == r.Burst && l.scope == scope
 }
 
-// token is a call's admission by one limiter, which a limiter checked
-// after it may give back.
+// token is a call's admission by one limiter, which may be given back
+// when a limiter checked after it refuses the call.
 type token struct {
-	l  *limiter
-	r  *rate.Reservation // a local bucket's token; nil: the shared bucket's
+	r  rate.Reservation // a local bucket's token (a copy: a *Reservation kept would cost an allocation)
+	ok bool             // r holds one: false for none, or for a shared bucket's
 	at time.Time
 }
 
@@ -73,29 +73,26 @@ type token struct {
 func (l *limiter) take(ctx context.Context, now time.Time) (token, time.Duration, bool) {
 	if l.shared != nil {
 		if wait, err := l.shared.take(ctx, l, now); err == nil {
-			return token{l: l, at: now}, wait, wait <= 0
+			return token{}, wait, wait <= 0
 		}
 		// Redis failed (counted and logged): this replica's bucket stands
 		// in, so a Redis outage leaves each replica its own limit.
 	}
-	r := l.local.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
+	t := token{r: *l.local.ReserveN(now, 1), ok: true, at: now}
+	if d := t.r.DelayFrom(now); d > 0 {
+		t.r.CancelAt(now)
 		return token{}, d, false
 	}
-	return token{l: l, r: r, at: now}, 0, true
+	return t, 0, true
 }
 
-// giveBack returns t to its bucket: another limit refused the call. A
-// local token is cancelled as of the time it was taken; a shared one is
-// given back in Redis, at the cost of a round trip on this refusal's path.
-func (t token) giveBack(ctx context.Context) {
-	switch {
-	case t.l == nil:
-	case t.r != nil:
+// giveBack returns t to its bucket: a limit checked after it refused the
+// call. A local token is cancelled as of the time it was taken. A shared
+// one stays spent: redis_rate cannot take a call back (Envoy's global rate
+// limit, too, counts a call against every limit it reaches).
+func (t *token) giveBack() {
+	if t.ok {
 		t.r.CancelAt(t.at)
-	default:
-		t.l.shared.giveBack(ctx, t.l, t.at)
 	}
 }
 
@@ -139,9 +136,9 @@ type classLimits struct {
 	byRoute, byTenant prometheus.Counter
 }
 
-// admit takes a token from each limit the call is under, route first; a
-// call the tenant's limit refuses gives the route's token back, so that a
-// refused call spends nothing.
+// admit takes a token from each limit the call is under, route first: a
+// call the route's limit refuses spends nothing of the tenant's, and one
+// the tenant's refuses gives the route's (local) token back.
 func (rl *routeLimits) admit(ctx context.Context, c callClass, now time.Time) error {
 	cl := &rl.classes[c]
 	var first token
@@ -155,7 +152,7 @@ func (rl *routeLimits) admit(ctx context.Context, c callClass, now time.Time) er
 	}
 	if cl.tenant != nil {
 		if _, wait, ok := cl.tenant.take(ctx, now); !ok {
-			first.giveBack(ctx)
+			first.giveBack()
 			count(cl.byTenant)
 			return cl.tenant.refusal(wait)
 		}

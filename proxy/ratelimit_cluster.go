@@ -77,7 +77,7 @@ func (sl *sharedLimits) take(ctx context.Context, l *limiter, now time.Time) (ti
 	if until := sl.downUntil.Load(); until != 0 && now.UnixNano() < until {
 		return 0, errRedisResting
 	}
-	res, err := sl.allow(ctx, l, 1)
+	res, err := sl.allow(ctx, l)
 	if err != nil {
 		return 0, err
 	}
@@ -87,23 +87,13 @@ func (sl *sharedLimits) take(ctx context.Context, l *limiter, now time.Time) (ti
 	return max(res.RetryAfter, time.Nanosecond), nil
 }
 
-// giveBack returns a token taken from l's shared bucket at at, if Redis
-// is still asked: redis_rate's script with a cost of -1 moves the bucket's
-// theoretical arrival time back by one call, never below now.
-func (sl *sharedLimits) giveBack(ctx context.Context, l *limiter, at time.Time) {
-	if until := sl.downUntil.Load(); until != 0 && at.UnixNano() < until {
-		return
-	}
-	_, _ = sl.allow(ctx, l, -1) // a failure is counted and logged
-}
-
-// allow runs redis_rate's script for n calls against l's bucket, within
+// allow runs redis_rate's script for one call against l's bucket, within
 // sharedLimitTimeout. A failure of Redis (not of the platform's request,
 // which may have ended) is counted, logged and rests Redis.
-func (sl *sharedLimits) allow(ctx context.Context, l *limiter, n int) (*redis_rate.Result, error) {
+func (sl *sharedLimits) allow(ctx context.Context, l *limiter) (*redis_rate.Result, error) {
 	rctx, cancel := context.WithTimeout(ctx, sharedLimitTimeout)
 	defer cancel()
-	res, err := sl.limiter.AllowN(rctx, l.key, gcra(l), n)
+	res, err := sl.limiter.Allow(rctx, l.key, gcra(l))
 	if err == nil || ctx.Err() != nil {
 		return res, err
 	}
