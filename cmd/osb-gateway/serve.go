@@ -186,7 +186,11 @@ func (s *server) readiness() error {
 	if !s.ready.Load() {
 		return errors.New("listeners are not serving yet, or the gateway is shutting down")
 	}
-	if g := s.sw.Load(); g.Config().Catalog.RequireWarm {
+	g := s.sw.Load()
+	if err := g.Overloaded(); err != nil {
+		return err // listen.max_in_flight calls in flight: the next is shed
+	}
+	if g.Config().Catalog.RequireWarm {
 		return g.CatalogsReady()
 	}
 	return nil
@@ -284,7 +288,7 @@ func (s *server) reload() error {
 	if err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
+	if !sameListen(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
 		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
 	}
 	logTLSWarnings(s.log, cfg)
@@ -299,6 +303,13 @@ func (s *server) reload() error {
 	s.log.Info("configuration reloaded", slog.String("config", s.path),
 		slog.Int("tenants", len(cfg.Tenants)), slog.Int("brokers", len(cfg.Brokers)))
 	return nil
+}
+
+// sameListen reports whether two listen sections need the same listener:
+// max_in_flight is the Gateway's own and a reload applies it.
+func sameListen(a, b config.Listen) bool {
+	a.MaxInFlight, b.MaxInFlight = 0, 0
+	return reflect.DeepEqual(a, b)
 }
 
 // shutdown stops accepting, then waits for in-flight requests until ctx
