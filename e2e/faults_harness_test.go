@@ -94,6 +94,10 @@ type faultOptions struct {
 	syncWithin time.Duration
 	// asyncAfter is emulate.async_after (the async shim); 0: off.
 	asyncAfter time.Duration
+	// limits are tenant t's rate limits, defaults applied; nil: none.
+	limits *config.Limits
+	// maxInFlight is listen.max_in_flight; 0: the default.
+	maxInFlight int
 }
 
 // newFaultEnv builds the world of kind k.
@@ -155,6 +159,7 @@ func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	cfg.Tenants[0].Limits, cfg.Listen.MaxInFlight = o.limits, o.maxInFlight
 	return cfg
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
@@ -272,6 +273,31 @@ var faultTable = []faultRow{
 		},
 	},
 	{
+		// Refused before the broker: a 429 the platform retries, no lock,
+		// no orphan (a 4xx sets off no DELETE).
+		name: "over the tenant's rate limit",
+		opts: faultOptions{limits: &config.Limits{Mutations: &config.LimitRate{Rate: 1, Burst: 1}, Scope: config.LimitScopeLocal}},
+		steps: []faultStep{
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}},
+			{call: bind, want: state{saw: saw{429, `rate limit: tenant "t" may make 1 mutating calls per second (burst 1)`},
+				calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: bind, advance: time.Second, // a token again
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
+	},
+	{
+		// While a provision is held at the broker, with listen.max_in_flight
+		// 1 a poll gets 503 and a bind 429, at once and never forwarded.
+		name: "overload (listen.max_in_flight)",
+		opts: faultOptions{maxInFlight: 1},
+		steps: []faultStep{{call: provision, during: shed(map[*platformCall]saw{
+			&poll: {503, "the gateway is overloaded"}, &bind: {429, "the gateway is overloaded"}}),
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: bind, want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
+	},
+	{
 		// Both replicas mitigate at once; each orphan is claimed by one.
 		name: "two replicas on one redis-server",
 		env:  replicasEnv,
@@ -492,6 +518,19 @@ func shimSettled(t *testing.T, f *faultEnv) {
 }
 
 func refuseNext(_ *testing.T, f *faultEnv) { f.refuse.n.Store(1) }
+
+// shed sends each call while the broker holds another, and checks the
+// platform saw what want says.
+func shed(want map[*platformCall]saw) func(*testing.T, *faultEnv) {
+	return func(t *testing.T, f *faultEnv) {
+		t.Helper()
+		for c, w := range want {
+			if got := f.send(t, *c, 0, "j", 0, nil); got.status != w.status || !strings.Contains(got.desc, w.desc) {
+				t.Errorf("%s while overloaded: the platform saw %d %q, want %d with %q", c.name, got.status, got.desc, w.status, w.desc)
+			}
+		}
+	}
+}
 
 func stopStore(_ *testing.T, f *faultEnv) { f.redis.Stop() }
 
