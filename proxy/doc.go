@@ -3,12 +3,13 @@
 // admin API.
 //
 // New builds the whole chain in one place. A request passes, outermost
-// first: scope, trace, metrics, audit, recover, access log, route, auth,
-// body, version, classify, validate, catalog, flights, guard, emulate,
-// shim, upstream. Trace,
-// metrics and audit are the optional parts (Options.Tracing, Metrics,
-// Audit), left out when not set; they and the access log read the Scope
-// after the inner stages return. Each stage is a small Middleware that
+// first: scope, trace, metrics, audit, recover, access log, route,
+// overload, auth, body, version, classify, rate limit, validate, catalog,
+// flights, guard, emulate, shim, upstream. Trace, metrics and audit are the
+// optional parts (Options.Tracing, Metrics, Audit), left out when not set,
+// as is the rate limit without limits in the configuration; they and the
+// access log read the Scope after the inner stages return. Each stage is a
+// small Middleware that
 // reads and fills the request's *Scope and never mutates the inbound
 // *http.Request.
 //
@@ -22,10 +23,11 @@
 // lets last_operation polls of one operation share a broker call and
 // reuse an "in progress" answer, and passes every other call straight on.
 //
-// Route and auth look at the request line and headers only, and run before
-// the body stage reads a byte of the body: a client that is not
-// authenticated cannot make the gateway read or buffer a body, and its
-// refusal goes out at once and closes the connection (Scope.failUnread).
+// Route, overload and auth look at the request line and headers only, and
+// run before the body stage reads a byte of the body: a client that is not
+// authenticated, or a call shed under overload, cannot make the gateway
+// read or buffer a body, and its refusal goes out at once and closes the
+// connection (Scope.failUnread).
 // Nothing before the body stage may depend on the body.
 //
 // A stage finds the Scope with ScopeOf(w, r): the scope stage hands the
