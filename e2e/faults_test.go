@@ -295,7 +295,7 @@ var faultTable = []faultRow{
 			&poll: {503, "the gateway is overloaded"}, &bind: {429, "the gateway is overloaded"}}),
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
 		mitigated: &state{calls: calls{"provision": 1}},
-		retried: []faultStep{{call: bind, want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
+		retried:   []faultStep{{call: bind, want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
 	},
 	{
 		// Both replicas mitigate at once; each orphan is claimed by one.
