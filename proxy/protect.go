@@ -69,8 +69,8 @@ func retryHeader(secs int64) http.Header {
 	return http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}}
 }
 
-// count adds one to c, a counter of a Gateway built without Metrics
-// being nil.
+// count adds one to c, which is nil for a Gateway built without
+// Metrics.
 func count(c prometheus.Counter) {
 	if c != nil {
 		c.Inc()
