@@ -71,16 +71,24 @@ func putSecrets(t *testing.T, s Store, keys *seal.Keyring, leak bool) {
 }
 
 // revealed reports whether v shows the marker: in its bytes, or in the
-// body of an inventory record it holds once inflated.
+// body of an inventory record it holds once inflated (the whole of v, or
+// what follows a NUL in it: a Redis member holds its record after its ids).
 func revealed(v []byte) bool {
 	if bytes.Contains(v, []byte(marker)) {
 		return true
 	}
 	found := false
-	unpack(v, func(_ string, body []byte) error {
-		found = bytes.Contains(body, []byte(marker))
-		return nil
-	})
+	for rec := v; !found; {
+		unpack(rec, func(_ string, body []byte) error {
+			found = bytes.Contains(body, []byte(marker))
+			return nil
+		})
+		// A Redis member holds its record after its ids and a NUL each.
+		var ok bool
+		if _, rec, ok = bytes.Cut(rec, []byte{0}); !ok {
+			break
+		}
+	}
 	return found
 }
 

@@ -11,11 +11,10 @@ import (
 // The inventory of the redis backend. Keys, after RedisConfig.KeyPrefix:
 //
 //	inv:brokers       set: the brokers with an inventory
-//	inv:{B}:i         hash: instance id -> instance record (inventory_codec.go)
-//	inv:{B}:ix        sorted set, scores 0: instance ids, in byte order
+//	inv:{B}:ix        sorted set, scores 0: instance id NUL instance record
+//	                  (inventory_codec.go), in byte order of the ids
 //	inv:{B}:tx        sorted set, scores 0: tenant NUL instance id, for instances with a tenant
-//	inv:{B}:b         hash: instance id NUL binding id -> binding record
-//	inv:{B}:bx        sorted set, scores 0: instance id NUL binding id
+//	inv:{B}:bx        sorted set, scores 0: instance id NUL binding id NUL binding record
 //	inv:{B}:ex        sorted set: instance id NUL binding id, scored by the
 //	                  binding's ExpiresAt in microseconds (bindings with one)
 //
@@ -25,103 +24,167 @@ import (
 // keys, atomic, and brokers spread over the cluster (one broker's
 // inventory stays on one master).
 //
+// A record lives in its sorted set's member, after its id and a NUL (ids
+// hold no NUL): the ids sort the members, and the range [id NUL, id \x01)
+// holds exactly the record of id. Beside a hash of records and a sorted
+// set of ids, that spends the id, its hash entry and its second copy once
+// instead of twice: measured with BenchmarkInventoryFootprintRedis on
+// Redis 7.0 (100,000 instances with a binding each), 1,428 bytes of
+// used_memory per instance before (a hash i and b beside ix and bx), NEW
+// after.
+//
 // Cost: get, put and delete of one record are one round trip and O(log n)
-// on the server (HGET; a script doing HSET/HDEL and ZADD/ZREM), never a
-// SCAN. A page of a listing is one script per broker (ZRANGEBYLEX with
-// LIMIT, then HGET per record: O(log n + page)), after one SMEMBERS of
-// inv:brokers when no broker is named. Counts are HLEN, ZCARD or ZLEXCOUNT
-// per broker. The sorted sets cost memory beside the hashes: about 100
-// bytes per instance for ix, as much again in tx (see the README's
-// figures).
+// on the server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a
+// SCAN. A page of a listing is one ZRANGEBYLEX with LIMIT per broker
+// (O(log n + page)); by tenant, one script per broker (a range of tx, then
+// one lookup in ix per id), after one SMEMBERS of inv:brokers when no
+// broker is named. Counts are ZCARD or ZLEXCOUNT per broker.
 //
 // The put script reads the tenant of the record it replaces from the
 // record's fixed head (version byte, tenant length byte, tenant) to move
 // the tx entry: the only part of the binary layout a script reads.
 
+// lookupLua defines find(key, prefix): the member of the sorted set key
+// that starts with prefix (an id and its NUL: at most one), or false.
+const lookupLua = `
+local function find(key, prefix)
+  local m = redis.call('ZRANGEBYLEX', key, '[' .. prefix, '(' .. string.sub(prefix, 1, -2) .. '\1', 'LIMIT', 0, 1)[1]
+  return m or false
+end
+`
+
 // putInstanceScript stores ARGV[2] as instance ARGV[1] with tenant ARGV[3]
 // unless it exists and ARGV[4] is not "1"; it returns 1 if it stored, 0
-// if it kept the existing record. KEYS: i, ix, tx.
-var putInstanceScript = redis.NewScript(`
-local old = redis.call('HGET', KEYS[1], ARGV[1])
+// if it kept the existing record. KEYS: ix, tx.
+var putInstanceScript = redis.NewScript(lookupLua + `
+local id = ARGV[1]
+local old = find(KEYS[1], id .. '\0')
 if old then
   if ARGV[4] ~= '1' then return 0 end
-  local n = string.byte(old, 2)
-  if n and n > 0 then redis.call('ZREM', KEYS[3], string.sub(old, 3, 2 + n) .. '\0' .. ARGV[1]) end
+  local n = string.byte(old, #id + 3)
+  if n and n > 0 then redis.call('ZREM', KEYS[2], string.sub(old, #id + 4, #id + 3 + n) .. '\0' .. id) end
+  redis.call('ZREM', KEYS[1], old)
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if ARGV[3] ~= '' then redis.call('ZADD', KEYS[3], 0, ARGV[3] .. '\0' .. ARGV[1]) end
+redis.call('ZADD', KEYS[1], 0, id .. '\0' .. ARGV[2])
+if ARGV[3] ~= '' then redis.call('ZADD', KEYS[2], 0, ARGV[3] .. '\0' .. id) end
 return 1
 `)
 
 // putBindingScript stores ARGV[2] as binding ARGV[1] (instance NUL
 // binding) unless it exists and ARGV[3] is not "1", and scores it ARGV[4]
 // in ex (or takes it out where ARGV[4] is ""); 1 if stored, else 0.
-// KEYS: b, bx, ex.
-var putBindingScript = redis.NewScript(`
-if ARGV[3] ~= '1' and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
+// KEYS: bx, ex.
+var putBindingScript = redis.NewScript(lookupLua + `
+local old = find(KEYS[1], ARGV[1] .. '\0')
+if old then
+  if ARGV[3] ~= '1' then return 0 end
+  redis.call('ZREM', KEYS[1], old)
+end
+redis.call('ZADD', KEYS[1], 0, ARGV[1] .. '\0' .. ARGV[2])
 if ARGV[4] ~= '' then
-  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 else
-  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
 end
 return 1
 `)
 
+// deleteBindingScript deletes binding ARGV[1] (instance NUL binding): 1 if
+// it was there, else 0. KEYS: bx, ex.
+var deleteBindingScript = redis.NewScript(lookupLua + `
+local old = find(KEYS[1], ARGV[1] .. '\0')
+if not old then return 0 end
+redis.call('ZREM', KEYS[1], old)
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
 // deleteInstanceScript deletes instance ARGV[1] and its bindings. It
-// returns false if there was neither, else {instance record or "",
-// binding member, binding record, ...}. KEYS: i, ix, tx, b, bx, ex.
-var deleteInstanceScript = redis.NewScript(`
+// returns false if there was neither, else {instance member or "",
+// binding member, ...}. KEYS: ix, tx, bx, ex.
+var deleteInstanceScript = redis.NewScript(lookupLua + `
 local id = ARGV[1]
-local old = redis.call('HGET', KEYS[1], id)
+local old = find(KEYS[1], id .. '\0')
 local lo, hi = '[' .. id .. '\0', '(' .. id .. '\1'
-local members = redis.call('ZRANGEBYLEX', KEYS[5], lo, hi)
+local members = redis.call('ZRANGEBYLEX', KEYS[3], lo, hi)
 if not old and #members == 0 then return false end
 local out = {old or ''}
 for _, m in ipairs(members) do
-  local rec = redis.call('HGET', KEYS[4], m)
-  if rec then
-    out[#out + 1] = m
-    out[#out + 1] = rec
-    redis.call('HDEL', KEYS[4], m)
-  end
-  redis.call('ZREM', KEYS[6], m)
+  out[#out + 1] = m
+  local p = string.find(m, '\0', #id + 2, true)
+  if p then redis.call('ZREM', KEYS[4], string.sub(m, 1, p - 1)) end
 end
-if #members > 0 then redis.call('ZREMRANGEBYLEX', KEYS[5], lo, hi) end
+if #members > 0 then redis.call('ZREMRANGEBYLEX', KEYS[3], lo, hi) end
 if old then
-  local n = string.byte(old, 2)
-  if n and n > 0 then redis.call('ZREM', KEYS[3], string.sub(old, 3, 2 + n) .. '\0' .. id) end
-  redis.call('HDEL', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
+  local n = string.byte(old, #id + 3)
+  if n and n > 0 then redis.call('ZREM', KEYS[2], string.sub(old, #id + 4, #id + 3 + n) .. '\0' .. id) end
+  redis.call('ZREM', KEYS[1], old)
 end
 return out
 `)
 
-// rangeScript returns up to ARGV[3] members of the sorted set KEYS[1]
-// between ARGV[1] and ARGV[2] (ZRANGEBYLEX bounds), each followed by the
-// record in hash KEYS[2] under the member without its first ARGV[4]
-// bytes ("" if it is gone).
-var rangeScript = redis.NewScript(`
+// lookupScript returns up to ARGV[3] members of the sorted set KEYS[1]
+// between ARGV[1] and ARGV[2] (ZRANGEBYLEX bounds), each without its first
+// ARGV[4] bytes, each followed by what it is with a NUL the prefix of in
+// the sorted set KEYS[2]: the member found there, or "" if it is gone.
+var lookupScript = redis.NewScript(lookupLua + `
 local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local strip = tonumber(ARGV[4])
 local out = {}
 for _, m in ipairs(members) do
-  out[#out + 1] = m
-  out[#out + 1] = redis.call('HGET', KEYS[2], string.sub(m, strip + 1)) or ''
+  local id = string.sub(m, strip + 1)
+  out[#out + 1] = id
+  out[#out + 1] = find(KEYS[2], id .. '\0') or ''
 end
 return out
 `)
 
+// cutMember splits a member "id NUL record" (an instance's in ix; a
+// binding's in bx is "instance id NUL binding id NUL record", cut twice).
+func cutMember(m string) (string, []byte, error) {
+	id, rec, ok := strings.Cut(m, "\x00")
+	if !ok {
+		return "", nil, badKey([]byte(m))
+	}
+	return id, []byte(rec), nil
+}
+
+// decodeInstanceMember decodes an instance's member of ix.
+func decodeInstanceMember(broker, m string) (Instance, error) {
+	id, rec, err := cutMember(m)
+	if err != nil {
+		return Instance{}, err
+	}
+	return decodeInstance(broker, id, rec)
+}
+
+// decodeBindingMember decodes a binding's member of bx.
+func decodeBindingMember(broker, m string) (Binding, error) {
+	instanceID, rest, ok := strings.Cut(m, "\x00")
+	if !ok {
+		return Binding{}, badKey([]byte(m))
+	}
+	bindingID, rec, err := cutMember(rest)
+	if err != nil {
+		return Binding{}, badKey([]byte(m))
+	}
+	return decodeBinding(broker, instanceID, bindingID, rec)
+}
+
+// lookupRange is the ZRANGEBYLEX range of the members that start with
+// prefix.
+func lookupRange(prefix string) *redis.ZRangeBy {
+	return &redis.ZRangeBy{Min: "[" + prefix, Max: "(" + prefix[:len(prefix)-1] + "\x01", Count: 1}
+}
+
 // invKeys are the keys of one broker's inventory.
-type invKeys struct{ i, ix, tx, b, bx, ex string }
+type invKeys struct{ ix, tx, bx, ex string }
 
 var brokerTagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (s *redisStore) inv(broker string) invKeys {
 	p := s.prefix + "inv:{" + brokerTagEscaper.Replace(broker) + "}:"
-	return invKeys{i: p + "i", ix: p + "ix", tx: p + "tx", b: p + "b", bx: p + "bx", ex: p + "ex"}
+	return invKeys{ix: p + "ix", tx: p + "tx", bx: p + "bx", ex: p + "ex"}
 }
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
@@ -162,7 +225,7 @@ func (s *redisStore) PutInstance(ctx context.Context, in Instance) (Instance, er
 		return Instance{}, err
 	}
 	k := s.inv(in.Broker)
-	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.i, k.ix, k.tx},
+	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.tx},
 		in.InstanceID, rec, in.Tenant, replaceArg(true))
 	if err != nil {
 		return Instance{}, s.fail(ctx, "put instance script", err)
@@ -177,14 +240,14 @@ func (s *redisStore) GetInstance(ctx context.Context, broker, instanceID string)
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
-	rec, err := s.client.HGet(ctx, s.inv(broker).i, instanceID).Bytes()
+	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).ix, lookupRange(instanceID+"\x00")).Result()
 	switch {
-	case errors.Is(err, redis.Nil):
-		return Instance{}, noInstance(broker, instanceID)
 	case err != nil:
-		return Instance{}, s.fail(ctx, "HGET", err)
+		return Instance{}, s.fail(ctx, "ZRANGEBYLEX", err)
+	case len(found) == 0:
+		return Instance{}, noInstance(broker, instanceID)
 	}
-	return decodeInstance(broker, instanceID, rec)
+	return decodeInstanceMember(broker, found[0])
 }
 
 func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
@@ -195,7 +258,7 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 		return nil, err
 	}
 	k := s.inv(broker)
-	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.i, k.ix, k.tx, k.b, k.bx, k.ex}, instanceID).StringSlice()
+	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.tx, k.bx, k.ex}, instanceID).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, noInstance(broker, instanceID)
@@ -203,24 +266,14 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 		return nil, s.fail(ctx, "delete instance script", err)
 	}
 	var gone []Binding
-	for i := 1; i+1 < len(res); i += 2 {
-		bd, err := decodeBindingMember(broker, res[i], res[i+1])
+	for _, m := range res[min(1, len(res)):] {
+		bd, err := decodeBindingMember(broker, m)
 		if err != nil {
 			return nil, err
 		}
 		gone = append(gone, bd)
 	}
 	return gone, nil
-}
-
-// decodeBindingMember decodes a binding record under its member (instance
-// id NUL binding id) of broker.
-func decodeBindingMember(broker, member, rec string) (Binding, error) {
-	parts := splitKey(member)
-	if len(parts) != 2 {
-		return Binding{}, badKey([]byte(member))
-	}
-	return decodeBinding(broker, parts[0], parts[1], []byte(rec))
 }
 
 func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
@@ -232,7 +285,7 @@ func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error
 		return Binding{}, err
 	}
 	k := s.inv(bd.Broker)
-	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.b, k.bx, k.ex},
+	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.bx, k.ex},
 		bindingSubkey(bd.InstanceID, bd.BindingID), rec, replaceArg(true), expiryScore(bd.ExpiresAt))
 	if err != nil {
 		return Binding{}, s.fail(ctx, "put binding script", err)
@@ -247,14 +300,14 @@ func (s *redisStore) GetBinding(ctx context.Context, broker, instanceID, binding
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
-	rec, err := s.client.HGet(ctx, s.inv(broker).b, bindingSubkey(instanceID, bindingID)).Bytes()
+	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).bx, lookupRange(bindingSubkey(instanceID, bindingID)+"\x00")).Result()
 	switch {
-	case errors.Is(err, redis.Nil):
-		return Binding{}, noBinding(broker, instanceID, bindingID)
 	case err != nil:
-		return Binding{}, s.fail(ctx, "HGET", err)
+		return Binding{}, s.fail(ctx, "ZRANGEBYLEX", err)
+	case len(found) == 0:
+		return Binding{}, noBinding(broker, instanceID, bindingID)
 	}
-	return decodeBinding(broker, instanceID, bindingID, rec)
+	return decodeBindingMember(broker, found[0])
 }
 
 func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
@@ -264,18 +317,12 @@ func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bind
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
 		return err
 	}
-	k, member := s.inv(broker), bindingSubkey(instanceID, bindingID)
-	var del *redis.IntCmd
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.HDel(ctx, k.b, member)
-		p.ZRem(ctx, k.bx, member)
-		p.ZRem(ctx, k.ex, member)
-		return nil
-	})
+	k := s.inv(broker)
+	n, err := deleteBindingScript.Run(ctx, s.client, []string{k.bx, k.ex}, bindingSubkey(instanceID, bindingID)).Int()
 	switch {
 	case err != nil:
-		return s.fail(ctx, "delete binding", err)
-	case del.Val() == 0:
+		return s.fail(ctx, "delete binding script", err)
+	case n == 0:
 		return noBinding(broker, instanceID, bindingID)
 	}
 	return nil

@@ -24,14 +24,13 @@ func expiryScore(t time.Time) string {
 }
 
 // expiringScript returns up to ARGV[2] members of the sorted set KEYS[1]
-// scored below ARGV[1], lowest first, each followed by its record in hash
+// scored below ARGV[1], lowest first, each as its binding's member of
 // KEYS[2] ("" if it is gone).
-var expiringScript = redis.NewScript(`
+var expiringScript = redis.NewScript(lookupLua + `
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, m in ipairs(members) do
-  out[#out + 1] = m
-  out[#out + 1] = redis.call('HGET', KEYS[2], m) or ''
+  out[#out + 1] = find(KEYS[2], m .. '\0') or ''
 end
 return out
 `)
@@ -54,7 +53,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 	score := strconv.FormatInt(before.UnixMicro(), 10)
 	if len(names) == 1 { // one round trip, the script by its SHA
 		k := s.inv(names[0])
-		res, err := expiringScript.Run(ctx, s.client, []string{k.ex, k.b}, score, limit).StringSlice()
+		res, err := expiringScript.Run(ctx, s.client, []string{k.ex, k.bx}, score, limit).StringSlice()
 		if err != nil {
 			return nil, s.fail(ctx, "expiring script", err)
 		}
@@ -66,7 +65,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, name := range names {
 			k := s.inv(name)
-			cmds[i] = expiringScript.Eval(ctx, p, []string{k.ex, k.b}, score, limit)
+			cmds[i] = expiringScript.Eval(ctx, p, []string{k.ex, k.bx}, score, limit)
 		}
 		return nil
 	})

@@ -30,13 +30,22 @@ func (s *redisStore) brokerNames(ctx context.Context, f InstanceFilter, from str
 	return names[i:], nil
 }
 
-// rangeRecords runs rangeScript: up to limit members of zset between lo
-// and hi, each with its record from hash (under the member without strip
-// bytes; "" if gone).
-func (s *redisStore) rangeRecords(ctx context.Context, zset, hash, lo, hi string, limit, strip int) ([]string, error) {
-	res, err := rangeScript.Run(ctx, s.client, []string{zset, hash}, lo, hi, strconv.Itoa(limit), strconv.Itoa(strip)).StringSlice()
+// lexRange reads up to limit members of zset between lo and hi
+// (ZRANGEBYLEX bounds; limit < 0: all).
+func (s *redisStore) lexRange(ctx context.Context, zset, lo, hi string, limit int) ([]string, error) {
+	res, err := s.client.ZRangeByLex(ctx, zset, &redis.ZRangeBy{Min: lo, Max: hi, Count: int64(limit)}).Result()
 	if err != nil {
-		return nil, s.fail(ctx, "range script", err)
+		return nil, s.fail(ctx, "ZRANGEBYLEX", err)
+	}
+	return res, nil
+}
+
+// tenantRange runs lookupScript: up to limit members of tx between lo and
+// hi, each as its instance id and member of ix ("" if gone).
+func (s *redisStore) tenantRange(ctx context.Context, k invKeys, lo, hi string, limit, strip int) ([]string, error) {
+	res, err := lookupScript.Run(ctx, s.client, []string{k.tx, k.ix}, lo, hi, strconv.Itoa(limit), strconv.Itoa(strip)).StringSlice()
+	if err != nil {
+		return nil, s.fail(ctx, "tenant range script", err)
 	}
 	return res, nil
 }
@@ -73,19 +82,36 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 // listBroker appends to found the instances of broker (of tenant, if set)
 // after the instance id after ("": from the first), until found holds n.
 func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after string, n int, found []Instance) ([]Instance, error) {
-	// A range of ix, or of tx within the tenant's prefix "tenant NUL".
+	// A range of ix (members "id NUL record": after the id, the first
+	// member past it is at or after "id \x01"), or of tx within the
+	// tenant's prefix "tenant NUL", each looked up in ix.
 	k := s.inv(broker)
-	zset, prefix, lo, hi := k.ix, "", "-", "+"
-	if tenant != "" {
-		zset, prefix, lo, hi = k.tx, tenant+"\x00", "["+tenant+"\x00", "("+tenant+"\x01"
+	if tenant == "" {
+		lo := "-"
+		if after != "" {
+			lo = "[" + after + "\x01"
+		}
+		res, err := s.lexRange(ctx, k.ix, lo, "+", n-len(found))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range res {
+			in, err := decodeInstanceMember(broker, m)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, in)
+		}
+		return found, nil
 	}
+	prefix := tenant + "\x00"
+	lo, hi := "["+prefix, "("+tenant+"\x01"
 	if after != "" {
 		lo = "(" + prefix + after
 	}
-	strip := len(prefix)
 	for len(found) < n {
 		want := n - len(found)
-		res, err := s.rangeRecords(ctx, zset, k.i, lo, hi, want, strip)
+		res, err := s.tenantRange(ctx, k, lo, hi, want, len(prefix))
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +119,7 @@ func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after strin
 			if res[i+1] == "" { // an index entry without its record
 				continue
 			}
-			in, err := decodeInstance(broker, res[i][strip:], []byte(res[i+1]))
+			in, err := decodeInstanceMember(broker, res[i+1])
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +128,7 @@ func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after strin
 		if len(res)/2 < want {
 			break // the broker has no more
 		}
-		lo = "(" + res[len(res)-2]
+		lo = "(" + prefix + res[len(res)-2]
 	}
 	return found, nil
 }
@@ -122,7 +148,7 @@ func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int,
 		if f.Tenant != "" {
 			return p.ZLexCount(ctx, k.tx, "["+f.Tenant+"\x00", "("+f.Tenant+"\x01")
 		}
-		return p.HLen(ctx, k.i)
+		return p.ZCard(ctx, k.ix)
 	})
 }
 
@@ -158,22 +184,22 @@ func (s *redisStore) ListBindings(ctx context.Context, broker, instanceID string
 		return nil, err
 	}
 	k := s.inv(broker)
-	res, err := s.rangeRecords(ctx, k.bx, k.b, "["+instanceID+"\x00", "("+instanceID+"\x01", -1, 0)
+	res, err := s.lexRange(ctx, k.bx, "["+instanceID+"\x00", "("+instanceID+"\x01", -1)
 	if err != nil {
 		return nil, err
 	}
 	return decodeBindingRange(broker, res)
 }
 
-// decodeBindingRange decodes what rangeScript returned from bx, skipping
-// bindings gone meanwhile.
+// decodeBindingRange decodes members of bx, skipping those "" (bindings
+// gone meanwhile).
 func decodeBindingRange(broker string, res []string) ([]Binding, error) {
 	var out []Binding
-	for i := 0; i+1 < len(res); i += 2 {
-		if res[i+1] == "" {
+	for _, m := range res {
+		if m == "" {
 			continue
 		}
-		bd, err := decodeBindingMember(broker, res[i], res[i+1])
+		bd, err := decodeBindingMember(broker, m)
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +219,7 @@ func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd { return p.HLen(ctx, k.b) })
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd { return p.ZCard(ctx, k.bx) })
 }
 
 // bindingsAfter reads up to limit bindings of the broker of pos (or of the
@@ -209,10 +235,10 @@ func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit in
 	for _, broker := range names {
 		lo := "-"
 		if broker == pos.broker {
-			lo = "(" + bindingSubkey(pos.instance, pos.binding)
+			lo = "[" + bindingSubkey(pos.instance, pos.binding) + "\x01"
 		}
 		k := s.inv(broker)
-		res, err := s.rangeRecords(ctx, k.bx, k.b, lo, "+", limit, 0)
+		res, err := s.lexRange(ctx, k.bx, lo, "+", limit)
 		if err != nil {
 			return nil, pos, false, err
 		}
@@ -223,14 +249,11 @@ func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit in
 		if err != nil {
 			return nil, pos, false, err
 		}
-		last := splitKey(res[len(res)-2])
-		if len(last) != 2 {
-			return nil, pos, false, badKey([]byte(res[len(res)-2]))
-		}
+		last := out[len(out)-1]
 		// A short page ends this broker, not the export: the next call
 		// starts after it.
-		next := bindingPos{broker, last[0], last[1]}
-		if len(res)/2 < limit {
+		next := bindingPos{broker, last.InstanceID, last.BindingID}
+		if len(res) < limit {
 			next = bindingPos{broker: broker + "\x00"}
 		}
 		return out, next, false, nil
@@ -267,10 +290,10 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 			}
 			k := s.inv(broker)
 			if in := e.instance; in != nil {
-				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.i, k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
+				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
 			} else {
 				bd := e.binding
-				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.b, k.bx, k.ex}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec,
+				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.bx, k.ex}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec,
 					replaceArg(replace), expiryScore(bd.ExpiresAt))
 			}
 		}

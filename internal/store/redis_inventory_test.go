@@ -83,8 +83,8 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRedisInventoryKeys checks the key layout: per broker, six keys under
-// one hash tag, the tag's braces escaped.
+// TestRedisInventoryKeys checks the key layout: per broker, four sorted
+// sets under one hash tag, the tag's braces escaped, records in members.
 func TestRedisInventoryKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
@@ -99,14 +99,25 @@ func TestRedisInventoryKeys(t *testing.T) {
 	}
 	slices.Sort(keys)
 	tag := s.prefix + "inv:{b%7B1%7D%25}:"
-	want := []string{s.prefix + "inv:brokers", tag + "b", tag + "bx", tag + "ex", tag + "i", tag + "ix", tag + "tx"}
+	want := []string{s.prefix + "inv:brokers", tag + "bx", tag + "ex", tag + "ix", tag + "tx"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("keys (-want +got):\n%s", d)
 	}
 	if got, want := raw.ZScore(ctx, tag+"ex", "i1\x00x1").Val(), float64(t0.Add(30*24*time.Hour).UnixMicro()); got != want {
 		t.Errorf("ZSCORE ex = %f, want the binding's ExpiresAt in microseconds, %f", got, want)
 	}
-	for key, want := range map[string][]string{tag + "ix": {"i1"}, tag + "tx": {"x\x00i1"}, tag + "bx": {"i1\x00x1"}, tag + "ex": {"i1\x00x1"}} {
+	_, irec, err := prepareInstance(testInstance("b{1}%", "i1", "x"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, brec, err := prepareBinding(testBinding("b{1}%", "i1", "x1"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string][]string{
+		tag + "ix": {"i1\x00" + string(irec)}, tag + "tx": {"x\x00i1"},
+		tag + "bx": {"i1\x00x1\x00" + string(brec)}, tag + "ex": {"i1\x00x1"},
+	} {
 		if got := raw.ZRange(ctx, key, 0, -1).Val(); !cmp.Equal(want, got) {
 			t.Errorf("ZRANGE %s = %q, want %q", key, got, want)
 		}
