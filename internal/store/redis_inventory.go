@@ -13,7 +13,7 @@ import (
 //	inv:brokers       set: the brokers with an inventory
 //	inv:{B}:ix        sorted set, scores 0: instance id NUL instance record
 //	                  (inventory_codec.go), in byte order of the ids
-//	inv:{B}:tx        sorted set, scores 0: tenant NUL instance id, for instances with a tenant
+//	inv:{B}:n         hash: tenant -> instances with that tenant (none at 0)
 //	inv:{B}:bx        sorted set, scores 0: instance id NUL binding id NUL binding record
 //	inv:{B}:ex        sorted set: instance id NUL binding id, scored by the
 //	                  binding's ExpiresAt in microseconds (bindings with one)
@@ -33,16 +33,25 @@ import (
 // used_memory per instance before (a hash i and b beside ix and bx), NEW
 // after.
 //
+// There is no index by tenant: a listing by tenant filters ix by the
+// tenant in each record's head (filterScript), and counts by tenant are
+// the counters of n. An index (a sorted set of tenant NUL instance id)
+// cost 152 bytes per instance, 12% of the inventory; a listing by tenant,
+// which only the admin API asks for, now reads the broker's records from
+// the cursor on until its page is full: a tenant holding a share s of the
+// broker's instances costs a page about 1/s times the records (all of
+// them, for a tenant with none), read by scripts of at most
+// filterBudget records each (about a millisecond of the server each).
+//
 // Cost: get, put and delete of one record are one round trip and O(log n)
 // on the server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a
 // SCAN. A page of a listing is one ZRANGEBYLEX with LIMIT per broker
-// (O(log n + page)); by tenant, one script per broker (a range of tx, then
-// one lookup in ix per id), after one SMEMBERS of inv:brokers when no
-// broker is named. Counts are ZCARD or ZLEXCOUNT per broker.
+// (O(log n + page)), after one SMEMBERS of inv:brokers when no broker is
+// named. Counts are ZCARD or HMGET per broker.
 //
-// The put script reads the tenant of the record it replaces from the
-// record's fixed head (version byte, tenant length byte, tenant) to move
-// the tx entry: the only part of the binary layout a script reads.
+// The scripts read the tenant of a record from its fixed head (version
+// byte, tenant length byte, tenant), to move a count and to filter: the
+// only part of the binary layout a script reads.
 
 // lookupLua defines find(key, prefix): the member of the sorted set key
 // that starts with prefix (an id and its NUL: at most one), or false.
@@ -55,19 +64,58 @@ end
 
 // putInstanceScript stores ARGV[2] as instance ARGV[1] with tenant ARGV[3]
 // unless it exists and ARGV[4] is not "1"; it returns 1 if it stored, 0
-// if it kept the existing record. KEYS: ix, tx.
-var putInstanceScript = redis.NewScript(lookupLua + `
+// if it kept the existing record. KEYS: ix, n.
+var putInstanceScript = redis.NewScript(lookupLua + countLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
 if old then
   if ARGV[4] ~= '1' then return 0 end
-  local n = string.byte(old, #id + 3)
-  if n and n > 0 then redis.call('ZREM', KEYS[2], string.sub(old, #id + 4, #id + 3 + n) .. '\0' .. id) end
+  count(KEYS[2], tenantOf(old, #id + 1), -1)
   redis.call('ZREM', KEYS[1], old)
 end
 redis.call('ZADD', KEYS[1], 0, id .. '\0' .. ARGV[2])
-if ARGV[3] ~= '' then redis.call('ZADD', KEYS[2], 0, ARGV[3] .. '\0' .. id) end
+count(KEYS[2], ARGV[3], 1)
 return 1
+`)
+
+// countLua defines tenantOf(member, at): the tenant of the record that
+// follows the NUL at position at of member; and count(key, tenant, delta): adds delta to the
+// tenant's count in hash key, deleting it at zero (none for no tenant).
+const countLua = `
+local function tenantOf(m, at)
+  local n = string.byte(m, at + 2) or 0
+  return string.sub(m, at + 3, at + 2 + n)
+end
+local function count(key, tenant, delta)
+  if tenant == '' then return end
+  if redis.call('HINCRBY', key, tenant, delta) <= 0 then redis.call('HDEL', key, tenant) end
+end
+`
+
+// filterBudget is how many records filterScript reads at most in one call.
+const filterBudget = 2000
+
+// filterScript returns up to ARGV[2] members of ix (KEYS[1]) from ARGV[1]
+// (a ZRANGEBYLEX bound) on whose record has tenant ARGV[3], reading at
+// most ARGV[4] members: {where to go on ("" at the end of ix), member...}.
+var filterScript = redis.NewScript(countLua + `
+local lo, want, tenant, budget = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local out = {''}
+while budget > 0 do
+  local ms = redis.call('ZRANGEBYLEX', KEYS[1], lo, '+', 'LIMIT', 0, math.min(budget, 200))
+  for _, m in ipairs(ms) do
+    local p = string.find(m, '\0', 1, true)
+    lo = '[' .. string.sub(m, 1, p - 1) .. '\1'
+    if tenantOf(m, p) == tenant then
+      out[#out + 1] = m
+      if #out > want then out[1] = lo return out end
+    end
+  end
+  if #ms < math.min(budget, 200) then return out end
+  budget = budget - #ms
+end
+out[1] = lo
+return out
 `)
 
 // putBindingScript stores ARGV[2] as binding ARGV[1] (instance NUL
@@ -101,8 +149,8 @@ return 1
 
 // deleteInstanceScript deletes instance ARGV[1] and its bindings. It
 // returns false if there was neither, else {instance member or "",
-// binding member, ...}. KEYS: ix, tx, bx, ex.
-var deleteInstanceScript = redis.NewScript(lookupLua + `
+// binding member, ...}. KEYS: ix, n, bx, ex.
+var deleteInstanceScript = redis.NewScript(lookupLua + countLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
 local lo, hi = '[' .. id .. '\0', '(' .. id .. '\1'
@@ -116,25 +164,8 @@ for _, m in ipairs(members) do
 end
 if #members > 0 then redis.call('ZREMRANGEBYLEX', KEYS[3], lo, hi) end
 if old then
-  local n = string.byte(old, #id + 3)
-  if n and n > 0 then redis.call('ZREM', KEYS[2], string.sub(old, #id + 4, #id + 3 + n) .. '\0' .. id) end
+  count(KEYS[2], tenantOf(old, #id + 1), -1)
   redis.call('ZREM', KEYS[1], old)
-end
-return out
-`)
-
-// lookupScript returns up to ARGV[3] members of the sorted set KEYS[1]
-// between ARGV[1] and ARGV[2] (ZRANGEBYLEX bounds), each without its first
-// ARGV[4] bytes, each followed by what it is with a NUL the prefix of in
-// the sorted set KEYS[2]: the member found there, or "" if it is gone.
-var lookupScript = redis.NewScript(lookupLua + `
-local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-local strip = tonumber(ARGV[4])
-local out = {}
-for _, m in ipairs(members) do
-  local id = string.sub(m, strip + 1)
-  out[#out + 1] = id
-  out[#out + 1] = find(KEYS[2], id .. '\0') or ''
 end
 return out
 `)
@@ -178,13 +209,13 @@ func lookupRange(prefix string) *redis.ZRangeBy {
 }
 
 // invKeys are the keys of one broker's inventory.
-type invKeys struct{ ix, tx, bx, ex string }
+type invKeys struct{ ix, n, bx, ex string }
 
 var brokerTagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (s *redisStore) inv(broker string) invKeys {
 	p := s.prefix + "inv:{" + brokerTagEscaper.Replace(broker) + "}:"
-	return invKeys{ix: p + "ix", tx: p + "tx", bx: p + "bx", ex: p + "ex"}
+	return invKeys{ix: p + "ix", n: p + "n", bx: p + "bx", ex: p + "ex"}
 }
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
@@ -225,7 +256,7 @@ func (s *redisStore) PutInstance(ctx context.Context, in Instance) (Instance, er
 		return Instance{}, err
 	}
 	k := s.inv(in.Broker)
-	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.tx},
+	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n},
 		in.InstanceID, rec, in.Tenant, replaceArg(true))
 	if err != nil {
 		return Instance{}, s.fail(ctx, "put instance script", err)
@@ -258,7 +289,7 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 		return nil, err
 	}
 	k := s.inv(broker)
-	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.tx, k.bx, k.ex}, instanceID).StringSlice()
+	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.bx, k.ex}, instanceID).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, noInstance(broker, instanceID)

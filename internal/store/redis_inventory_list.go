@@ -40,16 +40,6 @@ func (s *redisStore) lexRange(ctx context.Context, zset, lo, hi string, limit in
 	return res, nil
 }
 
-// tenantRange runs lookupScript: up to limit members of tx between lo and
-// hi, each as its instance id and member of ix ("" if gone).
-func (s *redisStore) tenantRange(ctx context.Context, k invKeys, lo, hi string, limit, strip int) ([]string, error) {
-	res, err := lookupScript.Run(ctx, s.client, []string{k.tx, k.ix}, lo, hi, strconv.Itoa(limit), strconv.Itoa(strip)).StringSlice()
-	if err != nil {
-		return nil, s.fail(ctx, "tenant range script", err)
-	}
-	return res, nil
-}
-
 func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
@@ -83,14 +73,14 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 // after the instance id after ("": from the first), until found holds n.
 func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after string, n int, found []Instance) ([]Instance, error) {
 	// A range of ix (members "id NUL record": after the id, the first
-	// member past it is at or after "id \x01"), or of tx within the
-	// tenant's prefix "tenant NUL", each looked up in ix.
+	// member past it is at or after "id \x01"); for a tenant, filtered by
+	// filterScript, as many calls as it takes.
 	k := s.inv(broker)
+	lo := "-"
+	if after != "" {
+		lo = "[" + after + "\x01"
+	}
 	if tenant == "" {
-		lo := "-"
-		if after != "" {
-			lo = "[" + after + "\x01"
-		}
 		res, err := s.lexRange(ctx, k.ix, lo, "+", n-len(found))
 		if err != nil {
 			return nil, err
@@ -104,31 +94,21 @@ func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after strin
 		}
 		return found, nil
 	}
-	prefix := tenant + "\x00"
-	lo, hi := "["+prefix, "("+tenant+"\x01"
-	if after != "" {
-		lo = "(" + prefix + after
-	}
 	for len(found) < n {
-		want := n - len(found)
-		res, err := s.tenantRange(ctx, k, lo, hi, want, len(prefix))
+		res, err := filterScript.Run(ctx, s.client, []string{k.ix}, lo, n-len(found), tenant, filterBudget).StringSlice()
 		if err != nil {
-			return nil, err
+			return nil, s.fail(ctx, "filter script", err)
 		}
-		for i := 0; i+1 < len(res); i += 2 {
-			if res[i+1] == "" { // an index entry without its record
-				continue
-			}
-			in, err := decodeInstanceMember(broker, res[i+1])
+		for _, m := range res[1:] {
+			in, err := decodeInstanceMember(broker, m)
 			if err != nil {
 				return nil, err
 			}
 			found = append(found, in)
 		}
-		if len(res)/2 < want {
+		if lo = res[0]; lo == "" {
 			break // the broker has no more
 		}
-		lo = "(" + prefix + res[len(res)-2]
 	}
 	return found, nil
 }
@@ -144,20 +124,31 @@ func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int,
 	if err != nil {
 		return 0, err
 	}
-	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd {
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) func() int {
 		if f.Tenant != "" {
-			return p.ZLexCount(ctx, k.tx, "["+f.Tenant+"\x00", "("+f.Tenant+"\x01")
+			c := p.HMGet(ctx, k.n, f.Tenant)
+			return func() int {
+				n := 0
+				if v := c.Val(); len(v) == 1 {
+					s, _ := v[0].(string) // nil: no instance has the tenant
+					n, _ = strconv.Atoi(s)
+				}
+				return n
+			}
 		}
-		return p.ZCard(ctx, k.ix)
+		return intOf(p.ZCard(ctx, k.ix))
 	})
 }
 
+// intOf reads c once its pipeline has run.
+func intOf(c *redis.IntCmd) func() int { return func() int { return int(c.Val()) } }
+
 // sum adds up one count per broker, read in one pipeline.
-func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis.Pipeliner, invKeys) *redis.IntCmd) (int, error) {
+func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis.Pipeliner, invKeys) func() int) (int, error) {
 	if len(brokers) == 0 {
 		return 0, nil
 	}
-	cmds := make([]*redis.IntCmd, len(brokers))
+	cmds := make([]func() int, len(brokers))
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, b := range brokers {
 			cmds[i] = count(p, s.inv(b))
@@ -169,7 +160,7 @@ func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis
 	}
 	n := 0
 	for _, c := range cmds {
-		n += int(c.Val())
+		n += c()
 	}
 	return n, nil
 }
@@ -219,7 +210,7 @@ func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) *redis.IntCmd { return p.ZCard(ctx, k.bx) })
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) func() int { return intOf(p.ZCard(ctx, k.bx)) })
 }
 
 // bindingsAfter reads up to limit bindings of the broker of pos (or of the
@@ -290,7 +281,7 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 			}
 			k := s.inv(broker)
 			if in := e.instance; in != nil {
-				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.ix, k.tx}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
+				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.ix, k.n}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
 			} else {
 				bd := e.binding
 				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.bx, k.ex}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec,
