@@ -289,7 +289,7 @@ func BenchmarkInventoryFootprintBolt(b *testing.B) {
 // other buckets).
 func reportBuckets(b *testing.B, db *bolt.DB, n int) {
 	db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInstances, bucketTenants, bucketBindings, bucketExpiry} {
+		for _, name := range [][]byte{bucketInstances, bucketBindings, bucketExpiry} {
 			st := tx.Bucket(name).Stats()
 			b.ReportMetric(float64(st.LeafAlloc+st.BranchAlloc)/float64(n), "B/instance-"+string(name))
 		}

@@ -25,7 +25,6 @@ import (
 // with NUL bytes (which they cannot contain), so they sort as tuples:
 //
 //	inv_instances   broker NUL instance id -> instance record (inventory_codec.go)
-//	inv_tenants     tenant NUL broker NUL instance id -> nothing (instances with a tenant)
 //	inv_bindings    broker NUL instance id NUL binding id -> binding record
 //	inv_counts      "i" NUL broker NUL tenant -> instances (8-byte big-endian)
 //	                "b" NUL broker -> bindings (8-byte big-endian)
@@ -38,7 +37,7 @@ var (
 	bucketOrphans       = []byte("orphans")
 	bucketOrphanDue     = []byte("orphan_due")
 	bucketInstances     = []byte("inv_instances")
-	bucketTenants       = []byte("inv_tenants")
+	bucketTenants       = []byte("inv_tenants") // dropped: see bolt_inventory.go
 	bucketBindings      = []byte("inv_bindings")
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
@@ -50,7 +49,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketInstances, bucketTenants, bucketBindings, bucketCounts, bucketExpiry,
+	bucketInstances, bucketBindings, bucketCounts, bucketExpiry,
 }
 
 // boltVersion is the layout above; a file with another version is refused.
@@ -78,6 +77,11 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range boltBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		if tx.Bucket(bucketTenants) != nil { // an index unreleased versions kept
+			if err := tx.DeleteBucket(bucketTenants); err != nil {
 				return err
 			}
 		}

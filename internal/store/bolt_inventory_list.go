@@ -64,11 +64,11 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 	}
 	var found []Instance
 	err = s.read(ctx, func(tx *bolt.Tx) error {
-		if f.Tenant != "" {
-			return listByTenant(tx, f, afterKey, limit, &found)
-		}
 		c := tx.Bucket(bucketInstances).Cursor()
 		for k, v := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(found) <= limit; k, v = c.Next() {
+			if t, _ := recordTenant(v); f.Tenant != "" && t != f.Tenant {
+				continue // no index by tenant: see bolt_inventory.go
+			}
 			parts := splitKey(string(k))
 			if len(parts) != 2 {
 				return badKey(k)
@@ -86,36 +86,6 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 	}
 	page, next := pageOf(found, limit, instanceName)
 	return page, next, nil
-}
-
-// listByTenant reads up to limit+1 instances of f.Tenant (and f.Broker)
-// after afterKey through the tenant index.
-func listByTenant(tx *bolt.Tx, f InstanceFilter, afterKey []byte, limit int, found *[]Instance) error {
-	prefix := []byte(f.Tenant + "\x00")
-	if f.Broker != "" {
-		prefix = append(prefix, f.Broker+"\x00"...)
-	}
-	if afterKey != nil {
-		afterKey = append([]byte(f.Tenant+"\x00"), afterKey...)
-	}
-	records := tx.Bucket(bucketInstances)
-	c := tx.Bucket(bucketTenants).Cursor()
-	for k, _ := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(*found) <= limit; k, _ = c.Next() {
-		parts := splitKey(string(k))
-		if len(parts) != 3 {
-			return badKey(k)
-		}
-		rec := records.Get(k[len(parts[0])+1:])
-		if rec == nil { // an index entry without its record
-			continue
-		}
-		in, err := decodeInstance(parts[1], parts[2], rec)
-		if err != nil {
-			return err
-		}
-		*found = append(*found, in)
-	}
-	return nil
 }
 
 func (s *boltStore) CountInstances(ctx context.Context, f InstanceFilter) (int, error) {
@@ -236,7 +206,6 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			return bolt.DefaultFillPercent
 		}
 		tx.Bucket(bucketInstances).FillPercent = fill(sorted.instances, 1)
-		tx.Bucket(bucketTenants).FillPercent = fill(sorted.instances, 1)
 		tx.Bucket(bucketBindings).FillPercent = fill(sorted.bindings, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {
@@ -275,8 +244,7 @@ type importOrder struct{ instances, bindings, expiry bool }
 // leave every page half empty instead: a file filled by importing an
 // export came out 2,400 bytes per instance with its binding, against 1,500
 // by an import in random order (BenchmarkInventoryFootprintBolt). Keys of
-// a batch in order fill their pages, as bbolt's own compaction does
-// (within a tenant, the tenant index's keys then come in order too); keys
+// a batch in order fill their pages, as bbolt's own compaction does; keys
 // out of order keep bbolt's default, which higher fills only make worse.
 func sortedImport(entries []preparedEntry) importOrder {
 	o := importOrder{true, true, true}

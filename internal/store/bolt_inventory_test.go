@@ -80,3 +80,33 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	_, _, err = s.ListInstances(ctx, InstanceFilter{}, "", 10)
 	wantErr(t, "ListInstances of all", err, ErrUnavailable)
 }
+
+// TestBoltDropsTenantIndex opens a file with the tenant index unreleased
+// versions kept: Open deletes it, and listing by tenant needs none.
+func TestBoltDropsTenantIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openBoltAt(t, path, osbtest.NewClock(t0).Now)
+	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
+	err := s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(bucketTenants)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("x\x00b1\x00i1"), nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = reopenBolt(t, s, osbtest.NewClock(t0).Now)
+	s.(*boltStore).db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTenants) != nil {
+			t.Error("the tenant index is still there after Open")
+		}
+		return nil
+	})
+	page, _, err := s.ListInstances(ctx, InstanceFilter{Tenant: "x"}, "", 10)
+	if err != nil || len(page) != 1 || page[0].InstanceID != "i1" {
+		t.Errorf("ListInstances(tenant x) = %v, %v; want i1", page, err)
+	}
+}
