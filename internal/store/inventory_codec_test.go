@@ -230,3 +230,37 @@ func TestEntryJSON(t *testing.T) {
 		t.Errorf("store imported from JSON lines (-source +imported):\n%s", d)
 	}
 }
+
+// TestRecordDashboardURL checks that a dashboard URL holding the instance
+// id is stored without it and read back whole, wherever the id is in it.
+func TestRecordDashboardURL(t *testing.T) {
+	const id = "0b2a9e64-3c1d-4f0a-9d4e-6a1f2b3c4d5e"
+	for _, url := range []string{
+		"https://db.example.com/dashboard/" + id,
+		id + "/dashboard",
+		"https://db.example.com/" + id + "/" + id,
+		"https://db.example.com/other",
+		"",
+	} {
+		in := testInstance("b1", id, "cf1")
+		in.DashboardURL = url
+		_, rec, err := prepareInstance(in, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeInstance("b1", id, rec)
+		if err != nil || got.DashboardURL != url {
+			t.Errorf("dashboard URL %q came back as %q, %v", url, got.DashboardURL, err)
+		}
+		// The context names the instance after its id too.
+		want := strings.Count(string(in.Context), id) + max(strings.Count(url, id)-1, 0)
+		if got := strings.Count(string(encodeInstance(in)), id); got != want {
+			t.Errorf("dashboard URL %q: the plain record holds the id %d times, want %d", url, got, want)
+		}
+	}
+	bad := newRecord("", 0)
+	bad.bytes(tagDashboardURLAt, []byte{5, 'a', 'b'}) // the id's offset past the URL
+	if _, err := decodeInstance("b1", id, bad.b); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("a dashboard URL offset past its end decoded with %v, want ErrUnavailable", err)
+	}
+}
