@@ -51,6 +51,7 @@ func checkFields(c *Config, probs *Problems) {
 	checkTelemetry(c, probs)
 	checkInventory(c, probs) // inventory.go
 	checkLimits(c, probs)    // limits.go
+	checkProtect(c, probs)   // protect.go
 	if m := c.Runtime.MemoryLimit; m != "" && !memoryLimitRE.MatchString(m) {
 		probs.addf("runtime.memory_limit", `must be a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"`)
 	}

@@ -113,6 +113,7 @@ func (b *Broker) applyDefaults() {
 	}
 	setDuration(&b.HoldAfterTimeout, b.Timeout)
 	b.applyInventoryDefaults()
+	b.applyProtectDefaults()
 	if b.Validation.Requests == "" {
 		b.Validation.Requests = DefaultRequestMode
 	}

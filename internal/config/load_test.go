@@ -77,7 +77,9 @@ func TestLoadFull(t *testing.T) {
 			ConcurrencyError:      "spec", AllowDeleteDuringCreate: true,
 			OrphanMitigation: "mitigate", OrphanSchedule: "1s,1m",
 			LockGranularity: "instance", HoldAfterTimeout: 5 * time.Minute,
-			Inventory: BrokerInventory{Secrets: SecretsNone},
+			Inventory:   BrokerInventory{Secrets: SecretsNone},
+			MaxInFlight: 32, QueueTimeout: ptr(15 * time.Second),
+			Breaker: &Breaker{Failures: 3, OpenFor: 30 * time.Second, Probes: 2},
 		}, {
 			Name:                  "legacy",
 			URL:                   "http://10.0.0.7:9000",
@@ -93,7 +95,9 @@ func TestLoadFull(t *testing.T) {
 			Validation:            Validation{Requests: DefaultRequestMode, Responses: DefaultResponseMode, WithoutCatalog: DefaultWithoutCatalog},
 			ConcurrencyError:      DefaultConcurrencyError, OrphanMitigation: DefaultOrphanMitigation, OrphanSchedule: DefaultOrphanSchedule,
 			LockGranularity: DefaultLockGranularity, HoldAfterTimeout: 2 * time.Minute,
-			Inventory: BrokerInventory{Secrets: SecretsNone},
+			Inventory:   BrokerInventory{Secrets: SecretsNone},
+			MaxInFlight: 4, QueueTimeout: ptr(DefaultQueueTimeout),
+			Breaker: &Breaker{Failures: DefaultBreakerFailures, OpenFor: DefaultBreakerOpenFor, Probes: DefaultBreakerProbes},
 		}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -258,6 +258,14 @@ type Broker struct {
 	Inventory BrokerInventory `yaml:"inventory"`
 	Emulate   Emulate         `yaml:"emulate"`
 	Poll      Poll            `yaml:"poll"`
+	// MaxInFlight caps the calls in flight to the broker; 0: no cap.
+	// QueueTimeout is how long a call over the cap waits for a slot, in
+	// FIFO order per tenant and round-robin across tenants; nil (with a
+	// cap): DefaultQueueTimeout; 0: no waiting. Breaker is the broker's
+	// circuit breaker; nil: none. See protect.go.
+	MaxInFlight  int            `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
+	QueueTimeout *time.Duration `yaml:"queue_timeout" validate:"omitempty,gte=0,lte=10m"`
+	Breaker      *Breaker       `yaml:"breaker"`
 }
 
 // Validation modes, for requests and responses separately.
