@@ -22,8 +22,9 @@ type brokerStatus struct {
 	LastError   string     `json:"catalog_last_error,omitempty"`
 	// NextFetch is, while a failed fetch is remembered, the earliest time
 	// the gateway fetches one of the broker's catalogs again on its own.
-	NextFetch *time.Time      `json:"catalog_next_fetch,omitempty"`
-	Catalogs  []catalogStatus `json:"catalogs"`
+	NextFetch              *time.Time      `json:"catalog_next_fetch,omitempty"`
+	Catalogs               []catalogStatus `json:"catalogs"`
+	brokerProtectionStatus                 // the cap and the breaker (admin_brokerprotect.go)
 }
 
 // catalogStatus describes one cached catalog of a broker.
@@ -40,7 +41,7 @@ type catalogStatus struct {
 // MountCatalogAdmin adds the catalog control routes to a, behind the
 // admin token (see control), logging each call to log (nil: slog.Default()):
 //
-//	GET  /admin/brokers                           each broker of the current configuration with its cache counters and cached catalogs
+//	GET  /admin/brokers                           each broker of the current configuration with its cache counters and cached catalogs, its cap and its breaker
 //	POST /admin/brokers/{broker}/catalog/refresh  fetch the broker's catalogs again now, whatever the backoff after failed fetches, and answer with the result
 func (a *Admin) MountCatalogAdmin(sw *Switch, log *slog.Logger) {
 	a.bind(sw, log)
@@ -97,5 +98,6 @@ func (g *Gateway) brokerStatus(u *upstream) brokerStatus {
 		}
 	}
 	sort.Slice(bs.Catalogs, func(i, j int) bool { return bs.Catalogs[i].Version < bs.Catalogs[j].Version })
+	bs.brokerProtectionStatus = g.brokerProtect[u.name].status()
 	return bs
 }

@@ -5,13 +5,16 @@
 // New builds the whole chain in one place. A request passes, outermost
 // first: scope, trace, metrics, audit, recover, access log, route,
 // overload, auth, body, version, classify, rate limit, validate, catalog,
-// flights, guard, emulate, shim, upstream. Trace, metrics and audit are the
-// optional parts (Options.Tracing, Metrics, Audit), left out when not set,
-// as is the rate limit without limits in the configuration; they and the
-// access log read the Scope after the inner stages return. Each stage is a
-// small Middleware that
-// reads and fills the request's *Scope and never mutates the inbound
-// *http.Request.
+// flights, broker protect, guard, emulate, shim, broker call, upstream.
+// Trace, metrics and audit are the optional parts (Options.Tracing,
+// Metrics, Audit), left out when not set, as is the rate limit without
+// limits in the configuration; they and the access log read the Scope
+// after the inner stages return. Broker protect and broker call are left
+// out when no broker has max_in_flight or a breaker (brokerprotect.go: the
+// protect stage takes a slot and a breaker permit before the guard, so no
+// refused call takes a lock; the broker call stage gives them back when
+// the broker call ends). Each stage is a small Middleware that reads and
+// fills the request's *Scope and never mutates the inbound *http.Request.
 //
 // Every call to a broker — proxied by the upstream stage, or made by the
 // gateway itself (catalog fetches, orphan mitigation) — goes through one

@@ -59,14 +59,15 @@ type Options struct {
 // Gateway is the platform-facing handler built from one configuration. It
 // is immutable and safe for concurrent use.
 type Gateway struct {
-	cfg       *config.Config
-	upstreams map[string]*upstream
-	catalogs  *CatalogCache
-	guard     *guard
-	auth      *authGate
-	flights   *flights    // shared by reloads
-	protect   *protection // overload gate and rate limits (protect.go)
-	handler   http.Handler
+	cfg           *config.Config
+	upstreams     map[string]*upstream
+	catalogs      *CatalogCache
+	guard         *guard
+	auth          *authGate
+	flights       *flights                     // shared by reloads
+	protect       *protection                  // overload gate and rate limits (protect.go)
+	brokerProtect map[string]*brokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
+	handler       http.Handler
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -141,6 +142,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.auth, err = newAuthGate(cfg.Auth, opts.Now, prevAuth); err != nil {
 		return nil, err
 	}
+	var prevBrokerProtect map[string]*brokerProtection
+	if opts.Previous != nil {
+		prevBrokerProtect = opts.Previous.brokerProtect
+	}
+	g.brokerProtect = brokerProtections(cfg, func(name string) bool {
+		return opts.Previous != nil && opts.Previous.upstreams[name] == g.upstreams[name]
+	},
+		prevBrokerProtect, opts.Now, opts.Logger, opts.Metrics)
 	routes := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
@@ -153,7 +162,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc)}
+			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc), brokerProtect: g.brokerProtect[rc.Broker]}
 		}
 	}
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
@@ -180,9 +189,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
+		withBrokerProtect(g.brokerProtect != nil),
 		withGuard(g.guard),
 		withEmulate(g.catalogs),
 		withShim(g.guard, opts.Timer),
+		withBrokerCall(g.brokerProtect != nil),
 	)
 	if fresh && cfg.State.Backend == store.BackendBolt {
 		// The bolt file is this process's alone: a broker call the async

@@ -64,20 +64,21 @@ func endpointIndex(e rules.Endpoint) int {
 type Metrics struct {
 	now func() time.Time // nil: the real clock, read as cheaply as it can be
 
-	inFlight  atomic.Int64 // read by the in-flight gauge at scrape time
-	requests  *prometheus.CounterVec
-	duration  *prometheus.HistogramVec
-	broker    *prometheus.HistogramVec
-	blocked   *prometheus.CounterVec
-	findings  *prometheus.CounterVec
-	orphans   *prometheus.CounterVec
-	noCatalog *prometheus.CounterVec
-	polls     *prometheus.CounterVec
-	auditErrs prometheus.Counter
-	state     *stateCollector    // the store errors, locks held and operations in progress
-	catalogs  *catalogCollector  // the catalog cache counters
-	expiring  *expiringCollector // the bindings expiring soon
-	protect   protectMetrics     // rate-limited and shed calls (metrics_protect.go)
+	inFlight      atomic.Int64 // read by the in-flight gauge at scrape time
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	broker        *prometheus.HistogramVec
+	blocked       *prometheus.CounterVec
+	findings      *prometheus.CounterVec
+	orphans       *prometheus.CounterVec
+	noCatalog     *prometheus.CounterVec
+	polls         *prometheus.CounterVec
+	auditErrs     prometheus.Counter
+	state         *stateCollector       // the store errors, locks held and operations in progress
+	catalogs      *catalogCollector     // the catalog cache counters
+	expiring      *expiringCollector    // the bindings expiring soon
+	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
+	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -130,7 +131,7 @@ var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 // metrics are disabled). now is the clock (nil: the real clock) and must
 // be the gateway's (Options.Now).
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
-	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector()}
+	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector(), brokerProtect: newBrokerProtectMetrics()}
 	m.expiring = newExpiringCollector(now, m.state.errs)
 	m.routes.Store(&map[routeKey]*routeSeries{})
 	m.brokers.Store(&map[string]*brokerSeries{})
@@ -169,6 +170,9 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
 		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed} {
+		errs = append(errs, reg.Register(c))
+	}
+	for _, c := range m.brokerProtect.collectors() {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -438,6 +439,10 @@ func TestMetricsExposition(t *testing.T) {
 		Orphan: "queued", CatalogUnavailable: "refused"})
 	m.poll("b", ShieldShared)
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
+	m.brokerProtectStart("b", []string{"t"}, true, true, gobreaker.StateClosed)
+	m.queueWaited("t", "b", 2*time.Millisecond, true)
+	m.breakerRefused("t", "b")
+	m.breakerChanged("b", gobreaker.StateOpen)
 	m.StoreError("lock")
 	m.AuditWriteError()
 	m.limitedCounter("t", "b", classMutations, "tenant").Inc()

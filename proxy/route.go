@@ -20,6 +20,9 @@ type route struct {
 	// class; nil without Metrics.
 	limits *routeLimits
 	shed   [numCallClasses]prometheus.Counter
+	// brokerProtect is the broker's cap and breaker (brokerprotect.go);
+	// nil: none.
+	brokerProtect *brokerProtection
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

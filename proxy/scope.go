@@ -89,7 +89,8 @@ type Scope struct {
 	// needed none), CatalogRefused or CatalogForwarded.
 	CatalogUnavailable string
 	// Protection names the protection that answered instead of the broker
-	// (ProtectionRateLimit, ProtectionOverload, …), "" when none did.
+	// (ProtectionRateLimit, ProtectionOverload, ProtectionQueueTimeout,
+	// ProtectionBreaker), "" when none did.
 	Protection string
 	// Status is the status sent to the platform (0 until written) and Bytes
 	// the body bytes written.
@@ -127,6 +128,9 @@ type Scope struct {
 	// broker request (never appended to: cap 1).
 	idHeader []string
 	w        statusWriter
+	// ticket is the call's slot and breaker permit of its broker
+	// (brokerprotect.go); nil without them.
+	ticket *brokerTicket
 	// hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
 	hdrs [2]string

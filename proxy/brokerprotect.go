@@ -1,0 +1,242 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Scope.Protection values of the per-broker protections.
+const (
+	// ProtectionQueueTimeout: the broker was at max_in_flight and no slot
+	// freed within queue_timeout.
+	ProtectionQueueTimeout = "queue_timeout"
+	// ProtectionBreaker: the broker's circuit breaker was open, or
+	// half-open with its probes in flight.
+	ProtectionBreaker = "breaker"
+)
+
+// brokerProtection is what guards one broker from the platforms' calls:
+// the cap on its calls in flight with the queue of calls over it, and its
+// circuit breaker; either may be nil (off). It belongs to the broker's
+// upstream: a reload that keeps the upstream keeps it, slots and breaker
+// state included. Safe for concurrent use.
+type brokerProtection struct {
+	broker  string
+	queue   *brokerQueue   // nil: no cap
+	breaker *brokerBreaker // nil: no breaker
+	metrics *Metrics
+}
+
+// newBrokerProtection builds the protection of broker b, or returns nil
+// when b has neither a cap nor a breaker. tenants are those routed to b.
+func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Time, log *slog.Logger, m *Metrics) *brokerProtection {
+	if b.MaxInFlight == 0 && b.Breaker == nil {
+		return nil
+	}
+	p := &brokerProtection{broker: b.Name, metrics: m}
+	if b.MaxInFlight > 0 {
+		p.queue = newBrokerQueue(b.MaxInFlight, b.QueueWait())
+	}
+	st := gobreaker.StateClosed
+	if b.Breaker != nil {
+		p.breaker = newBrokerBreaker(b.Name, *b.Breaker, now, log, m)
+		st = p.breaker.cb.State()
+	}
+	m.brokerProtectStart(b.Name, tenants, p.queue != nil, p.breaker != nil, st)
+	return p
+}
+
+// withBrokerProtect is the protect stage, between the flight stage and the
+// guard: a call to a broker at its cap waits for a slot (see brokerQueue)
+// and one its breaker refuses is answered at once, both before the guard,
+// so that no refused call ever takes an operation lock. Refusals are 429
+// with Retry-After for mutating calls (a platform retries a 4xx and never
+// starts orphan mitigation for one) and 503 with Retry-After for reads.
+// What the call holds (its slot, its breaker permit) is its ticket, held
+// until the broker call ends: the innermost stage, withBrokerCall, ends it
+// there, so that a call the async shim answered 202 for keeps its slot
+// while it runs on; this stage ends it for a call that never reached the
+// broker. The broker's calls the gateway makes itself (catalog fetches,
+// orphan mitigation, and the polls of emulate.sync_within, which run
+// inside the slot of the platform call they serve) do not pass here. on
+// false (no broker has a cap or a breaker) leaves the stage out.
+func withBrokerProtect(on bool) Middleware {
+	if !on {
+		return nil
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			if p := s.route.brokerProtect; p != nil {
+				p.serve(next, w, r, s)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// withBrokerCall is the innermost stage, just before the upstream: it ends
+// the call's ticket (withBrokerProtect) when the broker call ends, with
+// what the broker did. on as for withBrokerProtect.
+func withBrokerCall(on bool) Middleware {
+	if !on {
+		return nil
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			if t := s.ticket; t != nil && t.claimed.CompareAndSwap(false, true) {
+				defer t.end(s, true)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// brokerTicket is what one call holds of its broker's protection from the
+// protect stage until the broker call ends: a slot of the cap, a permit of
+// the breaker. It is ended once, by whichever stage claims it.
+type brokerTicket struct {
+	p       *brokerProtection
+	slot    bool       // holds a slot of p.queue
+	done    func(bool) // the breaker permit's outcome; nil: none
+	claimed atomic.Bool
+}
+
+// end gives back the slot and tells the breaker how the call went;
+// reached reports whether the broker was called (see judge).
+func (t *brokerTicket) end(s *Scope, reached bool) {
+	if t.done != nil {
+		t.p.breaker.account(s, reached, t.done)
+	}
+	if t.slot {
+		t.p.queue.release()
+	}
+}
+
+// serve passes one call through p's cap and breaker to next.
+func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *http.Request, s *Scope) {
+	status := http.StatusServiceUnavailable
+	if s.Call.Endpoint.Mutating() {
+		status = http.StatusTooManyRequests
+	}
+	t := &brokerTicket{p: p}
+	if q := p.queue; q != nil {
+		if !q.tryAcquire() {
+			if p.breaker != nil && p.breaker.isOpen() { // refused anyway: not worth a wait
+				p.refuseBreaker(w, s, p.breaker.refusal(status, false))
+				return
+			}
+			if !p.wait(w, r, s, status) {
+				return
+			}
+		}
+		t.slot = true
+	}
+	if b := p.breaker; b != nil {
+		done, refusal := b.allow(status)
+		if refusal != nil {
+			t.end(s, false)
+			p.refuseBreaker(w, s, refusal)
+			return
+		}
+		t.done = done
+	}
+	s.ticket = t
+	defer func() {
+		if t.claimed.CompareAndSwap(false, true) { // the broker was not called
+			t.end(s, false)
+		}
+	}()
+	next.ServeHTTP(w, r)
+}
+
+// wait waits for a slot of p's queue; it answers and returns false when
+// none came.
+func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope, status int) bool {
+	q := p.queue
+	waited, err := q.wait(r.Context(), s.Tenant)
+	if q.timeout > 0 {
+		p.metrics.queueWaited(s.Tenant, p.broker, waited, errors.Is(err, errQueueTimeout))
+	} else if err != nil {
+		p.metrics.queueRefused(s.Tenant, p.broker)
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errQueueTimeout):
+		s.Protection = ProtectionQueueTimeout
+		s.fail(w, p.queueRefusal(s, status))
+	default: // the platform went away: nobody to answer
+		s.Err, s.Status = fmt.Errorf("the platform went away after %s waiting for a slot of broker %q: %w",
+			waited.Round(time.Millisecond), p.broker, err), StatusClientClosed
+	}
+	return false
+}
+
+func (p *brokerProtection) refuseBreaker(w http.ResponseWriter, s *Scope, refusal *osb.Error) {
+	s.Protection = ProtectionBreaker
+	p.metrics.breakerRefused(s.Tenant, p.broker)
+	s.fail(w, refusal)
+}
+
+// queueRefusal is the answer to a call that got no slot in time.
+func (p *brokerProtection) queueRefusal(s *Scope, status int) *osb.Error {
+	q := p.queue
+	secs := max(1, int64(math.Ceil(q.timeout.Seconds())))
+	why := fmt.Sprintf("no slot freed within %s (brokers[].queue_timeout)", q.timeout)
+	if q.timeout <= 0 {
+		why = "calls over it do not wait (brokers[].queue_timeout is 0s)"
+	}
+	return &osb.Error{Status: status, Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
+		Description: fmt.Sprintf("broker %q has %d calls in flight, its cap (brokers[].max_in_flight), and %s for this call of tenant %q; "+
+			"it was not sent to the broker, retry after %ds", p.broker, q.max, why, s.Tenant, secs)}
+}
+
+// brokerProtections builds the protection of every broker of cfg that has
+// one, keeping prev's (a reload's previous protections) for brokers whose
+// upstream is kept; it returns nil when no broker has one.
+func brokerProtections(cfg *config.Config, kept func(name string) bool, prev map[string]*brokerProtection, now func() time.Time, log *slog.Logger, m *Metrics) map[string]*brokerProtection {
+	var out map[string]*brokerProtection
+	for i := range cfg.Brokers {
+		b := &cfg.Brokers[i]
+		p := prev[b.Name]
+		if p == nil || !kept(b.Name) {
+			p = newBrokerProtection(b, routedTenants(cfg, b.Name), now, log, m)
+		}
+		if p == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]*brokerProtection{}
+		}
+		out[b.Name] = p
+	}
+	return out
+}
+
+// routedTenants returns the tenants of cfg with a route to broker.
+func routedTenants(cfg *config.Config, broker string) []string {
+	var out []string
+	for _, t := range cfg.Tenants {
+		for _, r := range t.Routes {
+			if r.Broker == broker {
+				out = append(out, t.Name)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+)
+
+// Breaker states as /admin/brokers and the metrics name them, indexed by
+// gobreaker.State (closed 0, half-open 1, open 2: the value of
+// osb_gateway_breaker_state).
+var breakerStates = [...]string{"closed", "half_open", "open"}
+
+func breakerStateName(st gobreaker.State) string {
+	if int(st) >= 0 && int(st) < len(breakerStates) {
+		return breakerStates[st]
+	}
+	return st.String()
+}
+
+// brokerBreaker is one broker's circuit breaker (brokers[].breaker), a
+// gobreaker.TwoStepCircuitBreaker: the protect stage asks it before a call
+// (allow) and tells it how the call went (account). After breaker.failures
+// consecutive failures it opens: every call is answered at once for
+// open_for, then probes calls are let through (half-open); when all of
+// them succeed it closes, when one fails it opens again. Safe for
+// concurrent use.
+type brokerBreaker struct {
+	name    string
+	cfg     config.Breaker
+	cb      *gobreaker.TwoStepCircuitBreaker[struct{}]
+	now     func() time.Time // the gateway's clock, for Retry-After and the admin view
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu          sync.Mutex
+	lastErr     string    // the last failure's description (the gateway's own words, never a body)
+	lastErrAt   time.Time // when it was accounted
+	changedAt   time.Time // the last transition
+	openedAt    time.Time // the last transition to open
+	transitions int64
+}
+
+func newBrokerBreaker(name string, c config.Breaker, now func() time.Time, log *slog.Logger, m *Metrics) *brokerBreaker {
+	b := &brokerBreaker{name: name, cfg: c, now: now, log: log, metrics: m}
+	failures := uint32(c.Failures)
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        name,
+		MaxRequests: uint32(c.Probes),
+		Timeout:     c.OpenFor,
+		// Interval 0: closed, the counts are never cleared; only the
+		// consecutive failures matter.
+		ReadyToTrip:   func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= failures },
+		OnStateChange: b.changed,
+	})
+	return b
+}
+
+// changed records a transition. gobreaker calls it holding its own lock:
+// it must not call back into b.cb.
+func (b *brokerBreaker) changed(_ string, from, to gobreaker.State) {
+	now := b.now()
+	b.mu.Lock()
+	b.transitions++
+	b.changedAt = now
+	if to == gobreaker.StateOpen {
+		b.openedAt = now
+	}
+	last := b.lastErr
+	b.mu.Unlock()
+	b.metrics.breakerChanged(b.name, to)
+	attrs := []slog.Attr{slog.String("broker", b.name), slog.String("from", breakerStateName(from)), slog.String("to", breakerStateName(to))}
+	level := slog.LevelInfo
+	if to == gobreaker.StateOpen {
+		level = slog.LevelWarn
+		attrs = append(attrs, slog.Duration("open_for", b.cfg.OpenFor), slog.String("last_error", last))
+	}
+	b.log.LogAttrs(context.Background(), level, "broker circuit breaker "+breakerStateName(to), attrs...)
+}
+
+// isOpen reports whether the breaker answers every call now.
+func (b *brokerBreaker) isOpen() bool { return b.cb.State() == gobreaker.StateOpen }
+
+// allow asks for one call: it returns the func that accounts the call's
+// outcome, or the refusal to answer with (status 429 or 503 as the caller
+// says).
+func (b *brokerBreaker) allow(status int) (func(bool), *osb.Error) {
+	done, err := b.cb.Allow()
+	if err == nil {
+		return done, nil
+	}
+	return nil, b.refusal(status, errors.Is(err, gobreaker.ErrTooManyRequests))
+}
+
+// refusal is the answer to a call the breaker does not let through:
+// probing when the half-open breaker's probes are all in flight.
+func (b *brokerBreaker) refusal(status int, probing bool) *osb.Error {
+	b.mu.Lock()
+	last, opened := b.lastErr, b.openedAt
+	b.mu.Unlock()
+	if last == "" {
+		last = "none recorded"
+	}
+	secs := int64(1)
+	why := fmt.Sprintf("after %d consecutive failed calls the gateway stopped calling it for %s (brokers[].breaker)", b.cfg.Failures, b.cfg.OpenFor)
+	if probing {
+		why = fmt.Sprintf("the gateway is letting %d probe call(s) through to see whether it recovered (brokers[].breaker.probes), and they are in flight", b.cfg.Probes)
+	} else if left := opened.Add(b.cfg.OpenFor).Sub(b.now()); left > 0 {
+		secs = max(1, int64(math.Ceil(left.Seconds())))
+	}
+	return &osb.Error{Status: status, Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
+		Description: fmt.Sprintf("broker %q is failing: last error: %s; %s; this call was not sent to it, retry after %ds",
+			b.name, last, why, secs)}
+}
+
+// account tells the breaker how an allowed call went, from its Scope (see
+// judge); reached reports whether the broker was called; done is what
+// allow returned.
+func (b *brokerBreaker) account(s *Scope, reached bool, done func(bool)) {
+	failed, known, desc := judge(s, reached)
+	switch {
+	case failed:
+		b.mu.Lock()
+		b.lastErr, b.lastErrAt = desc, b.now()
+		b.mu.Unlock()
+		done(false)
+	case known:
+		done(true)
+	case b.cb.State() == gobreaker.StateHalfOpen:
+		// Nothing was learned, but a probe left unaccounted would hold
+		// the half-open breaker forever: it counts as a success (the
+		// next failures open it again).
+		done(true)
+	}
+	// Closed and nothing learned: not counted either way.
+}
+
+// judge reads a call's outcome from its Scope: known is false when the
+// broker was not called (the guard's busy answer, an emulation) or the
+// platform went away before it answered; a failure is a 5xx from the
+// broker, or no usable answer (unreachable, TLS failure, timeout, a body
+// cut short: the upstream stage's 502 and 504). A 4xx is no failure, nor
+// is an answer the response rules refused unless its status was 5xx.
+func judge(s *Scope, reached bool) (failed, known bool, desc string) {
+	if !reached || s.Status == 0 || s.Status == StatusClientClosed {
+		return false, false, ""
+	}
+	if s.Err == nil {
+		if s.Status >= 500 {
+			return true, true, fmt.Sprintf("broker %q answered %s with status %d", s.Broker, s.Call.Endpoint, s.Status)
+		}
+		return false, true, ""
+	}
+	var refused *responseRefused
+	if errors.As(s.Err, &refused) {
+		if refused.status >= 500 {
+			return true, true, fmt.Sprintf("broker %q answered %s with status %d", s.Broker, s.Call.Endpoint, refused.status)
+		}
+		return false, true, ""
+	}
+	var e *osb.Error
+	if errors.As(s.Err, &e) && (e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout) {
+		return true, true, e.Description
+	}
+	return false, true, ""
+}
+
+// breakerStatus is a breaker in GET /admin/brokers.
+type breakerStatus struct {
+	State          string  `json:"state"` // closed, half_open, open
+	Failures       int     `json:"failures"`
+	OpenForSeconds float64 `json:"open_for_seconds"`
+	Probes         int     `json:"probes"`
+	// The counts since the last transition (gobreaker.Counts).
+	Requests             uint32 `json:"requests"`
+	ConsecutiveFailures  uint32 `json:"consecutive_failures"`
+	ConsecutiveSuccesses uint32 `json:"consecutive_successes"`
+	TotalFailures        uint32 `json:"total_failures"`
+	TotalSuccesses       uint32 `json:"total_successes"`
+	Transitions          int64  `json:"transitions"`
+	// ChangedAt is the last transition; RetryAfterSeconds, while open,
+	// how long until probes are let through.
+	ChangedAt         *time.Time `json:"changed_at,omitempty"`
+	RetryAfterSeconds int64      `json:"retry_after_seconds,omitempty"`
+	LastError         string     `json:"last_error,omitempty"`
+	LastErrorAt       *time.Time `json:"last_error_at,omitempty"`
+}
+
+func (b *brokerBreaker) status() *breakerStatus {
+	st, n := b.cb.State(), b.cb.Counts()
+	bs := &breakerStatus{State: breakerStateName(st), Failures: b.cfg.Failures, OpenForSeconds: b.cfg.OpenFor.Seconds(),
+		Probes: b.cfg.Probes, Requests: n.Requests, ConsecutiveFailures: n.ConsecutiveFailures,
+		ConsecutiveSuccesses: n.ConsecutiveSuccesses, TotalFailures: n.TotalFailures, TotalSuccesses: n.TotalSuccesses}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bs.Transitions, bs.LastError = b.transitions, b.lastErr
+	if !b.changedAt.IsZero() {
+		t := b.changedAt.UTC()
+		bs.ChangedAt = &t
+	}
+	if !b.lastErrAt.IsZero() {
+		t := b.lastErrAt.UTC()
+		bs.LastErrorAt = &t
+	}
+	if st == gobreaker.StateOpen {
+		if left := b.openedAt.Add(b.cfg.OpenFor).Sub(b.now()); left > 0 {
+			bs.RetryAfterSeconds = max(1, int64(math.Ceil(left.Seconds())))
+		}
+	}
+	return bs
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// errQueueTimeout is what a call gets that waited its broker's whole
+// queue_timeout (or could not wait: queue_timeout 0) without a slot.
+var errQueueTimeout = errors.New("no slot within queue_timeout")
+
+// brokerQueue caps the calls in flight to one broker (max_in_flight).
+// A call over the cap waits up to queue_timeout for a slot. Waiting calls
+// stand in one line per tenant, first come first served; when a slot frees,
+// the lines take turns (round-robin), so one tenant's burst holds another
+// tenant's single call back by at most one call of each other tenant with
+// calls waiting. A slot that frees while calls wait is handed to the next
+// of them directly, so no newcomer overtakes a waiting call. Safe for
+// concurrent use.
+type brokerQueue struct {
+	max     int
+	timeout time.Duration // queue_timeout; 0: refuse at once
+	// timer starts the wait of one call; tests replace it to fire at
+	// will. Set before the queue is used.
+	timer Timer
+
+	mu       sync.Mutex
+	inFlight int // calls holding a slot
+	queued   int // calls waiting
+	lines    map[string]*tenantLine
+	ring     []*tenantLine // the lines with calls waiting, in turn order
+	next     int           // index in ring of the line served next
+}
+
+// tenantLine is the calls of one tenant waiting for a slot, oldest first.
+type tenantLine struct {
+	waiting list.List // of *waiter
+	inRing  bool
+}
+
+// waiter is one call waiting for a slot.
+type waiter struct {
+	ready   chan struct{} // closed when granted
+	granted bool          // set under mu when a slot was handed over
+	line    *tenantLine
+	elem    *list.Element
+}
+
+func newBrokerQueue(max int, timeout time.Duration) *brokerQueue {
+	return &brokerQueue{max: max, timeout: timeout, timer: realTimer, lines: map[string]*tenantLine{}}
+}
+
+// tryAcquire takes a slot when one is free and no call waits.
+func (q *brokerQueue) tryAcquire() bool {
+	q.mu.Lock()
+	ok := q.inFlight < q.max && q.queued == 0
+	if ok {
+		q.inFlight++
+	}
+	q.mu.Unlock()
+	return ok
+}
+
+// wait waits in tenant's line for a slot, for a call tryAcquire found
+// none for, until one is handed over, queue_timeout passes
+// (errQueueTimeout; at once for 0) or ctx ends (its error). It returns how
+// long the call waited. On success the caller holds a slot and must
+// release it.
+func (q *brokerQueue) wait(ctx context.Context, tenant string) (time.Duration, error) {
+	start := time.Now()
+	w := &waiter{ready: make(chan struct{})}
+	q.mu.Lock()
+	if q.inFlight < q.max && q.queued == 0 { // freed meanwhile
+		q.inFlight++
+		q.mu.Unlock()
+		return 0, nil
+	}
+	if q.timeout <= 0 {
+		q.mu.Unlock()
+		return 0, errQueueTimeout
+	}
+	w.line = q.lines[tenant]
+	if w.line == nil {
+		w.line = &tenantLine{}
+		q.lines[tenant] = w.line
+	}
+	w.elem = w.line.waiting.PushBack(w)
+	if !w.line.inRing {
+		w.line.inRing = true
+		q.ring = append(q.ring, w.line)
+	}
+	q.queued++
+	q.mu.Unlock()
+
+	fired, stop := q.timer(q.timeout)
+	var err error
+	select {
+	case <-w.ready:
+		stop()
+		return time.Since(start), nil
+	case <-fired:
+		err = errQueueTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
+		stop()
+	}
+	q.mu.Lock()
+	if w.granted { // handed a slot just as the wait ended
+		if ctx.Err() == nil {
+			q.mu.Unlock()
+			return time.Since(start), nil
+		}
+		q.releaseLocked() // the platform is gone: pass the slot on
+		q.mu.Unlock()
+		return time.Since(start), err
+	}
+	q.leaveLocked(w)
+	q.mu.Unlock()
+	return time.Since(start), err
+}
+
+// release gives back a slot: to the next waiting call, in turn, or to the
+// pool.
+func (q *brokerQueue) release() {
+	q.mu.Lock()
+	q.releaseLocked()
+	q.mu.Unlock()
+}
+
+func (q *brokerQueue) releaseLocked() {
+	if q.queued == 0 {
+		q.inFlight--
+		return
+	}
+	line := q.ring[q.next]
+	w := line.waiting.Remove(line.waiting.Front()).(*waiter)
+	q.queued--
+	w.granted = true
+	close(w.ready)
+	if line.waiting.Len() == 0 {
+		q.dropLine(q.next) // the next line moves up to q.next
+		return
+	}
+	q.next = (q.next + 1) % len(q.ring)
+}
+
+// leaveLocked takes w out of its line: it stops waiting.
+func (q *brokerQueue) leaveLocked(w *waiter) {
+	w.line.waiting.Remove(w.elem)
+	q.queued--
+	if w.line.waiting.Len() > 0 {
+		return
+	}
+	for i, l := range q.ring {
+		if l == w.line {
+			if i < q.next {
+				q.next--
+			}
+			q.dropLine(i)
+			return
+		}
+	}
+}
+
+// dropLine takes the empty line at ring index i out of the ring.
+func (q *brokerQueue) dropLine(i int) {
+	q.ring[i].inRing = false
+	copy(q.ring[i:], q.ring[i+1:])
+	q.ring[len(q.ring)-1] = nil
+	q.ring = q.ring[:len(q.ring)-1]
+	if q.next >= len(q.ring) {
+		q.next = 0
+	}
+}
+
+// counts returns the calls in flight and waiting.
+func (q *brokerQueue) counts() (inFlight, queued int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.inFlight, q.queued
+}
