@@ -98,6 +98,11 @@ type faultOptions struct {
 	limits *config.Limits
 	// maxInFlight is listen.max_in_flight; 0: the default.
 	maxInFlight int
+	// brokerCap is brokers[].max_in_flight, with queue_timeout 0s (calls
+	// over it are refused at once); 0: no cap. breaker is brokers[].breaker,
+	// defaults applied; nil: none.
+	brokerCap int
+	breaker   *config.Breaker
 }
 
 // newFaultEnv builds the world of kind k.
@@ -160,6 +165,11 @@ func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.
 		t.Fatalf("config: %v", err)
 	}
 	cfg.Tenants[0].Limits, cfg.Listen.MaxInFlight = o.limits, o.maxInFlight
+	if o.brokerCap > 0 {
+		var wait time.Duration
+		cfg.Brokers[0].MaxInFlight, cfg.Brokers[0].QueueTimeout = o.brokerCap, &wait
+	}
+	cfg.Brokers[0].Breaker = o.breaker
 	return cfg
 }
 

@@ -298,6 +298,36 @@ var faultTable = []faultRow{
 		retried:   []faultStep{{call: bind, want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
 	},
 	{
+		// One 500 opens the breaker (failures: 1): then a provision gets 429
+		// and a poll 503 at once, never forwarded, no lock taken; the
+		// mitigation, the gateway's own call, still goes. Retries get 429
+		// until open_for (an hour here) has passed.
+		name: "circuit breaker open (brokers[].breaker)",
+		opts: faultOptions{breaker: &config.Breaker{Failures: 1, OpenFor: time.Hour, Probes: 1}},
+		steps: []faultStep{
+			{call: provision, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 500, Count: 1}),
+				want: state{saw: saw{500, "injected fault: status 500"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: provision, want: state{saw: saw{429, `broker "b" is failing: last error: broker "b" answered provision with status 500`},
+				orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{503, `broker "b" is failing`}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{429, `broker "b" is failing`}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
+	},
+	{
+		// While a provision holds the broker's only slot (max_in_flight 1,
+		// queue_timeout 0s), a poll gets 503 and a bind 429, at once and
+		// never forwarded.
+		name: "broker at max_in_flight",
+		opts: faultOptions{brokerCap: 1},
+		steps: []faultStep{{call: provision, during: shed(map[*platformCall]saw{
+			&poll: {503, `broker "b" has 1 calls in flight, its cap`}, &bind: {429, `broker "b" has 1 calls in flight, its cap`}}),
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried:   []faultStep{{call: bind, want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}}},
+	},
+	{
 		// Both replicas mitigate at once; each orphan is claimed by one.
 		name: "two replicas on one redis-server",
 		env:  replicasEnv,
