@@ -290,7 +290,7 @@ func TestParseFlags(t *testing.T) {
 			"-nginx", "off", "-rounds", "2", "-json"}},
 		{name: "bad conns", args: []string{"-conns", "1,0,x"}, wantErr: `-conns: "0"`},
 		{name: "cache kinds", args: []string{"-requests", "catalog-cache, catalog-1mb"}},
-		{name: "extra kinds", args: []string{"-requests", "tls,tracing,provision,auth-flood"}},
+		{name: "extra kinds", args: []string{"-requests", "tls,tracing,provision,auth-flood,protect"}},
 		{name: "bad request kind", args: []string{"-requests", "bind"}, wantErr: `-requests: "bind"`},
 		{name: "bad nginx mode", args: []string{"-nginx", "on"}, wantErr: `-nginx: "on"`},
 	} {

@@ -37,6 +37,11 @@
 // operation locks are kept in the in-memory and in the bolt state store,
 // and reports provisions per second and the bolt/memory ratio.
 //
+// And protect (protect.go), run on its own gateways and brokers: the
+// per-broker concurrency cap shedding an open-loop overload at three times
+// its capacity, and the circuit breaker through a broker's one-second
+// outage.
+//
 // And one more (authflood.go): auth-flood sends GET last_operation as a
 // tenant whose credential is a bcrypt hash, undisturbed and while 40 wrong
 // passwords a second arrive from one other client address and from 40,
@@ -53,7 +58,7 @@
 // Usage:
 //
 //	go run ./bench/loadbench [-duration 1s] [-warmup 250ms] [-conns 1,16,64]
-//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision,auth-flood,poll-shield]
+//		[-requests catalog,last_operation,catalog-cache,catalog-1mb,tls,tracing,provision,auth-flood,poll-shield,protect]
 //		[-poll-ops 1000] [-poll-pollers 1,3] [-poll-interval 1s] [-poll-duration 10s]
 //		[-nginx auto|off] [-rounds 4] [-json] [-cpuprofile file]
 //
@@ -96,7 +101,7 @@ var allKinds = []string{kindCatalog, kindLastOperation, kindCatalogCache, kindCa
 
 // knownKinds are every request kind -requests accepts: allKinds and the
 // kinds run only when asked for (extra.go).
-var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision, kindAuthFlood, kindPollShield)
+var knownKinds = append(slices.Clone(allKinds), kindTLS, kindTracing, kindProvision, kindAuthFlood, kindPollShield, kindProtect)
 
 // options are the command's flags.
 type options struct {
@@ -136,7 +141,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.duration, "duration", time.Second, "measured `time` per target, request kind, connection count and round")
 	fs.DurationVar(&o.warmup, "warmup", 250*time.Millisecond, "unmeasured warm-up `time` before each measured run")
 	conns := fs.String("conns", "1,16,64", "comma-separated concurrent connection `counts`")
-	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing, provision, auth-flood and poll-shield only when named)")
+	kinds := fs.String("requests", strings.Join(allKinds, ","), "comma-separated request `kinds`: "+strings.Join(knownKinds, ", ")+" (tls, tracing, provision, auth-flood, poll-shield and protect only when named)")
 	fs.IntVar(&o.pollOps, "poll-ops", 1000, "poll-shield: `number` of async operations polled")
 	pollers := fs.String("poll-pollers", "1,3", "poll-shield: comma-separated `counts` of pollers per operation")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "poll-shield: `time` between two polls of one poller")
@@ -206,6 +211,14 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var protect *protectReport
+	if slices.Contains(o.kinds, kindProtect) { // its own gateways and brokers (protect.go)
+		o.kinds = slices.DeleteFunc(slices.Clone(o.kinds), func(k string) bool { return k == kindProtect })
+		var err error
+		if protect, err = runProtect(ctx, o.rounds, o.duration, progress); err != nil {
+			return fmt.Errorf("protect: %w", err)
+		}
+	}
 	e, err := newEnv(largeCatalogSize)
 	if err != nil {
 		return err
@@ -232,6 +245,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 		return err
 	}
 	rep := buildReport(m, o.kinds, o.conns, samples)
+	rep.Protect = protect
 	rep.Notes = notes
 	if slices.Contains(o.kinds, kindPollShield) {
 		rep.Meta.PollOps, rep.Meta.PollInterval, rep.Meta.PollDuration = o.pollOps, o.pollInterval.String(), o.pollDuration.String()

@@ -41,6 +41,7 @@ type report struct {
 	AuthFlood         []authFloodRow     `json:"auth_flood,omitempty"`
 	AuthFloodVerdicts []authFloodVerdict `json:"auth_flood_verdicts,omitempty"`
 	PollShield        []pollShieldRow    `json:"poll_shield,omitempty"`
+	Protect           *protectReport     `json:"protect,omitempty"`
 	Notes             []string           `json:"notes,omitempty"`
 }
 
@@ -275,6 +276,7 @@ func (rep *report) writeMarkdown(w io.Writer) {
 	rep.writeProvisionMarkdown(w)
 	rep.writeAuthFloodMarkdown(w)
 	rep.writePollShieldMarkdown(w)
+	rep.writeProtectMarkdown(w)
 	errs := false
 	for _, r := range rep.allRows() {
 		if len(r.Errors) > 0 {
