@@ -195,13 +195,33 @@ type timedCall struct {
 	status   int
 }
 
-// openLoop sends GET url with header at rate calls per second for d,
-// each at its time whatever the earlier ones got, and waits for the
-// answers; keep keeps every call's timing.
-func openLoop(ctx context.Context, url string, header http.Header, rate float64, d time.Duration, keep bool) *openResult {
-	tr := &http.Transport{Proxy: nil, MaxIdleConns: maxOutstanding, MaxIdleConnsPerHost: maxOutstanding,
+// newClientTransport is the load generator's transport of an open-loop
+// scenario: it keeps up to maxOutstanding idle connections, and warmPool
+// fills it before the measured runs, so that a call waits for a dial only
+// when more calls are outstanding than ever before.
+func newClientTransport() *http.Transport {
+	return &http.Transport{Proxy: nil, MaxIdleConns: maxOutstanding, MaxIdleConnsPerHost: maxOutstanding,
 		DisableCompression: true, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
+}
+
+// warmPool opens n connections to url through tr, each sending one GET at
+// the same time, and leaves them idle in tr's pool.
+func warmPool(ctx context.Context, tr *http.Transport, url string, n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req.Header = platformHeader()
+			_, _ = roundTrip(tr, req, make([]byte, 4096))
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop sends GET url with header through tr at rate calls per second
+// for d, each at its time whatever the earlier ones got, and waits for the
+// answers; keep keeps every call's timing.
+func openLoop(ctx context.Context, tr *http.Transport, url string, header http.Header, rate float64, d time.Duration, keep bool) *openResult {
 	res := &openResult{byStatus: map[int]int64{}, errors: map[string]int64{}, hists: map[int]*histogram{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -308,15 +328,18 @@ func runOverload(ctx context.Context, base string, d time.Duration) (*overloadRo
 		return nil, err
 	}
 	r := &overloadRound{capacity: c}
-	openLoop(ctx, url, platformHeader(), c*protectOverload, d/4, false) // warm-up: connections for the overload
-	r.unloaded = openLoop(ctx, url, platformHeader(), c*protectUnloaded, 2*d, false)
-	r.overload = openLoop(ctx, url, platformHeader(), c*protectOverload, d, false)
+	tr := newClientTransport()
+	defer tr.CloseIdleConnections()
+	warmPool(ctx, tr, url, 2*protectCap)
+	openLoop(ctx, tr, url, platformHeader(), c*protectOverload, d/4, false) // warm-up
+	r.unloaded = openLoop(ctx, tr, url, platformHeader(), c*protectUnloaded, 2*d, false)
+	r.overload = openLoop(ctx, tr, url, platformHeader(), c*protectOverload, d, false)
 	return r, ctx.Err()
 }
 
 // runOutage runs the outage scenario against the gateway at base in
-// front of b: healthy, down for outageLength, healthy again.
-func runOutage(ctx context.Context, base string, b *outageBroker) *openResult {
+// front of b through tr: healthy, down for outageLength, healthy again.
+func runOutage(ctx context.Context, tr *http.Transport, base string, b *outageBroker) *openResult {
 	url := base + "/v2/service_instances/" + protectInstance
 	go func() {
 		if sleep(ctx, outageBefore) == nil {
@@ -326,7 +349,7 @@ func runOutage(ctx context.Context, base string, b *outageBroker) *openResult {
 			}
 		}
 	}()
-	r := openLoop(ctx, url, platformHeader(), outageRate, outageBefore+outageLength+outageBefore, true)
+	r := openLoop(ctx, tr, url, platformHeader(), outageRate, outageBefore+outageLength+outageBefore, true)
 	b.down.Store(false)
 	return r
 }
@@ -374,10 +397,15 @@ func runProtect(ctx context.Context, rounds int, d time.Duration, progress io.Wr
 		if err != nil {
 			return nil, err
 		}
-		openLoop(ctx, base+"/v2/service_instances/"+protectInstance, platformHeader(), outageRate, d/4, false) // warm-up
+		// Warm: as many connections as calls can be outstanding (those
+		// held for the timeout, and some).
+		tr := newClientTransport()
+		url := base + "/v2/service_instances/" + protectInstance
+		warmPool(ctx, tr, url, 2*outageRate*int(outageTimeout)/int(time.Second))
+		openLoop(ctx, tr, url, platformHeader(), outageRate, d/4, false)
 		var rs []*openResult
 		for i := range rounds {
-			r := runOutage(ctx, base, outage)
+			r := runOutage(ctx, tr, base, outage)
 			if err := ctx.Err(); err != nil {
 				stop()
 				return nil, err
@@ -390,6 +418,7 @@ func runProtect(ctx context.Context, rounds int, d time.Duration, progress io.Wr
 				break
 			}
 		}
+		tr.CloseIdleConnections()
 		stop()
 		rep.Outage = append(rep.Outage, newOutageRow(g.name, rs...))
 	}
