@@ -64,9 +64,20 @@ func newLogs(lc config.Log, w io.Writer) logs {
 	if lc.Format == "text" {
 		l.log = slog.New(slog.NewTextHandler(w, opts))
 	} else {
+		opts.ReplaceAttr = durationString
 		l.log = slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return l
+}
+
+// durationString writes a duration attribute as Go's duration string
+// ("1m30s") in JSON logs, as the text format and gateway.yaml do, instead of
+// slog's integer nanoseconds.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 func setLevel(v *slog.LevelVar, name string) {
