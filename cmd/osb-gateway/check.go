@@ -47,6 +47,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "osb-gateway check: %v\n", err)
 		return exitUsage
 	}
+	for _, w := range config.Warnings(cfg) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", *path, w)
+	}
 	if n := reportCertFiles(cfg, *path, stderr); n > 0 {
 		fmt.Fprintf(stderr, "%s: %s\n", *path, plural(n, "certificate problem"))
 		return exitFailed

@@ -66,7 +66,7 @@ func TestCheckUnreachableSaysCauseOnce(t *testing.T) {
 	down := ln.Addr().String()
 	ln.Close()
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
-	y := fmt.Sprintf("brokers: [{name: b, url: \"http://%s\"}]\ntenants: [{name: t, credentials: [{username: u, password: p}], routes: [{broker: b}]}]\n", down)
+	y := fmt.Sprintf("brokers: [{name: b, url: \"http://%s\"}]\ntenants: [{name: t, credentials: [{username: u, password: a-long-platform-secret}], routes: [{broker: b}]}]\n", down)
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}

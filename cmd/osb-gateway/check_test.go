@@ -77,6 +77,8 @@ brokers: [{name: b, url: "https://b.example.com"}]
 			name:   "valid, singular counts",
 			args:   []string{"-config=" + single},
 			stdout: single + ": valid (1 tenant, 1 broker, 1 route)\n",
+			// A one-character plain-text password was accepted silently.
+			stderr: single + ": warning: tenants[0].credentials[0].password: a plain-text password shorter than 12 characters (it has 1) is easy to guess; use 12 or more (or a bcrypt hash: osb-gateway hash-password)\n",
 		},
 		{
 			name: "invalid",

@@ -417,10 +417,14 @@ func (s *server) listenTLS(cfg *config.Config) error {
 	return nil
 }
 
-// logTLSWarnings logs what gwtls.Warnings finds in cfg: plain HTTP beyond
-// loopback, brokers whose certificates are not verified.
+// logTLSWarnings logs what gwtls.Warnings finds in cfg (plain HTTP beyond
+// loopback, brokers whose certificates are not verified) and what
+// config.Warnings finds (weak plain-text passwords).
 func logTLSWarnings(log *slog.Logger, cfg *config.Config) {
 	for _, w := range gwtls.Warnings(cfg) {
 		log.Warn("insecure TLS setting", slog.String("warning", w))
+	}
+	for _, w := range config.Warnings(cfg) {
+		log.Warn("weak configuration", slog.String("warning", w))
 	}
 }

@@ -1,0 +1,30 @@
+package config
+
+import "fmt"
+
+// MinPlainPasswordLength is the shortest plain-text tenant password that
+// does not draw a warning: a platform credential is a machine's secret,
+// and one a person could guess is a gap (bcrypt hashes are not judged:
+// their strength is not visible).
+const MinPlainPasswordLength = 12
+
+// Warnings returns what in a valid configuration deserves an operator's
+// attention without being an error, one line each, naming the YAML path
+// and never a secret: plain-text tenant passwords shorter than
+// MinPlainPasswordLength. The gateway logs them at start and on reload;
+// check prints them.
+func Warnings(c *Config) []string {
+	var out []string
+	for i := range c.Tenants {
+		for j, cr := range c.Tenants[i].Credentials {
+			if cr.IsBcrypt() {
+				continue
+			}
+			if n := len([]rune(cr.Password.Reveal())); n < MinPlainPasswordLength {
+				out = append(out, fmt.Sprintf("%s.password: a plain-text password shorter than %[3]d characters (it has %[2]d) is easy to guess; use %[3]d or more (or a bcrypt hash: osb-gateway hash-password)",
+					joinIndex(joinKey(joinIndex("tenants", i), "credentials"), j), n, MinPlainPasswordLength))
+			}
+		}
+	}
+	return out
+}
