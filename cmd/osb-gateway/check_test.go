@@ -84,8 +84,9 @@ brokers: [{name: b, url: "https://b.example.com"}]
 			name: "invalid",
 			args: []string{"-config", invalid},
 			code: 1,
-			stderr: invalid + `: tenants[0].routes[0].broker: no broker is named "redis" (brokers: mysql)` + "\n" +
-				invalid + ": brokers[0].url: must be an absolute http or https URL\n" +
+			// Semantic problems name their line too (they did not).
+			stderr: invalid + `: tenants[0].routes[0].broker: no broker is named "redis" (brokers: mysql) (line 7)` + "\n" +
+				invalid + ": brokers[0].url: must be an absolute http or https URL (line 10)\n" +
 				invalid + ": brokers[0].timeoutt: unknown key (line 11)\n" +
 				invalid + ": 3 problems\n",
 		},

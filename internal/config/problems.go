@@ -84,14 +84,22 @@ func (ps *Problems) err() error {
 // position is where a value starts in the YAML text.
 type position struct{ line, column int }
 
-// sortByPosition fills in each problem's Line from pos and sorts the list
-// into document order. Problems at the same position keep the order in
+// sortByPosition fills in each problem's Line from pos (and names it in
+// the message when the message does not yet) and sorts the list into
+// document order. Problems at the same position keep the order in
 // which they were found.
 func (ps *Problems) sortByPosition(pos map[string]position) {
 	at := make([]position, len(ps.List))
 	for i := range ps.List {
 		at[i] = lookupPosition(pos, ps.List[i].Path)
-		ps.List[i].Line = at[i].line
+		p := &ps.List[i]
+		p.Line = at[i].line
+		// Decoding problems name their line in the message; the checks
+		// after decoding (a bad URL, a duplicate name, an unknown broker)
+		// learn it here, so every message says where to look.
+		if p.Line > 0 && p.Path != "" && !strings.Contains(p.Message, "(line ") {
+			p.Message = fmt.Sprintf("%s (line %d)", p.Message, p.Line)
+		}
 	}
 	idx := make([]int, len(ps.List))
 	for i := range idx {
