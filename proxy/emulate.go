@@ -216,15 +216,18 @@ func bindingMetadata(b store.Binding) map[string]string {
 	return md
 }
 
-// writeAnswer writes v as a JSON body with status.
+// writeAnswer writes v as the JSON body of an answer the gateway makes in
+// the broker's place (emulated, shimmed or synthesized), with the headers
+// osb.WriteError gives its error bodies.
 func writeAnswer(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
-	if err != nil { // a map of strings and raw JSON the store validated
-		body = []byte("{}")
+	if err != nil { // strings, bools and raw JSON the store or the rules validated
+		panic(err)
 	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

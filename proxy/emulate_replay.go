@@ -82,14 +82,10 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 	case !exists(b.LastOperation, store.KindBind):
 		return false
 	}
-	appGUID := req.AppGUID
-	if appGUID == "" {
-		appGUID = appGUIDOf(req.BindResource)
-	}
 	differs := differ(
 		attr{"service_id", req.ServiceID, b.ServiceID},
 		attr{"plan_id", req.PlanID, b.PlanID},
-		attr{"app_guid", appGUID, b.AppGUID},
+		attr{"app_guid", appGUIDOf(req), b.AppGUID},
 	)
 	if differs == "" && !sameJSON(req.BindResource, b.BindResource) {
 		differs = "bind_resource"

@@ -204,10 +204,7 @@ func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Reques
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
 		VolumeMounts: res.VolumeMounts, Endpoints: res.Endpoints, ExpiresAt: res.ExpiresAt, RenewBefore: res.RenewBefore}
 	if req != nil {
-		b.ServiceID, b.PlanID, b.AppGUID, b.BindResource = req.ServiceID, req.PlanID, req.AppGUID, req.BindResource
-		if b.AppGUID == "" {
-			b.AppGUID = appGUIDOf(req.BindResource)
-		}
+		b.ServiceID, b.PlanID, b.AppGUID, b.BindResource = req.ServiceID, req.PlanID, appGUIDOf(req), req.BindResource
 		if err := iv.sealInto(&b.SealedParameters, u, req.Parameters, "parameters", b.InstanceID, b.BindingID); err != nil {
 			return err
 		}
@@ -308,12 +305,16 @@ func object(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// appGUIDOf is bind_resource.app_guid, "" when absent.
-func appGUIDOf(bindResource json.RawMessage) string {
+// appGUIDOf is the app a bind request binds: its top-level app_guid, else
+// bind_resource.app_guid; "" when neither is there.
+func appGUIDOf(req *rules.Request) string {
+	if req.AppGUID != "" {
+		return req.AppGUID
+	}
 	var br struct {
 		AppGUID string `json:"app_guid"`
 	}
-	if len(bindResource) == 0 || json.Unmarshal(bindResource, &br) != nil {
+	if len(req.BindResource) == 0 || json.Unmarshal(req.BindResource, &br) != nil {
 		return ""
 	}
 	return br.AppGUID

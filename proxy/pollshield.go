@@ -67,7 +67,7 @@ type pollShield struct {
 func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
 	p := &pollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
 	if d := b.Poll.RetryAfter; d > 0 {
-		p.retryAfter = []string{strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)}
+		p.retryAfter = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
 	}
 	p.answers, _ = lru.New[string, *sharedAnswer](pollShieldEntries) // only a size < 1 fails
 	return p

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -164,7 +163,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 			}
 			close(c.recorded)
 			if ok {
-				writeJSONAnswer(w, http.StatusAccepted, struct {
+				writeAnswer(w, http.StatusAccepted, struct {
 					Operation string `json:"operation"`
 				}{c.operation})
 				return
@@ -302,18 +301,4 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// writeJSONAnswer writes an answer the gateway makes in the broker's place,
-// v encoded as JSON.
-func writeJSONAnswer(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // strings and bools always encode
-		panic(err)
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

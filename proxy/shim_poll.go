@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -75,12 +74,12 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
 		if d := s.route.up.cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
-			w.Header()["Retry-After"] = []string{strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)}
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
 		g.settlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
 	}
-	writeJSONAnswer(w, http.StatusOK, body)
+	writeAnswer(w, http.StatusOK, body)
 }
 
 // withOperation returns r with its operation query parameter set to op
@@ -171,11 +170,11 @@ func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope
 		s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
 	case err == nil && last.Operation == op && last.State != "":
-		writeJSONAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
+		writeAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
 	case err != nil && (kind == store.KindDeprovision || kind == store.KindUnbind):
-		writeJSONAnswer(w, http.StatusGone, struct{}{})
+		writeAnswer(w, http.StatusGone, struct{}{})
 	default:
-		writeJSONAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
+		writeAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
 			Description: "the gateway no longer tracks this operation: its outcome was reported to an earlier poll, or it was given up when its deadline passed"})
 	}
 }
