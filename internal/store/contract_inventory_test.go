@@ -231,6 +231,26 @@ func testInventoryBinding(t *testing.T, b backend) {
 	if n, err := s.CountInstances(ctx, InstanceFilter{}); err != nil || n != 1 {
 		t.Errorf("CountInstances = %d, %v; want 1", n, err)
 	}
+	_, err = s.GetInstance(ctx, "b1", "i10")
+	wantErr(t, "GetInstance of an instance with bindings only", err, ErrNotFound)
+	if page, _, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1"}, "", 10); err != nil ||
+		len(page) != 1 || page[0].InstanceID != "i1" {
+		t.Errorf("ListInstances(b1) = %v, %v; want i1 alone", page, err)
+	}
+	// The instance's record goes and comes back; its bindings stay.
+	if _, err := s.DeleteInstance(ctx, "b1", "i10"); err != nil {
+		t.Fatal(err)
+	}
+	mustPutInstance(t, s, testInstance("b1", "i", "cf1"))
+	mustPutInstance(t, s, testInstance("b1", "i", "cf2"))
+	if list, err := s.ListBindings(ctx, "b1", "i"); err != nil || len(list) != 1 {
+		t.Errorf("ListBindings after the instance's record was put twice = %v, %v; want its binding", list, err)
+	}
+	for tenant, want := range map[string]int{"": 2, "cf1": 1, "cf2": 1} {
+		if n, err := s.CountInstances(ctx, InstanceFilter{Tenant: tenant}); err != nil || n != want {
+			t.Errorf("CountInstances(%q) = %d, %v; want %d", tenant, n, err, want)
+		}
+	}
 }
 
 // testInventoryDeleteInstance checks that deleting an instance takes its

@@ -77,17 +77,14 @@ func revealed(v []byte) bool {
 	if bytes.Contains(v, []byte(marker)) {
 		return true
 	}
+	// A record may start anywhere: a Redis member holds an instance's
+	// record and its bindings' after ids and lengths.
 	found := false
-	for rec := v; !found; {
-		unpack(rec, func(_ string, body []byte) error {
+	for i := 0; i < len(v) && !found; i++ {
+		unpack(v[i:], func(_ string, body []byte) error {
 			found = bytes.Contains(body, []byte(marker))
 			return nil
 		})
-		// A Redis member holds its record after its ids and a NUL each.
-		var ok bool
-		if _, rec, ok = bytes.Cut(rec, []byte{0}); !ok {
-			break
-		}
 	}
 	return found
 }

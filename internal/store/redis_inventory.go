@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -11,10 +13,11 @@ import (
 // The inventory of the redis backend. Keys, after RedisConfig.KeyPrefix:
 //
 //	inv:brokers       set: the brokers with an inventory
-//	inv:{B}:ix        sorted set, scores 0: instance id NUL instance record
-//	                  (inventory_codec.go), in byte order of the ids
-//	inv:{B}:n         hash: tenant -> instances with that tenant (none at 0)
-//	inv:{B}:bx        sorted set, scores 0: instance id NUL binding id NUL binding record
+//	inv:{B}:ix        sorted set, scores 0: one member per instance id,
+//	                  holding the instance's record and its bindings'
+//	                  (the member layout below), in byte order of the ids
+//	inv:{B}:n         hash: tenant -> instances with that tenant (none at 0);
+//	                  "\x00i" -> instances, "\x00b" -> bindings
 //	inv:{B}:ex        sorted set: instance id NUL binding id, scored by the
 //	                  binding's ExpiresAt in microseconds (bindings with one)
 //
@@ -24,90 +27,147 @@ import (
 // keys, atomic, and brokers spread over the cluster (one broker's
 // inventory stays on one master).
 //
-// A record lives in its sorted set's member, after its id and a NUL (ids
-// hold no NUL): the ids sort the members, and the range [id NUL, id \x01)
-// holds exactly the record of id. Beside a hash of records and a sorted
-// set of ids, that spends the id, its hash entry and its second copy once
-// instead of twice: measured with BenchmarkInventoryFootprintRedis on
-// Redis 7.0 (100,000 instances with a binding each), 1,428 bytes of
-// used_memory per instance with hashes of records beside ix and bx, 1,297
-// with the records in the members.
+// A member of ix is
+//
+//	id NUL u24(len(instance)) instance { u16(len(binding id)) binding id u24(len(record)) record }...
+//
+// (big-endian lengths; records are at most MaxRecordLen, ids MaxIDLen):
+// the instance's record, empty while the inventory holds bindings of an
+// instance it has no record of, then its bindings in the order they were
+// first stored. The ids sort the members, and the range [id NUL, id \x01)
+// holds exactly the member of id (ids hold no NUL). An instance and its
+// bindings in one member spend one sorted-set entry (about 95 bytes of
+// skiplist node, dict entry and table slot on Redis 7) and one copy of
+// the instance id instead of one per binding: measured with
+// BenchmarkInventoryFootprintRedis on Redis 7.0 (a million instances with
+// an expiring binding each), 1,069 bytes of used_memory per instance with
+// the bindings in a sorted set of their own, 910 with them in their
+// instance's member. A binding is read, written or deleted by reading and
+// rewriting its instance's member: an instance has tens of bindings, not
+// thousands.
 //
 // There is no index by tenant: a listing by tenant filters ix by the
-// tenant in each record's head (filterScript), and counts by tenant are
-// the counters of n. An index (a sorted set of tenant NUL instance id)
-// cost 152 bytes per instance, 12% of the inventory; a listing by tenant,
-// which only the admin API asks for, now reads the broker's records from
-// the cursor on until its page is full: a tenant holding a share s of the
-// broker's instances costs a page about 1/s times the records (all of
-// them, for a tenant with none), read by scripts of at most
-// filterBudget records each (about a millisecond of the server each).
+// tenant in each instance record's head (filterScript), and counts by
+// tenant are the counters of n. An index (a sorted set of tenant NUL
+// instance id) cost 152 bytes per instance, 12% of the inventory; a
+// listing by tenant, which only the admin API asks for, reads the broker's
+// members from the cursor on until its page is full: a tenant holding a
+// share s of the broker's instances costs a page about 1/s times the
+// records (all of them, for a tenant with none), read by scripts of at
+// most filterBudget members each (about a millisecond of the server each).
 //
 // Cost: get, put and delete of one record are one round trip and O(log n)
 // on the server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a
-// SCAN. A page of a listing is one ZRANGEBYLEX with LIMIT per broker
-// (O(log n + page)), after one SMEMBERS of inv:brokers when no broker is
-// named. Counts are ZCARD or HMGET per broker.
+// SCAN. A page of a listing is one script per broker (O(log n + page)),
+// after one SMEMBERS of inv:brokers when no broker is named. Counts are
+// HMGET per broker.
 //
-// The scripts read the tenant of a record from its fixed head (version
-// byte, tenant length byte, tenant), to move a count and to filter: the
-// only part of the binary layout a script reads.
+// The scripts read the member layout and the tenant of an instance record
+// from its fixed head (version byte, tenant length byte, tenant), to move
+// a count and to filter: the only part of the record's binary layout a
+// script reads. Lua compares strings with the server's locale, so no
+// script orders ids: the bindings of a member are sorted by the gateway.
 
-// lookupLua defines find(key, prefix): the member of the sorted set key
-// that starts with prefix (an id and its NUL: at most one), or false.
-const lookupLua = `
+// memberLua defines find(key, prefix): the member of the sorted set key
+// that starts with prefix (an id and its NUL: at most one), or false;
+// parse(m, idlen): the instance record and the {binding id, record} pairs
+// of member m; build(id, inst, bindings): the member; tenantOf(rec): the
+// tenant of an instance record; count(key, field, delta): adds delta to a
+// count of hash key, deleting it at zero (none for the field "").
+const memberLua = `
 local function find(key, prefix)
   local m = redis.call('ZRANGEBYLEX', key, '[' .. prefix, '(' .. string.sub(prefix, 1, -2) .. '\1', 'LIMIT', 0, 1)[1]
   return m or false
 end
+local function u24(s, i)
+  local a, b, c = string.byte(s, i, i + 2)
+  return a * 65536 + b * 256 + c
+end
+local function p24(n)
+  return string.char(math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+end
+local function instOf(m, idlen)
+  local n = u24(m, idlen + 2)
+  return string.sub(m, idlen + 5, idlen + 4 + n), idlen + 5 + n
+end
+local function parse(m, idlen)
+  local inst, i = instOf(m, idlen)
+  local bs = {}
+  while i <= #m do
+    local bl = string.byte(m, i) * 256 + string.byte(m, i + 1)
+    local bid = string.sub(m, i + 2, i + 1 + bl)
+    i = i + 2 + bl
+    local rl = u24(m, i)
+    bs[#bs + 1] = {bid, string.sub(m, i + 3, i + 2 + rl)}
+    i = i + 3 + rl
+  end
+  return inst, bs
+end
+local function build(id, inst, bs)
+  local parts = {id, '\0', p24(#inst), inst}
+  for _, b in ipairs(bs) do
+    parts[#parts + 1] = string.char(math.floor(#b[1] / 256), #b[1] % 256) .. b[1] .. p24(#b[2]) .. b[2]
+  end
+  return table.concat(parts)
+end
+local function tenantOf(rec)
+  local n = string.byte(rec, 2) or 0
+  return string.sub(rec, 3, 2 + n)
+end
+local function count(key, field, delta)
+  if field == '' or delta == 0 then return end
+  if redis.call('HINCRBY', key, field, delta) <= 0 then redis.call('HDEL', key, field) end
+end
 `
+
+// Fields of n beside the tenants' (a tenant name holds no NUL).
+const (
+	countInstances = "\x00i"
+	countBindings  = "\x00b"
+)
 
 // putInstanceScript stores ARGV[2] as instance ARGV[1] with tenant ARGV[3]
 // unless it exists and ARGV[4] is not "1"; it returns 1 if it stored, 0
-// if it kept the existing record. KEYS: ix, n.
-var putInstanceScript = redis.NewScript(lookupLua + countLua + `
+// if it kept the existing record. The instance's bindings stay. KEYS: ix, n.
+var putInstanceScript = redis.NewScript(memberLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
+local rest = ''
 if old then
-  if ARGV[4] ~= '1' then return 0 end
-  count(KEYS[2], tenantOf(old, #id + 1), -1)
+  local inst, at = instOf(old, #id)
+  if #inst > 0 then
+    if ARGV[4] ~= '1' then return 0 end
+    count(KEYS[2], tenantOf(inst), -1)
+    count(KEYS[2], '\0i', -1)
+  end
+  rest = string.sub(old, at)
   redis.call('ZREM', KEYS[1], old)
 end
-redis.call('ZADD', KEYS[1], 0, id .. '\0' .. ARGV[2])
+redis.call('ZADD', KEYS[1], 0, id .. '\0' .. p24(#ARGV[2]) .. ARGV[2] .. rest)
 count(KEYS[2], ARGV[3], 1)
+count(KEYS[2], '\0i', 1)
 return 1
 `)
 
-// countLua defines tenantOf(member, at): the tenant of the record that
-// follows the NUL at position at of member; and count(key, tenant, delta): adds delta to the
-// tenant's count in hash key, deleting it at zero (none for no tenant).
-const countLua = `
-local function tenantOf(m, at)
-  local n = string.byte(m, at + 2) or 0
-  return string.sub(m, at + 3, at + 2 + n)
-end
-local function count(key, tenant, delta)
-  if tenant == '' then return end
-  if redis.call('HINCRBY', key, tenant, delta) <= 0 then redis.call('HDEL', key, tenant) end
-end
-`
-
-// filterBudget is how many records filterScript reads at most in one call.
+// filterBudget is how many members filterScript reads at most in one call.
 const filterBudget = 2000
 
-// filterScript returns up to ARGV[2] members of ix (KEYS[1]) from ARGV[1]
-// (a ZRANGEBYLEX bound) on whose record has tenant ARGV[3], reading at
-// most ARGV[4] members: {where to go on ("" at the end of ix), member...}.
-var filterScript = redis.NewScript(countLua + `
+// filterScript returns up to ARGV[2] instances of ix (KEYS[1]) from
+// ARGV[1] (a ZRANGEBYLEX bound) on, of tenant ARGV[3] (any, if ""),
+// reading at most ARGV[4] members: {where to go on ("" at the end of ix),
+// "id NUL instance record"...}. Members of bindings only are skipped.
+var filterScript = redis.NewScript(memberLua + `
 local lo, want, tenant, budget = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = {''}
 while budget > 0 do
   local ms = redis.call('ZRANGEBYLEX', KEYS[1], lo, '+', 'LIMIT', 0, math.min(budget, 200))
   for _, m in ipairs(ms) do
     local p = string.find(m, '\0', 1, true)
-    lo = '[' .. string.sub(m, 1, p - 1) .. '\1'
-    if tenantOf(m, p) == tenant then
-      out[#out + 1] = m
+    local id = string.sub(m, 1, p - 1)
+    lo = '[' .. id .. '\1'
+    local inst = instOf(m, p - 1)
+    if #inst > 0 and (tenant == '' or tenantOf(inst) == tenant) then
+      out[#out + 1] = id .. '\0' .. inst
       if #out > want then out[1] = lo return out end
     end
   end
@@ -118,88 +178,166 @@ out[1] = lo
 return out
 `)
 
-// putBindingScript stores ARGV[2] as binding ARGV[1] (instance NUL
-// binding) unless it exists and ARGV[3] is not "1", and scores it ARGV[4]
-// in ex (or takes it out where ARGV[4] is ""); 1 if stored, else 0.
-// KEYS: bx, ex.
-var putBindingScript = redis.NewScript(lookupLua + `
-local old = find(KEYS[1], ARGV[1] .. '\0')
-if old then
-  if ARGV[3] ~= '1' then return 0 end
-  redis.call('ZREM', KEYS[1], old)
+// putBindingScript stores ARGV[3] as binding ARGV[2] of instance ARGV[1]
+// unless it exists and ARGV[4] is not "1", and scores it ARGV[5] in ex
+// (or takes it out where ARGV[5] is ""); 1 if stored, else 0. KEYS: ix,
+// n, ex.
+var putBindingScript = redis.NewScript(memberLua + `
+local id, bid = ARGV[1], ARGV[2]
+local old = find(KEYS[1], id .. '\0')
+local inst, bs = '', {}
+if old then inst, bs = parse(old, #id) end
+local at
+for j, b in ipairs(bs) do
+  if b[1] == bid then at = j break end
 end
-redis.call('ZADD', KEYS[1], 0, ARGV[1] .. '\0' .. ARGV[2])
-if ARGV[4] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+if at then
+  if ARGV[4] ~= '1' then return 0 end
+  bs[at][2] = ARGV[3]
 else
-  redis.call('ZREM', KEYS[2], ARGV[1])
+  bs[#bs + 1] = {bid, ARGV[3]}
+  count(KEYS[2], '\0b', 1)
+end
+if old then redis.call('ZREM', KEYS[1], old) end
+redis.call('ZADD', KEYS[1], 0, build(id, inst, bs))
+if ARGV[5] ~= '' then
+  redis.call('ZADD', KEYS[3], ARGV[5], id .. '\0' .. bid)
+else
+  redis.call('ZREM', KEYS[3], id .. '\0' .. bid)
 end
 return 1
 `)
 
-// deleteBindingScript deletes binding ARGV[1] (instance NUL binding): 1 if
-// it was there, else 0. KEYS: bx, ex.
-var deleteBindingScript = redis.NewScript(lookupLua + `
-local old = find(KEYS[1], ARGV[1] .. '\0')
+// deleteBindingScript deletes binding ARGV[2] of instance ARGV[1]: 1 if
+// it was there, else 0. KEYS: ix, n, ex.
+var deleteBindingScript = redis.NewScript(memberLua + `
+local id, bid = ARGV[1], ARGV[2]
+local old = find(KEYS[1], id .. '\0')
 if not old then return 0 end
+local inst, bs = parse(old, #id)
+local at
+for j, b in ipairs(bs) do
+  if b[1] == bid then at = j break end
+end
+if not at then return 0 end
+table.remove(bs, at)
 redis.call('ZREM', KEYS[1], old)
-redis.call('ZREM', KEYS[2], ARGV[1])
+if #inst > 0 or #bs > 0 then redis.call('ZADD', KEYS[1], 0, build(id, inst, bs)) end
+redis.call('ZREM', KEYS[3], id .. '\0' .. bid)
+count(KEYS[2], '\0b', -1)
 return 1
 `)
 
 // deleteInstanceScript deletes instance ARGV[1] and its bindings. It
-// returns false if there was neither, else {instance member or "",
-// binding member, ...}. KEYS: ix, n, bx, ex.
-var deleteInstanceScript = redis.NewScript(lookupLua + countLua + `
+// returns false if there was neither, else {instance record or "",
+// binding id, binding record, ...}. KEYS: ix, n, ex.
+var deleteInstanceScript = redis.NewScript(memberLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
-local lo, hi = '[' .. id .. '\0', '(' .. id .. '\1'
-local members = redis.call('ZRANGEBYLEX', KEYS[3], lo, hi)
-if not old and #members == 0 then return false end
-local out = {old or ''}
-for _, m in ipairs(members) do
-  out[#out + 1] = m
-  local p = string.find(m, '\0', #id + 2, true)
-  if p then redis.call('ZREM', KEYS[4], string.sub(m, 1, p - 1)) end
+if not old then return false end
+local inst, bs = parse(old, #id)
+redis.call('ZREM', KEYS[1], old)
+if #inst > 0 then
+  count(KEYS[2], tenantOf(inst), -1)
+  count(KEYS[2], '\0i', -1)
 end
-if #members > 0 then redis.call('ZREMRANGEBYLEX', KEYS[3], lo, hi) end
-if old then
-  count(KEYS[2], tenantOf(old, #id + 1), -1)
-  redis.call('ZREM', KEYS[1], old)
+local out = {inst}
+for _, b in ipairs(bs) do
+  out[#out + 1] = b[1]
+  out[#out + 1] = b[2]
+  redis.call('ZREM', KEYS[3], id .. '\0' .. b[1])
 end
+count(KEYS[2], '\0b', -#bs)
 return out
 `)
 
-// cutMember splits a member "id NUL record" (an instance's in ix; a
-// binding's in bx is "instance id NUL binding id NUL record", cut twice).
-func cutMember(m string) (string, []byte, error) {
+// member is a member of ix, parsed: the instance id, its record (empty
+// if the inventory has none) and its bindings' ids and records, in the
+// order they are stored.
+type member struct {
+	id       string
+	instance []byte
+	bindings []memberBinding
+}
+
+type memberBinding struct {
+	id  string
+	rec []byte
+}
+
+var errBadMember = errors.New("bad inventory member")
+
+// parseMember reads a member of ix (layout in the comment above).
+func parseMember(m string) (member, error) {
+	id, rest, ok := strings.Cut(m, "\x00")
+	if !ok {
+		return member{}, badKey([]byte(m))
+	}
+	u24 := func() (int, bool) {
+		if len(rest) < 3 {
+			return 0, false
+		}
+		n := int(rest[0])<<16 | int(rest[1])<<8 | int(rest[2])
+		rest = rest[3:]
+		return n, n <= len(rest)
+	}
+	n, ok := u24()
+	if !ok {
+		return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
+	}
+	out := member{id: id, instance: []byte(rest[:n])}
+	for rest = rest[n:]; rest != ""; {
+		if len(rest) < 2 {
+			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
+		}
+		bl := int(rest[0])<<8 | int(rest[1])
+		if rest = rest[2:]; bl > len(rest) {
+			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
+		}
+		bid := rest[:bl]
+		rest = rest[bl:]
+		rl, ok := u24()
+		if !ok {
+			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
+		}
+		out.bindings = append(out.bindings, memberBinding{bid, []byte(rest[:rl])})
+		rest = rest[rl:]
+	}
+	return out, nil
+}
+
+// sortedBindings decodes the bindings of m in order of their ids.
+func (m member) sortedBindings(broker string) ([]Binding, error) {
+	slices.SortFunc(m.bindings, func(a, b memberBinding) int { return strings.Compare(a.id, b.id) })
+	out := make([]Binding, 0, len(m.bindings))
+	for _, b := range m.bindings {
+		bd, err := decodeBinding(broker, m.id, b.id, b.rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bd)
+	}
+	return out, nil
+}
+
+// decodeInstanceMember decodes "id NUL record", as filterScript returns
+// an instance.
+func decodeInstanceMember(broker, m string) (Instance, error) {
 	id, rec, ok := strings.Cut(m, "\x00")
 	if !ok {
-		return "", nil, badKey([]byte(m))
+		return Instance{}, badKey([]byte(m))
 	}
-	return id, []byte(rec), nil
+	return decodeInstance(broker, id, []byte(rec))
 }
 
-// decodeInstanceMember decodes an instance's member of ix.
-func decodeInstanceMember(broker, m string) (Instance, error) {
-	id, rec, err := cutMember(m)
-	if err != nil {
-		return Instance{}, err
-	}
-	return decodeInstance(broker, id, rec)
-}
-
-// decodeBindingMember decodes a binding's member of bx.
+// decodeBindingMember decodes "instance id NUL binding id NUL record", as
+// expiringScript returns a binding.
 func decodeBindingMember(broker, m string) (Binding, error) {
-	instanceID, rest, ok := strings.Cut(m, "\x00")
-	if !ok {
+	parts := strings.SplitN(m, "\x00", 3)
+	if len(parts) != 3 {
 		return Binding{}, badKey([]byte(m))
 	}
-	bindingID, rec, err := cutMember(rest)
-	if err != nil {
-		return Binding{}, badKey([]byte(m))
-	}
-	return decodeBinding(broker, instanceID, bindingID, rec)
+	return decodeBinding(broker, parts[0], parts[1], []byte(parts[2]))
 }
 
 // lookupRange is the ZRANGEBYLEX range of the members that start with
@@ -208,14 +346,27 @@ func lookupRange(prefix string) *redis.ZRangeBy {
 	return &redis.ZRangeBy{Min: "[" + prefix, Max: "(" + prefix[:len(prefix)-1] + "\x01", Count: 1}
 }
 
+// member reads the member of an instance id: ok false if there is none.
+func (s *redisStore) member(ctx context.Context, broker, instanceID string) (member, bool, error) {
+	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).ix, lookupRange(instanceID+"\x00")).Result()
+	switch {
+	case err != nil:
+		return member{}, false, s.fail(ctx, "ZRANGEBYLEX", err)
+	case len(found) == 0:
+		return member{}, false, nil
+	}
+	m, err := parseMember(found[0])
+	return m, err == nil, err
+}
+
 // invKeys are the keys of one broker's inventory.
-type invKeys struct{ ix, n, bx, ex string }
+type invKeys struct{ ix, n, ex string }
 
 var brokerTagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (s *redisStore) inv(broker string) invKeys {
 	p := s.prefix + "inv:{" + brokerTagEscaper.Replace(broker) + "}:"
-	return invKeys{ix: p + "ix", n: p + "n", bx: p + "bx", ex: p + "ex"}
+	return invKeys{ix: p + "ix", n: p + "n", ex: p + "ex"}
 }
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
@@ -271,14 +422,14 @@ func (s *redisStore) GetInstance(ctx context.Context, broker, instanceID string)
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
-	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).ix, lookupRange(instanceID+"\x00")).Result()
+	m, ok, err := s.member(ctx, broker, instanceID)
 	switch {
 	case err != nil:
-		return Instance{}, s.fail(ctx, "ZRANGEBYLEX", err)
-	case len(found) == 0:
+		return Instance{}, err
+	case !ok || len(m.instance) == 0:
 		return Instance{}, noInstance(broker, instanceID)
 	}
-	return decodeInstanceMember(broker, found[0])
+	return decodeInstance(broker, instanceID, m.instance)
 }
 
 func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
@@ -289,22 +440,24 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 		return nil, err
 	}
 	k := s.inv(broker)
-	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.bx, k.ex}, instanceID).StringSlice()
+	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex}, instanceID).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, noInstance(broker, instanceID)
 	case err != nil:
 		return nil, s.fail(ctx, "delete instance script", err)
+	case len(res)%2 != 1:
+		return nil, fmt.Errorf("%w of instance %q", errBadMember, instanceID)
 	}
-	var gone []Binding
-	for _, m := range res[min(1, len(res)):] {
-		bd, err := decodeBindingMember(broker, m)
-		if err != nil {
-			return nil, err
-		}
-		gone = append(gone, bd)
+	m := member{id: instanceID}
+	for i := 1; i < len(res); i += 2 {
+		m.bindings = append(m.bindings, memberBinding{res[i], []byte(res[i+1])})
 	}
-	return gone, nil
+	gone, err := m.sortedBindings(broker)
+	if len(gone) == 0 {
+		gone = nil
+	}
+	return gone, err
 }
 
 func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
@@ -316,8 +469,8 @@ func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error
 		return Binding{}, err
 	}
 	k := s.inv(bd.Broker)
-	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.bx, k.ex},
-		bindingSubkey(bd.InstanceID, bd.BindingID), rec, replaceArg(true), expiryScore(bd.ExpiresAt))
+	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.ix, k.n, k.ex},
+		bd.InstanceID, bd.BindingID, rec, replaceArg(true), expiryScore(bd.ExpiresAt))
 	if err != nil {
 		return Binding{}, s.fail(ctx, "put binding script", err)
 	}
@@ -331,14 +484,16 @@ func (s *redisStore) GetBinding(ctx context.Context, broker, instanceID, binding
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
-	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).bx, lookupRange(bindingSubkey(instanceID, bindingID)+"\x00")).Result()
-	switch {
-	case err != nil:
-		return Binding{}, s.fail(ctx, "ZRANGEBYLEX", err)
-	case len(found) == 0:
-		return Binding{}, noBinding(broker, instanceID, bindingID)
+	m, _, err := s.member(ctx, broker, instanceID)
+	if err != nil {
+		return Binding{}, err
 	}
-	return decodeBindingMember(broker, found[0])
+	for _, b := range m.bindings {
+		if b.id == bindingID {
+			return decodeBinding(broker, instanceID, bindingID, b.rec)
+		}
+	}
+	return Binding{}, noBinding(broker, instanceID, bindingID)
 }
 
 func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
@@ -349,7 +504,7 @@ func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bind
 		return err
 	}
 	k := s.inv(broker)
-	n, err := deleteBindingScript.Run(ctx, s.client, []string{k.bx, k.ex}, bindingSubkey(instanceID, bindingID)).Int()
+	n, err := deleteBindingScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex}, instanceID, bindingID).Int()
 	switch {
 	case err != nil:
 		return s.fail(ctx, "delete binding script", err)

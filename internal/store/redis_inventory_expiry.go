@@ -24,13 +24,24 @@ func expiryScore(t time.Time) string {
 }
 
 // expiringScript returns up to ARGV[2] members of the sorted set KEYS[1]
-// scored below ARGV[1], lowest first, each as its binding's member of
-// KEYS[2] ("" if it is gone).
-var expiringScript = redis.NewScript(lookupLua + `
+// (ex) scored below ARGV[1], lowest first, each as "instance id NUL
+// binding id NUL record", read from its instance's member of KEYS[2]
+// (ix; "" if it is gone).
+var expiringScript = redis.NewScript(memberLua + `
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
-for _, m in ipairs(members) do
-  out[#out + 1] = find(KEYS[2], m .. '\0') or ''
+for _, e in ipairs(members) do
+  local p = string.find(e, '\0', 1, true)
+  local id, bid = string.sub(e, 1, p - 1), string.sub(e, p + 1)
+  local m = find(KEYS[2], id .. '\0')
+  local rec = ''
+  if m then
+    local _, bs = parse(m, #id)
+    for _, b in ipairs(bs) do
+      if b[1] == bid then rec = e .. '\0' .. b[2] break end
+    end
+  end
+  out[#out + 1] = rec
 end
 return out
 `)
@@ -53,7 +64,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 	score := strconv.FormatInt(before.UnixMicro(), 10)
 	if len(names) == 1 { // one round trip, the script by its SHA
 		k := s.inv(names[0])
-		res, err := expiringScript.Run(ctx, s.client, []string{k.ex, k.bx}, score, limit).StringSlice()
+		res, err := expiringScript.Run(ctx, s.client, []string{k.ex, k.ix}, score, limit).StringSlice()
 		if err != nil {
 			return nil, s.fail(ctx, "expiring script", err)
 		}
@@ -65,7 +76,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, name := range names {
 			k := s.inv(name)
-			cmds[i] = expiringScript.Eval(ctx, p, []string{k.ex, k.bx}, score, limit)
+			cmds[i] = expiringScript.Eval(ctx, p, []string{k.ex, k.ix}, score, limit)
 		}
 		return nil
 	})

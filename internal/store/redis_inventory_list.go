@@ -70,29 +70,15 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 }
 
 // listBroker appends to found the instances of broker (of tenant, if set)
-// after the instance id after ("": from the first), until found holds n.
+// after the instance id after ("": from the first), until found holds n:
+// ranges of ix read by filterScript (members "id NUL ...": after the id,
+// the first member past it is at or after "id \x01"), as many calls as it
+// takes.
 func (s *redisStore) listBroker(ctx context.Context, broker, tenant, after string, n int, found []Instance) ([]Instance, error) {
-	// A range of ix (members "id NUL record": after the id, the first
-	// member past it is at or after "id \x01"); for a tenant, filtered by
-	// filterScript, as many calls as it takes.
 	k := s.inv(broker)
 	lo := "-"
 	if after != "" {
 		lo = "[" + after + "\x01"
-	}
-	if tenant == "" {
-		res, err := s.lexRange(ctx, k.ix, lo, "+", n-len(found))
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range res {
-			in, err := decodeInstanceMember(broker, m)
-			if err != nil {
-				return nil, err
-			}
-			found = append(found, in)
-		}
-		return found, nil
 	}
 	for len(found) < n {
 		res, err := filterScript.Run(ctx, s.client, []string{k.ix}, lo, n-len(found), tenant, filterBudget).StringSlice()
@@ -126,22 +112,23 @@ func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int,
 	}
 	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) func() int {
 		if f.Tenant != "" {
-			c := p.HMGet(ctx, k.n, f.Tenant)
-			return func() int {
-				n := 0
-				if v := c.Val(); len(v) == 1 {
-					s, _ := v[0].(string) // nil: no instance has the tenant
-					n, _ = strconv.Atoi(s)
-				}
-				return n
-			}
+			return countOf(p.HMGet(ctx, k.n, f.Tenant))
 		}
-		return intOf(p.ZCard(ctx, k.ix))
+		return countOf(p.HMGet(ctx, k.n, countInstances))
 	})
 }
 
-// intOf reads c once its pipeline has run.
-func intOf(c *redis.IntCmd) func() int { return func() int { return int(c.Val()) } }
+// countOf reads a count of n once its pipeline has run.
+func countOf(c *redis.SliceCmd) func() int {
+	return func() int {
+		n := 0
+		if v := c.Val(); len(v) == 1 {
+			s, _ := v[0].(string) // nil: none
+			n, _ = strconv.Atoi(s)
+		}
+		return n
+	}
+}
 
 // sum adds up one count per broker, read in one pipeline.
 func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis.Pipeliner, invKeys) func() int) (int, error) {
@@ -165,8 +152,8 @@ func (s *redisStore) sum(ctx context.Context, brokers []string, count func(redis
 	return n, nil
 }
 
-// ListBindings reads the instance's bindings in one script, whatever their
-// number (an instance has tens of bindings, not millions).
+// ListBindings reads the instance's member, with all its bindings (an
+// instance has tens of bindings, not millions).
 func (s *redisStore) ListBindings(ctx context.Context, broker, instanceID string) ([]Binding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -174,16 +161,16 @@ func (s *redisStore) ListBindings(ctx context.Context, broker, instanceID string
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
-	k := s.inv(broker)
-	res, err := s.lexRange(ctx, k.bx, "["+instanceID+"\x00", "("+instanceID+"\x01", -1)
-	if err != nil {
+	m, ok, err := s.member(ctx, broker, instanceID)
+	if !ok || err != nil || len(m.bindings) == 0 {
 		return nil, err
 	}
-	return decodeBindingRange(broker, res)
+	return m.sortedBindings(broker)
 }
 
-// decodeBindingRange decodes members of bx, skipping those "" (bindings
-// gone meanwhile).
+// decodeBindingRange decodes members "instance id NUL binding id NUL
+// record" (expiringScript's), skipping those "" (bindings gone
+// meanwhile).
 func decodeBindingRange(broker string, res []string) ([]Binding, error) {
 	var out []Binding
 	for _, m := range res {
@@ -210,11 +197,12 @@ func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) func() int { return intOf(p.ZCard(ctx, k.bx)) })
+	return s.sum(ctx, names, func(p redis.Pipeliner, k invKeys) func() int { return countOf(p.HMGet(ctx, k.n, countBindings)) })
 }
 
-// bindingsAfter reads up to limit bindings of the broker of pos (or of the
-// next broker with bindings), one script call.
+// bindingsAfter reads the bindings of up to limit members of the broker
+// of pos (or of the next broker with members) after pos, one
+// ZRANGEBYLEX: a page may hold more or fewer than limit bindings.
 func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, pos, false, err
@@ -226,28 +214,38 @@ func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit in
 	for _, broker := range names {
 		lo := "-"
 		if broker == pos.broker {
-			lo = "[" + bindingSubkey(pos.instance, pos.binding) + "\x01"
+			lo = "[" + pos.instance + "\x00" // its bindings after pos.binding, then the next instances
 		}
-		k := s.inv(broker)
-		res, err := s.lexRange(ctx, k.bx, lo, "+", limit)
+		res, err := s.lexRange(ctx, s.inv(broker).ix, lo, "+", limit)
 		if err != nil {
 			return nil, pos, false, err
 		}
 		if len(res) == 0 {
 			continue
 		}
-		out, err := decodeBindingRange(broker, res)
-		if err != nil {
-			return nil, pos, false, err
+		var out []Binding
+		for _, raw := range res {
+			m, err := parseMember(raw)
+			if err != nil {
+				return nil, pos, false, err
+			}
+			bds, err := m.sortedBindings(broker)
+			if err != nil {
+				return nil, pos, false, err
+			}
+			for _, bd := range bds {
+				if comparePos(bindingPos{broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
+					out = append(out, bd)
+				}
+			}
+			pos = bindingPos{broker, m.id + "\x01", ""} // after all of m: ids hold no NUL
 		}
-		last := out[len(out)-1]
 		// A short page ends this broker, not the export: the next call
 		// starts after it.
-		next := bindingPos{broker, last.InstanceID, last.BindingID}
 		if len(res) < limit {
-			next = bindingPos{broker: broker + "\x00"}
+			pos = bindingPos{broker: broker + "\x00"}
 		}
-		return out, next, false, nil
+		return out, pos, false, nil
 	}
 	return nil, pos, true, nil
 }
@@ -284,7 +282,7 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.ix, k.n}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
 			} else {
 				bd := e.binding
-				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.bx, k.ex}, bindingSubkey(bd.InstanceID, bd.BindingID), e.rec,
+				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.ix, k.n, k.ex}, bd.InstanceID, bd.BindingID, e.rec,
 					replaceArg(replace), expiryScore(bd.ExpiresAt))
 			}
 		}

@@ -84,9 +84,9 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRedisInventoryKeys checks the key layout: per broker, three sorted
-// sets and the tenants' counts under one hash tag, the tag's braces
-// escaped, records in members.
+// TestRedisInventoryKeys checks the key layout: per broker, two sorted
+// sets and the counts under one hash tag, the tag's braces escaped, an
+// instance's record and its bindings' in its member.
 func TestRedisInventoryKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := storetest.StartRedis(t)
@@ -101,7 +101,7 @@ func TestRedisInventoryKeys(t *testing.T) {
 	}
 	slices.Sort(keys)
 	tag := s.prefix + "inv:{b%7B1%7D%25}:"
-	want := []string{s.prefix + "inv:brokers", tag + "bx", tag + "ex", tag + "ix", tag + "n"}
+	want := []string{s.prefix + "inv:brokers", tag + "ex", tag + "ix", tag + "n"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("keys (-want +got):\n%s", d)
 	}
@@ -116,16 +116,17 @@ func TestRedisInventoryKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u24 := func(n int) string { return string([]byte{byte(n >> 16), byte(n >> 8), byte(n)}) }
 	for key, want := range map[string][]string{
-		tag + "ix": {"i1\x00" + string(irec)},
-		tag + "bx": {"i1\x00x1\x00" + string(brec)}, tag + "ex": {"i1\x00x1"},
+		tag + "ix": {"i1\x00" + u24(len(irec)) + string(irec) + "\x00\x02x1" + u24(len(brec)) + string(brec)},
+		tag + "ex": {"i1\x00x1"},
 	} {
 		if got := raw.ZRange(ctx, key, 0, -1).Val(); !cmp.Equal(want, got) {
 			t.Errorf("ZRANGE %s = %q, want %q", key, got, want)
 		}
 	}
-	if got := raw.HGetAll(ctx, tag+"n").Val(); !cmp.Equal(map[string]string{"x": "1"}, got) {
-		t.Errorf("HGETALL n = %q, want the tenant's count", got)
+	if got := raw.HGetAll(ctx, tag+"n").Val(); !cmp.Equal(map[string]string{"x": "1", "\x00i": "1", "\x00b": "1"}, got) {
+		t.Errorf("HGETALL n = %q, want the tenant's count and the broker's", got)
 	}
 	if _, err := s.DeleteInstance(ctx, "b{1}%", "i1"); err != nil {
 		t.Fatal(err)
