@@ -47,6 +47,13 @@ func newInvEnv(t *testing.T, opts samplebroker.Options, maxVersion, brokerYAML s
 // newInvEnvLog is newInvEnv with the gateway logging to log.
 func newInvEnvLog(t *testing.T, opts samplebroker.Options, maxVersion, brokerYAML string, log *slog.Logger) *invEnv {
 	t.Helper()
+	return newInvEnvStore(t, opts, maxVersion, brokerYAML, log, func(st store.Store) store.Store { return st })
+}
+
+// newInvEnvStore is newInvEnvLog with the gateway's store wrapped by wrap.
+func newInvEnvStore(t *testing.T, opts samplebroker.Options, maxVersion, brokerYAML string, log *slog.Logger,
+	wrap func(store.Store) store.Store) *invEnv {
+	t.Helper()
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	opts.Username, opts.Password, opts.Now = "sample", "sample-secret", clock.Now
 	if opts.AsyncDelay == 0 {
@@ -81,6 +88,7 @@ tenants:
 		t.Fatal(err)
 	}
 	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+	st = wrap(st)
 	g, err := New(cfg, Options{Logger: log, Now: clock.Now, Store: st})
 	if err != nil {
 		t.Fatal(err)
