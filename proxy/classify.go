@@ -71,3 +71,15 @@ func checkVersions(call rules.Call, s *Scope) error {
 // call with 412. Each emulation that answers what a broker's version lacks
 // adds its claim here.
 func (u *upstream) claims(call rules.Call) bool { return u.fetchClaimed(call) }
+
+// labelEndpoint is the endpoint the call is counted and traced under: the
+// classified call's, or, for a call refused before the classify stage ran
+// (a wrong password, a missing version header), the endpoint its method and
+// path have the shape of (rules.EndpointOf), so that a 401 or 412 is not
+// counted as "unknown". It does not allocate.
+func (s *Scope) labelEndpoint(method string) rules.Endpoint {
+	if s.Call.Endpoint != rules.Unknown || s.Path == "" {
+		return s.Call.Endpoint
+	}
+	return rules.EndpointOf(method, s.Path)
+}

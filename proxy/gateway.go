@@ -168,6 +168,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
 		return nil, err
 	}
+	opts.Metrics.start(cfg)
+	for _, b := range cfg.Brokers {
+		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
+	}
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,7 @@ type Metrics struct {
 	catalogs      *catalogCollector     // the catalog cache counters
 	expiring      *expiringCollector    // the bindings expiring soon
 	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
+	health        healthMetrics         // build, brokers up, certificates, orphan mitigations (metrics_health.go)
 	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
 
 	// routes and brokers cache the request and broker series; readers
@@ -91,11 +93,12 @@ type Metrics struct {
 type routeKey struct{ tenant, broker string }
 
 // routeSeries are one (tenant, broker) pair's request series, by endpoint
-// and status class, each made on first use (so /metrics shows only the
-// combinations seen).
+// and status code, each made on first use (the codes a call may end with
+// are not known before). Per endpoint, readers load the code map without
+// locking; writers copy it under Metrics.mu.
 type routeSeries struct {
 	key   routeKey
-	calls [numEndpoints][numClasses]atomic.Pointer[callSeries]
+	calls [numEndpoints]atomic.Pointer[map[int]*callSeries]
 }
 
 // callSeries are the request counter and duration histogram of one label
@@ -132,17 +135,18 @@ var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 // be the gateway's (Options.Now).
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
 	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector(), brokerProtect: newBrokerProtectMetrics()}
+	m.state.now = now
 	m.expiring = newExpiringCollector(now, m.state.errs)
 	m.routes.Store(&map[routeKey]*routeSeries{})
 	m.brokers.Store(&map[string]*brokerSeries{})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_requests_total",
-		Help: "Platform calls by tenant, broker, endpoint and status class."},
-		[]string{"tenant", "broker", "endpoint", "status_class"})
+		Help: "Platform calls by tenant, broker, endpoint and status code."},
+		[]string{"tenant", "broker", "endpoint", "code"})
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "osb_gateway_requests_in_flight",
 		Help: "Platform calls being served."}, func() float64 { return float64(m.inFlight.Load()) })
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "osb_gateway_request_duration_seconds",
-		Help: "Time from receiving a platform call to its answer.", Buckets: durationBuckets[:]},
-		[]string{"tenant", "broker", "endpoint", "status_class"})
+		Help: "Time from receiving a platform call to its answer, by tenant, broker, endpoint and status code.", Buckets: durationBuckets[:]},
+		[]string{"tenant", "broker", "endpoint", "code"})
 	m.broker = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "osb_gateway_broker_duration_seconds",
 		Help: `Broker calls by broker, endpoint and status class ("error": no answer).`, Buckets: durationBuckets[:]},
 		[]string{"broker", "endpoint", "status_class"})
@@ -164,6 +168,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.auditErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "osb_gateway_audit_write_errors_total",
 		Help: "Audit records that could not be written."})
 	m.protect = newProtectMetrics()
+	m.health = newHealthMetrics()
 	if reg == nil {
 		return m, nil
 	}
@@ -172,7 +177,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed} {
 		errs = append(errs, reg.Register(c))
 	}
-	for _, c := range m.brokerProtect.collectors() {
+	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
@@ -216,23 +221,46 @@ func (m *Metrics) route(tenant, broker string) *routeSeries {
 	return r
 }
 
-// calls returns the request series of one label combination.
-func (m *Metrics) calls(tenant, broker string, ep rules.Endpoint, class int) *callSeries {
+// calls returns the request series of one label combination; code is the
+// status sent (codeLabel names it).
+func (m *Metrics) calls(tenant, broker string, ep rules.Endpoint, code int) *callSeries {
 	r := m.route(tenant, broker)
-	slot := &r.calls[endpointIndex(ep)][class]
-	if c := slot.Load(); c != nil {
+	slot := &r.calls[endpointIndex(ep)]
+	if byCode := slot.Load(); byCode != nil {
+		if c := (*byCode)[code]; c != nil {
+			return c
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old map[int]*callSeries
+	if p := slot.Load(); p != nil {
+		old = *p
+	}
+	if c := old[code]; c != nil {
 		return c
 	}
-	// The vectors return the same children for the same labels, so a
-	// racing caller builds an equal value.
+	label := codeLabel(code)
 	c := &callSeries{
-		count:    m.requests.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), statusClasses[class]),
-		duration: m.duration.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), statusClasses[class]),
+		count:    m.requests.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), label),
+		duration: m.duration.WithLabelValues(r.key.tenant, r.key.broker, ep.String(), label),
 	}
 	c.countEx, _ = c.count.(prometheus.ExemplarAdder)
 	c.durationEx, _ = c.duration.(prometheus.ExemplarObserver)
-	slot.Store(c)
+	next := make(map[int]*callSeries, len(old)+1)
+	maps.Copy(next, old)
+	next[code] = c
+	slot.Store(&next)
 	return c
+}
+
+// codeLabel is the code label of a status: its three digits, or "other"
+// outside 100–599.
+func codeLabel(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
 }
 
 // brokerCalls returns the broker duration series of one label combination;
@@ -352,7 +380,7 @@ func inc(c prometheus.Counter, ex prometheus.Labels) {
 
 // withMetrics is the metrics stage: after the inner stages return it
 // counts the call and its duration by tenant, broker, endpoint and status
-// class, blocked calls, the findings in the Scope, orphan-mitigation
+// code, blocked calls, the findings in the Scope, orphan-mitigation
 // candidates, calls decided without a catalog and how polls were answered
 // (the poll shield). It sits inside the trace
 // stage (a sampled span's trace id becomes the exemplar). A nil m leaves
@@ -367,15 +395,16 @@ func withMetrics(m *Metrics) Middleware {
 			defer m.inFlight.Add(-1)
 			next.ServeHTTP(w, r)
 			if s := ScopeOf(w, r); s != nil {
-				m.record(r.Context(), s)
+				m.record(r.Context(), s, r.Method)
 			}
 		})
 	}
 }
 
 // record counts one served call from its Scope.
-func (m *Metrics) record(ctx context.Context, s *Scope) {
-	c := m.calls(s.Tenant, s.Broker, s.Call.Endpoint, classIndex(s.status()))
+func (m *Metrics) record(ctx context.Context, s *Scope, method string) {
+	ep := s.labelEndpoint(method)
+	c := m.calls(s.Tenant, s.Broker, ep, s.status())
 	d := m.since(s.Start).Seconds()
 	sc := trace.SpanContextFromContext(ctx)
 	if sc.IsSampled() {
@@ -396,7 +425,7 @@ func (m *Metrics) record(ctx context.Context, s *Scope) {
 		ex = exemplar(sc)
 	}
 	if s.Blocked {
-		inc(m.blocked.WithLabelValues(s.Tenant, s.Broker, s.Call.Endpoint.String()), ex)
+		inc(m.blocked.WithLabelValues(s.Tenant, s.Broker, ep.String()), ex)
 	}
 	for _, f := range s.Findings {
 		inc(m.findings.WithLabelValues(s.Broker, f.Rule, f.Direction), ex)

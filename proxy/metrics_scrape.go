@@ -4,14 +4,25 @@ import (
 	"context"
 	"maps"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// StateCounts reports, at scrape time, the operation locks held and the
-// asynchronous operations among them, from one read of the state store;
-// an error skips both gauges and counts as a store error of op "observe".
-type StateCounts func(ctx context.Context) (locks, operations int64, err error)
+// StateCounts reports, at scrape time, the operation locks held, the
+// asynchronous operations among them and when the oldest lock was taken,
+// from one read of the state store; an error skips the gauges and counts
+// as a store error of op "observe".
+type StateCounts func(ctx context.Context) (StateCount, error)
+
+// StateCount is what one read of the state store found.
+type StateCount struct {
+	// Locks are the operation locks held, Operations the asynchronous
+	// operations among them.
+	Locks, Operations int64
+	// Oldest is when the oldest lock held was taken; zero when none is.
+	Oldest time.Time
+}
 
 // ObserveState makes each scrape show the operation locks held and the
 // asynchronous operations in progress, both from one call of counts. A
@@ -47,9 +58,10 @@ func (m *Metrics) ObserveCatalogs(current func() *CatalogCache) {
 // progress. The store errors are its own family so that a failed read
 // shows in the scrape that made it.
 type stateCollector struct {
-	errs       *prometheus.CounterVec
-	locks, ops *prometheus.Desc
-	counts     atomic.Pointer[StateCounts] // nil: no gauges
+	errs            *prometheus.CounterVec
+	locks, ops, age *prometheus.Desc
+	counts          atomic.Pointer[StateCounts] // nil: no gauges
+	now             func() time.Time            // the gateway's clock; nil: time.Now
 }
 
 func newStateCollector() *stateCollector {
@@ -58,6 +70,8 @@ func newStateCollector() *stateCollector {
 			Help: "Failed state store operations, by operation."}, []string{"op"}),
 		locks: prometheus.NewDesc("osb_gateway_locks_held", "Operation locks held on service instances.", nil, nil),
 		ops:   prometheus.NewDesc("osb_gateway_operations_in_progress", "Asynchronous broker operations the gateway tracks.", nil, nil),
+		age: prometheus.NewDesc("osb_gateway_lock_oldest_age_seconds",
+			"Age of the oldest operation lock held (0 when none is): an operation that never ends holds its instance until its deadline.", nil, nil),
 	}
 }
 
@@ -66,17 +80,27 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.errs.Describe(ch)
 	ch <- c.locks
 	ch <- c.ops
+	ch <- c.age
 }
 
 // Collect implements prometheus.Collector.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if counts := c.counts.Load(); counts != nil {
-		locks, ops, err := (*counts)(context.Background())
+		n, err := (*counts)(context.Background())
 		if err != nil {
 			c.errs.WithLabelValues("observe").Inc()
 		} else {
-			ch <- prometheus.MustNewConstMetric(c.locks, prometheus.GaugeValue, float64(locks))
-			ch <- prometheus.MustNewConstMetric(c.ops, prometheus.GaugeValue, float64(ops))
+			age := 0.0
+			if !n.Oldest.IsZero() {
+				now := time.Now
+				if c.now != nil {
+					now = c.now
+				}
+				age = max(now().Sub(n.Oldest).Seconds(), 0)
+			}
+			ch <- prometheus.MustNewConstMetric(c.locks, prometheus.GaugeValue, float64(n.Locks))
+			ch <- prometheus.MustNewConstMetric(c.ops, prometheus.GaugeValue, float64(n.Operations))
+			ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age)
 		}
 	}
 	c.errs.Collect(ch)

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +61,10 @@ func TestMetricsSeries(t *testing.T) {
 	m.ObserveCatalogs(func() *CatalogCache { return g.Catalogs() })
 	var stateErr error // set after the first scrape: the store goes down
 	stateReads := 0
-	m.ObserveState(func(context.Context) (int64, int64, error) { stateReads++; return 3, 1, stateErr })
+	m.ObserveState(func(context.Context) (StateCount, error) {
+		stateReads++
+		return StateCount{Locks: 3, Operations: 1, Oldest: time.Now().Add(-time.Minute)}, stateErr
+	})
 	gw, g, _ := stagedGateway(t, Options{Metrics: m})
 
 	call(t, gw, "GET", "/v2/catalog", "", nil)
@@ -67,16 +72,29 @@ func TestMetricsSeries(t *testing.T) {
 	call(t, gw, "PUT", "/v2/service_instances/inst-m1", syncProvision(), nil)
 	call(t, gw, "PUT", "/v2/service_instances/inst-m2", provisionBody(samplebroker.PlanSyncID, `,"parameters":{"size":"huge"}`), nil)
 	call(t, gw, "GET", "/v2/nothing", "", nil)
+	// Refused before the classify stage: still counted by endpoint.
+	call(t, gw, "PUT", "/v2/service_instances/inst-m3", syncProvision(), map[string]string{"Authorization": "Basic dDE6d3Jvbmc="})
+	call(t, gw, "GET", "/v2/service_instances/inst-m3/last_operation", "", map[string]string{"X-Broker-API-Version": ""})
 	m.AuditWriteError()
 	m.StoreError("lock")
 
 	text := scrape(t, p.MetricsHandler())
 	for _, want := range []string{
-		`osb_gateway_requests_total{broker="strict",endpoint="catalog",status_class="2xx",tenant="t1"} 2`,
-		`osb_gateway_requests_total{broker="strict",endpoint="provision",status_class="2xx",tenant="t1"} 1`,
-		`osb_gateway_requests_total{broker="strict",endpoint="provision",status_class="4xx",tenant="t1"} 1`,
-		`osb_gateway_requests_total{broker="strict",endpoint="unknown",status_class="4xx",tenant="t1"} 1`,
-		`osb_gateway_request_duration_seconds_count{broker="strict",endpoint="provision",status_class="2xx",tenant="t1"} 1`,
+		`osb_gateway_requests_total{broker="strict",code="200",endpoint="catalog",tenant="t1"} 2`,
+		`osb_gateway_requests_total{broker="strict",code="201",endpoint="provision",tenant="t1"} 1`,
+		`osb_gateway_requests_total{broker="strict",code="400",endpoint="provision",tenant="t1"} 1`,
+		`osb_gateway_requests_total{broker="strict",code="404",endpoint="unknown",tenant="t1"} 1`,
+		`osb_gateway_requests_total{broker="strict",code="401",endpoint="provision",tenant="t1"} 1`,
+		`osb_gateway_requests_total{broker="strict",code="412",endpoint="instance_last_operation",tenant="t1"} 1`,
+		// Zero from the start, though nothing was blocked, queued or polled.
+		`osb_gateway_blocked_total{broker="strict",endpoint="deprovision",tenant="t1"} 0`,
+		`osb_gateway_orphan_candidates_total{broker="strict",decision="queued"} 0`,
+		`osb_gateway_catalog_unavailable_total{broker="strict",decision="refused"} 0`,
+		`osb_gateway_polls_total{answer="forwarded",broker="strict"} 0`,
+		`osb_gateway_orphan_mitigations_total{broker="strict",result="failed"} 0`,
+		`osb_gateway_store_errors_total{op="acquire"} 0`,
+		`osb_gateway_lock_oldest_age_seconds `,
+		`osb_gateway_request_duration_seconds_count{broker="strict",code="201",endpoint="provision",tenant="t1"} 1`,
 		`osb_gateway_broker_duration_seconds_count{broker="strict",endpoint="provision",status_class="2xx"} 1`,
 		// The catalog fetch the first call needed: metered like a proxied call.
 		`osb_gateway_broker_duration_seconds_count{broker="strict",endpoint="catalog",status_class="2xx"} 1`,
@@ -106,8 +124,8 @@ func TestMetricsSeries(t *testing.T) {
 		}
 	}
 	labels := regexp.MustCompile(`(?m)^osb_gateway_[a-z_]+\{([^}]*)\}`)
-	allowed := map[string]bool{"tenant": true, "broker": true, "endpoint": true, "status_class": true, "rule": true,
-		"direction": true, "decision": true, "op": true, "le": true, "class": true, "limit": true}
+	allowed := map[string]bool{"tenant": true, "broker": true, "endpoint": true, "status_class": true, "code": true, "rule": true,
+		"direction": true, "decision": true, "op": true, "answer": true, "result": true, "le": true, "class": true, "limit": true}
 	for _, m := range labels.FindAllStringSubmatch(text, -1) {
 		for _, pair := range regexp.MustCompile(`([a-z_]+)="`).FindAllStringSubmatch(m[1], -1) {
 			if !allowed[pair[1]] {
@@ -209,16 +227,16 @@ func TestMetricsCachedSeries(t *testing.T) {
 		return &Scope{Start: clock.Add(-20 * time.Millisecond), Tenant: tenant, Broker: "b",
 			Call: rules.Call{Endpoint: rules.Provision}, Status: status}
 	}
-	m.record(unsampled, scope("t1", 201))
-	m.record(sampled, scope("t1", 201))
-	m.record(unsampled, scope("t2", 201))
-	m.record(unsampled, scope("t1", 999))
+	m.record(unsampled, scope("t1", 201), "PUT")
+	m.record(sampled, scope("t1", 201), "PUT")
+	m.record(unsampled, scope("t2", 201), "PUT")
+	m.record(unsampled, scope("t1", 999), "PUT")
 	blocked := scope("t1", 422)
 	blocked.Blocked, blocked.Orphan = true, "deprovision"
 	blocked.Findings = []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r1"}}, {Direction: "request", Violation: rules.Violation{Rule: "r1"}}}
-	m.record(sampled, blocked)
+	m.record(sampled, blocked, "PUT")
 
-	reqs := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"})
+	reqs := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "code": "201"})
 	if len(reqs) != 1 || reqs[0].GetCounter().GetValue() != 2 {
 		t.Fatalf("requests t1 2xx: %v", reqs)
 	}
@@ -234,9 +252,9 @@ func TestMetricsCachedSeries(t *testing.T) {
 		labels map[string]string
 		n      float64
 	}{
-		{map[string]string{"tenant": "t2", "status_class": "2xx"}, 1},
-		{map[string]string{"tenant": "t1", "status_class": "other"}, 1},
-		{map[string]string{"tenant": "t1", "status_class": "4xx", "endpoint": "provision"}, 1},
+		{map[string]string{"tenant": "t2", "code": "201"}, 1},
+		{map[string]string{"tenant": "t1", "code": "other"}, 1},
+		{map[string]string{"tenant": "t1", "code": "422", "endpoint": "provision"}, 1},
 	} {
 		got := gathered(t, g, "osb_gateway_requests_total", tc.labels)
 		if len(got) != 1 || got[0].GetCounter().GetValue() != tc.n {
@@ -246,7 +264,7 @@ func TestMetricsCachedSeries(t *testing.T) {
 			t.Errorf("exemplar from an unsampled span: %v", got[0].GetCounter().GetExemplar())
 		}
 	}
-	hist := gathered(t, g, "osb_gateway_request_duration_seconds", map[string]string{"tenant": "t1", "status_class": "2xx"})
+	hist := gathered(t, g, "osb_gateway_request_duration_seconds", map[string]string{"tenant": "t1", "code": "201"})
 	if len(hist) != 1 || hist[0].GetHistogram().GetSampleCount() != 2 || hist[0].GetHistogram().GetSampleSum() != 0.04 {
 		t.Fatalf("duration t1 2xx: %v", hist)
 	}
@@ -262,7 +280,7 @@ func TestMetricsCachedSeries(t *testing.T) {
 	// A series takes a new exemplar at most once a second.
 	exemplarTrace := func() string {
 		t.Helper()
-		got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"})
+		got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "code": "201"})
 		for _, l := range got[0].GetCounter().GetExemplar().GetLabel() {
 			if l.GetName() == "trace_id" {
 				return l.GetValue()
@@ -273,16 +291,16 @@ func TestMetricsCachedSeries(t *testing.T) {
 	later := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{5}, SpanID: trace.SpanID{6}, TraceFlags: trace.FlagsSampled}))
 	clock = clock.Add(500 * time.Millisecond)
-	m.record(later, scope("t1", 201))
+	m.record(later, scope("t1", 201), "PUT")
 	if got := exemplarTrace(); got != (trace.TraceID{1}).String() {
 		t.Errorf("exemplar replaced within a second: %s", got)
 	}
 	clock = clock.Add(600 * time.Millisecond)
-	m.record(later, scope("t1", 201))
+	m.record(later, scope("t1", 201), "PUT")
 	if got := exemplarTrace(); got != (trace.TraceID{5}).String() {
 		t.Errorf("exemplar after a second: %s, want the newer trace", got)
 	}
-	if got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "status_class": "2xx"}); got[0].GetCounter().GetValue() != 4 {
+	if got := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "code": "201"}); got[0].GetCounter().GetValue() != 4 {
 		t.Errorf("requests t1 2xx: %v, want 4", got[0].GetCounter().GetValue())
 	}
 	if got := gathered(t, g, "osb_gateway_blocked_total", map[string]string{"tenant": "t1", "broker": "b", "endpoint": "provision"}); len(got) != 1 || got[0].GetCounter().GetValue() != 1 {
@@ -432,11 +450,20 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	cache.statsFor("b").hits.Add(1)
 	m.ObserveCatalogs(func() *CatalogCache { return cache })
-	m.ObserveState(func(context.Context) (int64, int64, error) { return 1, 1, nil })
+	m.ObserveState(func(context.Context) (StateCount, error) { return StateCount{Locks: 1, Operations: 1}, nil })
 	m.ObserveExpiring(func(context.Context) (map[string]int, error) { return map[string]int{"b": 1}, nil })
 	m.record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
 		Status: 400, Blocked: true, Findings: []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r"}}},
-		Orphan: "queued", CatalogUnavailable: "refused"})
+		Orphan: "queued", CatalogUnavailable: "refused"}, "PUT")
+	m.start(&config.Config{Brokers: []config.Broker{{Name: "b"}},
+		Tenants: []config.Tenant{{Name: "t", Routes: []config.Route{{Broker: "b"}}}}})
+	m.SetBuildInfo("v1.2.3", "abc123", "go1.99")
+	m.mitigation("b", mitigationFail)
+	m.ObserveBrokers(func() map[string]bool { return map[string]bool{"b": false} })
+	m.ObserveCertificates(func() []CertExpiry {
+		return []CertExpiry{{Use: "broker", Broker: "b", Cert: &x509.Certificate{
+			Subject: pkix.Name{CommonName: "gateway-client"}, NotAfter: time.Unix(2000000000, 0)}}}
+	})
 	m.poll("b", ShieldShared)
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
 	m.brokerProtectStart("b", []string{"t"}, true, true, gobreaker.StateClosed)

@@ -179,6 +179,13 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) {
 //     202 or 410) or reschedules it on orphan_schedule, and only then
 //     releases the lock (so no success can be cancelled in between).
 func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
+	result := g.mitigateOnce(ctx, o)
+	g.guard.metrics.mitigation(o.Broker, result)
+	return result
+}
+
+// mitigateOnce is mitigate without the counting.
+func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	gd := g.guard
 	u := g.upstreams[o.Broker]
 	if u == nil {

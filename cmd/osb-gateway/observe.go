@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -66,6 +68,47 @@ func newObservability(cfg *config.Config, log *slog.Logger, topts ...telemetry.O
 func (o *observability) options(opts proxy.Options) proxy.Options {
 	opts.Tracing, opts.Metrics, opts.Audit = o.tracing, o.metrics, o.record
 	return opts
+}
+
+// observe makes the metrics read what s serves at scrape time: the
+// current gateway's catalog counters, brokers up and broker client
+// certificates, the state store's locks, the expiring bindings, and the
+// platform listener's certificates; and names the build.
+func (o *observability) observe(s *server) {
+	m := o.metrics
+	if m == nil {
+		return
+	}
+	b := readBuildInfo()
+	m.SetBuildInfo(b.Version, b.Revision, runtime.Version())
+	m.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
+	m.ObserveBrokers(func() map[string]bool { return s.sw.Load().BrokersUp() })
+	m.ObserveState(func(ctx context.Context) (proxy.StateCount, error) {
+		held, err := s.st.List(ctx, store.ListFilter{}) // one read of the store per scrape
+		n := proxy.StateCount{Locks: int64(len(held))}
+		for _, l := range held {
+			if l.Async {
+				n.Operations++
+			}
+			if n.Oldest.IsZero() || l.Started.Before(n.Oldest) {
+				n.Oldest = l.Started
+			}
+		}
+		return n, err
+	})
+	m.ObserveExpiring(func(ctx context.Context) (map[string]int, error) {
+		return s.sw.Load().CountExpiringBindings(ctx)
+	})
+	m.ObserveCertificates(func() []proxy.CertExpiry {
+		if s.tls == nil {
+			return nil
+		}
+		var out []proxy.CertExpiry
+		for _, c := range s.tls.Certificates() {
+			out = append(out, proxy.CertExpiry{Use: "listener", Cert: c})
+		}
+		return out
+	}, func() []proxy.CertExpiry { return s.sw.Load().BrokerCertificates() })
 }
 
 // close flushes the audit log and the telemetry exporters.

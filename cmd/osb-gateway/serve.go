@@ -145,19 +145,7 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }}
 	s.sweepCtx, s.stopSweep = context.WithCancel(context.Background())
-	obs.metrics.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
-	obs.metrics.ObserveState(func(ctx context.Context) (locks, operations int64, err error) {
-		held, err := st.List(ctx, store.ListFilter{}) // one read of the store per scrape
-		for _, l := range held {
-			if l.Async {
-				operations++
-			}
-		}
-		return int64(len(held)), operations, err
-	})
-	obs.metrics.ObserveExpiring(func(ctx context.Context) (map[string]int, error) {
-		return s.sw.Load().CountExpiringBindings(ctx)
-	})
+	obs.observe(s)
 	l := cfg.Listen
 	s.main = &http.Server{
 		Handler:           s.sw,

@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	gwtls "github.com/osb-gateway/osb-gateway/tls"
+)
+
+// BrokersUp maps every configured broker to whether the gateway takes it
+// to be up: not when its circuit breaker is open, nor when the latest
+// fetch of one of its catalogs failed (the failure is remembered and
+// backed off, see GET /admin/brokers' catalog_last_error). A broker no
+// call has reached yet is up. The osb_gateway_broker_up gauge
+// (Metrics.ObserveBrokers).
+func (g *Gateway) BrokersUp() map[string]bool {
+	out := make(map[string]bool, len(g.cfg.Brokers))
+	for _, b := range g.cfg.Brokers {
+		up := true
+		if p := g.brokerProtect[b.Name]; p != nil && p.breaker != nil && p.breaker.isOpen() {
+			up = false
+		}
+		st := g.catalogs.statsFor(b.Name)
+		st.mu.Lock()
+		if st.lastError != "" {
+			up = false
+		}
+		st.mu.Unlock()
+		out[b.Name] = up
+	}
+	return out
+}
+
+// BrokerCertificates returns the client certificates the gateway presents
+// to brokers (brokers[].tls.cert_file), for
+// osb_gateway_certificate_expiry_seconds (Metrics.ObserveCertificates).
+func (g *Gateway) BrokerCertificates() []CertExpiry {
+	var out []CertExpiry
+	for _, b := range g.cfg.Brokers {
+		u := g.upstreams[b.Name]
+		if u == nil || u.transport == nil || u.transport.TLSClientConfig == nil {
+			continue
+		}
+		for i := range u.transport.TLSClientConfig.Certificates {
+			if leaf := gwtls.Leaf(&u.transport.TLSClientConfig.Certificates[i]); leaf != nil {
+				out = append(out, CertExpiry{Use: "broker", Broker: b.Name, Cert: leaf})
+			}
+		}
+	}
+	return out
+}
