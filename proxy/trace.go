@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -105,19 +108,42 @@ func withTrace(t *Tracing) Middleware {
 	}
 }
 
-// finishServerSpan names the span and records what the Scope learnt.
+// finishServerSpan names the span and records what the Scope learnt:
+// the HTTP attributes of OpenTelemetry's semantic conventions
+// (http.request.method, http.route and url.path with the ids templated,
+// url.scheme, http.response.status_code, server.address, server.port)
+// beside the gateway's osb.* ones.
 func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
-	ep := s.Call.Endpoint.String()
+	endpoint := s.labelEndpoint(r.Method)
+	ep := endpoint.String()
 	span.SetName("osb " + ep)
 	status := s.status()
-	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs := make([]attribute.KeyValue, 0, 32)
 	attrs = append(attrs,
-		attribute.String("http.request.method", r.Method),
-		attribute.Int("http.response.status_code", status),
+		semconv.HTTPRequestMethodKey.String(requestMethod(r.Method)),
+		semconv.HTTPResponseStatusCode(status),
+		semconv.URLScheme(urlScheme(r)),
 		attribute.String("osb.endpoint", ep),
 		attribute.String("osb.outcome", s.Outcome()),
 		attribute.String("osb.request_id", truncate(s.RequestID)),
 	)
+	if r.Method != requestMethod(r.Method) {
+		attrs = append(attrs, semconv.HTTPRequestMethodOriginal(truncate(r.Method)))
+	}
+	if tmpl := endpoint.Template(); tmpl != "" && s.route != nil {
+		route := s.route.prefix + tmpl
+		attrs = append(attrs, semconv.HTTPRoute(route), semconv.URLPath(route))
+	} else {
+		// No OSB endpoint (a 404, a 405): no ids of an operation to
+		// template; the path as it came, capped.
+		attrs = append(attrs, semconv.URLPath(truncate(r.URL.Path)))
+	}
+	if host, port := serverAddress(r); host != "" {
+		attrs = append(attrs, semconv.ServerAddress(truncate(host)))
+		if port > 0 {
+			attrs = append(attrs, semconv.ServerPort(port))
+		}
+	}
 	add := func(k attribute.Key, v string) {
 		if v != "" {
 			attrs = append(attrs, k.String(truncate(v)))
@@ -157,6 +183,42 @@ func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
 		span.SetAttributes(attrs...)
 		span.SetStatus(codes.Error, errorDescription(s.Err))
 	}
+}
+
+// knownMethods are the methods http.request.method names as they are;
+// others are "_OTHER", as the semantic conventions ask (the method as sent
+// goes to http.request.method_original).
+var knownMethods = [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
+
+// requestMethod is the http.request.method value of method.
+func requestMethod(method string) string {
+	for _, m := range knownMethods {
+		if m == method {
+			return m
+		}
+	}
+	return "_OTHER"
+}
+
+// urlScheme is the scheme the request came over.
+func urlScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// serverAddress splits the Host the platform addressed into the
+// server.address and server.port of the semantic conventions (port 0:
+// none given).
+func serverAddress(r *http.Request) (string, int) {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		return strings.Trim(r.Host, "[]"), 0
+	}
+	n, _ := strconv.Atoi(port)
+	return host, n
 }
 
 // serviceAndPlan returns the call's service and plan ids: from the
@@ -263,13 +325,18 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return t.rt.RoundTrip(out)
 	}
 	span.SetAttributes(
-		attribute.String("http.request.method", req.Method),
-		attribute.String("server.address", req.URL.Hostname()),
+		semconv.HTTPRequestMethodKey.String(requestMethod(req.Method)),
+		semconv.ServerAddress(req.URL.Hostname()),
 		attribute.String("osb.broker", broker),
 	)
+	if s != nil {
+		if tmpl := s.Call.Endpoint.Template(); tmpl != "" {
+			span.SetAttributes(semconv.URLTemplate(tmpl))
+		}
+	}
 	if p := req.URL.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err == nil {
-			span.SetAttributes(attribute.Int("server.port", n))
+			span.SetAttributes(semconv.ServerPort(n))
 		}
 	}
 	res, err := t.rt.RoundTrip(out)
@@ -279,7 +346,7 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		span.End()
 		return nil, err
 	}
-	span.SetAttributes(attribute.Int("http.response.status_code", res.StatusCode))
+	span.SetAttributes(semconv.HTTPResponseStatusCode(res.StatusCode))
 	if res.StatusCode >= 500 {
 		span.SetStatus(codes.Error, "")
 	}

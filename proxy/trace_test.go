@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -220,7 +221,9 @@ func TestTraceServerSpanPerCall(t *testing.T) {
 		t.Fatalf("server span names (-want +got):\n%s", diff)
 	}
 	want := map[string]string{
-		"http.request.method": "PUT", "http.response.status_code": "201",
+		"http.request.method": "PUT", "http.response.status_code": "201", "url.scheme": "http",
+		"http.route": "/t1/strict/v2/service_instances/{instance_id}", "url.path": "/t1/strict/v2/service_instances/{instance_id}",
+		"server.address": "127.0.0.1", "server.port": gwPort(t, gw),
 		"osb.endpoint": "provision", "osb.outcome": OutcomeForwarded, "osb.request_id": "req-1",
 		"osb.tenant": "t1", "osb.broker": "strict", "osb.instance_id": "inst-1",
 		"osb.service_id": samplebroker.ServiceID, "osb.plan_id": samplebroker.PlanSyncID,
@@ -230,7 +233,7 @@ func TestTraceServerSpanPerCall(t *testing.T) {
 	if diff := cmp.Diff(want, attrMap(servers[0])); diff != "" {
 		t.Errorf("provision span attributes (-want +got):\n%s", diff)
 	}
-	if got := attrMap(servers[2]); got["osb.outcome"] != OutcomeRejected || got["http.response.status_code"] != "404" {
+	if got := attrMap(servers[2]); got["osb.outcome"] != OutcomeRejected || got["http.response.status_code"] != "404" || got["http.route"] != "" {
 		t.Errorf("unknown path span: %v", got)
 	}
 }
@@ -373,4 +376,14 @@ func bindingPassword(t *testing.T, body string) string {
 		t.Fatalf("bind answer without credentials.password: %s", body)
 	}
 	return b.Credentials.Password
+}
+
+// gwPort is the port of gw's URL, as a span attribute shows it.
+func gwPort(t *testing.T, gw *httptest.Server) string {
+	t.Helper()
+	u, err := url.Parse(gw.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Port()
 }
