@@ -14,7 +14,7 @@ import (
 
 // operationStatus is one row of GET /admin/operations.
 type operationStatus struct {
-	store.Lock
+	lockView
 	AgeSeconds      float64 `json:"age_seconds"`
 	DeadlineSeconds float64 `json:"deadline_in_seconds"`
 }
@@ -38,7 +38,7 @@ func (a *Admin) MountOperationsAdmin(sw *Switch, log *slog.Logger) {
 		if err != nil {
 			return nil, "", storeError("listing the orphans", err)
 		}
-		return map[string]any{"orphans": orphans}, fmt.Sprintf("listed %d orphans", len(orphans)), nil
+		return map[string]any{"orphans": viewOrphans(orphans)}, fmt.Sprintf("listed %d orphans", len(orphans)), nil
 	})
 	a.handleControl("POST /admin/orphans/{orphan}/retry", retryOrphan)
 }
@@ -52,8 +52,7 @@ func listOperations(r *http.Request, g *Gateway) (any, string, error) {
 	now := g.guard.now()
 	out := make([]operationStatus, 0, len(locks))
 	for _, l := range locks {
-		l.TraceParent = ""
-		out = append(out, operationStatus{Lock: l, AgeSeconds: now.Sub(l.Started).Seconds(), DeadlineSeconds: l.Deadline.Sub(now).Seconds()})
+		out = append(out, operationStatus{lockView: viewLock(l), AgeSeconds: now.Sub(l.Started).Seconds(), DeadlineSeconds: l.Deadline.Sub(now).Seconds()})
 	}
 	return map[string]any{"operations": out}, fmt.Sprintf("listed %d operations (broker %q, tenant %q)", len(out), q.Get("broker"), q.Get("tenant")), nil
 }
@@ -74,10 +73,9 @@ func releaseOperation(r *http.Request, g *Gateway) (any, string, error) {
 	case err != nil:
 		return nil, "", storeError("releasing the operation", err)
 	}
-	l.TraceParent = ""
 	did := fmt.Sprintf("force-released the %s lock of tenant %q (async %t, held since %s) because %q",
 		l.Kind, l.Tenant, l.Async, l.Started.UTC().Format(time.RFC3339), reason)
-	return map[string]any{"released": l}, did, nil
+	return map[string]any{"released": viewLock(l)}, did, nil
 }
 
 func retryOrphan(r *http.Request, g *Gateway) (any, string, error) {
@@ -97,7 +95,7 @@ func retryOrphan(r *http.Request, g *Gateway) (any, string, error) {
 	case err != nil:
 		return nil, "", storeError("reading the orphan back after its retry", err)
 	}
-	return map[string]any{"result": "failed", "orphan": after},
+	return map[string]any{"result": "failed", "orphan": viewOrphan(after)},
 		fmt.Sprintf("retried the %s of instance %q on broker %q: failed (%s)", o.Kind, o.InstanceID, o.Broker, after.LastError), nil
 }
 

@@ -124,7 +124,7 @@ func TestAdmin(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "{\"status\":\"ok\"}\n" {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
-	if code, body := get("/readyz"); code != 503 || body != "{\"reason\":\"draining\",\"status\":\"not ready\"}\n" {
+	if code, body := get("/readyz"); code != 503 || body != "{\"description\":\"not ready: draining\"}\n" {
 		t.Errorf("/readyz while not ready: %d %s", code, body)
 	}
 	ready.Store(true)

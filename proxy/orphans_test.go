@@ -163,7 +163,7 @@ func TestOrphanReportAndAdmin(t *testing.T) {
 	do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/i2?accepts_incomplete=true", t1User, t1Pass, "2.15",
 		strings.NewReader(provisionBody(samplebroker.PlanAsyncID, "")))
 	code, body = call("GET", "/admin/operations?broker=b", token)
-	if code != 200 || !strings.Contains(body, `"InstanceID":"i2"`) || !strings.Contains(body, "deadline_in_seconds") {
+	if code != 200 || !strings.Contains(body, `"instance_id":"i2"`) || !strings.Contains(body, "deadline_in_seconds") {
 		t.Fatalf("operations: %d %s", code, body)
 	}
 	if code, _ := call("DELETE", "/admin/operations/b/i2", token); code != 400 {

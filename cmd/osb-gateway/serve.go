@@ -200,6 +200,7 @@ func (s *server) readiness() error {
 // admin.token.
 func (s *server) adminHandler() http.Handler {
 	a := proxy.NewAdmin(s.readiness)
+	a.LogAccess(s.access, nil)
 	a.MountCatalogAdmin(s.sw, s.log)
 	a.MountOperationsAdmin(s.sw, s.log)
 	a.MountInventoryAdmin(s.sw, s.log)
