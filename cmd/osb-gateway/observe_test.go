@@ -69,7 +69,7 @@ tenants: [{name: t, credentials: [{username: u, password: tenant-password-xyz}],
 	metrics, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	for _, want := range []string{
-		`osb_gateway_requests_total{broker="b",endpoint="instance_last_operation",status_class="2xx",tenant="t"} 2`,
+		`osb_gateway_requests_total{broker="b",code="200",endpoint="instance_last_operation",tenant="t"} 2`,
 		`osb_gateway_broker_duration_seconds_count{broker="b",endpoint="instance_last_operation",status_class="2xx"} 2`,
 	} {
 		if !strings.Contains(string(metrics), want) {
