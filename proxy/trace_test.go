@@ -238,6 +238,32 @@ func TestTraceServerSpanPerCall(t *testing.T) {
 	}
 }
 
+// TestTraceRefusedCallNamedByEndpoint: a call refused before it was
+// classified (a wrong password, no version header) is named and routed by
+// the endpoint its path has the shape of, not "osb unknown".
+func TestTraceRefusedCallNamedByEndpoint(t *testing.T) {
+	sr, tp := traced(t)
+	gw, _, _ := stagedGateway(t, Options{Tracing: &Tracing{Provider: tp, Propagator: w3c}})
+	if st, _ := call(t, gw, "PUT", "/v2/service_instances/inst-1", syncProvision(), map[string]string{"Authorization": "Basic dDE6d3Jvbmc="}); st != 401 {
+		t.Fatalf("wrong password: %d", st)
+	}
+	if st, _ := call(t, gw, "GET", "/v2/service_instances/inst-1/last_operation", "", map[string]string{"X-Broker-API-Version": ""}); st != 412 {
+		t.Fatalf("no version: %d", st)
+	}
+	var got []string
+	for _, s := range byKind(endedSpans(t, sr, 2), trace.SpanKindServer) {
+		a := attrMap(s)
+		got = append(got, s.Name()+" "+a["http.response.status_code"]+" "+a["http.route"]+" "+a["osb.endpoint"])
+	}
+	want := []string{
+		"osb provision 401 /t1/strict/v2/service_instances/{instance_id} provision",
+		"osb instance_last_operation 412 /t1/strict/v2/service_instances/{instance_id}/last_operation instance_last_operation",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refused calls' spans (-want +got):\n%s", diff)
+	}
+}
+
 // TestTraceClientSpanCarriesTraceparent: each broker call of a platform
 // call, the catalog fetch its validation needs included, is a client span
 // under the call's server span, and the broker gets that client span's
