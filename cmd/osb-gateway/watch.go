@@ -34,7 +34,7 @@ func (s *server) watch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w := &watcher{fs: fw, log: s.log, debounce: cfg.Reload.Debounce, dirs: map[string]bool{}, sums: map[string][32]byte{},
+	w := &watcher{fs: fw, log: s.log, debounce: cfg.Reload.Debounce, dirs: map[string]bool{},
 		files: func() []string {
 			return append([]string{s.path}, s.sw.Load().Config().WatchedFiles(filepath.Dir(s.path))...)
 		},
@@ -83,7 +83,7 @@ func (w *watcher) run(ctx context.Context) {
 			}
 			w.log.Warn("watching the configuration files", slog.String("error", err.Error()))
 		case <-timer.C:
-			if w.changed() {
+			if w.refresh() {
 				w.reload()
 			}
 			if err := w.update(); err != nil {
@@ -101,24 +101,30 @@ func (w *watcher) relevant(ev fsnotify.Event) bool {
 	return w.names[base] || strings.HasPrefix(base, "..")
 }
 
-// changed reports whether a watched file's contents differ from the last
-// read.
-func (w *watcher) changed() bool {
+// refresh reads the watched files again and reports whether one's contents
+// differ from the last read.
+func (w *watcher) refresh() bool {
+	changed := false
 	for name, old := range w.sums {
 		if sum, _ := fileSum(name); sum != old {
-			return true
+			w.sums[name], changed = sum, true
 		}
 	}
-	return false
+	return changed
 }
 
-// update reads the files to watch from the configuration in force,
-// remembers their contents, and watches their directories (and no others).
+// update follows the configuration in force: its files are watched (a new
+// one read now, a dropped one forgotten) through their directories, and no
+// other directory is.
 func (w *watcher) update() error {
 	files := w.files()
 	sums, names, dirs := make(map[string][32]byte, len(files)), map[string]bool{}, map[string]bool{}
 	for _, f := range files {
-		sums[f], _ = fileSum(f)
+		sum, known := w.sums[f]
+		if !known {
+			sum, _ = fileSum(f)
+		}
+		sums[f] = sum
 		names[filepath.Base(f)] = true
 		dirs[filepath.Dir(f)] = true
 	}
