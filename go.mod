@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	code.cloudfoundry.org/brokerapi/v13 v13.0.0
 	github.com/caddyserver/certmagic v0.25.6
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-playground/validator/v10 v10.30.6
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/go-cmp v0.7.0

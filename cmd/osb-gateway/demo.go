@@ -87,6 +87,8 @@ func startDemo(addr, adminAddr string, asyncDelay time.Duration, l logs) (*demo,
 		return nil, err
 	}
 	srv.load = d.loadConfig
+	srv.hashOf = func(string) string { return hashBytes(demoYAML) }
+	srv.setHash(srv.hashOf(""))
 	d.srv = srv
 	d.gateway = "http://" + srv.mainLn.Addr().String()
 	if srv.adminLn != nil {

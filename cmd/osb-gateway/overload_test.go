@@ -80,7 +80,7 @@ func withCap(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capped := strings.Replace(string(b), "shutdown_grace: 5s}", "shutdown_grace: 5s, max_in_flight: 1}", 1)
+	capped := strings.Replace(string(b), "shutdown_grace: 5s", "shutdown_grace: 5s, max_in_flight: 1", 1)
 	if err := os.WriteFile(path, []byte(capped), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"reflect"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -24,7 +20,8 @@ import (
 
 func runServe(args []string, stderr io.Writer) int {
 	fs := newFlagSet("serve", "[serve] [-config FILE]\n\n"+
-		"Runs the gateway until SIGTERM or SIGINT; SIGHUP reloads the file.", stderr)
+		"Runs the gateway until SIGTERM or SIGINT (after listen.shutdown_delay, then a drain of\n"+
+		"listen.shutdown_grace); a change of the file, SIGHUP or POST /admin/reload reloads it.", stderr)
 	path := fs.String("config", "gateway.yaml", "the configuration `file`")
 	if code, ok := parseFlags(fs, args, false); !ok {
 		return code
@@ -99,7 +96,18 @@ type server struct {
 	mainLn  net.Listener
 	adminLn net.Listener
 	ready   atomic.Bool
-	reloads sync.Mutex
+	// draining is set at the first SIGTERM or SIGINT: /readyz answers
+	// 503 and answers close their connections while the listeners still
+	// accept, for listen.shutdown_delay (rollout.go).
+	draining atomic.Bool
+	reloads  sync.Mutex // one reload at a time (reload.go)
+	// configs counts reloads and labels the info series with hash, the
+	// configuration file's hash (under reloads).
+	configs *proxy.ConfigMetrics
+	hash    string
+	// hashOf hashes the configuration file; hashFile unless the demo
+	// replaces it.
+	hashOf func(path string) string
 	// TLS at the platform listener (listenTLS): never nil after newServer;
 	// http serves listen.tls.http_address when it is set.
 	tls    *gwtls.Server
@@ -143,12 +151,16 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 		return nil, err
 	}
 	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
-		load: func(p string) (*config.Config, error) { return config.Load(p) }}
+		load: func(p string) (*config.Config, error) { return config.Load(p) }, hashOf: hashFile}
+	if s.configs, err = proxy.NewConfigMetrics(obs.prov.Registerer); err != nil {
+		return nil, err
+	}
+	s.setHash(s.hashOf(path))
 	s.sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	obs.observe(s)
 	l := cfg.Listen
 	s.main = &http.Server{
-		Handler:           s.sw,
+		Handler:           s.closeWhileDraining(s.sw),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
@@ -182,6 +194,9 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 }
 
 func (s *server) readiness() error {
+	if s.draining.Load() {
+		return errShuttingDown
+	}
 	if !s.ready.Load() {
 		return errors.New("listeners are not serving yet, or the gateway is shutting down")
 	}
@@ -204,6 +219,7 @@ func (s *server) adminHandler() http.Handler {
 	a.MountCatalogAdmin(s.sw, s.log)
 	a.MountOperationsAdmin(s.sw, s.log)
 	a.MountInventoryAdmin(s.sw, s.log)
+	a.MountReloadAdmin(s.sw, s.log, func(context.Context) (proxy.Reloaded, error) { return s.reloadFrom("admin") })
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
 	return a
 }
@@ -266,52 +282,6 @@ func (s *server) serve() error {
 	return first
 }
 
-// reload reads the certificate files and the configuration again and
-// swaps in a new Gateway. A file that does not load keeps the running
-// Gateway; the error names every problem. Certificate files that do not
-// load keep the certificate in service and are logged, not returned: the
-// configuration is reloaded all the same. Listener addresses and timeouts
-// need a restart; a change is logged.
-func (s *server) reload() error {
-	s.reloads.Lock()
-	defer s.reloads.Unlock()
-	if err := s.tls.Reload(); err != nil { // listen.tls.mode files; nil in the other modes
-		s.log.Error("certificate files not loaded; the previous certificate stays in service",
-			slog.String("trigger", "reload"), slog.String("error", err.Error()))
-	}
-	cfg, err := s.load(s.path)
-	if err != nil {
-		return err
-	}
-	old := s.sw.Load()
-	g, err := proxy.New(cfg, s.obs.options(proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old}))
-	if err != nil {
-		return err
-	}
-	if !sameListen(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
-		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
-	}
-	logTLSWarnings(s.log, cfg)
-	setLevel(s.level, cfg.Log.Level)
-	if !reflect.DeepEqual(cfg.State, old.Config().State) || !reflect.DeepEqual(cfg.Telemetry, old.Config().Telemetry) ||
-		!reflect.DeepEqual(cfg.Audit, old.Config().Audit) {
-		s.log.Warn("state, telemetry or audit settings changed; they take effect at the next restart")
-	}
-	s.sw.Store(g)
-	old.Close(g)
-	s.warm(g)
-	s.log.Info("configuration reloaded", slog.String("config", s.path),
-		slog.Int("tenants", len(cfg.Tenants)), slog.Int("brokers", len(cfg.Brokers)))
-	return nil
-}
-
-// sameListen reports whether two listen sections need the same listener:
-// max_in_flight is the Gateway's own and a reload applies it.
-func sameListen(a, b config.Listen) bool {
-	a.MaxInFlight, b.MaxInFlight = 0, 0
-	return reflect.DeepEqual(a, b)
-}
-
 // shutdown stops accepting, then waits for in-flight requests until ctx
 // ends; what is still running then is cut.
 func (s *server) shutdown(ctx context.Context) error {
@@ -340,46 +310,6 @@ func (s *server) shutdown(ctx context.Context) error {
 	}
 	s.obs.close(ctx)
 	return err
-}
-
-// runUntilSignal serves until SIGINT or SIGTERM, reloading on SIGHUP, and
-// returns the exit code.
-func (s *server) runUntilSignal() int {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	go func() { done <- s.serve() }()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				s.log.Error("serving failed", slog.String("error", err.Error()))
-				return 1
-			}
-			return 0
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				if err := s.reload(); err != nil {
-					s.log.Error("reload refused; the running configuration stays", slog.String("config", s.path),
-						slog.String("error", err.Error()))
-				}
-				continue
-			}
-			grace := s.sw.Load().Config().Listen.ShutdownGrace
-			s.log.Info("shutting down", slog.String("signal", sig.String()), slog.Duration("grace", grace))
-			ctx, cancel := context.WithTimeout(context.Background(), grace)
-			err := s.shutdown(ctx)
-			cancel()
-			<-done
-			if err != nil {
-				s.log.Warn("grace period over; remaining requests were cut", slog.String("error", err.Error()))
-				return 1
-			}
-			s.log.Info("stopped")
-			return 0
-		}
-	}
 }
 
 // listenTLS sets up TLS at the platform listener as listen.tls says: it

@@ -18,7 +18,7 @@ import (
 // serveConfig is a one-tenant configuration; %s are the broker URL and the
 // tenant's password.
 const serveConfig = `
-listen: {address: "127.0.0.1:0", shutdown_grace: 5s}
+listen: {address: "127.0.0.1:0", shutdown_grace: 5s, shutdown_delay: 0s}
 state: {backend: memory}
 admin: {address: "127.0.0.1:0"}
 log: {format: json, level: info}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -315,6 +316,8 @@ func TestSystemdUnitRunsShippedConfig(t *testing.T) {
 	}
 	cfg := strings.NewReplacer(`"127.0.0.1:8080"`, fmt.Sprintf("%q", listen), `"127.0.0.1:9090"`, fmt.Sprintf("%q", admin),
 		"http://127.0.0.1:8181", sample.URL, "http://127.0.0.1:8182", legacy.URL).Replace(string(shipped))
+	cfg = installEdits(t, cfg)
+	cfg = strings.ReplaceAll(cfg, " /var/lib/", " "+h.path("/var/lib")+"/") // the host's root is the test's directory
 	h.install("/etc/osb-gateway/gateway.yaml", []byte(cfg), 0o644)
 
 	call := func(method, path, body string) (int, string) {
@@ -361,4 +364,30 @@ func stopUnit(t *testing.T, p *gatewayProcess) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the gateway did not stop")
 	}
+}
+
+// installEdits applies to cfg the edits of gateway.yaml that the unit's
+// install comment tells (sed -i 's|A|B|' /etc/osb-gateway/gateway.yaml:
+// state.path into StateDirectory=, since a relative one is relative to the
+// read-only /etc/osb-gateway), failing when one no longer matches the
+// shipped file.
+func installEdits(t *testing.T, cfg string) string {
+	t.Helper()
+	raw, err := os.ReadFile(unitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`sed -i 's\|\^([^|]*)\|([^|]*)\|' /etc/osb-gateway/gateway\.yaml`)
+	edits := re.FindAllStringSubmatch(string(raw), -1)
+	if len(edits) == 0 {
+		t.Fatal("the unit's install comment no longer edits gateway.yaml's state.path")
+	}
+	for _, e := range edits {
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(e[1]))
+		if !line.MatchString(cfg) {
+			t.Fatalf("the unit's sed %q matches no line of the shipped gateway.yaml", e[1])
+		}
+		cfg = line.ReplaceAllLiteralString(cfg, e[2])
+	}
+	return cfg
 }

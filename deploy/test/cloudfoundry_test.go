@@ -70,8 +70,9 @@ func TestCloudFoundryManifest(t *testing.T) {
 	if cfg.Listen.Address != ":8080" {
 		t.Errorf("listen.address %s, want :$PORT", cfg.Listen.Address)
 	}
-	if cfg.Listen.ShutdownGrace.Seconds() >= 10 {
-		t.Errorf("listen.shutdown_grace %s: Cloud Foundry kills the instance 10s after SIGTERM", cfg.Listen.ShutdownGrace)
+	if d := *cfg.Listen.ShutdownDelay + cfg.Listen.ShutdownGrace; d.Seconds() >= 10 {
+		t.Errorf("listen.shutdown_delay %s + shutdown_grace %s: Cloud Foundry kills the instance 10s after SIGTERM",
+			*cfg.Listen.ShutdownDelay, cfg.Listen.ShutdownGrace)
 	}
 	ignore, err := os.ReadFile("../cloudfoundry/.cfignore")
 	if err != nil || !strings.Contains(string(ignore), "manifest.yml") {

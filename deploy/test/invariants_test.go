@@ -181,7 +181,9 @@ func (w workload) config(o *objects, c corev1.Container) (*config.Config, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Parse([]byte(data), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	// Relative paths are relative to the file's directory, as Load makes them.
+	cfg, err := config.Parse([]byte(data), config.Options{BaseDir: path.Dir(file),
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if err != nil {
 		return nil, fmt.Errorf("%s does not load: %v", file, err)
 	}
@@ -233,10 +235,6 @@ func (w workload) checkState(cfg *config.Config) []string {
 		}
 		if w.kind == "Deployment" && !w.recreate {
 			probs = append(probs, "a rolling Deployment with state.backend bolt runs two pods with two lock files during a rollout (use a StatefulSet, or strategy Recreate)")
-		}
-		if !path.IsAbs(cfg.State.Path) {
-			probs = append(probs, fmt.Sprintf("state.path %q is relative to the container's working directory, not on a volume", cfg.State.Path))
-			break
 		}
 		if !w.onPersistentVolume(cfg.State.Path) {
 			probs = append(probs, fmt.Sprintf("state.path %s is not on a PersistentVolumeClaim: the locks are lost with the pod", cfg.State.Path))
@@ -382,7 +380,8 @@ func rulePorts(rule networkingv1.NetworkPolicyIngressRule, c corev1.Container, p
 }
 
 // checkPod: non-root on a read-only root file system, no privilege
-// escalation, no capabilities, and a drain before SIGTERM that the grace
+// escalation, no capabilities, and time after SIGTERM to leave the
+// endpoints (listen.shutdown_delay, or a preStop sleep) and drain that the grace
 // period leaves room for.
 func (w workload) checkPod(cfg *config.Config, c corev1.Container) []string {
 	var probs []string
@@ -400,18 +399,21 @@ func (w workload) checkPod(cfg *config.Config, c corev1.Container) []string {
 	if cs == nil || cs.Capabilities == nil || len(cs.Capabilities.Drop) != 1 || cs.Capabilities.Drop[0] != "ALL" {
 		probs = append(probs, "capabilities do not drop ALL")
 	}
-	drain := int64(0)
-	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds <= 0 {
-		probs = append(probs, "no preStop sleep: the pod stops accepting before its endpoint leaves the Service")
-	} else {
-		drain = c.Lifecycle.PreStop.Sleep.Seconds
+	preStop := int64(0)
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+		preStop = c.Lifecycle.PreStop.Sleep.Seconds
+	}
+	delay := int64(cfg.Listen.ShutdownDelay.Seconds())
+	if preStop+delay <= 0 {
+		probs = append(probs, "no listen.shutdown_delay (nor preStop sleep): the pod stops accepting before its endpoint leaves the Service")
 	}
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if g := w.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
 	}
-	if need := drain + int64(cfg.Listen.ShutdownGrace.Seconds()); grace <= need {
-		probs = append(probs, fmt.Sprintf("terminationGracePeriodSeconds %d leaves no room for preStop %ds + listen.shutdown_grace %s", grace, drain, cfg.Listen.ShutdownGrace))
+	if need := preStop + delay + int64(cfg.Listen.ShutdownGrace.Seconds()); grace <= need {
+		probs = append(probs, fmt.Sprintf("terminationGracePeriodSeconds %d leaves no room for preStop %ds + listen.shutdown_delay %s + listen.shutdown_grace %s",
+			grace, preStop, *cfg.Listen.ShutdownDelay, cfg.Listen.ShutdownGrace))
 	}
 	return probs
 }

@@ -38,7 +38,7 @@ kind: ConfigMap
 metadata: {name: osb-gateway}
 data:
   gateway.yaml: |
-    listen: {address: ":8080", shutdown_grace: 20s}
+    listen: {address: ":8080", shutdown_delay: 0s, shutdown_grace: 20s}
     admin: {address: ":9090"}
     brokers: [{name: b, url: "http://b"}]
     tenants: [{name: t, credentials: [{username: u, password: p}], routes: [{broker: b}]}]
@@ -71,11 +71,11 @@ spec:
 	got := strings.Join(checkDeployment(o), "\n")
 	for _, want := range []string{
 		"a rolling Deployment with state.backend bolt",
-		`state.path "osb-gateway.db" is relative`,
+		"state.path /etc/osb-gateway/osb-gateway.db is not on a PersistentVolumeClaim",
 		"admin.token is not set",
 		"no NetworkPolicy selects the pods",
 		"readOnlyRootFilesystem is not set",
-		"no preStop sleep",
+		"no listen.shutdown_delay (nor preStop sleep)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the problems lack %q:\n%s", want, got)

@@ -38,6 +38,7 @@ func (c *Config) ApplyDefaults() {
 		c.Runtime.GOGC = DefaultGOGC
 	}
 	c.State.applyDefaults()
+	c.Reload.applyDefaults()
 	setDuration(&c.Inventory.ExpiryWarning, DefaultExpiryWarning)
 	c.Auth.applyDefaults()
 	if c.Catalog.MaxEntries == 0 {
@@ -68,6 +69,10 @@ func (l *Listen) applyDefaults() {
 	setDuration(&l.WriteTimeout, DefaultWriteTimeout)
 	setDuration(&l.IdleTimeout, DefaultIdleTimeout)
 	setDuration(&l.ShutdownGrace, DefaultShutdownGrace)
+	if l.ShutdownDelay == nil {
+		d := DefaultShutdownDelay
+		l.ShutdownDelay = &d
+	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}

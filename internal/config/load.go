@@ -18,9 +18,11 @@ type Options struct {
 	// LookupEnv returns the value of an environment variable and whether it
 	// is set; nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
-	// BaseDir is the directory that relative password_file, ca_file,
-	// cert_file and key_file names are resolved against; empty means the
-	// current directory. Load defaults it to the config file's directory.
+	// BaseDir is the directory that relative file names (password_file,
+	// token_file, ca_file, cert_file, key_file, state.path, audit.path,
+	// listen.tls.storage, inventory.key_file) are resolved against; empty
+	// means the current directory. Load defaults it to the config file's
+	// directory.
 	BaseDir string
 }
 
@@ -65,7 +67,8 @@ func Load(path string, opts ...Option) (*Config, error) {
 //  3. defaults fill unset fields (see ApplyDefaults);
 //  4. secrets are resolved: password_file is read, relative to
 //     Options.BaseDir, with trailing newlines trimmed; relative ca_file,
-//     cert_file and key_file names are made relative to Options.BaseDir too;
+//     cert_file and key_file names, state.path and audit.path are made
+//     relative to Options.BaseDir too;
 //  5. validation: the struct tags, then checks across fields.
 //
 // It returns the complete Config, or nil and a *Problems holding every

@@ -30,6 +30,7 @@ func TestLoadFull(t *testing.T) {
 			MaxHeaderBytes:    32768,
 			MaxBodyBytes:      2097152,
 			ShutdownGrace:     10 * time.Second,
+			ShutdownDelay:     ptr(time.Duration(0)),
 			TLS:               defaultListenTLS,
 		},
 		Admin:     Admin{Address: "off", Token: "an-admin-token-of-some-length"},
@@ -39,7 +40,8 @@ func TestLoadFull(t *testing.T) {
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
 		Auth:      Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
 		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning},
-		State: State{Backend: "redis", Path: DefaultStatePath, OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
+		Reload:    Reload{Watch: ptr(false), Debounce: 2 * time.Second},
+		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
 			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
 		Tenants: []Tenant{{
 			Name:                 "cf-prod",
@@ -120,6 +122,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		MaxBodyBytes:      DefaultMaxBodyBytes,
 		ShutdownGrace:     DefaultShutdownGrace,
+		ShutdownDelay:     ptr(DefaultShutdownDelay),
 		TLS:               defaultListenTLS,
 	}
 	if diff := cmp.Diff(wantListen, got.Listen); diff != "" {

@@ -28,7 +28,8 @@ func hasBcryptPrefix(s string) bool {
 
 // resolveSecrets reads password_file for every credential and broker,
 // checks that each has the password it needs, and resolves the broker TLS
-// file names against baseDir, checking that they can be read.
+// file names against baseDir, checking that they can be read. state.path
+// and audit.path are resolved against baseDir too.
 func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 	for i := range c.Tenants {
 		for j := range c.Tenants[i].Credentials {
@@ -61,6 +62,10 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 	}
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
 	resolvePassword(&c.State.Redis.Password, c.State.Redis.PasswordFile, baseDir, "state.redis", probs)
+	c.State.Path = resolvePath(baseDir, c.State.Path)
+	if p := c.Audit.Path; p != "" && !strings.HasSuffix(p, "/") { // a directory is reported by checkTelemetry
+		c.Audit.Path = resolvePath(baseDir, p)
+	}
 	if f := c.Inventory.KeyFile; f != "" {
 		c.Inventory.KeyFile = resolvePath(baseDir, f)
 		if err := checkReadable(c.Inventory.KeyFile); err != nil {

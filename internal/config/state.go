@@ -21,8 +21,9 @@ type State struct {
 	// process), "redis" (shared by replicas) or "memory" (lost at exit; for
 	// tests and throwaway runs). Zero value: DefaultStateBackend.
 	Backend string `yaml:"backend" validate:"oneof=bolt redis memory"`
-	// Path is the bolt file; zero value: DefaultStatePath, relative to the
-	// working directory.
+	// Path is the bolt file; zero value: DefaultStatePath. A relative path
+	// is relative to the configuration file's directory, as every other
+	// path in the file (Load resolves it).
 	Path  string     `yaml:"path"`
 	Redis StateRedis `yaml:"redis"`
 	// OperationDeadline is how long an asynchronous operation may hold its

@@ -114,7 +114,8 @@ type Audit struct {
 	// Sink is one of the AuditSink constants; zero value: DefaultAuditSink.
 	Sink string `yaml:"sink" validate:"oneof=off stdout file"`
 	// Path is the file of the file sink; rotated files are Path.000001,
-	// Path.000002, … (oldest first). Relative to the working directory.
+	// Path.000002, … (oldest first). Relative to the configuration file's
+	// directory (Load resolves it).
 	Path string `yaml:"path"`
 	// MaxSize rotates the file before it grows past this size, such as
 	// "100MiB"; zero value: DefaultAuditMaxSize.

@@ -23,6 +23,10 @@ const (
 	DefaultMaxHeaderBytes    = 64 << 10 // listen.max_header_bytes
 	DefaultMaxBodyBytes      = 1 << 20  // listen.max_body_bytes
 	DefaultShutdownGrace     = 30 * time.Second
+	// DefaultShutdownDelay is listen.shutdown_delay: how long after SIGTERM
+	// the listeners keep accepting while /readyz answers 503, so that load
+	// balancers and Kubernetes endpoints stop sending before the drain.
+	DefaultShutdownDelay = 5 * time.Second
 
 	DefaultAdminAddress = "127.0.0.1:9090" // admin.address
 
@@ -71,6 +75,7 @@ type Config struct {
 	Telemetry Telemetry `yaml:"telemetry"` // telemetry.go
 	Audit     Audit     `yaml:"audit"`     // telemetry.go
 	Inventory Inventory `yaml:"inventory"` // inventory.go
+	Reload    Reload    `yaml:"reload"`    // reload.go
 }
 
 // Listen is the platform-facing HTTP server.
@@ -86,6 +91,10 @@ type Listen struct {
 	// MaxBodyBytes caps a request body; a larger one gets 413.
 	MaxBodyBytes  int64         `yaml:"max_body_bytes" validate:"gte=1024,lte=104857600"`
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" validate:"gte=0"`
+	// ShutdownDelay is how long after SIGTERM or SIGINT the listeners keep
+	// accepting (with /readyz answering 503) before the drain of
+	// ShutdownGrace begins; 0 drains at once. nil: DefaultShutdownDelay.
+	ShutdownDelay *time.Duration `yaml:"shutdown_delay" validate:"omitempty,gte=0,lte=10m"`
 	// MaxInFlight caps the platform calls served at once; a call beyond
 	// it is answered at once (429 mutating, 503 reads) instead of
 	// queueing for a CPU. Zero value: DefaultMaxInFlightPerCPU per

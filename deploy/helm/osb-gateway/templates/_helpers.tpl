@@ -88,7 +88,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* gateway.yaml: config with listen.address, admin and state from the values. */}}
 {{- define "osb-gateway.config" -}}
 {{- $cfg := deepCopy .Values.config }}
-{{- $listen := merge (dict "address" (printf ":%d" (int .Values.listen.port)) "shutdown_grace" (printf "%ds" (int .Values.listen.shutdownGraceSeconds))) (get $cfg "listen" | default dict) }}
+{{- $listen := merge (dict "address" (printf ":%d" (int .Values.listen.port)) "shutdown_delay" (printf "%ds" (int .Values.listen.shutdownDelaySeconds)) "shutdown_grace" (printf "%ds" (int .Values.listen.shutdownGraceSeconds))) (get $cfg "listen" | default dict) }}
 {{- $_ := set $cfg "listen" $listen }}
 {{- $_ := set $cfg "admin" (dict "address" (printf ":%d" (int .Values.admin.port)) "token" "${OSB_GATEWAY_ADMIN_TOKEN}") }}
 {{- if eq .Values.state.backend "bolt" }}
