@@ -47,7 +47,8 @@ func checkFields(c *Config, probs *Problems) {
 			probs.addf(joinIndex("brokers", i)+".orphan_schedule", "%v", err)
 		}
 	}
-	checkTLS(c, probs) // listen_tls.go
+	checkTLS(c, probs)            // listen_tls.go
+	checkTrustedProxies(c, probs) // proxies.go
 	checkTelemetry(c, probs)
 	checkInventory(c, probs) // inventory.go
 	checkLimits(c, probs)    // limits.go

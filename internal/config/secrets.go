@@ -61,6 +61,7 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 		resolveTLSFiles(&b.TLS, baseDir, path+".tls", probs)
 	}
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
+	resolveAuditKey(&c.Audit, baseDir, probs)            // telemetry.go
 	resolvePassword(&c.State.Redis.Password, c.State.Redis.PasswordFile, baseDir, "state.redis", probs)
 	c.State.Path = resolvePath(baseDir, c.State.Path)
 	if p := c.Audit.Path; p != "" && !strings.HasSuffix(p, "/") { // a directory is reported by checkTelemetry

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -36,17 +38,22 @@ const (
 // Defaults of the telemetry and audit sections. Each names the key it
 // fills.
 const (
-	DefaultTraceExporter      = TraceExporterNone   // telemetry.traces.exporter
-	DefaultSampleRatio        = 1.0                 // telemetry.traces.sample_ratio
-	DefaultMetricsEnabled     = true                // telemetry.metrics.enabled
-	DefaultServiceName        = "osb-gateway"       // telemetry.service_name
-	DefaultAuditSink          = AuditSinkOff        // audit.sink
-	DefaultAuditMaxSize       = "100MiB"            // audit.max_size
-	DefaultAuditMaxFiles      = 10                  // audit.max_files
-	DefaultAuditFsync         = AuditFsyncInterval  // audit.fsync
-	DefaultAuditFsyncInterval = time.Second         // audit.fsync_interval
-	DefaultAuditParameters    = AuditParametersKeys // audit.parameters
+	DefaultTraceExporter        = TraceExporterNone   // telemetry.traces.exporter
+	DefaultSampleRatio          = 1.0                 // telemetry.traces.sample_ratio
+	DefaultMetricsEnabled       = true                // telemetry.metrics.enabled
+	DefaultServiceName          = "osb-gateway"       // telemetry.service_name
+	DefaultAuditSink            = AuditSinkOff        // audit.sink
+	DefaultAuditMaxSize         = "100MiB"            // audit.max_size
+	DefaultAuditMaxFiles        = 10                  // audit.max_files
+	DefaultAuditFsync           = AuditFsyncInterval  // audit.fsync
+	DefaultAuditFsyncInterval   = time.Second         // audit.fsync_interval
+	DefaultAuditParameters      = AuditParametersKeys // audit.parameters
+	DefaultAuditHeadLogInterval = time.Minute         // audit.head_log_interval
 )
+
+// MinAuditHMACKeyBytes is the shortest audit.hmac_key_file key: 256 bits,
+// the strength of HMAC-SHA256.
+const MinAuditHMACKeyBytes = 32
 
 // minAuditMaxSize is the smallest audit.max_size: a few records.
 const minAuditMaxSize = 4 << 10
@@ -132,6 +139,17 @@ type Audit struct {
 	// Parameters is one of the AuditParameters constants; zero value:
 	// DefaultAuditParameters.
 	Parameters string `yaml:"parameters" validate:"oneof=keys omit"`
+	// HMACKeyFile holds the key (at least MinAuditHMACKeyBytes bytes; a
+	// trailing newline is not part of it) that makes each record's hash an
+	// HMAC-SHA256, so that whoever can edit the audit file cannot
+	// recompute the chain without it. Relative to the config file. Empty:
+	// plain SHA-256 hashes.
+	HMACKeyFile string `yaml:"hmac_key_file"`
+	// HeadLogInterval is how often the chain's head (the current file,
+	// its record count and last hash) is logged when records were added,
+	// a copy of the head file outside the audit directory. Zero value:
+	// DefaultAuditHeadLogInterval.
+	HeadLogInterval time.Duration `yaml:"head_log_interval" validate:"gt=0,lte=24h"`
 }
 
 // MaxSizeBytes returns MaxSize in bytes; valid after Parse.
@@ -171,6 +189,7 @@ func applyTelemetryDefaults(c *Config) {
 		a.Fsync = DefaultAuditFsync
 	}
 	setDuration(&a.FsyncInterval, DefaultAuditFsyncInterval)
+	setDuration(&a.HeadLogInterval, DefaultAuditHeadLogInterval)
 	if a.Parameters == "" {
 		a.Parameters = DefaultAuditParameters
 	}
@@ -212,6 +231,34 @@ func checkTelemetry(c *Config, probs *Problems) {
 	if a.Sink == AuditSinkFile && strings.HasSuffix(a.Path, "/") {
 		probs.addf("audit.path", "must name a file, not a directory")
 	}
+}
+
+// resolveAuditKey makes audit.hmac_key_file relative to baseDir and checks
+// that it holds a key long enough (never quoting it).
+func resolveAuditKey(a *Audit, baseDir string, probs *Problems) {
+	if a.HMACKeyFile == "" {
+		return
+	}
+	name := a.HMACKeyFile
+	a.HMACKeyFile = resolvePath(baseDir, name)
+	if _, err := ReadAuditKey(a.HMACKeyFile); err != nil {
+		probs.addf("audit.hmac_key_file", "%q: %s", name, fileError(err))
+	}
+}
+
+// ReadAuditKey reads an audit HMAC key file: its content less a trailing
+// newline ("\n" or "\r\n"), at least MinAuditHMACKeyBytes bytes. Generate
+// one with: head -c 32 /dev/urandom | base64 > audit-hmac.key
+func ReadAuditKey(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key := []byte(strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r"))
+	if len(key) < MinAuditHMACKeyBytes {
+		return nil, fmt.Errorf("holds a key of %d bytes; an audit HMAC key needs at least %d (head -c 32 /dev/urandom | base64 > FILE)", len(key), MinAuditHMACKeyBytes)
+	}
+	return key, nil
 }
 
 // checkCollector returns what is wrong with a trace collector endpoint, or

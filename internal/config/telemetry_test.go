@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +21,8 @@ func defaultTelemetry() Telemetry {
 // defaultAudit is the audit section of a file that leaves it out.
 func defaultAudit() Audit {
 	return Audit{Sink: DefaultAuditSink, MaxSize: DefaultAuditMaxSize, MaxFiles: DefaultAuditMaxFiles,
-		Fsync: DefaultAuditFsync, FsyncInterval: DefaultAuditFsyncInterval, Parameters: DefaultAuditParameters}
+		Fsync: DefaultAuditFsync, FsyncInterval: DefaultAuditFsyncInterval, Parameters: DefaultAuditParameters,
+		HeadLogInterval: DefaultAuditHeadLogInterval}
 }
 
 func TestTelemetryDefaults(t *testing.T) {
@@ -59,6 +63,7 @@ audit:
   fsync: always
   fsync_interval: 5s
   parameters: omit
+  head_log_interval: 10m
 `), Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +77,8 @@ audit:
 		t.Errorf("telemetry (-want +got):\n%s", diff)
 	}
 	wantAudit := Audit{Sink: AuditSinkFile, Path: "/var/log/osb/audit.log", MaxSize: "10MiB", MaxFiles: 3,
-		Fsync: AuditFsyncAlways, FsyncInterval: 5 * time.Second, Parameters: AuditParametersOmit}
+		Fsync: AuditFsyncAlways, FsyncInterval: 5 * time.Second, Parameters: AuditParametersOmit,
+		HeadLogInterval: 10 * time.Minute}
 	if diff := cmp.Diff(wantAudit, cfg.Audit); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
@@ -120,12 +126,38 @@ func TestTelemetryChecks(t *testing.T) {
 			[]string{"audit.fsync: must be one of always, interval, never", "audit.parameters: must be one of keys, omit"}},
 		{"negative max files", func(c *Config) { c.Audit.MaxFiles = -1 },
 			[]string{"audit.max_files: must be at least 1"}},
+		{"hmac key file relative to the config file", func(c *Config) { c.Audit.HMACKeyFile = "keys/audit.key" }, nil},
+		{"hmac key file missing", func(c *Config) { c.Audit.HMACKeyFile = "nope.key" },
+			[]string{`audit.hmac_key_file: "nope.key": no such file or directory`}},
+		{"hmac key too short", func(c *Config) { c.Audit.HMACKeyFile = "keys/short.key" },
+			[]string{`audit.hmac_key_file: "keys/short.key": holds a key of 31 bytes; an audit HMAC key needs at least 32 (head -c 32 /dev/urandom | base64 > FILE)`}},
+		{"head log interval too long", func(c *Config) { c.Audit.HeadLogInterval = 48 * time.Hour },
+			[]string{"audit.head_log_interval: must be at most 24h"}},
+		{"trusted proxies", func(c *Config) {
+			c.Listen.TrustedProxies = []string{"10.0.0.7", "10.0.0.0/8", "fd00::/8", "::ffff:10.1.0.0/112"}
+		}, nil},
+		{"bad trusted proxies", func(c *Config) {
+			c.Listen.TrustedProxies = []string{"10.0.0.1/8", "lb.example.com", "fe80::1%eth0"}
+		}, []string{
+			`listen.trusted_proxies[0]: must be an IP address (10.0.0.7) or a CIDR prefix without host bits (10.0.0.0/8, fd00::/8), got "10.0.0.1/8"`,
+			`listen.trusted_proxies[1]: must be an IP address (10.0.0.7) or a CIDR prefix without host bits (10.0.0.0/8, fd00::/8), got "lb.example.com"`,
+			`listen.trusted_proxies[2]: must be an IP address (10.0.0.7) or a CIDR prefix without host bits (10.0.0.0/8, fd00::/8), got "fe80::1%eth0"`,
+		}},
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{"audit.key": strings.Repeat("k", 32) + "\n", "short.key": strings.Repeat("k", 31) + "\r\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "keys", name), []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := baseConfig()
 			tc.edit(c)
-			if diff := cmp.Diff(tc.want, checkConfig(c, t.TempDir())); diff != "" {
+			if diff := cmp.Diff(tc.want, checkConfig(c, dir)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})

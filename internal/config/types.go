@@ -102,6 +102,13 @@ type Listen struct {
 	MaxInFlight int `yaml:"max_in_flight" validate:"gte=0,lte=1000000"`
 	// TLS is TLS at this listener (see listen_tls.go); zero value: plain HTTP.
 	TLS ListenTLS `yaml:"tls"`
+	// TrustedProxies are the load balancers and proxies (IP addresses or
+	// CIDR prefixes) whose X-Forwarded-For the gateway believes: a request
+	// from one of them logs and audits the client address found there as
+	// forwarded_for (the rightmost address not itself trusted). Empty:
+	// X-Forwarded-For is never believed. It names who called in logs and
+	// audit records only; auth's per-address limits stay on the peer.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // Admin is the operator-facing listener: health, readiness, later metrics.
