@@ -82,7 +82,7 @@ func BenchmarkEncode(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf, _ = encode(buf[:0], r)
+			buf, _ = encode(buf[:0], r, "")
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

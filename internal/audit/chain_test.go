@@ -70,13 +70,13 @@ func TestVerifyDetectsInsertedRecords(t *testing.T) {
 // seal returns the line of r chained to prev (64 hex digits), without its
 // newline.
 func seal(r *Record, prev string) ([]byte, error) {
-	body, err := encode(nil, r)
+	body, err := encode(nil, r, "")
 	if err != nil {
 		return nil, err
 	}
 	var p [64]byte
 	copy(p[:], prev)
-	line, _ := chain(body, &p)
+	line, _ := chain(body, &p, nil)
 	return line[:len(line)-1], nil
 }
 
@@ -139,7 +139,7 @@ func TestOpenContinuesFromTheLastHash(t *testing.T) {
 			path, lines := goodFile(t, 2)
 			last := tc.last(lines)
 			rewrite(t, path, append(lines[:1:1], last))
-			r, prev, err := openRotating(path, 1<<20, 3)
+			r, prev, _, err := openRotating(path, 1<<20, 3)
 			if err != nil {
 				t.Fatal(err)
 			}

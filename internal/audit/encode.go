@@ -23,6 +23,7 @@ func appendRecord(dst []byte, r *Record) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	dst = appendKeyID(dst, r.KeyID)
 	dst = append(dst, `"prev_hash":`...)
 	dst = jsonfast.AppendString(dst, r.PrevHash)
 	if r.Hash != "" {
@@ -32,13 +33,15 @@ func appendRecord(dst []byte, r *Record) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendBody appends the JSON of r with GenesisHash as its prev_hash, its
-// last member, and no hash: the body that the Writer chains and hashes.
-func appendBody(dst []byte, r *Record) ([]byte, error) {
+// appendBody appends the JSON of r with keyID as its key_id (instead of
+// r.KeyID), GenesisHash as its prev_hash, its last member, and no hash:
+// the body that the Writer chains and hashes.
+func appendBody(dst []byte, r *Record, keyID string) ([]byte, error) {
 	dst, err := appendMembers(dst, r)
 	if err != nil {
 		return dst, err
 	}
+	dst = appendKeyID(dst, keyID)
 	dst = append(dst, `"prev_hash":"`...)
 	dst = append(dst, GenesisHash...)
 	return append(dst, `"}`...), nil
@@ -55,6 +58,10 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 	dst = append(dst, `,"request_id":`...)
 	dst = jsonfast.AppendString(dst, r.RequestID)
 	dst = appendOmitEmpty(dst, `,"trace_id":`, r.TraceID)
+	dst = appendOmitEmpty(dst, `,"client_addr":`, r.ClientAddr)
+	dst = appendOmitEmpty(dst, `,"forwarded_for":`, r.ForwardedFor)
+	dst = appendOmitEmpty(dst, `,"username":`, r.Username)
+	dst = appendOmitEmpty(dst, `,"client_cert_subject":`, r.ClientCertSubject)
 	dst = appendOmitEmpty(dst, `,"tenant":`, r.Tenant)
 	dst = appendOmitEmpty(dst, `,"broker":`, r.Broker)
 	dst = append(dst, `,"endpoint":`...)
@@ -140,6 +147,14 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	return append(dst, ','), nil
+}
+
+// appendKeyID appends the key_id member and a comma, unless id is empty.
+func appendKeyID(dst []byte, id string) []byte {
+	if id == "" {
+		return dst
+	}
+	return append(jsonfast.AppendString(append(dst, `"key_id":`...), id), ',')
 }
 
 // appendOmitEmpty appends the member key (with its leading comma) and s,

@@ -42,7 +42,7 @@ func checkEncoding(t *testing.T, r *Record) {
 	c := *r
 	c.PrevHash, c.Hash = GenesisHash, ""
 	want, _ = jsonEncode(&c)
-	body, err := encode(nil, r)
+	body, err := encode(nil, r, r.KeyID)
 	if err != nil || !bytes.Equal(body, want) {
 		t.Fatalf("body of %+v (error %v):\n got %s\nwant %s", r, err, body, want)
 	}
@@ -127,7 +127,8 @@ func fmtFloat(f float64) string { b, _ := appendFloat(nil, f); return string(b) 
 // parameter keys (those it has) to next().
 func setStrings(r *Record, next func() string) {
 	for _, p := range []*string{&r.RequestID, &r.TraceID, &r.Tenant, &r.Broker, &r.Endpoint, &r.Method, &r.InstanceID,
-		&r.BindingID, &r.ServiceID, &r.PlanID, &r.APIVersion, &r.Outcome, &r.Operation, &r.Orphan, &r.PollShield, &r.Protection, &r.PrevHash, &r.Hash} {
+		&r.BindingID, &r.ServiceID, &r.PlanID, &r.APIVersion, &r.Outcome, &r.Operation, &r.Orphan, &r.PollShield, &r.Protection, &r.PrevHash, &r.Hash,
+		&r.ClientAddr, &r.ForwardedFor, &r.Username, &r.ClientCertSubject, &r.KeyID} {
 		*p = next()
 	}
 	if r.Identity != nil {
@@ -267,11 +268,13 @@ func TestEncoderKnowsEveryField(t *testing.T) {
 		v    any
 		tags string
 	}{
-		{Record{}, "time request_id trace_id,omitempty tenant,omitempty broker,omitempty endpoint method " +
+		{Record{}, "time request_id trace_id,omitempty client_addr,omitempty forwarded_for,omitempty " +
+			"username,omitempty client_cert_subject,omitempty tenant,omitempty broker,omitempty endpoint method " +
 			"instance_id,omitempty binding_id,omitempty service_id,omitempty plan_id,omitempty identity,omitempty " +
 			"api_version,omitempty accepts_incomplete,omitempty status duration_ms outcome operation,omitempty " +
 			"error,omitempty findings,omitempty blocked orphan_mitigation,omitempty bridged,omitempty " +
-			"from_cache,omitempty poll_shield,omitempty protection,omitempty parameter_keys,omitempty prev_hash hash,omitempty"},
+			"from_cache,omitempty poll_shield,omitempty protection,omitempty parameter_keys,omitempty key_id,omitempty " +
+			"prev_hash hash,omitempty"},
 		{Identity{}, "platform user_id,omitempty username,omitempty undecodable,omitempty"},
 		{Error{}, "code,omitempty description,omitempty"},
 		{Finding{}, "rule direction"},

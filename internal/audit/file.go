@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // fileMode is the mode of new audit files: they name who did what.
@@ -27,12 +28,13 @@ const tailChunk = 64 << 10
 // number, so that names sort oldest first) and a new one started; rotated
 // files beyond keep are deleted, oldest first.
 type rotating struct {
-	path string
-	max  int64
-	keep int
-	f    *os.File
-	size int64
-	seq  int // highest rotated sequence number in use
+	path  string
+	max   int64
+	keep  int
+	f     *os.File
+	size  int64
+	lines int64 // records (newlines) in the current file
+	seq   int   // highest rotated sequence number in use
 }
 
 // openRotating opens (or creates) path for appending and returns the hash
@@ -40,7 +42,28 @@ type rotating struct {
 // record, else of its newest rotated file's, else GenesisHash. A last line
 // cut short by a crash is ended with a newline, so the next record starts
 // on a line of its own (Verify reports the torn line).
-func openRotating(path string, max int64, keep int) (*rotating, string, error) {
+//
+// It then counts the file's records and compares them with the head file
+// (head.go), which was written after the records it names were synced:
+// a file that holds fewer, or another record where the head's last one
+// was, was cut short or rewritten. That is returned as a
+// *HeadMismatchError in headErr, beside a usable sink: the caller decides
+// whether to write on (and replace the head) or not.
+func openRotating(path string, max int64, keep int) (r *rotating, prev string, headErr, err error) {
+	r, prev, err = openSink(path, max, keep)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if headErr, err = r.checkHead(); err != nil {
+		r.f.Close()
+		return nil, "", nil, err
+	}
+	return r, prev, headErr, nil
+}
+
+// openSink opens the current file and finds the hash to chain to (see
+// openRotating).
+func openSink(path string, max int64, keep int) (*rotating, string, error) {
 	r := &rotating{path: path, max: max, keep: keep}
 	seqs, err := rotatedSeqs(path)
 	if err != nil {
@@ -105,6 +128,99 @@ func (r *rotating) open() error {
 func (r *rotating) Write(p []byte) (int, error) {
 	n, err := r.f.Write(p)
 	r.size += int64(n)
+	r.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
+	return n, err
+}
+
+// head returns the head of what was written so far (to be synced before
+// it is stored).
+func (r *rotating) head(last string, keyID string, now time.Time) (Head, bool) {
+	return Head{File: filepath.Base(r.path), Seq: r.seq, Records: r.lines, Size: r.size, LastHash: last, KeyID: keyID, Time: now.UTC()}, true
+}
+
+// storeHead replaces the head file.
+func (r *rotating) storeHead(h Head) error { return writeHead(HeadPath(r.path), h) }
+
+// checkHead counts the current file's records and compares the file the
+// head file names with it (see openRotating); err is for files that
+// cannot be read.
+func (r *rotating) checkHead() (mismatch error, err error) {
+	h, herr := ReadHead(HeadPath(r.path))
+	want := int64(0)
+	target := r.path
+	switch {
+	case herr != nil && isNotExist(herr):
+	case herr != nil:
+		return herr, r.countLines(0, nil)
+	case h.File != filepath.Base(r.path):
+		return fmt.Errorf("audit: the head file %s names %s, not %s", HeadPath(r.path), h.File, filepath.Base(r.path)), r.countLines(0, nil)
+	case h.Seq < r.seq: // rotated after the head was written, before it could follow
+		target = rotatedName(r.path, h.Seq+1)
+		want = h.Records
+	default:
+		want = h.Records
+	}
+	var at []byte
+	if target == r.path {
+		if err := r.countLines(want, &at); err != nil {
+			return nil, err
+		}
+		return h.compare(r.path, r.lines, at), nil
+	}
+	if err := r.countLines(0, nil); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(target)
+	if isNotExist(err) {
+		return nil, nil // rotated away since
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := scanLines(f, want, &at)
+	if err != nil {
+		return nil, err
+	}
+	return h.compare(target, n, at), nil
+}
+
+// countLines sets r.lines to the current file's lines, and *at to line
+// number want (1-based) when at is not nil.
+func (r *rotating) countLines(want int64, at *[]byte) error {
+	n, err := scanLines(io.NewSectionReader(r.f, 0, r.size), want, at)
+	r.lines = n
+	return err
+}
+
+// compare returns a *HeadMismatchError when file, holding n records of
+// which at is number h.Records, is not what h names; nil when it is.
+func (h Head) compare(file string, n int64, at []byte) error {
+	switch {
+	case n < h.Records:
+		return &HeadMismatchError{File: file, Head: h, Records: n}
+	case h.Records > 0 && hashOf(at) != h.LastHash:
+		return &HeadMismatchError{File: file, Head: h, Records: n, Rewritten: true}
+	}
+	return nil
+}
+
+// scanLines counts the lines of r (newlines, and a last line without one)
+// and sets *at to a copy of line number want (1-based), when at is not nil
+// and there is such a line.
+func scanLines(r io.Reader, want int64, at *[]byte) (int64, error) {
+	var n int64
+	found := false
+	err := eachLine(r, func(i int, line []byte) error {
+		n = int64(i)
+		if at != nil && n == want {
+			*at, found = bytes.Clone(line), true
+		}
+		return nil
+	})
+	if at != nil && !found {
+		*at = nil
+	}
 	return n, err
 }
 
@@ -136,6 +252,7 @@ func (r *rotating) rotate() error {
 		return err
 	}
 	r.seq++
+	r.lines = 0
 	if err := r.open(); err != nil {
 		return err
 	}

@@ -11,8 +11,15 @@
 // without the hash member (prev_hash included), and prev_hash, the hash of
 // the previous record. The chain continues across rotations and restarts,
 // so an edited, removed, inserted or reordered record breaks it at that
-// record or the next; Verify finds the first break. Records removed from
-// the end of the newest file leave no trace in the chain.
+// record or the next; Verify finds the first break. With a key
+// (audit.hmac_key_file) the hash is an HMAC-SHA256 (key.go), so that who
+// edits the file cannot recompute it.
+//
+// Records removed from the end of the newest file leave no trace in the
+// chain itself: the file sink keeps the chain's head (file, record count,
+// last hash) in a head file beside it, rewritten at each flush, and hands
+// it out to be logged at an interval (head.go); Verify compares the files
+// with a head.
 package audit
 
 import (
@@ -32,8 +39,26 @@ type Record struct {
 	RequestID string `json:"request_id"`
 	// TraceID is the W3C trace id of the call's server span.
 	TraceID string `json:"trace_id,omitempty"`
-	Tenant  string `json:"tenant,omitempty"`
-	Broker  string `json:"broker,omitempty"`
+	// ClientAddr is the IP address of the connection's peer: the
+	// platform, or the load balancer in front of it.
+	ClientAddr string `json:"client_addr,omitempty"`
+	// ForwardedFor is the client address a trusted proxy
+	// (listen.trusted_proxies) put in X-Forwarded-For: the rightmost
+	// address there that is not itself a trusted proxy. Empty when the
+	// peer is not trusted or sent none.
+	ForwardedFor string `json:"forwarded_for,omitempty"`
+	// Username is the tenant credential's username, never its password:
+	// the credential the call authenticated with or, for refused
+	// credentials, the username presented when it is one of the tenant's
+	// (a secret typed into the username field is never written). Empty
+	// before auth ran, and for a call a client certificate authenticated
+	// alone.
+	Username string `json:"username,omitempty"`
+	// ClientCertSubject is the subject of the connection's verified client
+	// certificate (mTLS), such as "CN=cloud-controller,O=example".
+	ClientCertSubject string `json:"client_cert_subject,omitempty"`
+	Tenant            string `json:"tenant,omitempty"`
+	Broker            string `json:"broker,omitempty"`
 	// Endpoint is the OSB endpoint ("provision", "unknown" for paths that
 	// are none).
 	Endpoint   string `json:"endpoint"`
@@ -76,6 +101,9 @@ type Record struct {
 	// ParameterKeys are the top-level keys of the request's "parameters"
 	// (audit.parameters: keys), never their values.
 	ParameterKeys []string `json:"parameter_keys,omitempty"`
+	// KeyID names the HMAC key of a keyed chain (audit.hmac_key_file; see
+	// KeyID); empty in a plain SHA-256 chain. The Writer sets it.
+	KeyID string `json:"key_id,omitempty"`
 	// PrevHash and Hash chain the records; the Writer sets them.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash,omitempty"`

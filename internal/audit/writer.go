@@ -26,13 +26,32 @@ type Writer struct {
 	out    sink
 	buf    *bufio.Writer
 	prev   [64]byte // hash of the last record written, in hex
+	hash   *hasher  // SHA-256, or HMAC-SHA256 under audit.hmac_key_file
 	policy string
 	closed bool
 	dirty  bool // records appended since the last background flush
+	// headGen numbers the heads taken (under mu), so that an older one
+	// never replaces a newer one in the head file.
+	headGen uint64
 	// onError receives errors of background flushes.
 	onError func(error)
 	stop    chan struct{}
 	done    chan struct{}
+
+	heads heads
+}
+
+// heads is the head file's side of a Writer: the last head stored and
+// whether it was handed to OnHead.
+type heads struct {
+	mu      sync.Mutex
+	gen     uint64 // of last; 0: none stored yet
+	last    Head
+	logged  uint64 // gen of the last head handed to onHead
+	now     func() time.Time
+	onHead  func(Head)
+	ticks   <-chan time.Time
+	stopTck func()
 }
 
 // sink is where lines go: a rotating file or a stream.
@@ -50,6 +69,11 @@ type sink interface {
 	needsRotation(buffered, n int) bool
 	rotate() error
 	close() error
+	// head returns the head of what was written so far, the last record's
+	// hash being last; false for sinks without one (streams).
+	head(last string, keyID string, now time.Time) (Head, bool)
+	// storeHead makes h the head that survives the process.
+	storeHead(h Head) error
 }
 
 // Options tune a Writer beyond its configuration.
@@ -59,20 +83,52 @@ type Options struct {
 	// OnError receives the errors of background flushes and syncs, which
 	// no caller sees otherwise (count and log them); nil: dropped.
 	OnError func(error)
+	// OnHead receives the file sink's head (see head.go) every
+	// audit.head_log_interval when records were added since the last
+	// one, and at Close: log it, so that a copy outside the audit
+	// directory shows records cut off the end. nil: not handed out.
+	OnHead func(Head)
+	// HeadTicks, when set, replaces the head_log_interval ticker (tests
+	// send on it).
+	HeadTicks <-chan time.Time
+	// Now is the clock of the heads' times; nil: time.Now.
+	Now func() time.Time
 }
 
 // Open opens the sink cfg names (cfg must be valid and Sink not "off"):
 // for "file", the file at cfg.Path, continuing the chain from its last
 // record (or its newest rotated file's); for "stdout", o.Stdout with a new
 // chain.
+//
+// With audit.hmac_key_file the records are keyed (key.go). A file that
+// holds less than its head file names (cut short, or rewritten) is
+// refused with a *HeadMismatchError, unless fsync is never, where a
+// machine crash can lose synced-looking records: then OnError gets it and
+// the writer goes on.
 func Open(cfg config.Audit, o Options) (*Writer, error) {
 	var out sink
 	prev := GenesisHash
+	var key []byte
+	if cfg.HMACKeyFile != "" {
+		var err error
+		if key, err = LoadKey(cfg.HMACKeyFile); err != nil {
+			return nil, fmt.Errorf("audit.hmac_key_file: %w", err)
+		}
+	}
 	switch cfg.Sink {
 	case config.AuditSinkFile:
-		f, last, err := openRotating(cfg.Path, cfg.MaxSizeBytes(), cfg.MaxFiles)
+		f, last, headErr, err := openRotating(cfg.Path, cfg.MaxSizeBytes(), cfg.MaxFiles)
 		if err != nil {
 			return nil, err
+		}
+		if headErr != nil {
+			if cfg.Fsync != config.AuditFsyncNever {
+				f.close()
+				return nil, fmt.Errorf("audit: %w; keep both files as evidence (osb-gateway audit verify shows it), and move %s away to start anew", headErr, HeadPath(cfg.Path))
+			}
+			if o.OnError != nil {
+				o.OnError(fmt.Errorf("audit: %w (with fsync never a machine crash can do that)", headErr))
+			}
 		}
 		out, prev = f, last
 	case config.AuditSinkStdout:
@@ -83,19 +139,38 @@ func Open(cfg config.Audit, o Options) (*Writer, error) {
 	default:
 		return nil, fmt.Errorf("audit: sink %q writes nothing", cfg.Sink)
 	}
-	return newWriter(out, prev, cfg.Fsync, cfg.FsyncInterval, o.OnError), nil
+	w := newWriter(out, prev, cfg.Fsync, cfg.FsyncInterval, o.OnError)
+	w.hash = newHasher(key)
+	w.heads.now, w.heads.onHead, w.heads.ticks = o.Now, o.OnHead, o.HeadTicks
+	if w.heads.now == nil {
+		w.heads.now = time.Now
+	}
+	_, hasHead := out.head("", "", time.Time{})
+	if hasHead && w.heads.ticks == nil && o.OnHead != nil {
+		every := cfg.HeadLogInterval
+		if every <= 0 {
+			every = config.DefaultAuditHeadLogInterval
+		}
+		t := time.NewTicker(every)
+		w.heads.ticks, w.heads.stopTck = t.C, t.Stop
+	}
+	if w.buf != nil || hasHead {
+		if cfg.FsyncInterval <= 0 {
+			cfg.FsyncInterval = config.DefaultAuditFsyncInterval
+		}
+		w.stop, w.done = make(chan struct{}), make(chan struct{})
+		go w.flushEvery(cfg.FsyncInterval)
+	}
+	return w, nil
 }
 
+// newWriter returns a Writer on out with plain hashes and no background
+// work (Open starts it).
 func newWriter(out sink, prev, policy string, interval time.Duration, onError func(error)) *Writer {
-	w := &Writer{out: out, policy: policy, onError: onError}
+	w := &Writer{out: out, policy: policy, onError: onError, hash: newHasher(nil)}
 	copy(w.prev[:], prev)
 	if policy != config.AuditFsyncAlways {
 		w.buf = bufio.NewWriterSize(out, bufferSize)
-		if interval <= 0 {
-			interval = config.DefaultAuditFsyncInterval
-		}
-		w.stop, w.done = make(chan struct{}), make(chan struct{})
-		go w.flushEvery(interval)
 	}
 	return w
 }
@@ -110,7 +185,7 @@ func newWriter(out sink, prev, policy string, interval time.Duration, onError fu
 // (BenchmarkChainCanned/gateway-1pct-audit).
 func (w *Writer) Write(r *Record) error {
 	buf := getBuffer()
-	body, err := encode((*buf)[:0], r) // outside the lock: only the chaining is ordered
+	body, err := encode((*buf)[:0], r, w.hash.id) // outside the lock: only the chaining is ordered
 	if err != nil {
 		putBuffer(buf, *buf)
 		return fmt.Errorf("audit: encoding a record: %w", err)
@@ -128,7 +203,7 @@ func (w *Writer) append(body []byte) error {
 	if w.closed {
 		return errors.New("audit: write after close")
 	}
-	line, hash := chain(body, &w.prev)
+	line, hash := chain(body, &w.prev, w.hash)
 	buffered := 0
 	if w.buf != nil {
 		buffered = w.buf.Buffered()
@@ -139,6 +214,10 @@ func (w *Writer) append(body []byte) error {
 		}
 		if err := w.out.rotate(); err != nil {
 			return fmt.Errorf("audit: rotating: %w", err)
+		}
+		// The head follows at once: it names the new, empty file.
+		if h, gen, ok := w.takeHeadLocked(); ok {
+			w.storeHead(h, gen)
 		}
 	}
 	w.prev = hash
@@ -188,15 +267,22 @@ func (w *Writer) flushLocked(sync bool) error {
 // flushEvery writes the buffer out every interval until Close and, with
 // the interval policy, syncs the file after releasing the lock: an fsync
 // can take milliseconds, and Write must not wait for it. A file that
-// rotation closed meanwhile was synced by the rotation.
+// rotation closed meanwhile was synced by the rotation. After each flush
+// that wrote records it stores the head; on each head tick it hands the
+// stored head to OnHead.
 func (w *Writer) flushEvery(interval time.Duration) {
 	defer close(w.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	if w.heads.stopTck != nil {
+		defer w.heads.stopTck()
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
+		case <-w.heads.ticks:
+			w.logHead()
 		case <-t.C:
 			w.mu.Lock()
 			dirty := w.dirty
@@ -206,17 +292,77 @@ func (w *Writer) flushEvery(interval time.Duration) {
 			if err == nil && dirty && w.policy == config.AuditFsyncInterval && !w.closed {
 				sync = w.out.syncer()
 			}
+			var h Head
+			var gen uint64
+			ok := false
+			if err == nil && dirty && !w.closed {
+				h, gen, ok = w.takeHeadLocked()
+			}
 			w.mu.Unlock()
 			if sync != nil {
-				if serr := sync(); serr != nil && !errors.Is(serr, os.ErrClosed) {
-					err = fmt.Errorf("audit: sync: %w", serr)
+				if serr := sync(); serr != nil {
+					ok = false // rotation synced the file and stored a newer head
+					if !errors.Is(serr, os.ErrClosed) {
+						err = fmt.Errorf("audit: sync: %w", serr)
+					}
 				}
+			}
+			if ok {
+				w.storeHead(h, gen)
 			}
 			if err != nil && w.onError != nil {
 				w.onError(err)
 			}
 		}
 	}
+}
+
+// takeHeadLocked returns the head of what was written to the file so far
+// and its generation; w.mu is held, and the buffer was flushed.
+func (w *Writer) takeHeadLocked() (Head, uint64, bool) {
+	h, ok := w.out.head(string(w.prev[:]), w.hash.id, w.heads.now())
+	if !ok {
+		return Head{}, 0, false
+	}
+	w.headGen++
+	return h, w.headGen, true
+}
+
+// storeHead writes h, taken as generation gen, to the head file, unless a
+// newer head is there already. Errors go to OnError.
+func (w *Writer) storeHead(h Head, gen uint64) {
+	w.heads.mu.Lock()
+	defer w.heads.mu.Unlock()
+	if gen <= w.heads.gen {
+		return
+	}
+	if err := w.out.storeHead(h); err != nil {
+		if w.onError != nil {
+			w.onError(err)
+		}
+		return
+	}
+	w.heads.gen, w.heads.last = gen, h
+}
+
+// logHead hands the stored head to OnHead, unless it was handed out
+// already.
+func (w *Writer) logHead() {
+	w.heads.mu.Lock()
+	h, fresh := w.heads.last, w.heads.gen > w.heads.logged
+	w.heads.logged = w.heads.gen
+	w.heads.mu.Unlock()
+	if fresh && w.heads.onHead != nil {
+		w.heads.onHead(h)
+	}
+}
+
+// Head returns the head last stored in the head file, and false when none
+// was yet (or the sink has none).
+func (w *Writer) Head() (Head, bool) {
+	w.heads.mu.Lock()
+	defer w.heads.mu.Unlock()
+	return w.heads.last, w.heads.gen > 0
 }
 
 // Close flushes and syncs what is buffered and closes the sink. Writes
@@ -234,8 +380,15 @@ func (w *Writer) Close() error {
 		<-w.done
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return errors.Join(w.flushLocked(w.policy != config.AuditFsyncNever), w.out.close())
+	err := w.flushLocked(w.policy != config.AuditFsyncNever)
+	h, gen, ok := w.takeHeadLocked()
+	if ok && err == nil {
+		w.storeHead(h, gen)
+	}
+	err = errors.Join(err, w.out.close())
+	w.mu.Unlock()
+	w.logHead()
+	return err
 }
 
 // stream is a sink on a writer that is never rotated or synced, such as
@@ -247,3 +400,6 @@ func (stream) syncer() func() error        { return nil }
 func (stream) needsRotation(int, int) bool { return false }
 func (stream) rotate() error               { return nil }
 func (stream) close() error                { return nil }
+
+func (stream) head(string, string, time.Time) (Head, bool) { return Head{}, false }
+func (stream) storeHead(Head) error                        { return nil }
