@@ -238,14 +238,21 @@ func (w *Writer) append(body []byte) error {
 	return nil
 }
 
-// Flush writes buffered records and syncs them, whatever the policy.
+// Flush writes buffered records and syncs them, whatever the policy, and
+// stores the head.
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
-	return w.flushLocked(true)
+	if err := w.flushLocked(true); err != nil {
+		return err
+	}
+	if h, gen, ok := w.takeHeadLocked(); ok {
+		w.storeHead(h, gen)
+	}
+	return nil
 }
 
 // flushLocked writes the buffer out and syncs when sync is set.
