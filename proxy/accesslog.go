@@ -8,13 +8,16 @@ import (
 
 // withAccessLog writes one line per request, after it was served, from the
 // Scope: request id, method, tenant, broker, endpoint, instance id (when
-// there is one), status, duration in microseconds, body bytes, the
-// protection that answered (when one did), the gateway's own error
-// (descriptions, which never carry secrets), and, for a poll the poll
-// shield answered, where its answer came from. It never
-// logs headers, bodies or credentials. Server errors log at warn level, the
-// rest at info.
-func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Middleware {
+// there is one), status, duration in microseconds, body bytes, who called
+// (client_addr, the peer's IP; forwarded_for, the client a trusted proxy
+// names in X-Forwarded-For; username, the tenant credential's; and
+// client_cert_subject, each when known; see caller.go), the trace id (when
+// the call is traced), the protection that answered (when one did), the
+// gateway's own error (descriptions, which never carry secrets), and, for
+// a poll the poll shield answered, where its answer came from. It never
+// logs headers, bodies, passwords or a username that is none of the
+// tenant's. Server errors log at warn level, the rest at info.
+func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, trusted proxies) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
@@ -23,7 +26,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 			if s.Status >= 500 {
 				level = slog.LevelWarn
 			}
-			var fields [12]accessField
+			var fields [17]accessField
 			n := 0
 			add := func(k, v string) { fields[n] = accessField{key: k, str: v}; n++ }
 			addN := func(k string, v int64) { fields[n] = accessField{key: k, num: v, isN: true}; n++ }
@@ -39,6 +42,19 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time) Mi
 			t := now()
 			addN("duration_us", t.Sub(s.Start).Microseconds())
 			addN("bytes", s.Bytes)
+			add("client_addr", peerAddr(r.RemoteAddr))
+			if v := trusted.forwardedFor(r); v != "" {
+				add("forwarded_for", v)
+			}
+			if v := s.username(); v != "" {
+				add("username", v)
+			}
+			if v := clientCertSubject(r); v != "" {
+				add("client_cert_subject", v)
+			}
+			if v := traceIDOf(callTraceParent(s, r)); v != "" {
+				add("trace_id", v)
+			}
 			if s.Protection != "" {
 				add("protection", s.Protection)
 			}

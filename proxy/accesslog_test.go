@@ -25,7 +25,7 @@ func TestAccessLogWriter(t *testing.T) {
 			s := ScopeOf(w, r)
 			s.Tenant, s.Broker, s.Call.InstanceID = "t", "b", "i 1"
 			w.WriteHeader(status)
-		}, withAccessLog(nil, NewAccessLog(&out, format, lv), fixed))
+		}, withAccessLog(nil, NewAccessLog(&out, format, lv), fixed, nil))
 		return out.String()
 	}
 

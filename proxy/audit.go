@@ -44,9 +44,10 @@ const auditErrorLogEvery = 10 * time.Second
 // findings (which may quote payload values) are left out, the findings'
 // rule ids are kept. A failed write is counted on m and logged on log at
 // most once every auditErrorLogEvery, and never changes the response. It
-// sits inside the trace stage, so that the record carries the trace id. A
-// nil o leaves the stage out (nil Middleware).
-func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time) Middleware {
+// sits inside the trace stage, so that the record carries the trace id. It
+// names who called as the access log does (caller.go), trusted being
+// listen.trusted_proxies. A nil o leaves the stage out (nil Middleware).
+func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time, trusted proxies) Middleware {
 	if o == nil {
 		return nil
 	}
@@ -65,11 +66,11 @@ func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Ti
 					// (*audit.Writer).Write keeps nothing of the record:
 					// it stays on the stack.
 					var rec audit.Record
-					fillAuditRecord(&rec, s, r, now(), paramKeys)
+					fillAuditRecord(&rec, s, r, now(), paramKeys, trusted)
 					err = direct.Write(&rec)
 				} else {
 					rec := new(audit.Record)
-					fillAuditRecord(rec, s, r, now(), paramKeys)
+					fillAuditRecord(rec, s, r, now(), paramKeys, trusted)
 					err = writer.Write(rec)
 				}
 				if err == nil {
@@ -88,11 +89,15 @@ func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Ti
 }
 
 // fillAuditRecord sets rec to the record of a finished call.
-func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool) {
+func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool, trusted proxies) {
 	*rec = audit.Record{
 		Time:              s.Start.UTC(),
 		RequestID:         s.RequestID,
 		TraceID:           traceIDOf(callTraceParent(s, r)),
+		ClientAddr:        peerAddr(r.RemoteAddr),
+		ForwardedFor:      trusted.forwardedFor(r),
+		Username:          s.username(),
+		ClientCertSubject: clientCertSubject(r),
 		Tenant:            s.Tenant,
 		Broker:            s.Broker,
 		Endpoint:          s.Call.Endpoint.String(),

@@ -97,21 +97,25 @@ func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
 	}
 	ignore := cmpopts.IgnoreFields(audit.Record{}, "Time", "TraceID", "DurationMS", "PrevHash", "Hash", "RequestID")
 	want := []audit.Record{{
+		ClientAddr: "127.0.0.1", Username: "t1-user",
 		Tenant: "t1", Broker: "strict", Endpoint: "provision", Method: "PUT", InstanceID: "inst-a1",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
 		Identity:   &audit.Identity{Platform: "cloudfoundry", UserID: "u-42"},
 		APIVersion: "2.17", Status: 201, Outcome: OutcomeForwarded, ParameterKeys: []string{"admin_password", "size"},
 	}, {
+		ClientAddr: "127.0.0.1", Username: "t1-user",
 		Tenant: "t1", Broker: "strict", Endpoint: "bind", Method: "PUT", InstanceID: "inst-a1", BindingID: "bind-a1",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
 		APIVersion: "2.17", Status: 201, Outcome: OutcomeForwarded, ParameterKeys: []string{"role"},
 	}, {
+		ClientAddr: "127.0.0.1", Username: "t1-user",
 		Tenant: "t1", Broker: "strict", Endpoint: "provision", Method: "PUT", InstanceID: "inst-a2",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
 		APIVersion: "2.17", Status: 400, Outcome: OutcomeRejected, ParameterKeys: []string{"size"},
 		Error:    &audit.Error{Description: describedByFindings}, // the real one quotes the value
 		Findings: []audit.Finding{{Rule: "request.parameters.schema", Direction: "request"}},
 	}, {
+		ClientAddr: "127.0.0.1", Username: "t1-user",
 		Tenant: "t1", Broker: "strict", Endpoint: "catalog", Method: "GET",
 		APIVersion: "2.17", Status: 200, Outcome: OutcomeFromCache, FromCache: true,
 	}}
@@ -222,7 +226,7 @@ func TestAuditStageWritesWithoutAllocating(t *testing.T) {
 	}
 	defer w.Close()
 	now := time.Date(2026, 11, 22, 3, 18, 0, 0, time.UTC)
-	h := withAudit(&AuditOptions{Writer: w, ParameterKeys: true}, nil, slog.New(slog.DiscardHandler), func() time.Time { return now })(
+	h := withAudit(&AuditOptions{Writer: w, ParameterKeys: true}, nil, slog.New(slog.DiscardHandler), func() time.Time { return now }, nil)(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	s := &Scope{Start: now.Add(-time.Millisecond), RequestID: "46d1819c-5f0c-4c5d-8e9f-0a1b2c3d4e5f", Tenant: "t1", Broker: "b1",
 		Version: osb.Version{Major: 2, Minor: 17}, Status: 200, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",

@@ -50,6 +50,7 @@ type credential struct {
 	user   [32]byte // SHA-256 of the username
 	pair   [32]byte // presentedDigest of the username and password
 	bcrypt []byte   // non-nil: pair is unused, compare with bcrypt
+	name   string   // the username, for logs and audit records
 }
 
 // presentedDigest is the SHA-256 of a username and password, the
@@ -84,7 +85,7 @@ func newTenant(tc *config.Tenant) (*tenant, error) {
 	maxCost := 0
 	for i := range tc.Credentials {
 		c := &tc.Credentials[i]
-		cr := credential{user: sha256.Sum256([]byte(c.Username))}
+		cr := credential{user: sha256.Sum256([]byte(c.Username)), name: c.Username}
 		if c.IsBcrypt() {
 			cr.bcrypt = []byte(c.Password.Reveal())
 			cost, err := bcrypt.Cost(cr.bcrypt)
@@ -106,37 +107,37 @@ func newTenant(tc *config.Tenant) (*tenant, error) {
 }
 
 // verify checks a username and password presented from addr against the
-// tenant's credentials; nil means they are valid. Every plain credential
-// is compared, so timing does not tell which one (or whether a username)
-// matched. A pair neither cached nor plain goes to bcrypt, within g's
+// tenant's credentials and returns the credential they match; a nil error
+// means they are valid. Every plain credential is compared, so timing does
+// not tell which one (or whether a username) matched. A pair neither cached nor plain goes to bcrypt, within g's
 // limits: refused with 429 when addr has no failure left, waiting for a
 // slot as long as ctx lasts (503 when it ends), and answered without
 // bcrypt when refused a moment ago. A success costs addr nothing.
-func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) *osb.Error {
+func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) (*credential, *osb.Error) {
 	d := presentedDigest(user, pass)
-	if _, ok := t.verified.Load(d); ok {
-		return nil
+	if c, ok := t.verified.Load(d); ok {
+		return c.(*credential), nil
 	}
-	plain := 0
+	match := -1
 	for i := range t.creds {
 		if c := &t.creds[i]; c.bcrypt == nil {
-			plain |= subtle.ConstantTimeCompare(d[:], c.pair[:])
+			match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], c.pair[:]), i, match)
 		}
 	}
-	if plain == 1 {
-		return nil
+	if match >= 0 {
+		return &t.creds[match], nil
 	}
 	if t.bcryptRuns == 0 || g.recentlyFailed(t, d) {
 		g.fail(addr)
-		return t.refused()
+		return nil, t.refused()
 	}
 	f, wait, ok := g.reserve(addr)
 	if !ok {
-		return g.tooMany(addr, wait)
+		return nil, g.tooMany(addr, wait)
 	}
 	if err := g.acquire(ctx); err != nil {
 		f.refund()
-		return g.abandoned(err)
+		return nil, g.abandoned(err)
 	}
 	// A copy for the comparisons: pass points into the auth stage's stack
 	// buffer, which must not escape through g.compare on the hot path.
@@ -144,11 +145,28 @@ func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user,
 	g.release()
 	if c == nil {
 		g.rememberFailed(t, d)
-		return t.refused()
+		return nil, t.refused()
 	}
 	f.refund()
 	t.verified.Store(d, c)
-	return nil
+	return c, nil
+}
+
+// knownUser returns the tenant's first credential whose username is user,
+// or nil, comparing every credential's in constant time: it names the
+// credential refused credentials were presented for, without writing down
+// a username that is none of the tenant's (a password typed into the
+// username field, say).
+func (t *tenant) knownUser(user []byte) *credential {
+	u := sha256.Sum256(user)
+	match := -1
+	for i := len(t.creds) - 1; i >= 0; i-- {
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(u[:], t.creds[i].user[:]), i, match)
+	}
+	if match < 0 {
+		return nil
+	}
+	return &t.creds[match]
 }
 
 // bcryptMatch returns the bcrypt credential user and pass match, or nil
@@ -225,11 +243,14 @@ func withAuth(g *authGate) Middleware {
 				g.fail(addr)
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(header))
 			default:
-				err = t.verify(r.Context(), g, addr, user, pass)
+				s.cred, err = t.verify(r.Context(), g, addr, user, pass)
 			}
 			if err != nil {
 				if err.Status == http.StatusUnauthorized {
 					err.Header = http.Header{"Www-Authenticate": challenge}
+					if ok {
+						s.cred = t.knownUser(user)
+					}
 				}
 				s.failUnread(w, r, err)
 				return

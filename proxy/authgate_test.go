@@ -121,7 +121,7 @@ func TestWrongPasswordCostsTheSameForEveryUsername(t *testing.T) {
 			var log compareLog
 			g.compare = log.compare
 			tn := mustTenant(t, tenants[tc.tenant])
-			err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass))
+			_, err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass))
 			if (err == nil) != tc.valid {
 				t.Fatalf("verify = %v, want valid %v", err, tc.valid)
 			}
@@ -159,7 +159,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 			// Each from its own address, with its own password: neither the
 			// failure limit nor the cache of refusals is in play.
 			addr := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
-			if err := tn.verify(ctx, g, addr, []byte("u"), []byte{'x', byte('0' + i)}); err != nil {
+			if _, err := tn.verify(ctx, g, addr, []byte("u"), []byte{'x', byte('0' + i)}); err != nil {
 				status = err.Status
 			}
 			results <- result{i, status}
@@ -220,7 +220,7 @@ func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 	}
 	for _, st := range steps {
 		clock.Advance(st.advance)
-		err := st.tenant.verify(context.Background(), g, testAddr, []byte("u"), []byte(st.pass))
+		_, err := st.tenant.verify(context.Background(), g, testAddr, []byte("u"), []byte(st.pass))
 		if err == nil || err.Status != http.StatusUnauthorized {
 			t.Fatalf("%s: %v, want 401", st.name, err)
 		}

@@ -47,7 +47,7 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		{"guard", poll, withGuard(g.guard)},
 		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
 		{"trace", poll, withTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
-		{"audit", poll, withAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now)},
+		{"audit", poll, withAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now, nil)},
 	} {
 		b.Run(st.name, func(b *testing.B) {
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), withClassify(), st.mw)

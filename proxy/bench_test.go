@@ -123,8 +123,8 @@ func BenchmarkStage(b *testing.B) {
 	}{
 		{"baseline", func(h http.Handler) http.Handler { return h }},
 		{"recover", withRecover(slog.New(slog.DiscardHandler))},
-		{"accesslog slog", withAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now)},
-		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now)},
+		{"accesslog slog", withAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now, nil)},
+		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now, nil)},
 		{"bodylimit", withBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
 		{"auth", withAuth(testAuthGate(b, config.Auth{}, time.Now))},

@@ -172,6 +172,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, b := range cfg.Brokers {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
 	}
+	trusted := proxies(cfg.Listen.TrustedProxyPrefixes())
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -180,9 +181,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withScope(opts.Now),
 		withTrace(opts.Tracing),
 		withMetrics(opts.Metrics),
-		withAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now),
+		withAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now, trusted),
 		withRecover(opts.Logger),
-		withAccessLog(opts.Logger, opts.AccessLog, opts.Now),
+		withAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
 		withRoute(routes),
 		withOverload(g.protect.overload), // before anything that costs: see withOverload
 		withAuth(g.auth),

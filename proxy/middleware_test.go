@@ -110,7 +110,7 @@ func TestAccessLogLine(t *testing.T) {
 		s.Tenant, s.Broker = "t", "b"
 		s.Call.InstanceID = "i1"
 		w.WriteHeader(201)
-	}, withAccessLog(log, nil, time.Now))
+	}, withAccessLog(log, nil, time.Now, nil))
 	line := logs.String()
 	for _, want := range []string{`"tenant":"t"`, `"broker":"b"`, `"instance_id":"i1"`, `"status":201`, `"request_id":"`, `"duration_us":`} {
 		if !strings.Contains(line, want) {

@@ -131,6 +131,10 @@ type Scope struct {
 	// ticket is the call's slot and breaker permit of its broker
 	// (brokerprotect.go); nil without them.
 	ticket *brokerTicket
+	// cred is the tenant credential the auth stage found (see
+	// Scope.username): nil before auth, without basic auth, or when the
+	// presented username is none of the tenant's.
+	cred *credential
 	// hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
 	hdrs [2]string
