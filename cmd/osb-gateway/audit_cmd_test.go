@@ -117,3 +117,80 @@ func TestAuditCommandUsage(t *testing.T) {
 		t.Errorf("verify missing file: %d %q", code, errOut)
 	}
 }
+
+// TestAuditVerifyFindsACutShortFile is the case: "audit verify"
+// said "ok: 21 records" for a 23-record file cut short.
+func TestAuditVerifyFindsACutShortFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: path, MaxSize: "1MiB", MaxFiles: 10,
+		Fsync: config.AuditFsyncAlways, FsyncInterval: time.Hour}, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 23 {
+		if err := w.Write(&audit.Record{RequestID: fmt.Sprintf("r-%d", i), Endpoint: "provision", Method: "PUT", Status: 201}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	code, out, _ := runAuditArgs("verify", path)
+	if code != 0 || !strings.Contains(out, "head: audit.log held 23 records") {
+		t.Fatalf("verify intact: %d %q", code, out)
+	}
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:21], "")), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runAuditArgs("verify", path)
+	if code != 1 || out != "" || !strings.Contains(errOut, "was cut short: 23 records at the head") || !strings.Contains(errOut, "21 in the file") {
+		t.Errorf("verify cut short: %d %q %q; want exit 1: 23 records at the head, 21 in the file", code, out, errOut)
+	}
+	// The head as the log carries it, saved to a file, serves as well when
+	// the head file is gone too.
+	head, _ := os.ReadFile(audit.HeadPath(path))
+	os.Remove(audit.HeadPath(path))
+	logged := filepath.Join(t.TempDir(), "logged-head.json")
+	if err := os.WriteFile(logged, head, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runAuditArgs("verify", path); code != 0 || !strings.Contains(out, "head: none") {
+		t.Errorf("verify without a head: %d %q; want ok, saying nothing vouches for the end", code, out)
+	}
+	if code, _, errOut := runAuditArgs("verify", "-head", logged, path); code != 1 || !strings.Contains(errOut, "21 in the file") {
+		t.Errorf("verify -head logged: %d %q", code, errOut)
+	}
+}
+
+func TestAuditVerifyKeyedChain(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "audit-hmac.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("s3cr3t", 8)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "audit.log")
+	w, err := audit.Open(config.Audit{Sink: config.AuditSinkFile, Path: path, MaxSize: "1MiB", MaxFiles: 10,
+		Fsync: config.AuditFsyncAlways, FsyncInterval: time.Hour, HMACKeyFile: keyFile}, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := w.Write(&audit.Record{RequestID: fmt.Sprintf("r-%d", i), Endpoint: "bind", Method: "PUT", Status: 201}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	code, _, errOut := runAuditArgs("verify", path)
+	if code != 2 || !strings.Contains(errOut, "the chain is keyed (HMAC-SHA256, key id ") || !strings.Contains(errOut, "-key-file") {
+		t.Errorf("verify keyed without the key: %d %q; want exit 2 asking for -key-file", code, errOut)
+	}
+	code, out, errOut := runAuditArgs("verify", "-key-file", keyFile, path)
+	if code != 0 || !strings.Contains(out, "keyed: all 3 records with HMAC-SHA256") {
+		t.Errorf("verify -key-file: %d %q %q", code, out, errOut)
+	}
+	short := filepath.Join(dir, "short.key")
+	os.WriteFile(short, []byte("short"), 0o600)
+	if code, _, errOut := runAuditArgs("verify", "-key-file", short, path); code != 2 || !strings.Contains(errOut, "at least 32") {
+		t.Errorf("verify -key-file short: %d %q", code, errOut)
+	}
+}

@@ -46,7 +46,7 @@ func newObservability(cfg *config.Config, log *slog.Logger, topts ...telemetry.O
 		o.audit, err = audit.Open(cfg.Audit, audit.Options{Stdout: os.Stdout, OnError: func(e error) {
 			m.AuditWriteError()
 			log.Error("audit write failed", slog.String("error", e.Error()))
-		}})
+		}, OnHead: func(h audit.Head) { logAuditHead(log, h) }})
 		if err != nil {
 			_ = prov.Shutdown(context.Background())
 			return nil, err
@@ -117,4 +117,16 @@ func (o *observability) close(ctx context.Context) {
 		_ = o.audit.Close()
 	}
 	_ = o.prov.Shutdown(ctx)
+}
+
+// logAuditHead logs the audit chain's head (audit.head_log_interval): a
+// copy, outside the audit directory, of what the head file says, so that
+// records cut off the end show even when the head file was rewritten too.
+// "osb-gateway audit verify -head" takes it saved as a file (the JSON of
+// the head attribute).
+func logAuditHead(log *slog.Logger, h audit.Head) {
+	log.LogAttrs(context.Background(), slog.LevelInfo, "audit head", slog.Group("head",
+		slog.String("file", h.File), slog.Int("seq", h.Seq), slog.Int64("records", h.Records),
+		slog.Int64("size", h.Size), slog.String("last_hash", h.LastHash), slog.String("key_id", h.KeyID),
+		slog.Time("time", h.Time)))
 }
