@@ -22,6 +22,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// startServe runs `bin serve -config path` as a child process: the
+// process, and a channel that receives its exit. The process is killed
+// when the test ends, and its log shown if the test failed.
+func startServe(t *testing.T, bin, path string) (*os.Process, <-chan error) {
+	t.Helper()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "serve", "-config", path)
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done // logs is written no more
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+	return cmd.Process, exited
+}
+
 // TestProcessSignals runs the real binary: SIGHUP reloads the file, SIGTERM
 // drains a request in flight and exits 0.
 func TestProcessSignals(t *testing.T) {
@@ -50,20 +76,7 @@ func TestProcessSignals(t *testing.T) {
 		}
 	}
 	write("first")
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "-config", path)
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}()
+	proc, exited := startServe(t, bin, path)
 	waitReady(t, "http://"+admin)
 	base := "http://" + listen
 
@@ -71,7 +84,7 @@ func TestProcessSignals(t *testing.T) {
 		t.Fatalf("before SIGHUP: %d", code)
 	}
 	write("second")
-	_ = cmd.Process.Signal(syscall.SIGHUP)
+	_ = proc.Signal(syscall.SIGHUP)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if code, _ := poll(t, base, "second"); code == 200 {
@@ -101,7 +114,7 @@ func TestProcessSignals(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the slow request never reached the broker")
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = proc.Signal(syscall.SIGTERM)
 	if code := <-got; code != 200 {
 		t.Errorf("request in flight at SIGTERM got %d", code)
 	}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -122,20 +120,7 @@ func TestRolloutZeroDrop(t *testing.T) {
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	cmd := exec.Command(osbtest.GatewayBinary(t), "serve", "-config", path)
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}()
+	proc, exited := startServe(t, osbtest.GatewayBinary(t), path)
 	waitReady(t, "http://"+admin)
 
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
@@ -189,7 +174,7 @@ func TestRolloutZeroDrop(t *testing.T) {
 	}()
 	<-entered
 
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = proc.Signal(syscall.SIGTERM)
 	select {
 	case <-removed:
 	case <-time.After(30 * time.Second):
@@ -202,7 +187,7 @@ func TestRolloutZeroDrop(t *testing.T) {
 	<-loadDone
 	l.wg.Wait()
 
-	_ = cmd.Process.Signal(syscall.SIGTERM) // the delay's end, early
+	_ = proc.Signal(syscall.SIGTERM) // the delay's end, early
 	waitFor(t, "the listener closed", func() bool {
 		c, err := net.Dial("tcp", listen)
 		if err == nil {
