@@ -425,7 +425,7 @@ func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}}, clock.Now)
+		DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

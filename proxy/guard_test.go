@@ -226,7 +226,7 @@ func TestGuardRedisStoppedAndRestarted(t *testing.T) {
 	r := storetest.StartRedis(t)
 	e := newGuardEnv(t, func(now func() time.Time) store.Store {
 		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
-			DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}}, now)
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}}, now)
 		if err != nil {
 			t.Fatal(err)
 		}

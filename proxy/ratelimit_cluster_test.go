@@ -52,8 +52,8 @@ func startReplica(t *testing.T, cfg *config.Config, clock *osbtest.Clock) *repli
 	t.Helper()
 	rc := cfg.State.Redis
 	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: rc.Addrs,
-		KeyPrefix: rc.KeyPrefix, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
-		WriteTimeout: 200 * time.Millisecond}}, clock.Now)
+		KeyPrefix: rc.KeyPrefix, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second}}, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,9 @@ import (
 // memberLua defines find(key, prefix): the member of the sorted set key
 // that starts with prefix (an id and its NUL: at most one), or false;
 // parse(m, idlen): the instance record and the {binding id, record} pairs
-// of member m; build(id, inst, bindings): the member; tenantOf(rec): the
+// of member m; build(id, inst, bindings): the member; seek(m, idlen, bid):
+// where binding bid's entry starts and ends in m, and its record (nil if
+// m has none); entry(bid, rec): a binding's entry; tenantOf(rec): the
 // tenant of an instance record; count(key, field, delta): adds delta to a
 // count of hash key, deleting it at zero (none for the field "").
 const memberLua = `
@@ -105,10 +107,24 @@ local function parse(m, idlen)
 end
 local function build(id, inst, bs)
   local parts = {id, '\0', p24(#inst), inst}
-  for _, b in ipairs(bs) do
-    parts[#parts + 1] = string.char(math.floor(#b[1] / 256), #b[1] % 256) .. b[1] .. p24(#b[2]) .. b[2]
-  end
+  for _, b in ipairs(bs) do parts[#parts + 1] = entry(b[1], b[2]) end
   return table.concat(parts)
+end
+local function seek(m, idlen, bid)
+  local _, i = instOf(m, idlen)
+  while i <= #m do
+    local bl = string.byte(m, i) * 256 + string.byte(m, i + 1)
+    local rl = u24(m, i + 2 + bl)
+    local e = i + 4 + bl + rl
+    if bl == #bid and string.sub(m, i + 2, i + 1 + bl) == bid then
+      return i, e, string.sub(m, i + 5 + bl, e)
+    end
+    i = e + 1
+  end
+  return nil
+end
+local function entry(bid, rec)
+  return string.char(math.floor(#bid / 256), #bid % 256) .. bid .. p24(#rec) .. rec
 end
 local function tenantOf(rec)
   local n = string.byte(rec, 2) or 0
@@ -183,23 +199,24 @@ return out
 // (or takes it out where ARGV[5] is ""); 1 if stored, else 0. KEYS: ix,
 // n, ex.
 var putBindingScript = redis.NewScript(memberLua + `
-local id, bid = ARGV[1], ARGV[2]
+local id, bid, rec = ARGV[1], ARGV[2], ARGV[3]
 local old = find(KEYS[1], id .. '\0')
-local inst, bs = '', {}
-if old then inst, bs = parse(old, #id) end
-local at
-for j, b in ipairs(bs) do
-  if b[1] == bid then at = j break end
-end
-if at then
-  if ARGV[4] ~= '1' then return 0 end
-  bs[at][2] = ARGV[3]
-else
-  bs[#bs + 1] = {bid, ARGV[3]}
+local m
+if not old then
+  m = id .. '\0' .. p24(0) .. entry(bid, rec)
   count(KEYS[2], '\0b', 1)
+else
+  local s, e = seek(old, #id, bid)
+  if s then
+    if ARGV[4] ~= '1' then return 0 end
+    m = string.sub(old, 1, s - 1) .. entry(bid, rec) .. string.sub(old, e + 1)
+  else
+    m = old .. entry(bid, rec)
+    count(KEYS[2], '\0b', 1)
+  end
+  redis.call('ZREM', KEYS[1], old)
 end
-if old then redis.call('ZREM', KEYS[1], old) end
-redis.call('ZADD', KEYS[1], 0, build(id, inst, bs))
+redis.call('ZADD', KEYS[1], 0, m)
 if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[3], ARGV[5], id .. '\0' .. bid)
 else
@@ -214,15 +231,11 @@ var deleteBindingScript = redis.NewScript(memberLua + `
 local id, bid = ARGV[1], ARGV[2]
 local old = find(KEYS[1], id .. '\0')
 if not old then return 0 end
-local inst, bs = parse(old, #id)
-local at
-for j, b in ipairs(bs) do
-  if b[1] == bid then at = j break end
-end
-if not at then return 0 end
-table.remove(bs, at)
+local s, e = seek(old, #id, bid)
+if not s then return 0 end
 redis.call('ZREM', KEYS[1], old)
-if #inst > 0 or #bs > 0 then redis.call('ZADD', KEYS[1], 0, build(id, inst, bs)) end
+local m = string.sub(old, 1, s - 1) .. string.sub(old, e + 1)
+if #m > #id + 4 then redis.call('ZADD', KEYS[1], 0, m) end
 redis.call('ZREM', KEYS[3], id .. '\0' .. bid)
 count(KEYS[2], '\0b', -1)
 return 1

@@ -34,14 +34,9 @@ for _, e in ipairs(members) do
   local p = string.find(e, '\0', 1, true)
   local id, bid = string.sub(e, 1, p - 1), string.sub(e, p + 1)
   local m = find(KEYS[2], id .. '\0')
-  local rec = ''
-  if m then
-    local _, bs = parse(m, #id)
-    for _, b in ipairs(bs) do
-      if b[1] == bid then rec = e .. '\0' .. b[2] break end
-    end
-  end
-  out[#out + 1] = rec
+  local rec
+  if m then _, _, rec = seek(m, #id, bid) end
+  out[#out + 1] = rec and (e .. '\0' .. rec) or ''
 end
 return out
 `)

@@ -255,8 +255,10 @@ func (s *redisStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
 }
 
 // Import sends the batch in one pipeline: one SADD per broker, one script
-// per entry (with its text, so a server without the script loaded needs
-// no second try).
+// per entry by its SHA (the script's text goes once, not once per entry);
+// the entries a server answered NOSCRIPT (it has not loaded the script
+// yet: a new server, a Cluster shard, a SCRIPT FLUSH) were not run and go
+// again in a second pipeline, with the script's text.
 func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
@@ -269,30 +271,57 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 		return ImportResult{}, nil
 	}
 	cmds := make([]*redis.Cmd, len(prepared))
-	_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		added := map[string]bool{}
-		for i, e := range prepared {
-			broker := entryBroker(e)
-			if !added[broker] {
-				p.SAdd(ctx, s.brokersKey(), broker)
-				added[broker] = true
+	send := func(which []int, withText bool) error {
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			added := map[string]bool{}
+			for _, i := range which {
+				e := prepared[i]
+				broker := entryBroker(e)
+				if !added[broker] {
+					p.SAdd(ctx, s.brokersKey(), broker)
+					added[broker] = true
+				}
+				k := s.inv(broker)
+				sc, keys, args := putInstanceScript, []string{k.ix, k.n}, []any(nil)
+				if in := e.instance; in != nil {
+					args = []any{in.InstanceID, e.rec, in.Tenant, replaceArg(replace)}
+				} else {
+					bd := e.binding
+					sc, keys = putBindingScript, []string{k.ix, k.n, k.ex}
+					args = []any{bd.InstanceID, bd.BindingID, e.rec, replaceArg(replace), expiryScore(bd.ExpiresAt)}
+				}
+				if withText {
+					cmds[i] = sc.Eval(ctx, p, keys, args...)
+				} else {
+					cmds[i] = sc.EvalSha(ctx, p, keys, args...)
+				}
 			}
-			k := s.inv(broker)
-			if in := e.instance; in != nil {
-				cmds[i] = putInstanceScript.Eval(ctx, p, []string{k.ix, k.n}, in.InstanceID, e.rec, in.Tenant, replaceArg(replace))
-			} else {
-				bd := e.binding
-				cmds[i] = putBindingScript.Eval(ctx, p, []string{k.ix, k.n, k.ex}, bd.InstanceID, bd.BindingID, e.rec,
-					replaceArg(replace), expiryScore(bd.ExpiresAt))
-			}
+			return nil
+		})
+		return err
+	}
+	all := make([]int, len(prepared))
+	for i := range all {
+		all[i] = i
+	}
+	_ = send(all, false) // its errors are its commands'
+	var again []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, i)
 		}
-		return nil
-	})
-	if err != nil {
-		return ImportResult{}, s.fail(ctx, "import pipeline", err)
+	}
+	if len(again) > 0 {
+		err = send(again, true)
 	}
 	var res ImportResult
 	for _, c := range cmds {
+		if err == nil {
+			err = c.Err() // a pipeline's error is its first command's
+		}
+		if err != nil {
+			return ImportResult{}, s.fail(ctx, "import pipeline", err)
+		}
 		if n, _ := c.Int(); n == 1 {
 			res.Written++
 		} else {
