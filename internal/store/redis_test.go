@@ -29,8 +29,8 @@ var prefixes atomic.Int64
 // short enough for tests of failures.
 func redisConfig(srv *storetest.Redis) Config {
 	return Config{Backend: BackendRedis, Redis: RedisConfig{
-		Addrs:       []string{srv.Addr},
-		KeyPrefix:   fmt.Sprintf("test%d:", prefixes.Add(1)),
+		Addrs:     []string{srv.Addr},
+		KeyPrefix: fmt.Sprintf("test%d:", prefixes.Add(1)),
 		// Patient: a loaded machine may take a while to answer a
 		// pipeline; the tests of a hanging server set their own.
 		DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
