@@ -25,14 +25,13 @@ func (quiet) Printf(context.Context, string, ...any) {}
 // prefixes makes each test Store's KeyPrefix unique on a shared server.
 var prefixes atomic.Int64
 
-// redisConfig is a Config for srv with a fresh KeyPrefix and timeouts
-// short enough for tests of failures.
+// redisConfig is a Config for srv with a fresh KeyPrefix and patient
+// timeouts: a loaded machine may take a while to answer a pipeline, and
+// the tests of a hanging server set their own.
 func redisConfig(srv *storetest.Redis) Config {
 	return Config{Backend: BackendRedis, Redis: RedisConfig{
 		Addrs:     []string{srv.Addr},
 		KeyPrefix: fmt.Sprintf("test%d:", prefixes.Add(1)),
-		// Patient: a loaded machine may take a while to answer a
-		// pipeline; the tests of a hanging server set their own.
 		DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 	}}
 }
