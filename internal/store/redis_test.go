@@ -30,8 +30,8 @@ var prefixes atomic.Int64
 // the tests of a hanging server set their own.
 func redisConfig(srv *storetest.Redis) Config {
 	return Config{Backend: BackendRedis, Redis: RedisConfig{
-		Addrs:     []string{srv.Addr},
-		KeyPrefix: fmt.Sprintf("test%d:", prefixes.Add(1)),
+		Addrs:       []string{srv.Addr},
+		KeyPrefix:   fmt.Sprintf("test%d:", prefixes.Add(1)),
 		DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 	}}
 }
