@@ -62,7 +62,7 @@ func TestLegacyBrokerPassesAsModern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now})
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, BrokerTransport: suiteTransport})
 	if err != nil {
 		t.Fatal(err)
 	}

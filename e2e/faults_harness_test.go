@@ -129,7 +129,7 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 	cfg := faultGatewayConfig(t, bs.URL, o)
 	for range replicas {
 		st := f.openStore(t)
-		g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st,
+		g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st, BrokerTransport: suiteTransport,
 			Transport: func(rt http.RoundTripper) http.RoundTripper { return &refusing{f.refuse, rt} }})
 		if err != nil {
 			t.Fatalf("proxy.New: %v", err)

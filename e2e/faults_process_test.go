@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
@@ -54,9 +56,9 @@ listen: {address: %q}
 admin: {address: %q, token: %q}
 state: {backend: bolt, path: %q}
 log: {format: json, level: warn}
-brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s}]
+brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s}]
 tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
-`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL)
+`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.TransportStandard))
 	path := filepath.Join(p.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,7 +125,18 @@ func (p *gatewayProc) admin(path string, v any) error {
 	return json.NewDecoder(res.Body).Decode(v)
 }
 
+// suiteTransport is every gateway's broker transport in these tests
+// (OSB_GATEWAY_TEST_TRANSPORT: standard or lean; unset: each broker's own),
+// so that the whole suite passes on both.
+var suiteTransport = os.Getenv("OSB_GATEWAY_TEST_TRANSPORT")
+
 func TestMain(m *testing.M) {
+	switch suiteTransport {
+	case "", config.TransportStandard, config.TransportLean:
+	default:
+		fmt.Fprintf(os.Stderr, "OSB_GATEWAY_TEST_TRANSPORT=%q: want standard or lean\n", suiteTransport)
+		os.Exit(2)
+	}
 	code := m.Run()
 	osbtest.RemoveBuilt() // the binary the process rows built
 	os.Exit(code)

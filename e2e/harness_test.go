@@ -227,7 +227,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: quiet})
+	g, err := proxy.New(cfg, proxy.Options{Logger: quiet, BrokerTransport: suiteTransport})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
 	}

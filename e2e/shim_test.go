@@ -62,7 +62,7 @@ func shimGateway(t *testing.T, url, user, pass string, timer proxy.Timer) osb.Cl
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Timer: timer})
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Timer: timer, BrokerTransport: suiteTransport})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
 	}

@@ -63,7 +63,7 @@ func TestSyncWithinBrokerAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proxy.New(cfg, proxy.Options{Logger: quiet})
+	g, err := proxy.New(cfg, proxy.Options{Logger: quiet, BrokerTransport: suiteTransport})
 	if err != nil {
 		t.Fatal(err)
 	}

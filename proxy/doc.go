@@ -19,7 +19,8 @@
 // Every call to a broker — proxied by the upstream stage, or made by the
 // gateway itself (catalog fetches, orphan mitigation) — goes through one
 // transport per broker: the metering, then the client span, then the
-// broker's *http.Transport (Options.Transport may wrap it, for tests). So
+// broker's own transport, net/http's or the lean one (internal/lean, per
+// brokers[].transport; Options.Transport may wrap it, for tests). So
 // each is timed in osb_gateway_broker_duration_seconds and traced as a
 // client span named by its endpoint. The upstream stage's reverse proxy
 // reaches that transport through the poll shield (pollshield.go), which

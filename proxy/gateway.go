@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,10 +52,19 @@ type Options struct {
 	// Transport wraps each broker's own transport, inside the client span
 	// and the metering (tests inject broker faults with it); nil: none.
 	Transport func(http.RoundTripper) http.RoundTripper
+	// BrokerTransport, when set (config.TransportStandard or
+	// TransportLean), is every broker's transport, whatever its
+	// brokers[].transport says: the test suites run on either with it
+	// (OSB_GATEWAY_TEST_TRANSPORT). Empty: each broker's own.
+	BrokerTransport string
 	// Timer starts the async shim's timers (brokers[].emulate.async_after);
 	// nil: time.NewTimer's.
 	Timer Timer
 }
+
+// suiteTransport is the package's tests' Options.BrokerTransport when theirs
+// is empty (OSB_GATEWAY_TEST_TRANSPORT); empty in a binary.
+var suiteTransport string
 
 // Gateway is the platform-facing handler built from one configuration. It
 // is immutable and safe for concurrent use.
@@ -125,7 +135,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
-		u, err := newUpstream(b, opts.Logger, pool, opts.brokerTransport)
+		u, err := newUpstream(b, opts.Logger, pool, opts.brokerTransport, cmp.Or(opts.BrokerTransport, suiteTransport))
 		if err != nil {
 			errs = append(errs, err)
 			continue

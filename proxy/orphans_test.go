@@ -233,7 +233,7 @@ func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := config.Broker{Name: "b", URL: bs.URL, Timeout: 5 * time.Second,
 				APIVersion: config.VersionRange{Min: osb.Oldest, Max: osb.MustParseVersion(tc.max)}}
-			u, err := newUpstream(&b, slog.New(slog.DiscardHandler), nil, nil)
+			u, err := newUpstream(&b, slog.New(slog.DiscardHandler), nil, nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}

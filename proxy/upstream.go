@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/lean"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
@@ -43,7 +44,10 @@ type upstream struct {
 	// bindingLocks: bind and unbind lock the binding, not the whole
 	// instance (lock_granularity binding).
 	bindingLocks bool
-	transport    *http.Transport
+	// transport is the broker's own transport, an *http.Transport or a
+	// *lean.Transport (brokers[].transport); tls its TLS configuration.
+	transport brokerTransport
+	tls       *tls.Config
 	// rt is transport wrapped in the client span and the metering
 	// (Options.brokerTransport): every call to the broker goes through it,
 	// proxied or the gateway's own (catalog fetch, orphan mitigation).
@@ -55,9 +59,15 @@ type upstream struct {
 	pause func(ctx context.Context, d time.Duration) error
 }
 
+// brokerTransport is what carries calls to one broker.
+type brokerTransport interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
 // newUpstream builds the upstream of broker b; wrap wraps its transport
-// (nil: none).
-func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper) (*upstream, error) {
+// (nil: none); kind, when set, replaces b.Transport (Options.BrokerTransport).
+func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper, kind string) (*upstream, error) {
 	target, err := url.Parse(b.URL)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: url: %w", b.Name, err)
@@ -77,23 +87,11 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	if b.Username != "" {
 		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
 	}
-	dialer := &net.Dialer{Timeout: b.DialTimeout, KeepAlive: 30 * time.Second}
-	rht := b.ResponseHeaderTimeout
-	if rht >= b.Timeout {
-		rht = 0 // the call's context deadline covers it; no second timer per request
+	if kind == "" {
+		kind = b.Transport
 	}
-	u.transport = &http.Transport{
-		Proxy:                 nil, // brokers are reached directly, never through HTTP(S)_PROXY
-		DialContext:           dialer.DialContext,
-		TLSClientConfig:       tc,
-		TLSHandshakeTimeout:   b.TLSHandshakeTimeout,
-		ResponseHeaderTimeout: rht,
-		IdleConnTimeout:       b.IdleConnTimeout,
-		MaxIdleConns:          b.MaxIdleConns,
-		MaxIdleConnsPerHost:   b.MaxIdleConns,
-		ForceAttemptHTTP2:     true,
-		ExpectContinueTimeout: time.Second,
-	}
+	u.tls = tc
+	u.transport = newBrokerTransport(b, tc, kind)
 	u.rt = u.transport
 	if wrap != nil {
 		u.rt = wrap(u.transport)
@@ -107,6 +105,39 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return u, nil
+}
+
+// newBrokerTransport builds the transport of kind (config.TransportStandard
+// or TransportLean) for broker b, with TLS configuration tc. Both dial with
+// the same timeouts and keep the same idle pool.
+func newBrokerTransport(b *config.Broker, tc *tls.Config, kind string) brokerTransport {
+	dialer := &net.Dialer{Timeout: b.DialTimeout, KeepAlive: 30 * time.Second}
+	rht := b.ResponseHeaderTimeout
+	if rht >= b.Timeout {
+		rht = 0 // the call's context deadline covers it; no second timer per request
+	}
+	if kind == config.TransportLean {
+		return &lean.Transport{
+			DialContext:           dialer.DialContext,
+			TLSClientConfig:       tc,
+			TLSHandshakeTimeout:   b.TLSHandshakeTimeout,
+			ResponseHeaderTimeout: rht,
+			IdleConnTimeout:       b.IdleConnTimeout,
+			MaxIdleConns:          b.MaxIdleConns,
+		}
+	}
+	return &http.Transport{
+		Proxy:                 nil, // brokers are reached directly, never through HTTP(S)_PROXY
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   b.TLSHandshakeTimeout,
+		ResponseHeaderTimeout: rht,
+		IdleConnTimeout:       b.IdleConnTimeout,
+		MaxIdleConns:          b.MaxIdleConns,
+		MaxIdleConnsPerHost:   b.MaxIdleConns,
+		ForceAttemptHTTP2:     true,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 // sameAs reports whether u was built from exactly the broker settings b.
@@ -322,7 +353,7 @@ func (u *upstream) describe(err error) string {
 		return "does not speak TLS at this address (is the URL's scheme right?): " + err.Error()
 	case errors.As(err, &op) && op.Op == "remote error":
 		hint := ""
-		if len(u.transport.TLSClientConfig.Certificates) == 0 {
+		if len(u.tls.Certificates) == 0 {
 			hint = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
 		}
 		return "refused the TLS handshake" + hint + ": " + op.Err.Error()

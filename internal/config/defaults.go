@@ -128,6 +128,9 @@ func (b *Broker) applyDefaults() {
 	if b.Validation.WithoutCatalog == "" {
 		b.Validation.WithoutCatalog = DefaultWithoutCatalog
 	}
+	if b.Transport == "" {
+		b.Transport = DefaultBrokerTransport
+	}
 	if b.MaxIdleConns == 0 {
 		b.MaxIdleConns = DefaultMaxIdleConnsPerBroker
 	}

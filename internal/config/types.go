@@ -42,8 +42,9 @@ const (
 	DefaultTLSHandshakeTimeout    = 10 * time.Second
 	DefaultMaxIdleConnsPerBroker  = 256 // brokers[].max_idle_conns
 	DefaultIdleConnTimeout        = 90 * time.Second
-	DefaultBrokerMinVersionString = "2.0"  // brokers[].api_version.min
-	DefaultBrokerMaxVersionString = "2.17" // brokers[].api_version.max
+	DefaultBrokerTransport        = TransportStandard // brokers[].transport
+	DefaultBrokerMinVersionString = "2.0"             // brokers[].api_version.min
+	DefaultBrokerMaxVersionString = "2.17"            // brokers[].api_version.max
 
 	DefaultGOGC = 400 // runtime.gogc
 
@@ -231,9 +232,15 @@ type Broker struct {
 	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout" validate:"gte=0"`
 	MaxIdleConns          int           `yaml:"max_idle_conns" validate:"gte=1,lte=100000"`
 	IdleConnTimeout       time.Duration `yaml:"idle_conn_timeout" validate:"gt=0"`
-	TLS                   UpstreamTLS   `yaml:"tls"`
-	Catalog               BrokerCatalog `yaml:"catalog"`
-	Validation            Validation    `yaml:"validation"`
+	// Transport is what carries calls to the broker: TransportStandard
+	// (net/http's http.Transport, HTTP/2 where the broker offers it) or
+	// TransportLean (HTTP/1.1 only, the calling goroutine writes the
+	// request and reads the answer itself). Zero value:
+	// DefaultBrokerTransport.
+	Transport  string        `yaml:"transport" validate:"oneof=standard lean"`
+	TLS        UpstreamTLS   `yaml:"tls"`
+	Catalog    BrokerCatalog `yaml:"catalog"`
+	Validation Validation    `yaml:"validation"`
 	// ConcurrencyError is what a call blocked by an operation in progress
 	// gets: "blocking" (400 "Another operation for this service instance is
 	// in progress.", Cloud Controller's contract) or "spec" (422
@@ -283,6 +290,14 @@ type Broker struct {
 	QueueTimeout *time.Duration `yaml:"queue_timeout" validate:"omitempty,gte=0,lte=10m"`
 	Breaker      *Breaker       `yaml:"breaker"`
 }
+
+// Broker transports (brokers[].transport).
+const (
+	// TransportStandard is net/http's http.Transport.
+	TransportStandard = "standard"
+	// TransportLean is the gateway's own HTTP/1.1 transport (internal/lean).
+	TransportLean = "lean"
+)
 
 // Validation modes, for requests and responses separately.
 const (
