@@ -35,6 +35,12 @@ var lastOperationBytes = []byte(`{"state":"in progress","description":"creating 
 // io.Discard), as in production.
 func benchGateway(b *testing.B) *Gateway {
 	b.Helper()
+	return benchGatewayWith(b, Options{})
+}
+
+// benchGatewayWith is benchGateway with opts, its logs as benchGateway's.
+func benchGatewayWith(b *testing.B, opts Options) *Gateway {
+	b.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = []string{"application/json"}
 		if strings.HasSuffix(r.URL.Path, "/last_operation") {
@@ -50,7 +56,8 @@ func benchGateway(b *testing.B) *Gateway {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AccessLog: NewAccessLog(io.Discard, "json", nil)})
+	opts.Logger, opts.AccessLog = slog.New(slog.NewJSONHandler(io.Discard, nil)), NewAccessLog(io.Discard, "json", nil)
+	g, err := New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
