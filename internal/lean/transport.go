@@ -12,6 +12,11 @@
 // on the connection when the call's context ends, which interrupts a
 // blocked write or read.
 //
+// Measured against http.Transport in one run of proxy's
+// BenchmarkTransports, a pass-through GET through the whole chain took
+// 0.80–0.86× the time; FuzzLeanFraming holds its reading of answers to
+// http.Transport's.
+//
 // What it keeps of http.Transport's behaviour, and the gateway relies on:
 //
 //   - A connection goes back to the pool only once the answer's body was
@@ -134,8 +139,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// CloseIdleConnections closes the pooled connections; connections in use
-// are closed instead of pooled when their calls end.
+// CloseIdleConnections closes the pooled connections, for good: unlike
+// http.Transport's, connections in use are closed instead of pooled when
+// their calls end (the gateway calls it on the transport of a broker a
+// reload dropped, or at exit).
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	var idle []*conn
