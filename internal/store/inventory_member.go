@@ -122,3 +122,16 @@ func (m member) sortedBindings(broker string) ([]Binding, error) {
 	}
 	return out, nil
 }
+
+// payloadInstance returns the instance record of the value p (empty if
+// the inventory has none) without reading the bindings.
+func payloadInstance(p []byte) ([]byte, bool) {
+	if len(p) < 3 {
+		return nil, false
+	}
+	n := int(p[0])<<16 | int(p[1])<<8 | int(p[2])
+	if n > len(p)-3 {
+		return nil, false
+	}
+	return p[3 : 3+n : 3+n], true
+}

@@ -31,10 +31,9 @@ import (
 // bindings of an instance it has no record of, then its bindings in the
 // order they were first stored. The ids sort the members, and the range
 // [id NUL, id \x01) holds exactly the member of id (ids hold no NUL).
-// An instance and its
-// bindings in one member spend one sorted-set entry (about 95 bytes of
-// skiplist node, dict entry and table slot on Redis 7) and one copy of
-// the instance id instead of one per binding: measured with
+// An instance and its bindings in one member spend one sorted-set entry
+// (about 95 bytes of skiplist node, dict entry and table slot on Redis 7)
+// and one copy of the instance id instead of one per binding: measured with
 // BenchmarkInventoryFootprintRedis on Redis 7.0 (a million instances with
 // an expiring binding each), 1,069 bytes of used_memory per instance with
 // the bindings in a sorted set of their own, 910 with them in their
