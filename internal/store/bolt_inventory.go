@@ -60,15 +60,16 @@ func addCount(tx *bolt.Tx, k []byte, delta int64) error {
 // invTx is the inventory's buckets in a transaction.
 type invTx struct{ records, ids, expiries *bolt.Bucket }
 
-// inventoryTx returns the buckets of tx; in a write, inv_records fills
-// its pages (see above). (The fills of inv_ids and inv_expiry are the
-// callers': see expiryFill and Import.)
+// inventoryTx returns the buckets of tx.
 func inventoryTx(tx *bolt.Tx) invTx {
-	t := invTx{records: tx.Bucket(bucketRecords), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
-	if tx.Writable() {
-		t.records.FillPercent = 1
-	}
-	return t
+	return invTx{records: tx.Bucket(bucketRecords), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
+}
+
+// writeFills sets how full bbolt fills the pages of inv_records and
+// inv_expiry that a write of one record splits (Import sets its own).
+func writeFills(tx *bolt.Tx) {
+	tx.Bucket(bucketRecords).FillPercent = recordsFill
+	tx.Bucket(bucketExpiry).FillPercent = expiryFill
 }
 
 // seqKey is the inv_records key of the inv_ids value v.
@@ -205,6 +206,10 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 	return true, addCount(tx, bindingCountKey(bd.Broker), 1)
 }
 
+// recordsFill is how full bbolt fills the pages of inv_records that a
+// write of one record splits. RECORDSFILL
+const recordsFill = 0.6
+
 // expiryFill is how full bbolt fills the pages of the expiry index when
 // PutBinding splits them (its default: 0.5). A binding's ExpiresAt is
 // mostly later than the ones recorded before it (bind time plus the
@@ -238,6 +243,7 @@ func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, err
 		return Instance{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
+		writeFills(tx)
 		_, err := putInstanceTx(tx, in, rec, true)
 		return err
 	})
@@ -289,6 +295,7 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		gone = nil
+		writeFills(tx)
 		t := inventoryTx(tx)
 		m, seq, ok, err := t.member(broker, instanceID)
 		if found = ok; err != nil || !found {
@@ -335,7 +342,7 @@ func (s *boltStore) PutBinding(ctx context.Context, bd Binding) (Binding, error)
 		return Binding{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		tx.Bucket(bucketExpiry).FillPercent = expiryFill
+		writeFills(tx)
 		_, err := putBindingTx(tx, bd, rec, true)
 		return err
 	})
@@ -384,6 +391,7 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	}
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
+		writeFills(tx)
 		t := inventoryTx(tx)
 		m, seq, _, err := t.member(broker, instanceID)
 		if err != nil {

@@ -237,6 +237,10 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			}
 			return bolt.DefaultFillPercent
 		}
+		tx.Bucket(bucketRecords).FillPercent = recordsFill
+		if sorted.whole {
+			tx.Bucket(bucketRecords).FillPercent = 1
+		}
 		tx.Bucket(bucketIDs).FillPercent = fill(sorted.ids, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {
@@ -266,8 +270,10 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 
 // importOrder says which of a batch's keys come in order: the ids of its
 // instances (by broker and id, as Export yields them) and those of its
-// bindings' instances (likewise), the ExpiresAt of its bindings.
-type importOrder struct{ ids, expiry bool }
+// bindings' instances (likewise), the ExpiresAt of its bindings; and
+// whether the batch holds both instances and bindings, taken to be whole
+// values (an instance with its bindings), which no later batch grows.
+type importOrder struct{ ids, expiry, whole bool }
 
 // sortedImport reads the order of a batch. bbolt splits a page it writes
 // at half its size (Bucket.FillPercent), which suits keys arriving in
@@ -279,24 +285,26 @@ type importOrder struct{ ids, expiry bool }
 // out of order keep bbolt's default, which higher fills only make worse.
 // (inv_records, keyed by sequence numbers, is always written in order.)
 func sortedImport(entries []preparedEntry) importOrder {
-	o := importOrder{true, true}
+	o := importOrder{ids: true, expiry: true}
+	var instances, bindings bool
 	var lastIn, lastBd string
 	var lastExp time.Time
 	for _, e := range entries {
 		if in := e.instance; in != nil {
 			k := instanceKey(in.Broker, in.InstanceID)
 			o.ids = o.ids && k > lastIn
-			lastIn = k
+			lastIn, instances = k, true
 			continue
 		}
 		bd := e.binding
 		k := instanceKey(bd.Broker, bd.InstanceID)
 		o.ids = o.ids && k >= lastBd
-		lastBd = k
+		lastBd, bindings = k, true
 		if !bd.ExpiresAt.IsZero() {
 			o.expiry = o.expiry && !bd.ExpiresAt.Before(lastExp)
 			lastExp = bd.ExpiresAt
 		}
 	}
+	o.whole = instances && bindings
 	return o
 }
