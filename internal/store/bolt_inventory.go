@@ -78,9 +78,10 @@ func inventoryTx(tx *bolt.Tx) invTx {
 }
 
 // writeFills sets how full bbolt fills the pages of inv_records and
-// inv_expiry that a write of one record splits (Import sets its own).
-func writeFills(tx *bolt.Tx) {
-	tx.Bucket(bucketRecords).FillPercent = recordsFill
+// inv_expiry that a write of one record of broker splits (Import sets
+// its own).
+func writeFills(tx *bolt.Tx, broker string) {
+	tx.Bucket(bucketRecords).FillPercent = recordsFill(tx, broker)
 	tx.Bucket(bucketExpiry).FillPercent = expiryFill
 }
 
@@ -219,27 +220,38 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 }
 
 // recordsFill is how full bbolt fills the pages of inv_records that a
-// write of one record splits. Values are appended, but then grow: an
-// instance is recorded at its provision, its bindings later, each growing
-// its value by about 270 bytes. Pages split full (1.0) leave no room for
-// that, and a full page whose values grow splits into a full page and a
-// remainder; pages split at 0.6 take their instances' first bindings.
-// Measured by puts of 100,000 instances (BenchmarkInventoryFootprintBolt):
-// bytes of inv_records per instance, and how full its pages were:
+// write of one record of broker splits. Values are appended, but then
+// grow: an instance is recorded at its provision, its bindings later, each
+// growing its value by about 270 bytes, some 0.7 of an instance's. Pages
+// split full leave no room for that, and a full page whose values grow
+// splits into a full page and a remainder; pages split at 1/(1+0.7) take
+// their instances' first bindings. Measured by puts of 100,000 instances
+// with a binding each (BenchmarkInventoryFootprintBolt), bytes of
+// inv_records per instance and how full its pages were, by the fill:
 //
-//	                     1.0        0.65        0.6        0.55       0.5
-//	a binding each       933 (66%)  1,157 (54%) 728 (85%)  733 (85%)
-//	with sealed secrets                         1,345*     1,513*     1,682*
+//	1.0: 933 (66%)  0.65: 1,157 (54%)  0.6: 728 (85%)  0.55: 733 (85%)
 //
-// (* the whole file, -inventory.secrets: sealed credentials make bindings
-// grow their values more, yet 0.6 still does best.) The price: values that
-// never grow stay in pages about half full (no bindings: 689 bytes of
-// inv_records per instance, 840 the file, against about 606 with the
-// records keyed by their ids), and values that grow by several bindings
-// split pages anyway (three bindings each: 2,520 bytes per instance).
-// Import writes whole values (an instance with its bindings) into full
-// pages.
-const recordsFill = 0.6
+// (with sealed credentials, -inventory.secrets, whose bindings grow their
+// values more, the file took 1,345, 1,513 and 1,682 bytes at 0.6, 0.55
+// and 0.5). But values that never grow would stay in pages about half
+// full at 0.6 (no bindings: 689 bytes per instance, 52% full). So the fill
+// follows the broker's bindings per instance, from its counters: split
+// at 1/(1 + bindingGrowth × bindings per instance), between minRecordsFill
+// and maxRecordsFill (room for an update of a record, a few bytes more):
+// no bindings, 391 bytes of inv_records per instance (91% full). An
+// import of a batch without whole values (an export's instances, whose
+// bindings follow) splits at 1/(1+bindingGrowth).
+func recordsFill(tx *bolt.Tx, broker string) float64 {
+	instances := sumCounts(tx, instanceCountKey(broker, ""), nil)
+	perInstance := float64(getCount(tx, bindingCountKey(broker))) / float64(max(instances, 1))
+	return min(maxRecordsFill, max(minRecordsFill, 1/(1+bindingGrowth*perInstance)))
+}
+
+const (
+	bindingGrowth  = 0.7
+	minRecordsFill = 0.5
+	maxRecordsFill = 0.95
+)
 
 // expiryFill is how full bbolt fills the pages of the expiry index when
 // PutBinding splits them (its default: 0.5). A binding's ExpiresAt is
@@ -274,7 +286,7 @@ func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, err
 		return Instance{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx)
+		writeFills(tx, in.Broker)
 		_, err := putInstanceTx(tx, in, rec, true)
 		return err
 	})
@@ -326,7 +338,7 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		gone = nil
-		writeFills(tx)
+		writeFills(tx, broker)
 		t := inventoryTx(tx)
 		m, seq, ok, err := t.member(broker, instanceID)
 		if found = ok; err != nil || !found {
@@ -373,7 +385,7 @@ func (s *boltStore) PutBinding(ctx context.Context, bd Binding) (Binding, error)
 		return Binding{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx)
+		writeFills(tx, bd.Broker)
 		_, err := putBindingTx(tx, bd, rec, true)
 		return err
 	})
@@ -422,7 +434,7 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	}
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx)
+		writeFills(tx, broker)
 		t := inventoryTx(tx)
 		m, seq, _, err := t.member(broker, instanceID)
 		if err != nil {

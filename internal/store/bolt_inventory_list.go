@@ -237,9 +237,9 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			}
 			return bolt.DefaultFillPercent
 		}
-		tx.Bucket(bucketRecords).FillPercent = recordsFill
-		if sorted.whole {
-			tx.Bucket(bucketRecords).FillPercent = 1
+		tx.Bucket(bucketRecords).FillPercent = 1
+		if !sorted.whole { // instances whose bindings may follow, or bindings
+			tx.Bucket(bucketRecords).FillPercent = 1 / (1 + bindingGrowth)
 		}
 		tx.Bucket(bucketIDs).FillPercent = fill(sorted.ids, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
