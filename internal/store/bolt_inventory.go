@@ -29,13 +29,17 @@ import (
 // expiring binding each, bytes of pages per instance): a file grown by
 // puts took 1,346 with the records keyed by their ids (inv_instances 589,
 // inv_bindings 502, inv_expiry 128, the rest free pages), 1,008 in this
-// layout (inv_records 728, inv_ids 100, inv_expiry 128, free pages 3, the
+// layout with inv_records split at 0.6 (inv_records 728, inv_ids 100, inv_expiry 128, free pages 3, the
 // rest the file's last 16 MB growth step); by import in random order
 // 1,019 (688, 100, 128), by import of an export 1,036 (690, 69, 165: the
 // bindings come in order of their instances, the expiry index in random
 // order), compacted 959 (687, 69, 114). The values' pages are at most
 // about 90% full: a value of an instance with its binding is about 610
 // bytes, six to a 4 KB page (16 KB pages measured worse: 1,346 by puts).
+// On 1,000,000 (-inventory.n 1000000), with the fill of recordsFill: 992
+// by puts (inv_records 758, 82% full; inv_ids 101; inv_expiry 128), 935
+// by import, 936 by import of an export, 886 compacted; 1,228 by puts
+// with the records keyed by their ids.
 // There is no index by tenant: counts by tenant are counters, and a
 // listing by tenant reads the values in key order from its cursor on,
 // keeping those whose instance record's head names the tenant (no record
