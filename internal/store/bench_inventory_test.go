@@ -285,16 +285,19 @@ func BenchmarkInventoryFootprintBolt(b *testing.B) {
 }
 
 // reportBuckets reports the pages of each inventory bucket per instance
-// (leaf and branch pages; the rest of the file is free pages and the
-// other buckets).
+// (leaf and branch pages) and how full its leaf pages are, and the free
+// pages per instance (the rest of the file is the other buckets).
 func reportBuckets(b *testing.B, db *bolt.DB, n int) {
 	db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketInstances, bucketBindings, bucketExpiry} {
+		for _, name := range [][]byte{bucketRecords, bucketIDs, bucketExpiry} {
 			st := tx.Bucket(name).Stats()
 			b.ReportMetric(float64(st.LeafAlloc+st.BranchAlloc)/float64(n), "B/instance-"+string(name))
+			b.ReportMetric(float64(st.LeafInuse)/float64(max(st.LeafAlloc, 1))*100, "%full-"+string(name))
 		}
 		return nil
 	})
+	st := db.Stats()
+	b.ReportMetric(float64((st.FreePageN+st.PendingPageN)*db.Info().PageSize)/float64(n), "B/instance-free")
 }
 
 func BenchmarkInventoryFootprintRedis(b *testing.B) {

@@ -24,8 +24,9 @@ import (
 // and the inventory (see bolt_inventory.go), whose keys join names and ids
 // with NUL bytes (which they cannot contain), so they sort as tuples:
 //
-//	inv_instances   broker NUL instance id -> instance record (inventory_codec.go)
-//	inv_bindings    broker NUL instance id NUL binding id -> binding record
+//	inv_records     seq (8-byte big-endian, from NextSequence) -> the instance's
+//	                record and its bindings' (inventory_member.go)
+//	inv_ids         broker NUL instance id -> seq (uvarint)
 //	inv_counts      "i" NUL broker NUL tenant -> instances (8-byte big-endian)
 //	                "b" NUL broker -> bindings (8-byte big-endian)
 //	inv_expiry      time(ExpiresAt) + broker NUL instance id NUL binding id -> nothing
@@ -36,9 +37,8 @@ var (
 	bucketLockDeadlines = []byte("lock_deadlines")
 	bucketOrphans       = []byte("orphans")
 	bucketOrphanDue     = []byte("orphan_due")
-	bucketInstances     = []byte("inv_instances")
-	bucketTenants       = []byte("inv_tenants") // dropped: see bolt_inventory.go
-	bucketBindings      = []byte("inv_bindings")
+	bucketRecords       = []byte("inv_records")
+	bucketIDs           = []byte("inv_ids")
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
 	keyVersion          = []byte("version")
@@ -49,8 +49,17 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketInstances, bucketBindings, bucketCounts, bucketExpiry,
+	bucketRecords, bucketIDs, bucketCounts, bucketExpiry,
 }
+
+// droppedBuckets are inventory buckets of unreleased versions, which Open
+// deletes (freeing their pages for the buckets above): a tenant index
+// (inv_tenants, see bolt_inventory.go), and records keyed by their ids
+// (inv_instances: broker NUL instance id -> instance record; inv_bindings:
+// broker NUL instance id NUL binding id -> binding record), which
+// inv_records and inv_ids replaced. No release wrote them, so their
+// records are not carried over.
+var droppedBuckets = [][]byte{[]byte("inv_tenants"), []byte("inv_instances"), []byte("inv_bindings")}
 
 // boltVersion is the layout above; a file with another version is refused.
 const boltVersion = "1"
@@ -80,8 +89,11 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 				return err
 			}
 		}
-		if tx.Bucket(bucketTenants) != nil { // an index unreleased versions kept
-			if err := tx.DeleteBucket(bucketTenants); err != nil {
+		for _, name := range droppedBuckets {
+			if tx.Bucket(name) == nil {
+				continue
+			}
+			if err := tx.DeleteBucket(name); err != nil {
 				return err
 			}
 		}

@@ -9,8 +9,9 @@ import (
 )
 
 // The bolt backend's expiry index: inv_expiry keys are the time of a
-// binding's ExpiresAt followed by its inv_bindings key, so a read walks
-// them in ExpiringBindings' order from the first key and stops at before.
+// binding's ExpiresAt followed by broker NUL instance id NUL binding id, so
+// a read walks them in ExpiringBindings' order from the first key and
+// stops at before, reading each binding from its instance's value.
 
 func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before time.Time, limit int) ([]Binding, error) {
 	if err := ctx.Err(); err != nil {
@@ -23,17 +24,21 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 	var found []Binding
 	err = s.read(ctx, func(tx *bolt.Tx) error {
 		found = found[:0]
-		records := tx.Bucket(bucketBindings)
+		t := inventoryTx(tx)
 		walkExpiry(tx, before, func(k []byte) bool {
 			parts := splitKey(string(k))
 			if len(parts) != 3 || broker != "" && parts[0] != broker {
 				return true
 			}
-			rec := records.Get(k)
-			if rec == nil { // an index entry without its record
+			m, _, _, merr := t.member(parts[0], parts[1])
+			if err = merr; err != nil {
+				return false
+			}
+			i := m.binding(parts[2])
+			if i < 0 { // an index entry without its record
 				return true
 			}
-			bd, derr := decodeBinding(parts[0], parts[1], parts[2], rec)
+			bd, derr := decodeBinding(parts[0], parts[1], parts[2], m.bindings[i].rec)
 			if err = derr; err != nil {
 				return false
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"time"
 
@@ -64,16 +65,28 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 	}
 	var found []Instance
 	err = s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketInstances).Cursor()
+		t := inventoryTx(tx)
+		c := t.ids.Cursor()
 		for k, v := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(found) <= limit; k, v = c.Next() {
-			if t, _ := recordTenant(v); f.Tenant != "" && t != f.Tenant {
+			seq, ok := seqKey(v)
+			if !ok {
+				return fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number", ErrUnavailable, k, v)
+			}
+			rec, ok := payloadInstance(t.records.Get(seq))
+			if f.Tenant != "" && !sameTenant(rec, f.Tenant) {
 				continue // no index by tenant: see bolt_inventory.go
+			}
+			if !ok {
+				return fmt.Errorf("%w: inventory record %x of %q is missing or bad", ErrUnavailable, seq, k)
+			}
+			if len(rec) == 0 {
+				continue // bindings of an instance without a record
 			}
 			parts := splitKey(string(k))
 			if len(parts) != 2 {
 				return badKey(k)
 			}
-			in, err := decodeInstance(parts[0], parts[1], v)
+			in, err := decodeInstance(parts[0], parts[1], rec)
 			if err != nil {
 				return err
 			}
@@ -122,8 +135,12 @@ func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string)
 	}
 	var out []Binding
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		var err error
-		out, _, err = bindingsUnder(tx, []byte(instanceKey(broker, instanceID)+"\x00"))
+		m, _, ok, err := inventoryTx(tx).member(broker, instanceID)
+		if err != nil || !ok || len(m.bindings) == 0 {
+			out = nil
+			return err
+		}
+		out, err = m.sortedBindings(broker)
 		return err
 	})
 	return out, err
@@ -148,36 +165,51 @@ func (s *boltStore) CountBindings(ctx context.Context, broker string) (int, erro
 	return n, err
 }
 
-// bindingsAfter reads a page of bindings in key order, in one read
-// transaction.
+// bindingsAfter reads the bindings of up to limit instances after pos, in
+// order, in one read transaction: a page may hold more or fewer than limit
+// bindings.
 func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
-	var afterKey []byte
-	if pos != (bindingPos{}) {
-		afterKey = []byte(instanceKey(pos.broker, bindingSubkey(pos.instance, pos.binding)))
-	}
 	var out []Binding
-	done := true
+	next, done := pos, true
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		out, done = out[:0], true
-		c := tx.Bucket(bucketBindings).Cursor()
-		for k, v := seekAfter(c, nil, afterKey); k != nil; k, v = c.Next() {
-			if len(out) == limit {
+		out, next, done = out[:0], pos, true
+		t := inventoryTx(tx)
+		c := t.ids.Cursor()
+		k, v := c.First()
+		if pos != (bindingPos{}) {
+			k, v = c.Seek([]byte(instanceKey(pos.broker, pos.instance))) // pos's instance may have more
+		}
+		for seen := 0; k != nil; k, v = c.Next() {
+			if seen == limit {
 				done = false
 				return nil
 			}
-			bd, err := decodeBindingKey(k, v)
+			parts := splitKey(string(k))
+			if len(parts) != 2 {
+				return badKey(k)
+			}
+			m, _, err := t.memberAt(k, parts[1], v)
 			if err != nil {
 				return err
 			}
-			out = append(out, bd)
+			bds, err := m.sortedBindings(parts[0])
+			if err != nil {
+				return err
+			}
+			for _, bd := range bds {
+				if comparePos(bindingPos{bd.Broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
+					out = append(out, bd)
+				}
+			}
+			next = bindingPos{parts[0], parts[1] + "\x01", ""} // after all of m: ids hold no NUL
+			seen++
 		}
 		return nil
 	})
-	if err != nil || len(out) == 0 {
+	if err != nil {
 		return nil, pos, true, err
 	}
-	last := out[len(out)-1]
-	return out, bindingPos{last.Broker, last.InstanceID, last.BindingID}, done, nil
+	return out, next, done, nil
 }
 
 func (s *boltStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
@@ -205,8 +237,11 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			}
 			return bolt.DefaultFillPercent
 		}
-		tx.Bucket(bucketInstances).FillPercent = fill(sorted.instances, 1)
-		tx.Bucket(bucketBindings).FillPercent = fill(sorted.bindings, 1)
+		tx.Bucket(bucketRecords).FillPercent = 1
+		if !sorted.whole { // instances whose bindings may follow, or bindings
+			tx.Bucket(bucketRecords).FillPercent = 1 / (1 + bindingGrowth)
+		}
+		tx.Bucket(bucketIDs).FillPercent = fill(sorted.ids, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {
 			var written bool
@@ -233,10 +268,12 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 	return res, nil
 }
 
-// importOrder says which of a batch's keys come in order: its instances
-// (by broker and id, as Export yields them), its bindings (likewise), the
-// ExpiresAt of its bindings.
-type importOrder struct{ instances, bindings, expiry bool }
+// importOrder says which of a batch's keys come in order: the ids of its
+// instances (by broker and id, as Export yields them) and those of its
+// bindings' instances (likewise), the ExpiresAt of its bindings; and
+// whether the batch holds both instances and bindings, taken to be whole
+// values (an instance with its bindings), which no later batch grows.
+type importOrder struct{ ids, expiry, whole bool }
 
 // sortedImport reads the order of a batch. bbolt splits a page it writes
 // at half its size (Bucket.FillPercent), which suits keys arriving in
@@ -246,25 +283,28 @@ type importOrder struct{ instances, bindings, expiry bool }
 // by an import in random order (BenchmarkInventoryFootprintBolt). Keys of
 // a batch in order fill their pages, as bbolt's own compaction does; keys
 // out of order keep bbolt's default, which higher fills only make worse.
+// (inv_records, keyed by sequence numbers, is always written in order.)
 func sortedImport(entries []preparedEntry) importOrder {
-	o := importOrder{true, true, true}
+	o := importOrder{ids: true, expiry: true}
+	var instances, bindings bool
 	var lastIn, lastBd string
 	var lastExp time.Time
 	for _, e := range entries {
 		if in := e.instance; in != nil {
 			k := instanceKey(in.Broker, in.InstanceID)
-			o.instances = o.instances && k > lastIn
-			lastIn = k
+			o.ids = o.ids && k > lastIn
+			lastIn, instances = k, true
 			continue
 		}
 		bd := e.binding
-		k := instanceKey(bd.Broker, bindingSubkey(bd.InstanceID, bd.BindingID))
-		o.bindings = o.bindings && k > lastBd
-		lastBd = k
+		k := instanceKey(bd.Broker, bd.InstanceID)
+		o.ids = o.ids && k >= lastBd
+		lastBd, bindings = k, true
 		if !bd.ExpiresAt.IsZero() {
 			o.expiry = o.expiry && !bd.ExpiresAt.Before(lastExp)
 			lastExp = bd.ExpiresAt
 		}
 	}
+	o.whole = instances && bindings
 	return o
 }

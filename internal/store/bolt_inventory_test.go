@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,9 +50,10 @@ func TestBoltFileBeforeInventory(t *testing.T) {
 	}
 }
 
-// TestBoltListByTenantSeeks puts records that do not decode under other
-// tenants and brokers: a listing by tenant reads through the tenant index
-// and never touches them; a listing of all does.
+// TestBoltListByTenantSeeks puts values that do not decode under other
+// tenants and brokers: a listing by broker and tenant seeks to the broker
+// and skips what does not name the tenant without decoding it; a listing
+// of all decodes them.
 func TestBoltListByTenantSeeks(t *testing.T) {
 	ctx := context.Background()
 	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
@@ -64,7 +67,8 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, in := range junk {
-			if err := tx.Bucket(bucketInstances).Put([]byte(instanceKey(in.Broker, in.InstanceID)), []byte("junk")); err != nil {
+			seq, _ := seqKey(tx.Bucket(bucketIDs).Get([]byte(instanceKey(in.Broker, in.InstanceID))))
+			if err := tx.Bucket(bucketRecords).Put(seq, []byte("junk")); err != nil {
 				return err
 			}
 		}
@@ -81,32 +85,91 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	wantErr(t, "ListInstances of all", err, ErrUnavailable)
 }
 
-// TestBoltDropsTenantIndex opens a file with the tenant index unreleased
-// versions kept: Open deletes it, and listing by tenant needs none.
-func TestBoltDropsTenantIndex(t *testing.T) {
+// TestBoltDropsOldBuckets opens a file with the buckets unreleased
+// versions kept (a tenant index, records keyed by their ids): Open
+// deletes them, and the inventory in the buckets of today stays.
+func TestBoltDropsOldBuckets(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := openBoltAt(t, path, osbtest.NewClock(t0).Now)
 	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
 	err := s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket(bucketTenants)
-		if err != nil {
-			return err
+		for _, name := range droppedBuckets {
+			b, err := tx.CreateBucket(name)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte("b1\x00i2"), []byte("old")); err != nil {
+				return err
+			}
 		}
-		return b.Put([]byte("x\x00b1\x00i1"), nil)
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s = reopenBolt(t, s, osbtest.NewClock(t0).Now)
 	s.(*boltStore).db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketTenants) != nil {
-			t.Error("the tenant index is still there after Open")
+		for _, name := range droppedBuckets {
+			if tx.Bucket(name) != nil {
+				t.Errorf("bucket %s is still there after Open", name)
+			}
 		}
 		return nil
 	})
 	page, _, err := s.ListInstances(ctx, InstanceFilter{Tenant: "x"}, "", 10)
 	if err != nil || len(page) != 1 || page[0].InstanceID != "i1" {
 		t.Errorf("ListInstances(tenant x) = %v, %v; want i1", page, err)
+	}
+}
+
+// TestBoltRecordsInPlace checks the layout: an instance's value is
+// appended under the next sequence number when the inventory first sees
+// the instance (by its record or a binding) and rewritten under that
+// number by later puts; deleting the instance, or the last binding of an
+// instance without a record, removes its value and its id.
+func TestBoltRecordsInPlace(t *testing.T) {
+	ctx := context.Background()
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
+	mustPutInstance(t, s, testInstance("b1", "i2", "x"))
+	mustPutBinding(t, s, testBinding("b1", "i1", "k1"))
+	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
+	mustPutBinding(t, s, testBinding("b1", "i2", "k1"))
+	mustPutBinding(t, s, testBinding("b0", "i3", "k1"))
+	mustPutInstance(t, s, testInstance("b1", "i2", "y"))
+	layout := func() map[string]uint64 {
+		got := map[string]uint64{}
+		s.db.View(func(tx *bolt.Tx) error {
+			tx.Bucket(bucketIDs).ForEach(func(k, v []byte) error {
+				n, _ := binary.Uvarint(v)
+				got[strings.ReplaceAll(string(k), "\x00", "/")] = n
+				if tx.Bucket(bucketRecords).Get(binary.BigEndian.AppendUint64(nil, n)) == nil {
+					t.Errorf("%q: no value under %d", k, n)
+				}
+				return nil
+			})
+			if n := tx.Bucket(bucketRecords).Stats().KeyN; n != len(got) {
+				t.Errorf("%d values for %d ids", n, len(got))
+			}
+			return nil
+		})
+		return got
+	}
+	want := map[string]uint64{"b1/i2": 1, "b1/i1": 2, "b0/i3": 3}
+	if d := cmp.Diff(want, layout()); d != "" {
+		t.Errorf("ids -> sequence numbers (-want +got):\n%s", d)
+	}
+	if _, err := s.DeleteInstance(ctx, "b1", "i2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBinding(ctx, "b0", "i3", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBinding(ctx, "b1", "i1", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]uint64{"b1/i1": 2}
+	if d := cmp.Diff(want, layout()); d != "" {
+		t.Errorf("after the deletes, ids -> sequence numbers (-want +got):\n%s", d)
 	}
 }

@@ -234,8 +234,9 @@ type Inventory interface {
 	// Cost per page: memory walks the broker's sorted ids from the cursor
 	// (with f.Tenant, skipping other tenants' ids: proportional to the ids
 	// passed; the first listing after writes merges the new ids in, O(n));
-	// bolt seeks to the cursor (with f.Tenant, in its tenant index) and
-	// reads the page; Redis runs one script per broker (a sorted-set range
+	// bolt seeks to the cursor in its index of ids and reads the page's
+	// values (with f.Tenant, passing other tenants' values as memory
+	// passes their ids); Redis runs one script per broker (a sorted-set range
 	// and the page's records). Without f.Broker, the same per broker, in
 	// name order (Redis reads the set of brokers first).
 	ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error)

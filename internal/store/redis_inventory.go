@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -27,18 +26,14 @@ import (
 // keys, atomic, and brokers spread over the cluster (one broker's
 // inventory stays on one master).
 //
-// A member of ix is
-//
-//	id NUL u24(len(instance)) instance { u16(len(binding id)) binding id u24(len(record)) record }...
-//
-// (big-endian lengths; records are at most MaxRecordLen, ids MaxIDLen):
-// the instance's record, empty while the inventory holds bindings of an
-// instance it has no record of, then its bindings in the order they were
-// first stored. The ids sort the members, and the range [id NUL, id \x01)
-// holds exactly the member of id (ids hold no NUL). An instance and its
-// bindings in one member spend one sorted-set entry (about 95 bytes of
-// skiplist node, dict entry and table slot on Redis 7) and one copy of
-// the instance id instead of one per binding: measured with
+// A member of ix is the instance id, a NUL and the instance's value
+// (inventory_member.go): its record, empty while the inventory holds
+// bindings of an instance it has no record of, then its bindings in the
+// order they were first stored. The ids sort the members, and the range
+// [id NUL, id \x01) holds exactly the member of id (ids hold no NUL).
+// An instance and its bindings in one member spend one sorted-set entry
+// (about 95 bytes of skiplist node, dict entry and table slot on Redis 7)
+// and one copy of the instance id instead of one per binding: measured with
 // BenchmarkInventoryFootprintRedis on Redis 7.0 (a million instances with
 // an expiring binding each), 1,069 bytes of used_memory per instance with
 // the bindings in a sorted set of their own, 910 with them in their
@@ -263,75 +258,6 @@ end
 count(KEYS[2], '\0b', -#bs)
 return out
 `)
-
-// member is a member of ix, parsed: the instance id, its record (empty
-// if the inventory has none) and its bindings' ids and records, in the
-// order they are stored.
-type member struct {
-	id       string
-	instance []byte
-	bindings []memberBinding
-}
-
-type memberBinding struct {
-	id  string
-	rec []byte
-}
-
-var errBadMember = errors.New("bad inventory member")
-
-// parseMember reads a member of ix (layout in the comment above).
-func parseMember(m string) (member, error) {
-	id, rest, ok := strings.Cut(m, "\x00")
-	if !ok {
-		return member{}, badKey([]byte(m))
-	}
-	u24 := func() (int, bool) {
-		if len(rest) < 3 {
-			return 0, false
-		}
-		n := int(rest[0])<<16 | int(rest[1])<<8 | int(rest[2])
-		rest = rest[3:]
-		return n, n <= len(rest)
-	}
-	n, ok := u24()
-	if !ok {
-		return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
-	}
-	out := member{id: id, instance: []byte(rest[:n])}
-	for rest = rest[n:]; rest != ""; {
-		if len(rest) < 2 {
-			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
-		}
-		bl := int(rest[0])<<8 | int(rest[1])
-		if rest = rest[2:]; bl > len(rest) {
-			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
-		}
-		bid := rest[:bl]
-		rest = rest[bl:]
-		rl, ok := u24()
-		if !ok {
-			return member{}, fmt.Errorf("%w of instance %q", errBadMember, id)
-		}
-		out.bindings = append(out.bindings, memberBinding{bid, []byte(rest[:rl])})
-		rest = rest[rl:]
-	}
-	return out, nil
-}
-
-// sortedBindings decodes the bindings of m in order of their ids.
-func (m member) sortedBindings(broker string) ([]Binding, error) {
-	slices.SortFunc(m.bindings, func(a, b memberBinding) int { return strings.Compare(a.id, b.id) })
-	out := make([]Binding, 0, len(m.bindings))
-	for _, b := range m.bindings {
-		bd, err := decodeBinding(broker, m.id, b.id, b.rec)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bd)
-	}
-	return out, nil
-}
 
 // decodeInstanceMember decodes "id NUL record", as filterScript returns
 // an instance.
