@@ -90,30 +90,49 @@ func benchBinding(in Instance) Binding {
 	return bd
 }
 
+// inventoryLater makes fillInventory put every instance first and their
+// bindings after, as a platform whose apps bind long after the provision
+// does (by default each instance's bindings follow it at once).
+var inventoryLater = flag.Bool("inventory.later", false, "inventory footprint benchmarks put the bindings after all the instances")
+
 // fillInventory puts n instances and their bindings from 64 goroutines,
 // in random id order.
 func fillInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range 64 {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				in := benchInstance()
-				if _, err := s.PutInstance(ctx, in); err != nil {
-					b.Error(err)
-					return
-				}
-				for range *inventoryBindings {
-					if _, err := s.PutBinding(ctx, benchBinding(in)); err != nil {
+	instances := make([]Instance, n)
+	run := func(fn func(i int) error) {
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		for range 64 {
+			wg.Go(func() {
+				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+					if err := fn(int(i - 1)); err != nil {
 						b.Error(err)
 						return
 					}
 				}
-			}
-		})
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	bind := func(i int) error {
+		for range *inventoryBindings {
+			if _, err := s.PutBinding(ctx, benchBinding(instances[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run(func(i int) error {
+		instances[i] = benchInstance()
+		if _, err := s.PutInstance(ctx, instances[i]); err != nil || *inventoryLater {
+			return err
+		}
+		return bind(i)
+	})
+	if *inventoryLater {
+		run(bind) // in the order of the instance ids' GUIDs: random
+	}
 }
 
 // importInventory imports n instances and their bindings in batches of
