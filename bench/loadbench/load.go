@@ -131,14 +131,14 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	defer tr.CloseIdleConnections()
 	runtime.GC() // garbage of the previous run is not billed to this one
 
-	var phase atomic.Int32
+	var phase, warm atomic.Int32
 	workers := make([]*worker, r.conns)
 	var wg sync.WaitGroup
 	pprof.Do(ctx, pprof.Labels("role", "load"), func(ctx context.Context) {
 		for i := range workers {
 			w := &worker{}
 			workers[i] = w
-			wg.Go(func() { w.loop(ctx, tr, r, i, &phase) })
+			wg.Go(func() { w.loop(ctx, tr, r, i, &phase, &warm) })
 		}
 	})
 
@@ -157,6 +157,16 @@ func load(ctx context.Context, r spec) (*sample, error) {
 	if err := sleep(ctx, r.warmup); err != nil {
 		stop()
 		return nil, err
+	}
+	// Every worker's connection is open (and its TLS handshake made)
+	// before the measured period, however long a loaded machine takes:
+	// the warm-up waits for each worker's first answer, for at most
+	// warmupWait more (a dead target answers no one; its errors count).
+	for deadline := time.Now().Add(warmupWait); warm.Load() < int32(r.conns) && time.Now().Before(deadline); {
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			stop()
+			return nil, err
+		}
 	}
 	cpu0, err := cpuTime(r.extraCPU)
 	if err != nil {
@@ -220,7 +230,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // loop sends requests until the phase is phaseStop, counting those that
 // complete while it is phaseMeasure.
-func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, index int, phase *atomic.Int32) {
+// warmupWait bounds how long the warm-up waits for every worker's first
+// answer after r.warmup.
+const warmupWait = 30 * time.Second
+
+func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, index int, phase, warm *atomic.Int32) {
+	warmed := false
 	var req *http.Request
 	if r.newRequest == nil {
 		var err error
@@ -245,6 +260,9 @@ func (w *worker) loop(ctx context.Context, tr *http.Transport, r spec, index int
 		d := time.Since(t0)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond) // do not spin on a dead target
+		} else if !warmed {
+			warmed = true
+			warm.Add(1)
 		}
 		switch phase.Load() {
 		case phaseWarmup:
