@@ -39,6 +39,7 @@ var adminRoutes = []string{
 	"GET /admin/instances/{broker}/{instance}",
 	"GET /admin/bindings/expiring",
 	"POST /admin/reload",
+	"GET /admin/debug/pprof/",
 }
 
 // pathValues fill the wildcards of adminRoutes when a test calls them.
@@ -86,6 +87,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	a.MountReloadAdmin(sw, log, func(context.Context) (Reloaded, error) {
 		return Reloaded{Result: ReloadSuccess, ConfigHash: "0123456789ab", Tenants: 1, Brokers: 1}, nil
 	})
+	a.MountPprof(sw, log)
 	a.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }))
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)

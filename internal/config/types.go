@@ -29,6 +29,7 @@ const (
 	DefaultShutdownDelay = 5 * time.Second
 
 	DefaultAdminAddress = "127.0.0.1:9090" // admin.address
+	DefaultAdminPprof   = false            // admin.pprof
 
 	DefaultLogFormat = "json" // log.format
 	DefaultLogLevel  = "info" // log.level
@@ -122,6 +123,9 @@ type Admin struct {
 	// instead.
 	Token     Secret `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// Pprof serves Go's runtime profiles under /admin/debug/pprof/ (behind
+	// the token, like every /admin/ route); zero value: DefaultAdminPprof.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Log configures log/slog.
