@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -184,4 +185,22 @@ func BenchmarkFootprintBolt(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(2*footprintLocks)/took.Seconds(), "writes/s")
+}
+
+// BenchmarkGetMissing is what every last_operation poll of an operation the
+// gateway does not track costs the guard: a Get that finds nothing.
+func BenchmarkGetMissing(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"memory", "bolt"} {
+		b.Run(name, func(b *testing.B) {
+			s, _ := benchStores(b)[name](b)
+			key := LockKey("mysql-broker", guid())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+					b.Fatalf("Get of a missing key: %v, want ErrNotFound", err)
+				}
+			}
+		})
+	}
 }

@@ -105,7 +105,10 @@ func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
 		l, found, err = liveLock(tx, key, now)
 		return err
 	})
-	return foundLock(l, found, err, key)
+	if err == nil && !found {
+		return Lock{}, ErrNotFound // unwrapped, as memory's: Get runs on every poll, and a miss is the common case
+	}
+	return l, err
 }
 
 // List reads every lock, or with f.InstanceID only the instance's key and

@@ -165,7 +165,7 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	v, err := s.client.Get(ctx, s.lockKey(key)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Lock{}, noLock(key)
+		return Lock{}, ErrNotFound // unwrapped, as memory's: Get runs on every poll, and a miss is the common case
 	case err != nil:
 		return Lock{}, s.fail(ctx, "GET", err)
 	}
@@ -174,7 +174,7 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	case err != nil:
 		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
 	case expired(l.Deadline, s.now()):
-		return Lock{}, noLock(key)
+		return Lock{}, ErrNotFound
 	}
 	return l, nil
 }

@@ -51,7 +51,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -80,8 +79,16 @@ var (
 	ErrInvalid = errors.New("store: invalid")
 )
 
-// noLock is ErrNotFound for the lock key.
-func noLock(key string) error { return fmt.Errorf("%w: lock %s", ErrNotFound, key) }
+// noLock is ErrNotFound for the lock key. Every poll of an operation the
+// gateway does not track ends here, so the text is put together only when
+// it is read.
+func noLock(key string) error { return &lockNotFound{key: key} }
+
+// lockNotFound is ErrNotFound for one lock key.
+type lockNotFound struct{ key string }
+
+func (e *lockNotFound) Error() string { return ErrNotFound.Error() + ": lock " + e.key }
+func (e *lockNotFound) Unwrap() error { return ErrNotFound }
 
 // foundLock is what a backend's lookup of key returns: its error, else l
 // when found, else ErrNotFound.
