@@ -53,7 +53,7 @@ func TestParseVegeta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := vegetaResult{rate: 2000.1, p50: 150 * time.Microsecond, p99: 420 * time.Microsecond, success: 1, requests: 20000}
+	want := vegetaResult{rate: 2000.1, p50: 150 * time.Microsecond, p99: 420 * time.Microsecond, success: 1, requests: 20000, errors: []string{}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(vegetaResult{})); diff != "" {
 		t.Errorf("parseVegeta (-want +got):\n%s", diff)
 	}
@@ -63,7 +63,9 @@ func TestParseVegeta(t *testing.T) {
 // median is dropped, and × bare proxy is the median of the kept rounds'
 // ratios, not the ratio of medians.
 func TestRoundsDroppedAndRatios(t *testing.T) {
-	s := func(rps float64) sample { return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps)}, cpu: time.Second} }
+	s := func(rps float64) sample {
+		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps)}, cpu: time.Second}
+	}
 	r := &report{rounds: []map[string]sample{
 		{keyDirect: s(1000), keyBare: s(400), keyGateway: s(300)},
 		{keyDirect: s(1000), keyBare: s(500), keyGateway: s(450)},

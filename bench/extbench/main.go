@@ -221,6 +221,9 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
+		if len(v.errors) > 0 {
+			o.logf("open loop: %s: %.2f %% succeeded; errors: %s", t.name, v.success*100, strings.Join(v.errors, "; "))
+		}
 		rep.open[t.key] = v
 	}
 	return nil

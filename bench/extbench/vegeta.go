@@ -38,6 +38,7 @@ type vegetaResult struct {
 	p50, p99 time.Duration
 	success  float64 // share of 2xx answers
 	requests int64
+	errors   []string // vegeta's distinct errors, when any failed
 }
 
 // runVegeta sends GET url with the header lines at rate requests/s for d
@@ -69,9 +70,10 @@ func parseVegeta(b []byte) (vegetaResult, error) {
 			P50 int64 `json:"50th"`
 			P99 int64 `json:"99th"`
 		} `json:"latencies"`
-		Requests int64   `json:"requests"`
-		Rate     float64 `json:"rate"`
-		Success  float64 `json:"success"`
+		Requests int64    `json:"requests"`
+		Rate     float64  `json:"rate"`
+		Success  float64  `json:"success"`
+		Errors   []string `json:"errors"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return vegetaResult{}, fmt.Errorf("vegeta's JSON report: %w", err)
@@ -80,5 +82,5 @@ func parseVegeta(b []byte) (vegetaResult, error) {
 		return vegetaResult{}, fmt.Errorf("vegeta's report counts no request")
 	}
 	return vegetaResult{rate: rep.Rate, p50: time.Duration(rep.Latencies.P50), p99: time.Duration(rep.Latencies.P99),
-		success: rep.Success, requests: rep.Requests}, nil
+		success: rep.Success, requests: rep.Requests, errors: rep.Errors}, nil
 }
