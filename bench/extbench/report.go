@@ -70,8 +70,14 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "%s; wrk %s; GET last_operation (62 B answer) with keep-alive; closed loop `wrk -t1 -c%d`, "+
 		"%d rounds × %s, order rotated per round; kept %d of %d rounds (direct within %.0f %% of its median).\n\n",
 		cores(), strings.TrimPrefix(wrkVersion(), "wrk "), o.conns, o.rounds, o.duration, len(kept), len(r.rounds), dropAbove*100)
-	fmt.Fprintln(w, "| target | req/s | × direct | × bare proxy | × nginx | CPU µs/req (its own process) | p50 at 1 conn | added p50 at 1 conn |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	refs := []string{keyDirect, keyBare, keyNginx}
+	head := "| target | req/s | × direct | × bare proxy | × nginx |"
+	if r.has(keyBefore) {
+		refs = append(refs, keyBefore)
+		head += " × " + o.beforeLabel + " |"
+	}
+	fmt.Fprintln(w, head+" CPU µs/req (its own process) | p50 at 1 conn | added p50 at 1 conn |")
+	fmt.Fprintln(w, "| --- | ---: |"+strings.Repeat(" ---: |", len(refs))+" ---: | ---: | ---: |")
 	direct := r.single[keyDirect]
 	for _, t := range r.targets {
 		var rates []float64
@@ -85,7 +91,7 @@ func (r *report) write(w io.Writer) {
 			}
 		}
 		cols := []string{t.name, fmt.Sprintf("%.0f", median(rates))}
-		for _, ref := range []string{keyDirect, keyBare, keyNginx} {
+		for _, ref := range refs {
 			v, ok := r.ratio(t.key, ref, kept)
 			if !ok || (t.key == keyDirect && ref != keyDirect) {
 				cols = append(cols, "–")
@@ -107,6 +113,7 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
 	}
 	fmt.Fprintln(w)
+	r.writeRounds(w, kept)
 	if r.open == nil {
 		if r.openSkipped != "" {
 			fmt.Fprintf(w, "No open-loop run: %s\n", r.openSkipped)
@@ -165,4 +172,31 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// has reports whether a target of key ran.
+func (r *report) has(key string) bool {
+	return slices.ContainsFunc(r.targets, func(t *target) bool { return t.key == key })
+}
+
+// writeRounds writes every round's requests/s, so that a reader can take
+// other ratios than the table's, or see what the dropped rounds were.
+func (r *report) writeRounds(w io.Writer, kept []int) {
+	fmt.Fprint(w, "Requests/s per round:\n\n| round | kept |")
+	for _, t := range r.targets {
+		fmt.Fprintf(w, " %s |", t.key)
+	}
+	fmt.Fprint(w, "\n| ---: | --- |"+strings.Repeat(" ---: |", len(r.targets))+"\n")
+	for i, round := range r.rounds {
+		k := "no"
+		if slices.Contains(kept, i) {
+			k = "yes"
+		}
+		fmt.Fprintf(w, "| %d | %s |", i+1, k)
+		for _, t := range r.targets {
+			fmt.Fprintf(w, " %.0f |", round[t.key].rps)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 }
