@@ -82,57 +82,94 @@ func inventoryTx(tx *bolt.Tx) invTx {
 }
 
 // writeFills sets how full bbolt fills the pages of inv_records and
-// inv_expiry that a write of one record of broker splits (Import sets
-// its own).
-func writeFills(tx *bolt.Tx, broker string) {
-	tx.Bucket(bucketRecords).FillPercent = recordsFill(tx, broker)
+// inv_expiry that a write of one record splits (Import sets its own).
+func writeFills(tx *bolt.Tx) {
+	tx.Bucket(bucketRecords).FillPercent = recordsFill
 	tx.Bucket(bucketExpiry).FillPercent = expiryFill
 }
 
-// seqKey is the inv_records key of the inv_ids value v.
-func seqKey(v []byte) ([]byte, bool) {
+// seqKey is the inv_records key of sequence number n.
+func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// idSeq is the inv_records key of the inv_ids value v.
+func idSeq(v []byte) ([]byte, bool) {
 	n, l := binary.Uvarint(v)
-	return binary.BigEndian.AppendUint64(nil, n), l == len(v) && l > 0
+	return seqKey(n), l == len(v) && l > 0
 }
 
-// member returns the value of the instance (broker, id), parsed, and its
+// value returns the value of the instance (broker, id), parsed, and its
 // inv_records key: ok false if the inventory has neither its record nor a
-// binding. Its records are valid during the transaction only.
-func (t invTx) member(broker, id string) (m member, seq []byte, ok bool, err error) {
+// binding. Its record is valid during the transaction only.
+func (t invTx) value(broker, id string) (v boltValue, seq []byte, ok bool, err error) {
 	key := []byte(instanceKey(broker, id))
-	v := t.ids.Get(key)
-	if v == nil {
-		return member{id: id}, nil, false, nil
+	idv := t.ids.Get(key)
+	if idv == nil {
+		return boltValue{}, nil, false, nil
 	}
-	m, seq, err = t.memberAt(key, id, v)
-	return m, seq, err == nil, err
+	v, seq, err = t.valueAt(key, id, idv)
+	return v, seq, err == nil, err
 }
 
-// memberAt reads the value of instance id (of inv_ids key key) under the
-// inv_ids value v.
-func (t invTx) memberAt(key []byte, id string, v []byte) (member, []byte, error) {
-	seq, ok := seqKey(v)
+// valueAt reads the value of instance id (of inv_ids key key) under the
+// inv_ids value idv.
+func (t invTx) valueAt(key []byte, id string, idv []byte) (boltValue, []byte, error) {
+	seq, ok := idSeq(idv)
 	if !ok {
-		return member{}, nil, fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number",
-			ErrUnavailable, key, v)
+		return boltValue{}, nil, fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number",
+			ErrUnavailable, key, idv)
 	}
 	p := t.records.Get(seq)
 	if p == nil {
-		return member{}, nil, fmt.Errorf("%w: inventory record %x of %q is missing", ErrUnavailable, seq, key)
+		return boltValue{}, nil, fmt.Errorf("%w: inventory record %x of %q is missing", ErrUnavailable, seq, key)
 	}
-	m, err := parsePayload(id, p)
+	v, err := parseBoltValue(id, p)
 	if err != nil {
-		return member{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return boltValue{}, nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return m, seq, nil
+	return v, seq, nil
 }
 
-// put stores m as the value of the instance of broker, under seq, or
-// under a new sequence number at the end of inv_records if seq is nil; it
-// deletes the value if m holds nothing.
-func (t invTx) put(broker string, m member, seq []byte) error {
-	key := []byte(instanceKey(broker, m.id))
-	if len(m.instance) == 0 && len(m.bindings) == 0 {
+// bindingRecord returns the record of the binding r of instance id, valid
+// during the transaction only.
+func (t invTx) bindingRecord(id string, r bindingRef) ([]byte, error) {
+	rec := t.records.Get(seqKey(r.seq))
+	if rec == nil {
+		return nil, fmt.Errorf("%w: inventory record %d of binding %q of instance %q is missing",
+			ErrUnavailable, r.seq, r.id, id)
+	}
+	return rec, nil
+}
+
+// member returns v with its bindings' records, valid during the
+// transaction only.
+func (t invTx) member(id string, v boltValue) (member, error) {
+	m := member{id: id, instance: v.instance, bindings: make([]memberBinding, 0, len(v.refs))}
+	for _, r := range v.refs {
+		rec, err := t.bindingRecord(id, r)
+		if err != nil {
+			return member{}, err
+		}
+		m.bindings = append(m.bindings, memberBinding{r.id, rec})
+	}
+	return m, nil
+}
+
+// append stores rec under a new sequence number at the end of inv_records
+// and returns the number.
+func (t invTx) append(rec []byte) (uint64, error) {
+	n, err := t.records.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	return n, t.records.Put(seqKey(n), rec)
+}
+
+// put stores v as the value of the instance id of broker, under seq, or
+// under a new sequence number if seq is nil; it deletes the value if v
+// holds nothing.
+func (t invTx) put(broker, id string, v boltValue, seq []byte) error {
+	key := []byte(instanceKey(broker, id))
+	if len(v.instance) == 0 && len(v.refs) == 0 {
 		if seq == nil {
 			return nil
 		}
@@ -141,37 +178,34 @@ func (t invTx) put(broker string, m member, seq []byte) error {
 		}
 		return t.records.Delete(seq)
 	}
-	if seq == nil {
-		n, err := t.records.NextSequence()
-		if err != nil {
-			return err
-		}
-		seq = binary.BigEndian.AppendUint64(nil, n)
-		if err := t.ids.Put(key, binary.AppendUvarint(nil, n)); err != nil {
-			return err
-		}
+	if seq != nil {
+		return t.records.Put(seq, v.encode())
 	}
-	return t.records.Put(seq, m.payload())
+	n, err := t.append(v.encode())
+	if err != nil {
+		return err
+	}
+	return t.ids.Put(key, binary.AppendUvarint(nil, n))
 }
 
 // putInstanceTx stores rec unless the instance exists and replace is false;
 // it reports whether it stored it.
 func putInstanceTx(tx *bolt.Tx, in Instance, rec []byte, replace bool) (bool, error) {
 	t := inventoryTx(tx)
-	m, seq, _, err := t.member(in.Broker, in.InstanceID)
+	v, seq, _, err := t.value(in.Broker, in.InstanceID)
 	if err != nil {
 		return false, err
 	}
-	if len(m.instance) > 0 {
+	if len(v.instance) > 0 {
 		if !replace {
 			return false, nil
 		}
-		if err := unindexInstance(tx, in.Broker, m.instance); err != nil {
+		if err := unindexInstance(tx, in.Broker, v.instance); err != nil {
 			return false, err
 		}
 	}
-	m.instance = rec
-	if err := t.put(in.Broker, m, seq); err != nil {
+	v.instance = rec
+	if err := t.put(in.Broker, in.InstanceID, v, seq); err != nil {
 		return false, err
 	}
 	return true, addCount(tx, instanceCountKey(in.Broker, in.Tenant), 1)
@@ -188,29 +222,40 @@ func expiryKey(broker, instanceID, bindingID string) string {
 	return instanceKey(broker, bindingSubkey(instanceID, bindingID))
 }
 
-// putBindingTx is putInstanceTx for a binding; it moves the binding's
-// entry in the expiry index too.
+// putBindingTx is putInstanceTx for a binding: it rewrites the binding's
+// value in place, or appends it and adds it to its instance's value; it
+// moves the binding's entry in the expiry index too.
 func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, error) {
 	t := inventoryTx(tx)
-	m, seq, _, err := t.member(bd.Broker, bd.InstanceID)
+	v, seq, _, err := t.value(bd.Broker, bd.InstanceID)
 	if err != nil {
 		return false, err
 	}
 	k := expiryKey(bd.Broker, bd.InstanceID, bd.BindingID)
-	i := m.binding(bd.BindingID)
+	i := v.binding(bd.BindingID)
 	if i >= 0 {
 		if !replace {
 			return false, nil
 		}
-		if err := t.unindexExpiry(k, m.bindings[i].rec); err != nil {
+		old, err := t.bindingRecord(bd.InstanceID, v.refs[i])
+		if err != nil {
 			return false, err
 		}
-		m.bindings[i].rec = rec
+		if err := t.unindexExpiry(k, old); err != nil {
+			return false, err
+		}
+		if err := t.records.Put(seqKey(v.refs[i].seq), rec); err != nil {
+			return false, err
+		}
 	} else {
-		m.bindings = append(m.bindings, memberBinding{bd.BindingID, rec})
-	}
-	if err := t.put(bd.Broker, m, seq); err != nil {
-		return false, err
+		n, err := t.append(rec)
+		if err != nil {
+			return false, err
+		}
+		v.refs = append(v.refs, bindingRef{bd.BindingID, n})
+		if err := t.put(bd.Broker, bd.InstanceID, v, seq); err != nil {
+			return false, err
+		}
 	}
 	if !bd.ExpiresAt.IsZero() {
 		if err := t.expiries.Put(timeKey(bd.ExpiresAt, k), nil); err != nil {
@@ -224,38 +269,11 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 }
 
 // recordsFill is how full bbolt fills the pages of inv_records that a
-// write of one record of broker splits. Values are appended, but then
-// grow: an instance is recorded at its provision, its bindings later, each
-// growing its value by about 270 bytes, some 0.7 of an instance's. Pages
-// split full leave no room for that, and a full page whose values grow
-// splits into a full page and a remainder; pages split at 1/(1+0.7) take
-// their instances' first bindings. Measured by puts of 100,000 instances
-// with a binding each (BenchmarkInventoryFootprintBolt), bytes of
-// inv_records per instance and how full its pages were, by the fill:
-//
-//	1.0: 933 (66%)  0.65: 1,157 (54%)  0.6: 728 (85%)  0.55: 733 (85%)
-//
-// (with sealed credentials, -inventory.secrets, whose bindings grow their
-// values more, the file took 1,345, 1,513 and 1,682 bytes at 0.6, 0.55
-// and 0.5). But values that never grow would stay in pages about half
-// full at 0.6 (no bindings: 689 bytes per instance, 52% full). So the fill
-// follows the broker's bindings per instance, from its counters: split
-// at 1/(1 + bindingGrowth × bindings per instance), between minRecordsFill
-// and maxRecordsFill (room for an update of a record, a few bytes more):
-// no bindings, 391 bytes of inv_records per instance (91% full). An
-// import of a batch without whole values (an export's instances, whose
-// bindings follow) splits at 1/(1+bindingGrowth).
-func recordsFill(tx *bolt.Tx, broker string) float64 {
-	instances := sumCounts(tx, instanceCountKey(broker, ""), nil)
-	perInstance := float64(getCount(tx, bindingCountKey(broker))) / float64(max(instances, 1))
-	return min(maxRecordsFill, max(minRecordsFill, 1/(1+bindingGrowth*perInstance)))
-}
-
-const (
-	bindingGrowth  = 0.7
-	minRecordsFill = 0.5
-	maxRecordsFill = 0.95
-)
+// write splits (its default: 0.5). Values are appended at the end of the
+// tree; a binding's value is rewritten in place with about its size, and
+// an instance's value grows by an entry of its list, about 40 bytes, at
+// each bind: the room left in each page takes that.
+var recordsFill = 0.9
 
 // expiryFill is how full bbolt fills the pages of the expiry index when
 // PutBinding splits them (its default: 0.5). A binding's ExpiresAt is
@@ -290,7 +308,7 @@ func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, err
 		return Instance{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx, in.Broker)
+		writeFills(tx)
 		_, err := putInstanceTx(tx, in, rec, true)
 		return err
 	})
@@ -310,11 +328,11 @@ func (s *boltStore) GetInstance(ctx context.Context, broker, instanceID string) 
 	var in Instance
 	var found bool
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		m, _, _, err := inventoryTx(tx).member(broker, instanceID)
-		if found = len(m.instance) > 0; err != nil || !found {
+		v, _, _, err := inventoryTx(tx).value(broker, instanceID)
+		if found = len(v.instance) > 0; err != nil || !found {
 			return err
 		}
-		in, err = decodeInstance(broker, instanceID, m.instance)
+		in, err = decodeInstance(broker, instanceID, v.instance)
 		return err
 	})
 	switch {
@@ -342,14 +360,23 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		gone = nil
-		writeFills(tx, broker)
+		writeFills(tx)
 		t := inventoryTx(tx)
-		m, seq, ok, err := t.member(broker, instanceID)
+		v, seq, ok, err := t.value(broker, instanceID)
 		if found = ok; err != nil || !found {
+			return err
+		}
+		m, err := t.member(instanceID, v)
+		if err != nil {
 			return err
 		}
 		if gone, err = m.sortedBindings(broker); err != nil {
 			return err
+		}
+		for _, r := range v.refs {
+			if err := t.records.Delete(seqKey(r.seq)); err != nil {
+				return err
+			}
 		}
 		for _, bd := range gone {
 			if !bd.ExpiresAt.IsZero() {
@@ -361,12 +388,12 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 		if err := addCount(tx, bindingCountKey(broker), -int64(len(gone))); err != nil {
 			return err
 		}
-		if len(m.instance) > 0 {
-			if err := unindexInstance(tx, broker, m.instance); err != nil {
+		if len(v.instance) > 0 {
+			if err := unindexInstance(tx, broker, v.instance); err != nil {
 				return err
 			}
 		}
-		return t.put(broker, member{id: instanceID}, seq)
+		return t.put(broker, instanceID, boltValue{}, seq)
 	})
 	switch {
 	case err != nil:
@@ -389,7 +416,7 @@ func (s *boltStore) PutBinding(ctx context.Context, bd Binding) (Binding, error)
 		return Binding{}, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx, bd.Broker)
+		writeFills(tx)
 		_, err := putBindingTx(tx, bd, rec, true)
 		return err
 	})
@@ -409,15 +436,20 @@ func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingI
 	var bd Binding
 	var found bool
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		m, _, _, err := inventoryTx(tx).member(broker, instanceID)
+		t := inventoryTx(tx)
+		v, _, _, err := t.value(broker, instanceID)
 		if err != nil {
 			return err
 		}
-		i := m.binding(bindingID)
+		i := v.binding(bindingID)
 		if found = i >= 0; !found {
 			return nil
 		}
-		bd, err = decodeBinding(broker, instanceID, bindingID, m.bindings[i].rec)
+		rec, err := t.bindingRecord(instanceID, v.refs[i])
+		if err != nil {
+			return err
+		}
+		bd, err = decodeBinding(broker, instanceID, bindingID, rec)
 		return err
 	})
 	switch {
@@ -438,21 +470,28 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	}
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		writeFills(tx, broker)
+		writeFills(tx)
 		t := inventoryTx(tx)
-		m, seq, _, err := t.member(broker, instanceID)
+		v, seq, _, err := t.value(broker, instanceID)
 		if err != nil {
 			return err
 		}
-		i := m.binding(bindingID)
+		i := v.binding(bindingID)
 		if found = i >= 0; !found {
 			return nil
 		}
-		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), m.bindings[i].rec); err != nil {
+		old, err := t.bindingRecord(instanceID, v.refs[i])
+		if err != nil {
 			return err
 		}
-		m.bindings = slices.Delete(m.bindings, i, i+1)
-		if err := t.put(broker, m, seq); err != nil {
+		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), old); err != nil {
+			return err
+		}
+		if err := t.records.Delete(seqKey(v.refs[i].seq)); err != nil {
+			return err
+		}
+		v.refs = slices.Delete(v.refs, i, i+1)
+		if err := t.put(broker, instanceID, v, seq); err != nil {
 			return err
 		}
 		return addCount(tx, bindingCountKey(broker), -1)

@@ -30,15 +30,19 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 			if len(parts) != 3 || broker != "" && parts[0] != broker {
 				return true
 			}
-			m, _, _, merr := t.member(parts[0], parts[1])
-			if err = merr; err != nil {
+			v, _, _, verr := t.value(parts[0], parts[1])
+			if err = verr; err != nil {
 				return false
 			}
-			i := m.binding(parts[2])
+			i := v.binding(parts[2])
 			if i < 0 { // an index entry without its record
 				return true
 			}
-			bd, derr := decodeBinding(parts[0], parts[1], parts[2], m.bindings[i].rec)
+			rec, rerr := t.bindingRecord(parts[1], v.refs[i])
+			if err = rerr; err != nil {
+				return false
+			}
+			bd, derr := decodeBinding(parts[0], parts[1], parts[2], rec)
 			if err = derr; err != nil {
 				return false
 			}

@@ -68,7 +68,7 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 		t := inventoryTx(tx)
 		c := t.ids.Cursor()
 		for k, v := seekAfter(c, prefix, afterKey); k != nil && bytes.HasPrefix(k, prefix) && len(found) <= limit; k, v = c.Next() {
-			seq, ok := seqKey(v)
+			seq, ok := idSeq(v)
 			if !ok {
 				return fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number", ErrUnavailable, k, v)
 			}
@@ -135,9 +135,14 @@ func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string)
 	}
 	var out []Binding
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		m, _, ok, err := inventoryTx(tx).member(broker, instanceID)
-		if err != nil || !ok || len(m.bindings) == 0 {
+		t := inventoryTx(tx)
+		v, _, ok, err := t.value(broker, instanceID)
+		if err != nil || !ok || len(v.refs) == 0 {
 			out = nil
+			return err
+		}
+		m, err := t.member(instanceID, v)
+		if err != nil {
 			return err
 		}
 		out, err = m.sortedBindings(broker)
@@ -188,7 +193,11 @@ func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int
 			if len(parts) != 2 {
 				return badKey(k)
 			}
-			m, _, err := t.memberAt(k, parts[1], v)
+			bv, _, err := t.valueAt(k, parts[1], v)
+			if err != nil {
+				return err
+			}
+			m, err := t.member(parts[1], bv)
 			if err != nil {
 				return err
 			}
@@ -237,10 +246,7 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			}
 			return bolt.DefaultFillPercent
 		}
-		tx.Bucket(bucketRecords).FillPercent = 1
-		if !sorted.whole { // instances whose bindings may follow, or bindings
-			tx.Bucket(bucketRecords).FillPercent = 1 / (1 + bindingGrowth)
-		}
+		tx.Bucket(bucketRecords).FillPercent = recordsFill
 		tx.Bucket(bucketIDs).FillPercent = fill(sorted.ids, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {

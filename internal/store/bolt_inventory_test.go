@@ -67,7 +67,7 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, in := range junk {
-			seq, _ := seqKey(tx.Bucket(bucketIDs).Get([]byte(instanceKey(in.Broker, in.InstanceID))))
+			seq, _ := idSeq(tx.Bucket(bucketIDs).Get([]byte(instanceKey(in.Broker, in.InstanceID))))
 			if err := tx.Bucket(bucketRecords).Put(seq, []byte("junk")); err != nil {
 				return err
 			}
