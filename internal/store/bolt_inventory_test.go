@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,9 +126,11 @@ func TestBoltDropsOldBuckets(t *testing.T) {
 
 // TestBoltRecordsInPlace checks the layout: an instance's value is
 // appended under the next sequence number when the inventory first sees
-// the instance (by its record or a binding) and rewritten under that
-// number by later puts; deleting the instance, or the last binding of an
-// instance without a record, removes its value and its id.
+// the instance (by its record or a binding), a binding's value when the
+// inventory first sees the binding (before its instance's value, if that
+// is new), and later puts rewrite them under their numbers; deleting the
+// instance removes its value and its bindings', deleting the last binding
+// of an instance without a record its value and its id.
 func TestBoltRecordsInPlace(t *testing.T) {
 	ctx := context.Background()
 	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
@@ -137,25 +140,40 @@ func TestBoltRecordsInPlace(t *testing.T) {
 	mustPutBinding(t, s, testBinding("b1", "i2", "k1"))
 	mustPutBinding(t, s, testBinding("b0", "i3", "k1"))
 	mustPutInstance(t, s, testInstance("b1", "i2", "y"))
+	mustPutBinding(t, s, testBinding("b1", "i1", "k1"))
 	layout := func() map[string]uint64 {
 		got := map[string]uint64{}
 		s.db.View(func(tx *bolt.Tx) error {
+			records := tx.Bucket(bucketRecords)
 			tx.Bucket(bucketIDs).ForEach(func(k, v []byte) error {
 				n, _ := binary.Uvarint(v)
-				got[strings.ReplaceAll(string(k), "\x00", "/")] = n
-				if tx.Bucket(bucketRecords).Get(binary.BigEndian.AppendUint64(nil, n)) == nil {
+				name := strings.ReplaceAll(string(k), "\x00", "/")
+				got[name] = n
+				p := records.Get(seqKey(n))
+				if p == nil {
 					t.Errorf("%q: no value under %d", k, n)
+					return nil
+				}
+				bv, err := parseBoltValue(name, p)
+				if err != nil {
+					t.Errorf("%q: %v", k, err)
+				}
+				for _, r := range bv.refs {
+					got[name+"/"+r.id] = r.seq
+					if records.Get(seqKey(r.seq)) == nil {
+						t.Errorf("%q, binding %q: no value under %d", k, r.id, r.seq)
+					}
 				}
 				return nil
 			})
-			if n := tx.Bucket(bucketRecords).Stats().KeyN; n != len(got) {
-				t.Errorf("%d values for %d ids", n, len(got))
+			if n := records.Stats().KeyN; n != len(got) {
+				t.Errorf("%d values for %d instances and bindings", n, len(got))
 			}
 			return nil
 		})
 		return got
 	}
-	want := map[string]uint64{"b1/i2": 1, "b1/i1": 2, "b0/i3": 3}
+	want := map[string]uint64{"b1/i2": 1, "b1/i1/k1": 2, "b1/i1": 3, "b1/i2/k1": 4, "b0/i3/k1": 5, "b0/i3": 6}
 	if d := cmp.Diff(want, layout()); d != "" {
 		t.Errorf("ids -> sequence numbers (-want +got):\n%s", d)
 	}
@@ -168,8 +186,34 @@ func TestBoltRecordsInPlace(t *testing.T) {
 	if err := s.DeleteBinding(ctx, "b1", "i1", "k1"); err != nil {
 		t.Fatal(err)
 	}
-	want = map[string]uint64{"b1/i1": 2}
+	want = map[string]uint64{"b1/i1": 3}
 	if d := cmp.Diff(want, layout()); d != "" {
 		t.Errorf("after the deletes, ids -> sequence numbers (-want +got):\n%s", d)
 	}
+}
+
+// TestBoltMissingBindingValue deletes a binding's value behind the
+// store's back: reads of the binding, or of all its instance's, fail as
+// unavailable rather than skip it.
+func TestBoltMissingBindingValue(t *testing.T) {
+	ctx := context.Background()
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
+	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
+	mustPutBinding(t, s, testBinding("b1", "i1", "k1"))
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v, _, _, err := inventoryTx(tx).value("b1", "i1")
+		if err != nil || len(v.refs) != 1 {
+			return fmt.Errorf("value of b1/i1 = %+v, %v", v, err)
+		}
+		return tx.Bucket(bucketRecords).Delete(seqKey(v.refs[0].seq))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetBinding(ctx, "b1", "i1", "k1")
+	wantErr(t, "GetBinding", err, ErrUnavailable)
+	_, err = s.ListBindings(ctx, "b1", "i1")
+	wantErr(t, "ListBindings", err, ErrUnavailable)
+	_, err = s.DeleteInstance(ctx, "b1", "i1")
+	wantErr(t, "DeleteInstance", err, ErrUnavailable)
 }
