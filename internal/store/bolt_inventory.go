@@ -129,27 +129,49 @@ func (t invTx) valueAt(key []byte, id string, idv []byte) (boltValue, []byte, er
 	return v, seq, nil
 }
 
-// bindingRecord returns the record of the binding r of instance id, valid
-// during the transaction only.
-func (t invTx) bindingRecord(id string, r bindingRef) ([]byte, error) {
-	rec := t.records.Get(seqKey(r.seq))
-	if rec == nil {
-		return nil, fmt.Errorf("%w: inventory record %d of binding %q of instance %q is missing",
-			ErrUnavailable, r.seq, r.id, id)
+// bindingAt reads the value of the binding under sequence number n of
+// the instance id: its id and record, valid during the transaction only.
+func (t invTx) bindingAt(id string, n uint64) (bid, rec []byte, err error) {
+	p := t.records.Get(seqKey(n))
+	if p == nil {
+		return nil, nil, fmt.Errorf("%w: inventory record %d of a binding of instance %q is missing",
+			ErrUnavailable, n, id)
 	}
-	return rec, nil
+	bid, rec, ok := parseBindingValue(p)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: inventory record %d of a binding of instance %q: %w",
+			ErrUnavailable, n, id, errBadMember)
+	}
+	return bid, rec, nil
 }
 
-// member returns v with its bindings' records, valid during the
-// transaction only.
+// binding finds the binding bid of v, the value of instance id: its index
+// in v.bindings (-1 if v has none such) and its record, valid during the
+// transaction only. It reads the bindings' values in turn: an instance has
+// tens of bindings, not thousands.
+func (t invTx) binding(id string, v boltValue, bid string) (int, []byte, error) {
+	for i, n := range v.bindings {
+		got, rec, err := t.bindingAt(id, n)
+		if err != nil {
+			return -1, nil, err
+		}
+		if string(got) == bid {
+			return i, rec, nil
+		}
+	}
+	return -1, nil, nil
+}
+
+// member returns v, the value of instance id, with its bindings' ids and
+// records, valid during the transaction only.
 func (t invTx) member(id string, v boltValue) (member, error) {
-	m := member{id: id, instance: v.instance, bindings: make([]memberBinding, 0, len(v.refs))}
-	for _, r := range v.refs {
-		rec, err := t.bindingRecord(id, r)
+	m := member{id: id, instance: v.instance, bindings: make([]memberBinding, 0, len(v.bindings))}
+	for _, n := range v.bindings {
+		bid, rec, err := t.bindingAt(id, n)
 		if err != nil {
 			return member{}, err
 		}
-		m.bindings = append(m.bindings, memberBinding{r.id, rec})
+		m.bindings = append(m.bindings, memberBinding{string(bid), rec})
 	}
 	return m, nil
 }
@@ -169,7 +191,7 @@ func (t invTx) append(rec []byte) (uint64, error) {
 // holds nothing.
 func (t invTx) put(broker, id string, v boltValue, seq []byte) error {
 	key := []byte(instanceKey(broker, id))
-	if len(v.instance) == 0 && len(v.refs) == 0 {
+	if len(v.instance) == 0 && len(v.bindings) == 0 {
 		if seq == nil {
 			return nil
 		}
@@ -232,27 +254,26 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 		return false, err
 	}
 	k := expiryKey(bd.Broker, bd.InstanceID, bd.BindingID)
-	i := v.binding(bd.BindingID)
+	i, old, err := t.binding(bd.InstanceID, v, bd.BindingID)
+	if err != nil {
+		return false, err
+	}
 	if i >= 0 {
 		if !replace {
 			return false, nil
 		}
-		old, err := t.bindingRecord(bd.InstanceID, v.refs[i])
-		if err != nil {
-			return false, err
-		}
 		if err := t.unindexExpiry(k, old); err != nil {
 			return false, err
 		}
-		if err := t.records.Put(seqKey(v.refs[i].seq), rec); err != nil {
+		if err := t.records.Put(seqKey(v.bindings[i]), bindingValue(bd.BindingID, rec)); err != nil {
 			return false, err
 		}
 	} else {
-		n, err := t.append(rec)
+		n, err := t.append(bindingValue(bd.BindingID, rec))
 		if err != nil {
 			return false, err
 		}
-		v.refs = append(v.refs, bindingRef{bd.BindingID, n})
+		v.bindings = append(v.bindings, n)
 		if err := t.put(bd.Broker, bd.InstanceID, v, seq); err != nil {
 			return false, err
 		}
@@ -373,8 +394,8 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 		if gone, err = m.sortedBindings(broker); err != nil {
 			return err
 		}
-		for _, r := range v.refs {
-			if err := t.records.Delete(seqKey(r.seq)); err != nil {
+		for _, n := range v.bindings {
+			if err := t.records.Delete(seqKey(n)); err != nil {
 				return err
 			}
 		}
@@ -441,12 +462,8 @@ func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingI
 		if err != nil {
 			return err
 		}
-		i := v.binding(bindingID)
-		if found = i >= 0; !found {
-			return nil
-		}
-		rec, err := t.bindingRecord(instanceID, v.refs[i])
-		if err != nil {
+		i, rec, err := t.binding(instanceID, v, bindingID)
+		if found = i >= 0; err != nil || !found {
 			return err
 		}
 		bd, err = decodeBinding(broker, instanceID, bindingID, rec)
@@ -476,21 +493,17 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 		if err != nil {
 			return err
 		}
-		i := v.binding(bindingID)
-		if found = i >= 0; !found {
-			return nil
-		}
-		old, err := t.bindingRecord(instanceID, v.refs[i])
-		if err != nil {
+		i, old, err := t.binding(instanceID, v, bindingID)
+		if found = i >= 0; err != nil || !found {
 			return err
 		}
 		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), old); err != nil {
 			return err
 		}
-		if err := t.records.Delete(seqKey(v.refs[i].seq)); err != nil {
+		if err := t.records.Delete(seqKey(v.bindings[i])); err != nil {
 			return err
 		}
-		v.refs = slices.Delete(v.refs, i, i+1)
+		v.bindings = slices.Delete(v.bindings, i, i+1)
 		if err := t.put(broker, instanceID, v, seq); err != nil {
 			return err
 		}

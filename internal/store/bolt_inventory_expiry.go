@@ -34,13 +34,12 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 			if err = verr; err != nil {
 				return false
 			}
-			i := v.binding(parts[2])
+			i, rec, berr := t.binding(parts[1], v, parts[2])
+			if err = berr; err != nil {
+				return false
+			}
 			if i < 0 { // an index entry without its record
 				return true
-			}
-			rec, rerr := t.bindingRecord(parts[1], v.refs[i])
-			if err = rerr; err != nil {
-				return false
 			}
 			bd, derr := decodeBinding(parts[0], parts[1], parts[2], rec)
 			if err = derr; err != nil {

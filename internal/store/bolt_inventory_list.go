@@ -137,7 +137,7 @@ func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string)
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		t := inventoryTx(tx)
 		v, _, ok, err := t.value(broker, instanceID)
-		if err != nil || !ok || len(v.refs) == 0 {
+		if err != nil || !ok || len(v.bindings) == 0 {
 			out = nil
 			return err
 		}

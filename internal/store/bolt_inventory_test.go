@@ -158,11 +158,12 @@ func TestBoltRecordsInPlace(t *testing.T) {
 				if err != nil {
 					t.Errorf("%q: %v", k, err)
 				}
-				for _, r := range bv.refs {
-					got[name+"/"+r.id] = r.seq
-					if records.Get(seqKey(r.seq)) == nil {
-						t.Errorf("%q, binding %q: no value under %d", k, r.id, r.seq)
+				for _, n := range bv.bindings {
+					bid, _, ok := parseBindingValue(records.Get(seqKey(n)))
+					if !ok {
+						t.Errorf("%q: no binding value under %d", k, n)
 					}
+					got[name+"/"+string(bid)] = n
 				}
 				return nil
 			})
@@ -202,10 +203,10 @@ func TestBoltMissingBindingValue(t *testing.T) {
 	mustPutBinding(t, s, testBinding("b1", "i1", "k1"))
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		v, _, _, err := inventoryTx(tx).value("b1", "i1")
-		if err != nil || len(v.refs) != 1 {
+		if err != nil || len(v.bindings) != 1 {
 			return fmt.Errorf("value of b1/i1 = %+v, %v", v, err)
 		}
-		return tx.Bucket(bucketRecords).Delete(seqKey(v.refs[0].seq))
+		return tx.Bucket(bucketRecords).Delete(seqKey(v.bindings[0]))
 	})
 	if err != nil {
 		t.Fatal(err)

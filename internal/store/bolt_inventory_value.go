@@ -7,24 +7,19 @@ import (
 
 // The values of the bolt backend's inv_records. An instance's value is
 //
-//	u24(len(instance)) instance { u16(len(binding id)) binding id uvarint(seq) }...
+//	u24(len(instance)) instance { uvarint(seq) }...
 //
-// (big-endian lengths): the instance's record, empty while the inventory
-// holds bindings of an instance it has no record of, then its bindings'
-// ids and the sequence numbers of their values, in the order they were
-// first stored. A binding's value is its record alone.
+// (a big-endian length): the instance's record, empty while the inventory
+// holds bindings of an instance it has no record of, then the sequence
+// numbers of its bindings' values, in the order they were first stored. A
+// binding's value is
+//
+//	uvarint(len(binding id)) binding id record
 
 // boltValue is an instance's value, parsed.
 type boltValue struct {
 	instance []byte
-	refs     []bindingRef
-}
-
-// bindingRef is a binding of an instance's value: its id and the sequence
-// number of its record.
-type bindingRef struct {
-	id  string
-	seq uint64
+	bindings []uint64
 }
 
 // parseBoltValue reads the value p of instance id. The record it returns
@@ -40,46 +35,39 @@ func parseBoltValue(id string, p []byte) (boltValue, error) {
 	}
 	out := boltValue{instance: p[:n:n]}
 	for p = p[n:]; len(p) > 0; {
-		if len(p) < 2 {
-			return boltValue{}, bad
-		}
-		bl := int(p[0])<<8 | int(p[1])
-		if p = p[2:]; bl > len(p) {
-			return boltValue{}, bad
-		}
-		bid := string(p[:bl])
-		seq, l := binary.Uvarint(p[bl:])
+		seq, l := binary.Uvarint(p)
 		if l <= 0 {
 			return boltValue{}, bad
 		}
-		out.refs = append(out.refs, bindingRef{bid, seq})
-		p = p[bl+l:]
+		out.bindings = append(out.bindings, seq)
+		p = p[l:]
 	}
 	return out, nil
 }
 
 // encode is the value of v, in a new slice.
 func (v boltValue) encode() []byte {
-	n := 3 + len(v.instance)
-	for _, r := range v.refs {
-		n += 2 + len(r.id) + binary.MaxVarintLen64
-	}
-	p := append(make([]byte, 0, n), byte(len(v.instance)>>16), byte(len(v.instance)>>8), byte(len(v.instance)))
+	p := make([]byte, 0, 3+len(v.instance)+len(v.bindings)*binary.MaxVarintLen64)
+	p = append(p, byte(len(v.instance)>>16), byte(len(v.instance)>>8), byte(len(v.instance)))
 	p = append(p, v.instance...)
-	for _, r := range v.refs {
-		p = append(p, byte(len(r.id)>>8), byte(len(r.id)))
-		p = append(p, r.id...)
-		p = binary.AppendUvarint(p, r.seq)
+	for _, seq := range v.bindings {
+		p = binary.AppendUvarint(p, seq)
 	}
 	return p
 }
 
-// binding returns the index of binding id in v, or -1.
-func (v boltValue) binding(id string) int {
-	for i, r := range v.refs {
-		if r.id == id {
-			return i
-		}
+// bindingValue is the value of binding id with record rec.
+func bindingValue(id string, rec []byte) []byte {
+	p := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen16+len(id)+len(rec)), uint64(len(id)))
+	return append(append(p, id...), rec...)
+}
+
+// parseBindingValue reads a binding's value p: its id and record, slices
+// of p.
+func parseBindingValue(p []byte) (id, rec []byte, ok bool) {
+	n, l := binary.Uvarint(p)
+	if l <= 0 || n > uint64(len(p)-l) {
+		return nil, nil, false
 	}
-	return -1
+	return p[l : l+int(n)], p[l+int(n):], true
 }

@@ -12,11 +12,11 @@ import (
 // parseBoltValue (and payloadInstance, which reads their record); a value
 // cut short is refused or reads as fewer bindings.
 func TestBoltValue(t *testing.T) {
-	opts := cmp.AllowUnexported(boltValue{}, bindingRef{})
+	opts := cmp.AllowUnexported(boltValue{})
 	for _, v := range []boltValue{
 		{instance: []byte("rec")},
-		{instance: []byte{}, refs: []bindingRef{{"k2", 1 << 40}, {"k1", 1}}},
-		{instance: []byte(strings.Repeat("r", 70_000)), refs: []bindingRef{{strings.Repeat("k", MaxIDLen), 300}}},
+		{instance: []byte{}, bindings: []uint64{1 << 40, 1}},
+		{instance: []byte(strings.Repeat("r", 70_000)), bindings: []uint64{300}},
 	} {
 		p := v.encode()
 		got, err := parseBoltValue("i1", p)
@@ -28,8 +28,27 @@ func TestBoltValue(t *testing.T) {
 		}
 		for n := range min(len(p), 64) { // refused, or fewer bindings
 			got, err := parseBoltValue("i1", p[:n])
-			if err != nil && !errors.Is(err, errBadMember) || err == nil && len(got.refs) >= len(v.refs) {
-				t.Errorf("parseBoltValue of %d of %d bytes = %d bindings, %v; want %v", n, len(p), len(got.refs), err, errBadMember)
+			if err != nil && !errors.Is(err, errBadMember) || err == nil && len(got.bindings) >= len(v.bindings) {
+				t.Errorf("parseBoltValue of %d of %d bytes = %d bindings, %v; want %v", n, len(p), len(got.bindings), err, errBadMember)
+			}
+		}
+	}
+}
+
+// TestBoltBindingValue round-trips bindings' values; a value cut short
+// in its id is refused.
+func TestBoltBindingValue(t *testing.T) {
+	for _, b := range []struct{ id, rec string }{
+		{"k1", "rec"}, {"k1", ""}, {strings.Repeat("k", MaxIDLen), strings.Repeat("b", 70_000)},
+	} {
+		p := bindingValue(b.id, []byte(b.rec))
+		id, rec, ok := parseBindingValue(p)
+		if !ok || string(id) != b.id || string(rec) != b.rec {
+			t.Errorf("parseBindingValue(bindingValue(%.20q, %.20q)) = %.20q, %.20q, %t", b.id, b.rec, id, rec, ok)
+		}
+		for n := range min(len(p), len(b.id)+1) {
+			if id, _, ok := parseBindingValue(p[:n]); ok {
+				t.Errorf("parseBindingValue of %d of %d bytes = %.20q, true; want false", n, len(p), id)
 			}
 		}
 	}
