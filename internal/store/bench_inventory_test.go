@@ -308,7 +308,7 @@ func BenchmarkInventoryFootprintBolt(b *testing.B) {
 // pages per instance (the rest of the file is the other buckets).
 func reportBuckets(b *testing.B, db *bolt.DB, n int) {
 	db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketRecords, bucketIDs, bucketExpiry} {
+		for _, name := range [][]byte{bucketValues, bucketIDs, bucketExpiry} {
 			st := tx.Bucket(name).Stats()
 			b.ReportMetric(float64(st.LeafAlloc+st.BranchAlloc)/float64(n), "B/instance-"+string(name))
 			b.ReportMetric(float64(st.LeafInuse)/float64(max(st.LeafAlloc, 1))*100, "%full-"+string(name))

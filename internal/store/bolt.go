@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,9 +25,10 @@ import (
 // and the inventory (see bolt_inventory.go), whose keys join names and ids
 // with NUL bytes (which they cannot contain), so they sort as tuples:
 //
-//	inv_records     seq (8-byte big-endian, from NextSequence) -> the instance's
-//	                record and its bindings' (inventory_member.go)
-//	inv_ids         broker NUL instance id -> seq (uvarint)
+//	inv_values      seq (8-byte big-endian, from NextSequence) -> an instance's
+//	                record and its bindings' seqs, or a binding's id and record
+//	                (bolt_inventory_value.go)
+//	inv_ids         broker NUL instance id -> seq of the instance's value (uvarint)
 //	inv_counts      "i" NUL broker NUL tenant -> instances (8-byte big-endian)
 //	                "b" NUL broker -> bindings (8-byte big-endian)
 //	inv_expiry      time(ExpiresAt) + broker NUL instance id NUL binding id -> nothing
@@ -37,7 +39,7 @@ var (
 	bucketLockDeadlines = []byte("lock_deadlines")
 	bucketOrphans       = []byte("orphans")
 	bucketOrphanDue     = []byte("orphan_due")
-	bucketRecords       = []byte("inv_records")
+	bucketValues        = []byte("inv_values")
 	bucketIDs           = []byte("inv_ids")
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
@@ -49,17 +51,23 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketRecords, bucketIDs, bucketCounts, bucketExpiry,
+	bucketValues, bucketIDs, bucketCounts, bucketExpiry,
 }
 
-// droppedBuckets are inventory buckets of unreleased versions, which Open
-// deletes (freeing their pages for the buckets above): a tenant index
-// (inv_tenants, see bolt_inventory.go), and records keyed by their ids
+// droppedBuckets are inventory buckets of unreleased versions: a tenant
+// index (inv_tenants, see bolt_inventory.go), records keyed by their ids
 // (inv_instances: broker NUL instance id -> instance record; inv_bindings:
-// broker NUL instance id NUL binding id -> binding record), which
-// inv_records and inv_ids replaced. No release wrote them, so their
+// broker NUL instance id NUL binding id -> binding record), then an
+// instance's record and its bindings' in one value (inv_records: seq ->
+// value), which inv_values replaced. Open deletes them, and the inventory
+// buckets of today beside them, whose entries point into them (freeing
+// their pages for the buckets above). No release wrote them, so their
 // records are not carried over.
-var droppedBuckets = [][]byte{[]byte("inv_tenants"), []byte("inv_instances"), []byte("inv_bindings")}
+var droppedBuckets = [][]byte{[]byte("inv_tenants"), []byte("inv_instances"), []byte("inv_bindings"), []byte("inv_records")}
+
+// inventoryBuckets are the inventory's buckets of today, which Open
+// deletes beside droppedBuckets.
+var inventoryBuckets = [][]byte{bucketValues, bucketIDs, bucketCounts, bucketExpiry}
 
 // boltVersion is the layout above; a file with another version is refused.
 const boltVersion = "1"
@@ -84,16 +92,11 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 		return nil, fmt.Errorf("store: open bolt file %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
+		if err := dropOldInventory(tx); err != nil {
+			return err
+		}
 		for _, name := range boltBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		for _, name := range droppedBuckets {
-			if tx.Bucket(name) == nil {
-				continue
-			}
-			if err := tx.DeleteBucket(name); err != nil {
 				return err
 			}
 		}
@@ -111,6 +114,23 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 		return nil, fmt.Errorf("store: prepare bolt file %s: %w", path, err)
 	}
 	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path}, nil
+}
+
+// dropOldInventory deletes the inventory if tx holds a bucket of
+// droppedBuckets: those and inventoryBuckets.
+func dropOldInventory(tx *bolt.Tx) error {
+	if !slices.ContainsFunc(droppedBuckets, func(name []byte) bool { return tx.Bucket(name) != nil }) {
+		return nil
+	}
+	for _, name := range slices.Concat(droppedBuckets, inventoryBuckets) {
+		if tx.Bucket(name) == nil {
+			continue
+		}
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fail maps an error of a bbolt call: the context's error if it ended,

@@ -14,7 +14,7 @@ import (
 // counters together; listings seek to their prefix and read a page.
 //
 // An instance's record and its bindings' are one value (inventory_member.go)
-// in inv_records, under a sequence number taken when the inventory first
+// in inv_values, under a sequence number taken when the inventory first
 // sees the instance, and inv_ids maps the instance's key to it. bbolt
 // splits a page it writes at half its size, so a tree filled in random key
 // order, as instance ids (GUIDs) come, ends about two thirds full; the
@@ -29,15 +29,15 @@ import (
 // expiring binding each, bytes of pages per instance): a file grown by
 // puts took 1,346 with the records keyed by their ids (inv_instances 589,
 // inv_bindings 502, inv_expiry 128, the rest free pages), 1,008 in this
-// layout with inv_records split at 0.6 (inv_records 728, inv_ids 100, inv_expiry 128, free pages 3, the
+// layout with inv_values split at 0.6 (inv_values 728, inv_ids 100, inv_expiry 128, free pages 3, the
 // rest the file's last 16 MB growth step); by import in random order
 // 1,019 (688, 100, 128), by import of an export 1,036 (690, 69, 165: the
 // bindings come in order of their instances, the expiry index in random
 // order), compacted 959 (687, 69, 114). The values' pages are at most
 // about 90% full: a value of an instance with its binding is about 610
 // bytes, six to a 4 KB page (16 KB pages measured worse: 1,346 by puts).
-// On 1,000,000 (-inventory.n 1000000), with the fill of recordsFill: 992
-// by puts (inv_records 758, 82% full; inv_ids 101; inv_expiry 128), 935
+// On 1,000,000 (-inventory.n 1000000), with the fill of valuesFill: 992
+// by puts (inv_values 758, 82% full; inv_ids 101; inv_expiry 128), 935
 // by import, 936 by import of an export, 886 compacted; 1,228 by puts
 // with the records keyed by their ids.
 // There is no index by tenant: counts by tenant are counters, and a
@@ -78,27 +78,27 @@ type invTx struct{ records, ids, expiries *bolt.Bucket }
 
 // inventoryTx returns the buckets of tx.
 func inventoryTx(tx *bolt.Tx) invTx {
-	return invTx{records: tx.Bucket(bucketRecords), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
+	return invTx{records: tx.Bucket(bucketValues), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
 }
 
-// writeFills sets how full bbolt fills the pages of inv_records and
+// writeFills sets how full bbolt fills the pages of inv_values and
 // inv_expiry that a write of one record splits (Import sets its own).
 func writeFills(tx *bolt.Tx) {
-	tx.Bucket(bucketRecords).FillPercent = recordsFill
+	tx.Bucket(bucketValues).FillPercent = valuesFill
 	tx.Bucket(bucketExpiry).FillPercent = expiryFill
 }
 
-// seqKey is the inv_records key of sequence number n.
+// seqKey is the inv_values key of sequence number n.
 func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-// idSeq is the inv_records key of the inv_ids value v.
+// idSeq is the inv_values key of the inv_ids value v.
 func idSeq(v []byte) ([]byte, bool) {
 	n, l := binary.Uvarint(v)
 	return seqKey(n), l == len(v) && l > 0
 }
 
 // value returns the value of the instance (broker, id), parsed, and its
-// inv_records key: ok false if the inventory has neither its record nor a
+// inv_values key: ok false if the inventory has neither its record nor a
 // binding. Its record is valid during the transaction only.
 func (t invTx) value(broker, id string) (v boltValue, seq []byte, ok bool, err error) {
 	key := []byte(instanceKey(broker, id))
@@ -176,7 +176,7 @@ func (t invTx) member(id string, v boltValue) (member, error) {
 	return m, nil
 }
 
-// append stores rec under a new sequence number at the end of inv_records
+// append stores rec under a new sequence number at the end of inv_values
 // and returns the number.
 func (t invTx) append(rec []byte) (uint64, error) {
 	n, err := t.records.NextSequence()
@@ -289,12 +289,12 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 	return true, addCount(tx, bindingCountKey(bd.Broker), 1)
 }
 
-// recordsFill is how full bbolt fills the pages of inv_records that a
+// valuesFill is how full bbolt fills the pages of inv_values that a
 // write splits (its default: 0.5). Values are appended at the end of the
-// tree; a binding's value is rewritten in place with about its size, and
-// an instance's value grows by an entry of its list, about 40 bytes, at
-// each bind: the room left in each page takes that.
-var recordsFill = 0.9
+// tree and never move: a binding's value is rewritten in place with about
+// its size, and an instance's value grows by a sequence number (3 bytes)
+// at each bind, so the pages take that in the room a fill below 1 leaves.
+const valuesFill = 0.95
 
 // expiryFill is how full bbolt fills the pages of the expiry index when
 // PutBinding splits them (its default: 0.5). A binding's ExpiresAt is

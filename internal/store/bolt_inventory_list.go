@@ -246,7 +246,7 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 			}
 			return bolt.DefaultFillPercent
 		}
-		tx.Bucket(bucketRecords).FillPercent = recordsFill
+		tx.Bucket(bucketValues).FillPercent = valuesFill
 		tx.Bucket(bucketIDs).FillPercent = fill(sorted.ids, 1)
 		tx.Bucket(bucketExpiry).FillPercent = fill(sorted.expiry, expiryFill)
 		for _, e := range prepared {
@@ -276,10 +276,8 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 
 // importOrder says which of a batch's keys come in order: the ids of its
 // instances (by broker and id, as Export yields them) and those of its
-// bindings' instances (likewise), the ExpiresAt of its bindings; and
-// whether the batch holds both instances and bindings, taken to be whole
-// values (an instance with its bindings), which no later batch grows.
-type importOrder struct{ ids, expiry, whole bool }
+// bindings' instances (likewise), and the ExpiresAt of its bindings.
+type importOrder struct{ ids, expiry bool }
 
 // sortedImport reads the order of a batch. bbolt splits a page it writes
 // at half its size (Bucket.FillPercent), which suits keys arriving in
@@ -289,28 +287,26 @@ type importOrder struct{ ids, expiry, whole bool }
 // by an import in random order (BenchmarkInventoryFootprintBolt). Keys of
 // a batch in order fill their pages, as bbolt's own compaction does; keys
 // out of order keep bbolt's default, which higher fills only make worse.
-// (inv_records, keyed by sequence numbers, is always written in order.)
+// (inv_values, keyed by sequence numbers, is always written in order.)
 func sortedImport(entries []preparedEntry) importOrder {
 	o := importOrder{ids: true, expiry: true}
-	var instances, bindings bool
 	var lastIn, lastBd string
 	var lastExp time.Time
 	for _, e := range entries {
 		if in := e.instance; in != nil {
 			k := instanceKey(in.Broker, in.InstanceID)
 			o.ids = o.ids && k > lastIn
-			lastIn, instances = k, true
+			lastIn = k
 			continue
 		}
 		bd := e.binding
 		k := instanceKey(bd.Broker, bd.InstanceID)
 		o.ids = o.ids && k >= lastBd
-		lastBd, bindings = k, true
+		lastBd = k
 		if !bd.ExpiresAt.IsZero() {
 			o.expiry = o.expiry && !bd.ExpiresAt.Before(lastExp)
 			lastExp = bd.ExpiresAt
 		}
 	}
-	o.whole = instances && bindings
 	return o
 }

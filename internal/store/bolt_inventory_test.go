@@ -69,7 +69,7 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, in := range junk {
 			seq, _ := idSeq(tx.Bucket(bucketIDs).Get([]byte(instanceKey(in.Broker, in.InstanceID))))
-			if err := tx.Bucket(bucketRecords).Put(seq, []byte("junk")); err != nil {
+			if err := tx.Bucket(bucketValues).Put(seq, []byte("junk")); err != nil {
 				return err
 			}
 		}
@@ -86,41 +86,62 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	wantErr(t, "ListInstances of all", err, ErrUnavailable)
 }
 
-// TestBoltDropsOldBuckets opens a file with the buckets unreleased
-// versions kept (a tenant index, records keyed by their ids): Open
-// deletes them, and the inventory in the buckets of today stays.
+// TestBoltDropsOldBuckets opens files holding a bucket of an unreleased
+// layout (a tenant index, records keyed by their ids, instances' values
+// with their bindings' records): Open deletes it and the inventory beside
+// it, whose entries point into it, and keeps the rest of the file.
 func TestBoltDropsOldBuckets(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "state.db")
-	s := openBoltAt(t, path, osbtest.NewClock(t0).Now)
-	mustPutInstance(t, s, testInstance("b1", "i1", "x"))
-	err := s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
-		for _, name := range droppedBuckets {
-			b, err := tx.CreateBucket(name)
+	for _, old := range droppedBuckets {
+		t.Run(string(old), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			clock := osbtest.NewClock(t0)
+			s := openBoltAt(t, path, clock.Now)
+			mustPutInstance(t, s, testInstance("b1", "i1", "x"))
+			mustPutBinding(t, s, testBinding("b1", "i1", "k1"))
+			l, err := s.Acquire(ctx, testLock("i1", "owner-1", time.Hour))
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
-			if err := b.Put([]byte("b1\x00i2"), []byte("old")); err != nil {
-				return err
+			err = s.(*boltStore).db.Update(func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucket(old)
+				if err != nil {
+					return err
+				}
+				return b.Put([]byte("b1\x00i2"), []byte("old"))
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = reopenBolt(t, s, osbtest.NewClock(t0).Now)
-	s.(*boltStore).db.View(func(tx *bolt.Tx) error {
-		for _, name := range droppedBuckets {
-			if tx.Bucket(name) != nil {
-				t.Errorf("bucket %s is still there after Open", name)
+			s = reopenBolt(t, s, clock.Now)
+			s.(*boltStore).db.View(func(tx *bolt.Tx) error {
+				for _, name := range droppedBuckets {
+					if tx.Bucket(name) != nil {
+						t.Errorf("bucket %s is still there after Open", name)
+					}
+				}
+				return nil
+			})
+			page, _, err := s.ListInstances(ctx, InstanceFilter{}, "", 10)
+			if err != nil || len(page) != 0 {
+				t.Errorf("ListInstances = %v, %v; want none", page, err)
 			}
-		}
-		return nil
-	})
-	page, _, err := s.ListInstances(ctx, InstanceFilter{Tenant: "x"}, "", 10)
-	if err != nil || len(page) != 1 || page[0].InstanceID != "i1" {
-		t.Errorf("ListInstances(tenant x) = %v, %v; want i1", page, err)
+			for name, count := range map[string]func() (int, error){
+				"CountInstances": func() (int, error) { return s.CountInstances(ctx, InstanceFilter{}) },
+				"CountBindings":  func() (int, error) { return s.CountBindings(ctx, "") },
+			} {
+				if n, err := count(); err != nil || n != 0 {
+					t.Errorf("%s = %d, %v; want 0", name, n, err)
+				}
+			}
+			if got, err := s.CountExpiring(ctx, t0.Add(1000*time.Hour)); err != nil || len(got) != 0 {
+				t.Errorf("CountExpiring = %v, %v; want none", got, err)
+			}
+			if got, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(l, got) {
+				t.Errorf("Get of the lock = %+v, %v", got, err)
+			}
+			mustPutInstance(t, s, testInstance("b1", "i1", "x"))
+		})
 	}
 }
 
@@ -144,7 +165,7 @@ func TestBoltRecordsInPlace(t *testing.T) {
 	layout := func() map[string]uint64 {
 		got := map[string]uint64{}
 		s.db.View(func(tx *bolt.Tx) error {
-			records := tx.Bucket(bucketRecords)
+			records := tx.Bucket(bucketValues)
 			tx.Bucket(bucketIDs).ForEach(func(k, v []byte) error {
 				n, _ := binary.Uvarint(v)
 				name := strings.ReplaceAll(string(k), "\x00", "/")
@@ -206,7 +227,7 @@ func TestBoltMissingBindingValue(t *testing.T) {
 		if err != nil || len(v.bindings) != 1 {
 			return fmt.Errorf("value of b1/i1 = %+v, %v", v, err)
 		}
-		return tx.Bucket(bucketRecords).Delete(seqKey(v.bindings[0]))
+		return tx.Bucket(bucketValues).Delete(seqKey(v.bindings[0]))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The values of the bolt backend's inv_records. An instance's value is
+// The values of the bolt backend's inv_values. An instance's value is
 //
 //	u24(len(instance)) instance { uvarint(seq) }...
 //
