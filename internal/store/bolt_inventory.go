@@ -13,33 +13,51 @@ import (
 // transaction that changes a value, its expiry index entries and its
 // counters together; listings seek to their prefix and read a page.
 //
-// An instance's record and its bindings' are one value (inventory_member.go)
-// in inv_values, under a sequence number taken when the inventory first
-// sees the instance, and inv_ids maps the instance's key to it. bbolt
+// Each record is a value of inv_values (bolt_inventory_value.go), under a
+// sequence number taken when the inventory first sees it: an instance's
+// value holds its record and its bindings' numbers, a binding's its id and
+// record; inv_ids maps an instance's key to its value's number. bbolt
 // splits a page it writes at half its size, so a tree filled in random key
 // order, as instance ids (GUIDs) come, ends about two thirds full; the
 // values, keyed by an increasing number, are appended at the end of their
-// tree, which leaves random order to inv_ids, whose entries are small. A
-// put rewrites the value in place, under its number: moving it to a new
-// number would leave a hole where it was (measured: no smaller). One value
-// per instance spends one element (16 bytes of header) and one copy of
-// the instance id per instance instead of one per binding.
+// tree and fill its pages (valuesFill), which leaves random order to
+// inv_ids, whose entries are small. A put rewrites a value in place, under
+// its number: moving it to a new number would leave a hole where it was.
+// A bind appends the binding's value and grows its instance's value by a
+// number, 3 bytes, wherever that value is. With an instance's bindings'
+// records inside its value (the layout before), a bind grew a value by a
+// record, about 270 bytes, in a page already full, and split it: most of
+// all when bindings come long after their instances, as apps bind on a
+// platform. Finding a binding reads its instance's bindings' values in
+// turn (an instance has tens of bindings, not thousands).
 //
 // Measured with BenchmarkInventoryFootprintBolt (100,000 instances with an
-// expiring binding each, bytes of pages per instance): a file grown by
-// puts took 1,346 with the records keyed by their ids (inv_instances 589,
-// inv_bindings 502, inv_expiry 128, the rest free pages), 1,008 in this
-// layout with inv_values split at 0.6 (inv_values 728, inv_ids 100, inv_expiry 128, free pages 3, the
-// rest the file's last 16 MB growth step); by import in random order
-// 1,019 (688, 100, 128), by import of an export 1,036 (690, 69, 165: the
-// bindings come in order of their instances, the expiry index in random
-// order), compacted 959 (687, 69, 114). The values' pages are at most
-// about 90% full: a value of an instance with its binding is about 610
-// bytes, six to a 4 KB page (16 KB pages measured worse: 1,346 by puts).
-// On 1,000,000 (-inventory.n 1000000), with the fill of valuesFill: 992
-// by puts (inv_values 758, 82% full; inv_ids 101; inv_expiry 128), 935
-// by import, 936 by import of an export, 886 compacted; 1,228 by puts
-// with the records keyed by their ids.
+// expiring binding each, bytes of pages per instance; the file grows in
+// steps of 16 MB, 168 bytes per instance here, so its size per instance
+// is coarser): a file grown by puts, each binding right after its
+// instance, took 933 (inv_values 702, 91% full; inv_ids 101; inv_expiry
+// 128; file 1,009), with the bindings put after all the instances
+// (-inventory.later) 927 to 942 (inv_values 698 to 713, 90 to 91% full;
+// file 1,008). The layout before took 997 and 1,163 (file 1,010 and
+// 1,176; inv_values 766 and 934, 81% and 66% full); with three bindings
+// each 1,805 and 1,828 of pages (inv_values 1,318 and 1,342; file 1,849
+// and 1,848), before 2,111 and 2,131 (file 2,184 and 2,183); without
+// bindings 514 (inv_values 410, 87% full; file 672), before 493
+// (inv_values 388, 92% full; file 504). Listing the bindings' ids with
+// their numbers in the instance's value (about 40 bytes a bind, at a fill
+// of 0.9) took as much with a binding each but split pages with three
+// bound after their instances: 1,661 bytes of inv_values (73% full). By
+// import in random order 937 (inv_values 687, inv_ids 101, inv_expiry
+// 128, free pages 21; file 1,017), by import of an export 995 (716, 69,
+// 163: the bindings come in order of their instances, the expiry index in
+// random order; free pages 46; file 1,023), compacted 870 (687, 69, 114;
+// file 953). A page holds about ten values of instances or bindings;
+// bbolt leaves at least three values of a page a commit overfills to the
+// next page (node.splitIndex), so pages filled one value per commit, not
+// many as here, would hold two fewer than fit (read, not measured). On 1,000,000 (-inventory.n 1000000) by puts: 1M_PUT, with the
+// bindings put after their instances 1M_LATER; the layout before took 992
+// (with each binding right after its instance), 1,228 with the records
+// keyed by their ids.
 // There is no index by tenant: counts by tenant are counters, and a
 // listing by tenant reads the values in key order from its cursor on,
 // keeping those whose instance record's head names the tenant (no record

@@ -8,8 +8,7 @@ import (
 )
 
 // An instance and its bindings as one value, as the Redis backend keeps
-// them in a member of ix (after the id and a NUL) and the bolt backend in
-// inv_records:
+// them in a member of ix (after the id and a NUL):
 //
 //	u24(len(instance)) instance { u16(len(binding id)) binding id u24(len(record)) record }...
 //
@@ -17,10 +16,12 @@ import (
 // the instance's record, empty while the inventory holds bindings of an
 // instance it has no record of, then its bindings in the order they were
 // first stored. One value per instance instead of one per binding spends
-// one entry of the backend's index (a sorted-set entry, a bbolt element)
-// and one copy of the instance id per instance: an instance has tens of
-// bindings, not thousands, so a binding is read and written by reading and
-// rewriting its instance's value.
+// one entry of the sorted set and one copy of the instance id per
+// instance: an instance has tens of bindings, not thousands, so a binding
+// is read and written by reading and rewriting its instance's value. (The
+// bolt backend keeps its records in values of their own, and the
+// instance's lists its bindings': bolt_inventory_value.go; it decodes them
+// as a member to list them.)
 
 // member is such a value, parsed: the instance id, its record (empty if
 // the inventory has none) and its bindings' ids and records, in the
