@@ -39,11 +39,11 @@ import (
 // 128; file 1,009), with the bindings put after all the instances
 // (-inventory.later) 927 to 942 (inv_values 698 to 713, 90 to 91% full;
 // file 1,008). The layout before took 997 and 1,163 (file 1,010 and
-// 1,176; inv_values 766 and 934, 81% and 66% full); with three bindings
+// 1,176; inv_records 766 and 934, 81% and 66% full); with three bindings
 // each 1,805 and 1,828 of pages (inv_values 1,318 and 1,342; file 1,849
 // and 1,848), before 2,111 and 2,131 (file 2,184 and 2,183); without
 // bindings 514 (inv_values 410, 87% full; file 672), before 493
-// (inv_values 388, 92% full; file 504). Listing the bindings' ids with
+// (inv_records 388, 92% full; file 504). Listing the bindings' ids with
 // their numbers in the instance's value (about 40 bytes a bind, at a fill
 // of 0.9) took as much with a binding each but split pages with three
 // bound after their instances: 1,661 bytes of inv_values (73% full). By
@@ -54,10 +54,15 @@ import (
 // file 953). A page holds about ten values of instances or bindings;
 // bbolt leaves at least three values of a page a commit overfills to the
 // next page (node.splitIndex), so pages filled one value per commit, not
-// many as here, would hold two fewer than fit (read, not measured). On 1,000,000 (-inventory.n 1000000) by puts: 1M_PUT, with the
-// bindings put after their instances 1M_LATER; the layout before took 992
-// (with each binding right after its instance), 1,228 with the records
-// keyed by their ids.
+// many as here, would hold two fewer than fit (read, not measured). On
+// 1,000,000 (-inventory.n 1000000) by puts: 942 (inv_values 700, 91%
+// full; inv_ids 101; inv_expiry 128), with the bindings put after their
+// instances 941 (inv_values 707, 90% full); the layout before took 992
+// and 1,176 (inv_records 946, 66% full), 1,228 with the records keyed by
+// their ids. By import 934, by import of an export 953 (inv_values 708,
+// inv_ids 69, inv_expiry 165), compacted 878; without bindings 488
+// (inv_values 384, 92% full), with sealed parameters too
+// (-inventory.secrets) 707.
 // There is no index by tenant: counts by tenant are counters, and a
 // listing by tenant reads the values in key order from its cursor on,
 // keeping those whose instance record's head names the tenant (no record
