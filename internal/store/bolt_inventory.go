@@ -97,11 +97,11 @@ func addCount(tx *bolt.Tx, k []byte, delta int64) error {
 }
 
 // invTx is the inventory's buckets in a transaction.
-type invTx struct{ records, ids, expiries *bolt.Bucket }
+type invTx struct{ values, ids, expiries *bolt.Bucket }
 
 // inventoryTx returns the buckets of tx.
 func inventoryTx(tx *bolt.Tx) invTx {
-	return invTx{records: tx.Bucket(bucketValues), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
+	return invTx{values: tx.Bucket(bucketValues), ids: tx.Bucket(bucketIDs), expiries: tx.Bucket(bucketExpiry)}
 }
 
 // writeFills sets how full bbolt fills the pages of inv_values and
@@ -141,7 +141,7 @@ func (t invTx) valueAt(key []byte, id string, idv []byte) (boltValue, []byte, er
 		return boltValue{}, nil, fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number",
 			ErrUnavailable, key, idv)
 	}
-	p := t.records.Get(seq)
+	p := t.values.Get(seq)
 	if p == nil {
 		return boltValue{}, nil, fmt.Errorf("%w: inventory record %x of %q is missing", ErrUnavailable, seq, key)
 	}
@@ -155,7 +155,7 @@ func (t invTx) valueAt(key []byte, id string, idv []byte) (boltValue, []byte, er
 // bindingAt reads the value of the binding under sequence number n of
 // the instance id: its id and record, valid during the transaction only.
 func (t invTx) bindingAt(id string, n uint64) (bid, rec []byte, err error) {
-	p := t.records.Get(seqKey(n))
+	p := t.values.Get(seqKey(n))
 	if p == nil {
 		return nil, nil, fmt.Errorf("%w: inventory record %d of a binding of instance %q is missing",
 			ErrUnavailable, n, id)
@@ -202,11 +202,11 @@ func (t invTx) member(id string, v boltValue) (member, error) {
 // append stores rec under a new sequence number at the end of inv_values
 // and returns the number.
 func (t invTx) append(rec []byte) (uint64, error) {
-	n, err := t.records.NextSequence()
+	n, err := t.values.NextSequence()
 	if err != nil {
 		return 0, err
 	}
-	return n, t.records.Put(seqKey(n), rec)
+	return n, t.values.Put(seqKey(n), rec)
 }
 
 // put stores v as the value of the instance id of broker, under seq, or
@@ -221,10 +221,10 @@ func (t invTx) put(broker, id string, v boltValue, seq []byte) error {
 		if err := t.ids.Delete(key); err != nil {
 			return err
 		}
-		return t.records.Delete(seq)
+		return t.values.Delete(seq)
 	}
 	if seq != nil {
-		return t.records.Put(seq, v.encode())
+		return t.values.Put(seq, v.encode())
 	}
 	n, err := t.append(v.encode())
 	if err != nil {
@@ -288,7 +288,7 @@ func putBindingTx(tx *bolt.Tx, bd Binding, rec []byte, replace bool) (bool, erro
 		if err := t.unindexExpiry(k, old); err != nil {
 			return false, err
 		}
-		if err := t.records.Put(seqKey(v.bindings[i]), bindingValue(bd.BindingID, rec)); err != nil {
+		if err := t.values.Put(seqKey(v.bindings[i]), bindingValue(bd.BindingID, rec)); err != nil {
 			return false, err
 		}
 	} else {
@@ -418,7 +418,7 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 			return err
 		}
 		for _, n := range v.bindings {
-			if err := t.records.Delete(seqKey(n)); err != nil {
+			if err := t.values.Delete(seqKey(n)); err != nil {
 				return err
 			}
 		}
@@ -523,7 +523,7 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), old); err != nil {
 			return err
 		}
-		if err := t.records.Delete(seqKey(v.bindings[i])); err != nil {
+		if err := t.values.Delete(seqKey(v.bindings[i])); err != nil {
 			return err
 		}
 		v.bindings = slices.Delete(v.bindings, i, i+1)

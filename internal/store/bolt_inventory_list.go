@@ -72,7 +72,7 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 			if !ok {
 				return fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number", ErrUnavailable, k, v)
 			}
-			rec, ok := payloadInstance(t.records.Get(seq))
+			rec, ok := payloadInstance(t.values.Get(seq))
 			if f.Tenant != "" && !sameTenant(rec, f.Tenant) {
 				continue // no index by tenant: see bolt_inventory.go
 			}
