@@ -95,15 +95,20 @@ func benchBinding(in Instance) Binding {
 // does (by default each instance's bindings follow it at once).
 var inventoryLater = flag.Bool("inventory.later", false, "inventory footprint benchmarks put the bindings after all the instances")
 
-// fillInventory puts n instances and their bindings from 64 goroutines,
-// in random id order.
+// inventoryWriters is how many goroutines fillInventory puts from: with
+// one, every put is a commit of its own, as at a gateway with one
+// operation at a time; with many, the bolt backend's commits take several.
+var inventoryWriters = flag.Int("inventory.writers", 64, "goroutines the inventory footprint benchmarks put from")
+
+// fillInventory puts n instances and their bindings from
+// -inventory.writers goroutines, in random id order.
 func fillInventory(b *testing.B, s Store, n int) {
 	ctx := context.Background()
 	instances := make([]Instance, n)
 	run := func(fn func(i int) error) {
 		var wg sync.WaitGroup
 		var next atomic.Int64
-		for range 64 {
+		for range *inventoryWriters {
 			wg.Go(func() {
 				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
 					if err := fn(int(i - 1)); err != nil {
