@@ -52,12 +52,16 @@ import (
 // 163: the bindings come in order of their instances, the expiry index in
 // random order; free pages 46; file 1,023), compacted 870 (687, 69, 114;
 // file 953). A page holds about ten values of instances or bindings;
-// bbolt leaves at least three values of a page a commit overfills to the
+// bbolt leaves at least two values of a page a commit overfills on the
 // next page (node.splitIndex), so pages filled one value per commit, not
-// many as here, would hold two fewer than fit (read, not measured). On
-// 1,000,000 (-inventory.n 1000000) by puts: 942 (inv_values 700, 91%
-// full; inv_ids 101; inv_expiry 128), with the bindings put after their
-// instances 941 (inv_values 707, 90% full); the layout before took 992
+// many as here, hold two fewer than fit: hence 16 kB pages (boltPageSize;
+// the figures above are of 4 kB ones). On 1,000,000 (-inventory.n
+// 1000000) by puts, 4 kB pages: 942 (inv_values 700, 91% full; inv_ids
+// 101; inv_expiry 128), with the bindings put after their instances 941
+// (inv_values 707, 90% full); 16 kB pages: 910 (674, 94%; 101; 124) and
+// 909 (671, 95%), and 100,000 put from one writer 899 of pages (679,
+// 94%; on 4 kB, 20,000 from one writer: 824 of inv_values, 78%
+// full); the layout before took 992
 // and 1,176 (inv_records 946, 66% full), 1,228 with the records keyed by
 // their ids. By import 934, by import of an export 953 (inv_values 708,
 // inv_ids 69, inv_expiry 165), compacted 878; without bindings 488
