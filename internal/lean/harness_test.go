@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // broker is a raw TCP server on loopback that hands every connection it
@@ -120,12 +119,3 @@ func callCtx(t *testing.T, ctx context.Context, tr http.RoundTripper, method, ur
 	return res, string(b), err
 }
 
-// waitFor waits up to ten seconds for cond.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-	}
-}

@@ -427,10 +427,8 @@ func (s *redisStore) GetBinding(ctx context.Context, broker, instanceID, binding
 	if err != nil {
 		return Binding{}, err
 	}
-	for _, b := range m.bindings {
-		if b.id == bindingID {
-			return decodeBinding(broker, instanceID, bindingID, b.rec)
-		}
+	if i := m.binding(bindingID); i >= 0 {
+		return decodeBinding(broker, instanceID, bindingID, m.bindings[i].rec)
 	}
 	return Binding{}, noBinding(broker, instanceID, bindingID)
 }
