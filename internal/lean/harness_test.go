@@ -118,4 +118,3 @@ func callCtx(t *testing.T, ctx context.Context, tr http.RoundTripper, method, ur
 	b, err := io.ReadAll(res.Body)
 	return res, string(b), err
 }
-
