@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // gatewayYAML is the gateway's configuration. Only what a benchmark needs
@@ -74,7 +76,7 @@ func writeGatewayConfig(dir, name string, spec gatewaySpec, brokerURL string) (p
 	if err != nil {
 		return "", "", err
 	}
-	if listen, err = freePort(); err != nil {
+	if listen, err = reference.FreePort(); err != nil {
 		return "", "", err
 	}
 	var b bytes.Buffer

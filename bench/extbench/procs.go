@@ -5,17 +5,15 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // proc is a server process the benchmark started.
@@ -29,9 +27,9 @@ type proc struct {
 // cpu returns the process's user+system CPU time so far.
 func (p *proc) cpu() (time.Duration, error) {
 	if p.tree {
-		return treeCPU(p.cmd.Process.Pid)
+		return reference.TreeCPU(p.cmd.Process.Pid)
 	}
-	c, _, err := procCPU(p.cmd.Process.Pid)
+	c, _, err := reference.ProcCPU(p.cmd.Process.Pid)
 	return c, err
 }
 
@@ -116,17 +114,6 @@ func waitListening(addr string, p *proc, tail fmt.Stringer, timeout time.Duratio
 	}
 }
 
-// freePort returns a loopback address with a port that was free a moment
-// ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	max int
@@ -148,58 +135,4 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.b))
-}
-
-// clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
-// which Linux fixes at 100 per second for user space.
-const clockTick = 10 * time.Millisecond
-
-// treeCPU returns the user+system CPU time of the process pid and its
-// direct children (nginx's master and workers).
-func treeCPU(pid int) (time.Duration, error) {
-	total, _, err := procCPU(pid)
-	if err != nil {
-		return 0, err
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil || child == pid {
-			continue
-		}
-		cpu, ppid, err := procCPU(child)
-		if err != nil || ppid != pid {
-			continue // gone, or not a child
-		}
-		total += cpu
-	}
-	return total, nil
-}
-
-// procCPU reads utime+stime (all threads) and the parent pid from
-// /proc/<pid>/stat.
-func procCPU(pid int) (cpu time.Duration, ppid int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, 0, errors.New("short /proc stat")
-	}
-	ppid, err1 := strconv.Atoi(f[1])               // field 4
-	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return 0, 0, err
-	}
-	return time.Duration(utime+stime) * clockTick, ppid, nil
 }

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // profileGateway starts a gateway in its default configuration plus an
@@ -26,7 +28,7 @@ func profileGateway(ctx context.Context, o *options, dir string, b bins) error {
 		return err
 	}
 	defer dp.stop()
-	admin, err := freePort()
+	admin, err := reference.FreePort()
 	if err != nil {
 		return err
 	}

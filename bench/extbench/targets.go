@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
 
@@ -130,13 +131,13 @@ func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 			add(&target{key: key, name: "direct (Go server, precomputed bytes)", url: directURL + path,
 				header: ccHeader(basic(brokerUser, brokerPass)), proc: dp})
 		case keyNginx:
-			v := nginxVersion()
+			v := reference.NginxVersion()
 			if v == "" {
 				if err := ensureTool("nginx", "nginx-light", o.install, o.logf); err != nil {
 					o.logf("no nginx row: %v", err)
 					continue
 				}
-				v = nginxVersion()
+				v = reference.NginxVersion()
 			}
 			p, addr, err := startNginx(dir, daddr)
 			if err != nil {

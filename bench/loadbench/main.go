@@ -84,6 +84,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 )
 
@@ -279,7 +280,7 @@ func (e *env) addNginx(mode string, m *meta) string {
 	if mode == "off" {
 		return "nginx skipped (-nginx off)"
 	}
-	v := nginxVersion()
+	v := reference.NginxVersion()
 	if v == "" {
 		return "nginx skipped: no nginx binary on PATH"
 	}

@@ -6,68 +6,18 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"text/template"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
-
-// nginxConf is the configuration: one upstream with an idle keep-alive pool
-// larger than the connection counts, HTTP/1.1 to the broker, the broker's
-// credentials in place of the platform's, no access log, and client
-// connections kept for as many requests as the benchmark sends.
-var nginxConf = template.Must(template.New("nginx.conf").Parse(`# written by osb-gateway bench/loadbench
-worker_processes auto;
-pid {{.Dir}}/nginx.pid;
-error_log {{.Dir}}/error.log warn;
-events {
-    worker_connections 4096;
-}
-http {
-    access_log off;
-    client_body_temp_path {{.Dir}}/client_body;
-    proxy_temp_path {{.Dir}}/proxy;
-    keepalive_requests 100000000;
-    keepalive_timeout 120s;
-    upstream broker {
-        server {{.Broker}};
-        keepalive {{.Keepalive}};
-        keepalive_requests 100000000;
-        keepalive_timeout 120s;
-    }
-    server {
-        listen {{.Listen}};
-        location / {
-            proxy_pass http://broker;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Authorization "{{.Auth}}";
-        }
-    }
-}
-`))
-
-// nginxVersion returns nginx's version line, or "" when no nginx binary is
-// on PATH.
-func nginxVersion() string {
-	path, err := exec.LookPath("nginx")
-	if err != nil {
-		return ""
-	}
-	out, err := exec.Command(path, "-v").CombinedOutput()
-	if err != nil {
-		return "nginx (version unknown)"
-	}
-	return strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: "))
-}
 
 // startNginx starts nginx in front of the broker at brokerURL and waits
 // until it accepts connections. The target's close stops nginx and removes
@@ -87,18 +37,15 @@ func startNginx(brokerURL string) (*target, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	listen, err := freePort()
+	listen, err := reference.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	var conf bytes.Buffer
-	err = nginxConf.Execute(&conf, map[string]any{
-		"Dir": dir, "Broker": u.Host, "Listen": listen,
-		"Keepalive": maxConnsPerTarget, "Auth": basic(brokerUser, brokerPass),
-	})
+	conf, err := reference.NginxConf(reference.Nginx{By: "bench/loadbench", Dir: dir, Broker: u.Host, Listen: listen,
+		Keepalive: maxConnsPerTarget, Auth: basic(brokerUser, brokerPass)})
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "nginx.conf"), conf.Bytes(), 0o600)
+		err = os.WriteFile(filepath.Join(dir, "nginx.conf"), conf, 0o600)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
@@ -128,20 +75,9 @@ func startNginx(brokerURL string) (*target, error) {
 		name:     targetNginx,
 		base:     "http://" + listen,
 		header:   platformHeader(),
-		extraCPU: func() (time.Duration, error) { return treeCPU(master) },
+		extraCPU: func() (time.Duration, error) { return reference.TreeCPU(master) },
 		close:    stop,
 	}, nil
-}
-
-// freePort returns a loopback address with a port that was free a moment
-// ago.
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // waitListening dials addr until it answers, nginx exits, or timeout passes.
@@ -174,57 +110,4 @@ func stopNginx(cmd *exec.Cmd, exited <-chan error) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
-}
-
-// clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
-// which Linux fixes at 100 per second for user space.
-const clockTick = 10 * time.Millisecond
-
-// treeCPU returns the user+system CPU time of the process pid and its
-// direct children (nginx's master and workers).
-func treeCPU(pid int) (time.Duration, error) {
-	total, _, err := procCPU(pid)
-	if err != nil {
-		return 0, err
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil || child == pid {
-			continue
-		}
-		cpu, ppid, err := procCPU(child)
-		if err != nil || ppid != pid {
-			continue // gone, or not nginx's
-		}
-		total += cpu
-	}
-	return total, nil
-}
-
-// procCPU reads utime+stime and the parent pid from /proc/<pid>/stat.
-func procCPU(pid int) (cpu time.Duration, ppid int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, 0, errors.New("short /proc stat")
-	}
-	ppid, err1 := strconv.Atoi(f[1])               // field 4
-	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return 0, 0, err
-	}
-	return time.Duration(utime+stime) * clockTick, ppid, nil
 }

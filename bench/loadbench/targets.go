@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -18,8 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
-	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // Target names, in the order they are run and reported.
@@ -239,23 +237,7 @@ func bareProxy(brokerURL string) (*httputil.ReverseProxy, *http.Transport, error
 	if err != nil {
 		return nil, nil, err
 	}
-	auth := []string{basic(brokerUser, brokerPass)}
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        maxConnsPerTarget,
-		MaxIdleConnsPerHost: maxConnsPerTarget,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			pr.Out.Header["Authorization"] = auth
-		},
-		Transport:  tr,
-		BufferPool: proxy.NewBufferPool(),
-		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
-	}
+	rp, tr := reference.BareProxy(u, basic(brokerUser, brokerPass), maxConnsPerTarget)
 	return rp, tr, nil
 }
 

@@ -10,17 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"runtime/debug"
-	"time"
 
 	"github.com/osb-gateway/osb-gateway/bench/extbench/internal/benchserve"
-	"github.com/osb-gateway/osb-gateway/proxy"
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // gogc is the bare proxy's GC target: a tuned Go proxy trades memory for
@@ -43,22 +38,7 @@ func main() {
 	if err != nil || u.Host == "" {
 		log.Fatalf("-upstream %q: want an http URL", *upstream)
 	}
-	auth := []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(*user+":"+*pass))}
-	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        maxConns,
-		MaxIdleConnsPerHost: maxConns,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			pr.Out.Header["Authorization"] = auth
-		},
-		Transport:  tr,
-		BufferPool: proxy.NewBufferPool(),
-		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
-	}
+	rp, _ := reference.BareProxy(u, "Basic "+base64.StdEncoding.EncodeToString([]byte(*user+":"+*pass)), maxConns)
 	if err := benchserve.Serve(*listen, rp); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,0 +1,177 @@
+// Package reference holds what bench/loadbench and bench/extbench both
+// measure the gateway against: nginx's configuration and version, a bare
+// tuned httputil.ReverseProxy, and CPU time read from /proc.
+package reference
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy"
+)
+
+// nginxConf: one upstream with an idle keep-alive pool larger than the
+// connection counts, HTTP/1.1 to the broker, the broker's credentials in
+// place of the platform's, no access log, client connections kept for as
+// many requests as the benchmark sends, one worker per core.
+var nginxConf = template.Must(template.New("nginx.conf").Parse(`# written by osb-gateway {{.By}}
+worker_processes auto;
+pid {{.Dir}}/nginx.pid;
+error_log {{.Dir}}/error.log warn;
+events {
+    worker_connections 4096;
+}
+http {
+    access_log off;
+    client_body_temp_path {{.Dir}}/client_body;
+    proxy_temp_path {{.Dir}}/proxy;
+    keepalive_requests 100000000;
+    keepalive_timeout 120s;
+    upstream broker {
+        server {{.Broker}};
+        keepalive {{.Keepalive}};
+        keepalive_requests 100000000;
+        keepalive_timeout 120s;
+    }
+    server {
+        listen {{.Listen}};
+        location / {
+            proxy_pass http://broker;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Authorization "{{.Auth}}";
+        }
+    }
+}
+`))
+
+// Nginx describes the nginx.conf NginxConf writes.
+type Nginx struct {
+	By        string // the benchmark that wrote it, for the file's first line
+	Dir       string // nginx's prefix: pid, logs and temporary files
+	Broker    string // the broker's host:port
+	Listen    string // nginx's host:port
+	Keepalive int    // idle connections kept to the broker
+	Auth      string // the Authorization header sent to the broker
+}
+
+// NginxConf returns the nginx.conf of n.
+func NginxConf(n Nginx) ([]byte, error) {
+	var b bytes.Buffer
+	err := nginxConf.Execute(&b, n)
+	return b.Bytes(), err
+}
+
+// NginxVersion returns nginx's version ("nginx/1.22.1"), or "" when no
+// nginx binary is on PATH.
+func NginxVersion() string {
+	path, err := exec.LookPath("nginx")
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(path, "-v").CombinedOutput()
+	if err != nil {
+		return "nginx (version unknown)"
+	}
+	return strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: "))
+}
+
+// BareProxy is the bare tuned ReverseProxy: to upstream with auth as the
+// Authorization header, a pooled transport keeping maxConns idle
+// connections, the gateway's buffer pool, no logging. Its transport is
+// returned for CloseIdleConnections.
+func BareProxy(upstream *url.URL, auth string, maxConns int) (*httputil.ReverseProxy, *http.Transport) {
+	header := []string{auth}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.Out.Header["Authorization"] = header
+		},
+		Transport:  tr,
+		BufferPool: proxy.NewBufferPool(),
+		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
+	}, tr
+}
+
+// clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
+// which Linux fixes at 100 per second for user space.
+const clockTick = 10 * time.Millisecond
+
+// TreeCPU returns the user+system CPU time of the process pid and its
+// direct children (nginx's master and workers).
+func TreeCPU(pid int) (time.Duration, error) {
+	total, _, err := ProcCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		cpu, ppid, err := ProcCPU(child)
+		if err != nil || ppid != pid {
+			continue // gone, or not a child
+		}
+		total += cpu
+	}
+	return total, nil
+}
+
+// ProcCPU reads utime+stime (all threads) and the parent pid from
+// /proc/<pid>/stat.
+func ProcCPU(pid int) (cpu time.Duration, ppid int, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, 0, errors.New("short /proc stat")
+	}
+	ppid, err1 := strconv.Atoi(f[1])               // field 4
+	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(utime+stime) * clockTick, ppid, nil
+}
+
+// FreePort returns a loopback address with a port that was free a moment
+// ago.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
