@@ -58,7 +58,7 @@ state: {backend: bolt, path: %q}
 log: {format: json, level: warn}
 brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s}]
 tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
-`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.TransportStandard))
+`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport))
 	path := filepath.Join(p.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)

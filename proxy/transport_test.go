@@ -20,12 +20,12 @@ import (
 )
 
 // TestBrokerTransportSetting: brokers[].transport picks the broker's
-// transport; standard is the default.
+// transport; lean is the default.
 func TestBrokerTransportSetting(t *testing.T) {
 	for _, tc := range []struct {
 		setting string
 		want    string
-	}{{"", "*http.Transport"}, {"transport: standard", "*http.Transport"}, {"transport: lean", "*lean.Transport"}} {
+	}{{"", "*lean.Transport"}, {"transport: standard", "*http.Transport"}, {"transport: lean", "*lean.Transport"}} {
 		cfg, err := config.Parse([]byte(`
 admin: {address: "off"}
 brokers: [{name: b, url: "http://127.0.0.1:1", `+tc.setting+`}]

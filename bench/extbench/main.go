@@ -12,10 +12,11 @@
 // Targets (-targets): direct, a Go server writing precomputed bytes (a 62 B
 // last_operation answer); nginx with an upstream keep-alive pool; a bare
 // tuned httputil.ReverseProxy (buffer pool, pooled transport, GOGC 400);
-// the gateway (go build ./cmd/osb-gateway) in its default configuration;
-// the gateway with tracing at 1 %, metrics and an audit file; the gateway
-// with brokers[].transport: lean when that key exists; and -before's
-// binary in its default configuration.
+// the gateway (go build ./cmd/osb-gateway) in its default configuration
+// (brokers[].transport: lean); the gateway on brokers[].transport:
+// standard (Go's http.Transport: the chain's cost over the bare proxy);
+// the gateway with tracing at 1 %, metrics and an audit file; and
+// -before's binary in its default configuration.
 //
 // The closed loop runs wrk -t1 at -conns keep-alive connections for
 // -rounds rounds of -duration, every target once per round, each round

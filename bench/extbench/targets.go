@@ -26,11 +26,11 @@ const (
 	keyBare     = "bare"
 	keyGateway  = "gateway"
 	keyObserved = "observed"
-	keyLean     = "lean"
+	keyStandard = "standard"
 	keyBefore   = "before"
 )
 
-var allKeys = []string{keyDirect, keyNginx, keyBare, keyGateway, keyObserved, keyLean, keyBefore}
+var allKeys = []string{keyDirect, keyNginx, keyBare, keyGateway, keyStandard, keyObserved, keyBefore}
 
 // Credentials of the benchmark's broker and tenant, and the routes.
 const (
@@ -97,7 +97,7 @@ func buildBins(ctx context.Context, dir string) (bins, error) {
 // startTargets starts the direct server and the targets keys name, and
 // returns them in report order with a function that stops them. A target
 // that cannot run here (no nginx; a gateway without brokers[].transport:
-// lean) is left out with a note through logf.
+// standard) is left out with a note through logf.
 func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 	var procs []*proc
 	stopAll := func() {
@@ -155,13 +155,13 @@ func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 			procs = append(procs, p)
 			add(&target{key: key, name: "bare tuned httputil.ReverseProxy (GOGC 400)", url: "http://" + addr + path,
 				header: platform, proc: p})
-		case keyGateway, keyObserved, keyLean, keyBefore:
+		case keyGateway, keyStandard, keyObserved, keyBefore:
 			spec, name := gatewaySpec{bin: b.gateway}, "osb-gateway, default configuration"
 			switch key {
 			case keyObserved:
 				spec.observed, name = true, "osb-gateway, tracing 1 % + metrics + audit file"
-			case keyLean:
-				spec.transport, name = "lean", "osb-gateway, brokers[].transport: lean"
+			case keyStandard:
+				spec.transport, name = "standard", "osb-gateway, brokers[].transport: standard"
 			case keyBefore:
 				if o.before == "" {
 					o.logf("no before row: -before names no binary")
@@ -174,8 +174,8 @@ func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 				return nil, nil, err
 			}
 			if err := checkGatewayConfig(spec.bin, cfg); err != nil {
-				if key == keyLean {
-					o.logf("no lean row: this gateway does not take brokers[].transport: lean (%v)", err)
+				if key == keyStandard {
+					o.logf("no standard row: this gateway does not take brokers[].transport: standard (%v)", err)
 					continue
 				}
 				return nil, nil, err

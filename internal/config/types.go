@@ -43,9 +43,9 @@ const (
 	DefaultTLSHandshakeTimeout    = 10 * time.Second
 	DefaultMaxIdleConnsPerBroker  = 256 // brokers[].max_idle_conns
 	DefaultIdleConnTimeout        = 90 * time.Second
-	DefaultBrokerTransport        = TransportStandard // brokers[].transport
-	DefaultBrokerMinVersionString = "2.0"             // brokers[].api_version.min
-	DefaultBrokerMaxVersionString = "2.17"            // brokers[].api_version.max
+	DefaultBrokerTransport        = TransportLean // brokers[].transport
+	DefaultBrokerMinVersionString = "2.0"         // brokers[].api_version.min
+	DefaultBrokerMaxVersionString = "2.17"        // brokers[].api_version.max
 
 	DefaultGOGC = 400 // runtime.gogc
 
