@@ -126,3 +126,59 @@ func TestTinyRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyRoundsAndTargets: added latencies are medians of each round's
+// difference from direct, and the targets section checks each figure
+// against #18's target.
+func TestLatencyRoundsAndTargets(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	s := func(rps float64, cpu time.Duration, p50 time.Duration) sample {
+		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps), p50: p50}, cpu: cpu}
+	}
+	v := func(p99 time.Duration) vegetaResult { return vegetaResult{rate: 2000, success: 1, p99: p99} }
+	r := &report{
+		opts: &options{rate: 2000},
+		targets: []*target{{key: keyDirect, name: "direct"}, {key: keyNginx, name: "nginx"}, {key: keyBare, name: "bare"},
+			{key: keyGateway, name: "gateway"}, {key: keyStandard, name: "standard"}},
+		rounds: []map[string]sample{{
+			keyDirect: s(1000, time.Second, 0), keyNginx: s(600, time.Second, 0), keyBare: s(400, time.Second, 0),
+			keyGateway: s(540, 2*time.Second, 0), keyStandard: s(390, time.Second, 0),
+		}},
+		single: []map[string]sample{
+			{keyDirect: s(0, 0, ms(0.05)), keyNginx: s(0, 0, ms(0.10)), keyGateway: s(0, 0, ms(0.20))},
+			{keyDirect: s(0, 0, ms(0.10)), keyNginx: s(0, 0, ms(0.14)), keyGateway: s(0, 0, ms(0.15))},
+			{keyDirect: s(0, 0, ms(0.05)), keyNginx: s(0, 0, ms(0.09)), keyGateway: s(0, 0, ms(0.12))},
+		},
+		open: []map[string]vegetaResult{
+			{keyDirect: v(ms(1)), keyGateway: v(ms(1.2))},
+			{keyDirect: v(ms(2)), keyGateway: v(ms(2.9))},
+			{keyDirect: v(ms(1)), keyGateway: v(ms(1.3))},
+		},
+	}
+	if d, ok := addedDur(r.single, keyGateway, func(s sample) time.Duration { return s.p50 }); !ok || d != ms(0.07) {
+		t.Errorf("gateway's added p50 = %v, %v; want 70µs (median of 150, 50, 70 µs)", d, ok)
+	}
+	var out bytes.Buffer
+	r.writeTargets(&out, r.kept())
+	for _, want := range []string{
+		"| gateway (default configuration) × bare proxy | 1.35× | ≥ 1.30× | yes |",
+		"| gateway (default configuration) × nginx | 0.90× | ≥ 0.50× | yes |",
+		"| gateway on transport: standard × bare proxy (the chain's cost) | 0.97× | ≥ 0.95× | yes |",
+		// 2 s / 540 against 1 s / 600
+		"| gateway CPU per request ÷ nginx's | 2.22× | ≤ 2.50× | yes |",
+		// gateway 150, 50, 70 µs over direct; nginx 50, 40, 40 µs
+		"| gateway's added p50 at 1 connection | +0.070 ms | ≤ 2 × nginx's (+0.080 ms) | yes |",
+		// 0.2, 0.9, 0.3 ms over direct
+		"| gateway's added p99 at 2000 req/s, open loop | +0.300 ms | ≤ +0.400 ms | yes |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets section lacks %q:\n%s", want, out.String())
+		}
+	}
+	r.rounds[0][keyStandard] = s(300, time.Second, 0)
+	out.Reset()
+	r.writeTargets(&out, r.kept())
+	if want := "| gateway on transport: standard × bare proxy (the chain's cost) | 0.75× | ≥ 0.95× | no |"; !strings.Contains(out.String(), want) {
+		t.Errorf("targets section lacks %q:\n%s", want, out.String())
+	}
+}

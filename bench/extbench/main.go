@@ -50,6 +50,7 @@ type options struct {
 	warmup          time.Duration
 	conns           int
 	latencyDuration time.Duration
+	latencyRounds   int
 	rate            int
 	openDuration    time.Duration
 	targets         []string
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "each target's unmeasured run before the rounds; 0: none")
 	fs.IntVar(&o.conns, "conns", 64, "closed-loop keep-alive `connections`")
 	fs.DurationVar(&o.latencyDuration, "latency-duration", 2*time.Second, "each target's run at 1 connection; 0: none")
+	fs.IntVar(&o.latencyRounds, "latency-rounds", 3, "`rounds` of the one-connection and the open-loop runs (every target once per round)")
 	fs.IntVar(&o.rate, "rate", 2000, "open-loop `requests/s` (vegeta)")
 	fs.DurationVar(&o.openDuration, "open-duration", 10*time.Second, "each target's open-loop run; 0: none")
 	targets := fs.String("targets", strings.Join(allKeys, ","), "the `targets`, among "+strings.Join(allKeys, ","))
@@ -107,8 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.targets = append(o.targets, k)
 	}
-	if o.rounds < 1 || o.conns < 1 || o.duration < time.Second || len(o.targets) == 0 {
-		fmt.Fprintln(stderr, "want -rounds ≥ 1, -conns ≥ 1, -duration ≥ 1s and some -targets")
+	if o.rounds < 1 || o.latencyRounds < 1 || o.conns < 1 || o.duration < time.Second || len(o.targets) == 0 {
+		fmt.Fprintln(stderr, "want -rounds ≥ 1, -latency-rounds ≥ 1, -conns ≥ 1, -duration ≥ 1s and some -targets")
 		return nil, fmt.Errorf("bad flags")
 	}
 	o.logf = func(format string, args ...any) { fmt.Fprintf(stderr, "extbench: "+format+"\n", args...) }
@@ -190,18 +192,21 @@ func closedLoop(ctx context.Context, o *options, ts []*target, rep *report) erro
 	return nil
 }
 
-// oneConnection runs every target at one connection, each round of it
-// starting with the next target.
+// oneConnection runs every target at one connection for -latency-rounds
+// rounds, each round starting with the next target.
 func oneConnection(ctx context.Context, o *options, ts []*target, rep *report) error {
-	o.logf("one connection, %s per target", o.latencyDuration)
-	rep.single = map[string]sample{}
-	for i := range ts {
-		t := ts[(i+1)%len(ts)]
-		s, err := measure(ctx, t, 1, o.latencyDuration)
-		if err != nil {
-			return err
+	for r := range o.latencyRounds {
+		o.logf("one connection, %s per target (round %d of %d)", o.latencyDuration, r+1, o.latencyRounds)
+		round := map[string]sample{}
+		for i := range ts {
+			t := ts[(i+r+1)%len(ts)]
+			s, err := measure(ctx, t, 1, o.latencyDuration)
+			if err != nil {
+				return err
+			}
+			round[t.key] = s
 		}
-		rep.single[t.key] = s
+		rep.single = append(rep.single, round)
 	}
 	return nil
 }
@@ -215,17 +220,21 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 		rep.openSkipped = err.Error()
 		return nil
 	}
-	rep.open = map[string]vegetaResult{}
-	for _, t := range ts {
-		o.logf("open loop: %s at %d req/s for %s", t.name, o.rate, o.openDuration)
-		v, err := runVegeta(ctx, bin, dir, t.url, t.header, o.rate, o.openDuration)
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+	for r := range o.latencyRounds {
+		round := map[string]vegetaResult{}
+		for i := range ts {
+			t := ts[(i+r)%len(ts)]
+			o.logf("open loop: %s at %d req/s for %s (round %d of %d)", t.name, o.rate, o.openDuration, r+1, o.latencyRounds)
+			v, err := runVegeta(ctx, bin, dir, t.url, t.header, o.rate, o.openDuration)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if len(v.errors) > 0 {
+				o.logf("open loop: %s: %.2f %% succeeded; errors: %s", t.name, v.success*100, strings.Join(v.errors, "; "))
+			}
+			round[t.key] = v
 		}
-		if len(v.errors) > 0 {
-			o.logf("open loop: %s: %.2f %% succeeded; errors: %s", t.name, v.success*100, strings.Join(v.errors, "; "))
-		}
-		rep.open[t.key] = v
+		rep.open = append(rep.open, round)
 	}
 	return nil
 }

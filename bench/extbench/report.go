@@ -19,9 +19,9 @@ type report struct {
 	opts        *options
 	targets     []*target
 	started     time.Time
-	rounds      []map[string]sample // by target key
-	single      map[string]sample   // at one connection
-	open        map[string]vegetaResult
+	rounds      []map[string]sample       // by target key
+	single      []map[string]sample       // rounds at one connection
+	open        []map[string]vegetaResult // open-loop rounds
 	openSkipped string
 }
 
@@ -78,16 +78,11 @@ func (r *report) write(w io.Writer) {
 	}
 	fmt.Fprintln(w, head+" CPU µs/req (its own process) | p50 at 1 conn | added p50 at 1 conn |")
 	fmt.Fprintln(w, "| --- | ---: |"+strings.Repeat(" ---: |", len(refs))+" ---: | ---: | ---: |")
-	direct := r.single[keyDirect]
 	for _, t := range r.targets {
 		var rates []float64
-		var cpu time.Duration
-		var n int64
 		for _, i := range kept {
 			if s, ok := r.rounds[i][t.key]; ok {
 				rates = append(rates, s.rps)
-				cpu += s.cpu
-				n += s.requests
 			}
 		}
 		cols := []string{t.name, fmt.Sprintf("%.0f", median(rates))}
@@ -99,45 +94,114 @@ func (r *report) write(w io.Writer) {
 			}
 			cols = append(cols, fmt.Sprintf("%.2f", v))
 		}
+		cpu, n := r.cpu(t.key, kept)
 		cols = append(cols, perRequest(cpu, n))
-		if s, ok := r.single[t.key]; ok {
-			cols = append(cols, fmtDur(s.p50))
-			if _, ok := r.single[keyDirect]; ok && t.key != keyDirect {
-				cols = append(cols, signed(s.p50-direct.p50))
+		p50, ok := medianDur(r.single, t.key, func(s sample) time.Duration { return s.p50 })
+		if !ok {
+			cols = append(cols, "–", "–")
+		} else {
+			cols = append(cols, fmtDur(p50))
+			if added, ok := addedDur(r.single, t.key, func(s sample) time.Duration { return s.p50 }); ok {
+				cols = append(cols, signed(added))
 			} else {
 				cols = append(cols, "–")
 			}
-		} else {
-			cols = append(cols, "–", "–")
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
 	}
 	fmt.Fprintln(w)
+	if len(r.single) > 0 {
+		fmt.Fprintf(w, "At one connection: %d rounds of %s per target; p50 is the median of the rounds' p50s, "+
+			"added p50 the median of the rounds' differences from direct.\n\n", len(r.single), o.latencyDuration)
+	}
 	r.writeRounds(w, kept)
+	r.writeOpen(w)
+	r.writeTargets(w, kept)
+}
+
+// writeOpen writes the open-loop table, or why there is none.
+func (r *report) writeOpen(w io.Writer) {
+	o := r.opts
 	if r.open == nil {
 		if r.openSkipped != "" {
-			fmt.Fprintf(w, "No open-loop run: %s\n", r.openSkipped)
+			fmt.Fprintf(w, "No open-loop run: %s\n\n", r.openSkipped)
 		}
 		return
 	}
-	fmt.Fprintf(w, "Open loop: vegeta (%s) at %d req/s for %s per target, keep-alive.\n\n",
-		strings.TrimPrefix(vegetaModule, "github.com/tsenart/"), o.rate, o.openDuration)
-	fmt.Fprintln(w, "| target | sent req/s | success | p50 | p99 | added p50 | added p99 |")
+	fmt.Fprintf(w, "Open loop: vegeta (%s) at %d req/s for %s per target and round, keep-alive, %d rounds, "+
+		"order rotated; medians over the rounds (added: of the rounds' differences from direct).\n\n",
+		strings.TrimPrefix(vegetaModule, "github.com/tsenart/"), o.rate, o.openDuration, len(r.open))
+	fmt.Fprintln(w, "| target | sent req/s | success (lowest round) | p50 | p99 | added p50 | added p99 |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-	od, haveDirect := r.open[keyDirect]
+	p50 := func(v vegetaResult) time.Duration { return v.p50 }
+	p99 := func(v vegetaResult) time.Duration { return v.p99 }
 	for _, t := range r.targets {
-		v, ok := r.open[t.key]
-		if !ok {
+		var rates []float64
+		success := 1.0
+		for _, round := range r.open {
+			if v, ok := round[t.key]; ok {
+				rates = append(rates, v.rate)
+				success = min(success, v.success)
+			}
+		}
+		if len(rates) == 0 {
 			continue
 		}
+		m50, _ := medianDur(r.open, t.key, p50)
+		m99, _ := medianDur(r.open, t.key, p99)
 		added50, added99 := "–", "–"
-		if haveDirect && t.key != keyDirect {
-			added50, added99 = signed(v.p50-od.p50), signed(v.p99-od.p99)
+		if d, ok := addedDur(r.open, t.key, p50); ok {
+			added50 = signed(d)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s |\n", t.name, v.rate, v.success*100,
-			fmtDur(v.p50), fmtDur(v.p99), added50, added99)
+		if d, ok := addedDur(r.open, t.key, p99); ok {
+			added99 = signed(d)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s |\n", t.name, median(rates), success*100,
+			fmtDur(m50), fmtDur(m99), added50, added99)
 	}
 	fmt.Fprintln(w)
+}
+
+// cpu sums key's CPU time and requests over the kept rounds.
+func (r *report) cpu(key string, kept []int) (time.Duration, int64) {
+	var cpu time.Duration
+	var n int64
+	for _, i := range kept {
+		if s, ok := r.rounds[i][key]; ok {
+			cpu += s.cpu
+			n += s.requests
+		}
+	}
+	return cpu, n
+}
+
+// medianDur is the median over rounds of f of key's result; false when
+// key never ran.
+func medianDur[T any](rounds []map[string]T, key string, f func(T) time.Duration) (time.Duration, bool) {
+	var xs []float64
+	for _, round := range rounds {
+		if v, ok := round[key]; ok {
+			xs = append(xs, float64(f(v)))
+		}
+	}
+	return time.Duration(median(xs)), len(xs) > 0
+}
+
+// addedDur is the median over rounds of f of key's result minus f of
+// direct's in the same round; false for direct itself or without both.
+func addedDur[T any](rounds []map[string]T, key string, f func(T) time.Duration) (time.Duration, bool) {
+	if key == keyDirect {
+		return 0, false
+	}
+	var xs []float64
+	for _, round := range rounds {
+		v, ok := round[key]
+		d, okD := round[keyDirect]
+		if ok && okD {
+			xs = append(xs, float64(f(v)-f(d)))
+		}
+	}
+	return time.Duration(median(xs)), len(xs) > 0
 }
 
 // perRequest is cpu/n in µs, or "–".
@@ -197,6 +261,54 @@ func (r *report) writeRounds(w io.Writer, kept []int) {
 			fmt.Fprintf(w, " %.0f |", round[t.key].rps)
 		}
 		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeTargets checks the figures against the targets of issue #18, each
+// where this run measured what it needs.
+func (r *report) writeTargets(w io.Writer, kept []int) {
+	type check struct {
+		what, measured, wanted string
+		met                    bool
+	}
+	var cs []check
+	ratio := func(what, key, ref string, want float64) {
+		if v, ok := r.ratio(key, ref, kept); ok {
+			cs = append(cs, check{what, fmt.Sprintf("%.2f×", v), fmt.Sprintf("≥ %.2f×", want), v >= want})
+		}
+	}
+	ratio("gateway (default configuration) × bare proxy", keyGateway, keyBare, 1.3)
+	ratio("gateway (default configuration) × nginx", keyGateway, keyNginx, 0.5)
+	ratio("gateway on transport: standard × bare proxy (the chain's cost)", keyStandard, keyBare, 0.95)
+	gc, gn := r.cpu(keyGateway, kept)
+	nc, nn := r.cpu(keyNginx, kept)
+	if gn > 0 && nn > 0 && nc > 0 {
+		v := (float64(gc) / float64(gn)) / (float64(nc) / float64(nn))
+		cs = append(cs, check{"gateway CPU per request ÷ nginx's", fmt.Sprintf("%.2f×", v), "≤ 2.50×", v <= 2.5})
+	}
+	p50 := func(s sample) time.Duration { return s.p50 }
+	g, okG := addedDur(r.single, keyGateway, p50)
+	n, okN := addedDur(r.single, keyNginx, p50)
+	if okG && okN {
+		cs = append(cs, check{"gateway's added p50 at 1 connection", signed(g), "≤ 2 × nginx's (" + signed(2*n) + ")", g <= 2*n})
+	}
+	if d, ok := addedDur(r.open, keyGateway, func(v vegetaResult) time.Duration { return v.p99 }); ok {
+		cs = append(cs, check{fmt.Sprintf("gateway's added p99 at %d req/s, open loop", r.opts.rate), signed(d), "≤ +0.400 ms", d <= 400*time.Microsecond})
+	}
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Against the targets of #18, in this run:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | measured | target | met |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	for _, c := range cs {
+		met := "no"
+		if c.met {
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.what, c.measured, c.wanted, met)
 	}
 	fmt.Fprintln(w)
 }
