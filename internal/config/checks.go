@@ -19,9 +19,6 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 // validName reports whether s is a valid tenant or broker name.
 func validName(s string) bool { return nameRE.MatchString(s) }
 
-// memoryLimitRE is the GOMEMLIMIT syntax.
-var memoryLimitRE = regexp.MustCompile(`^(off|[0-9]+(B|KiB|MiB|GiB|TiB)?)$`)
-
 // checkFields runs the checks that span fields or need more than a struct
 // tag. Values already reported (empty names, say) are skipped.
 func checkFields(c *Config, probs *Problems) {
@@ -50,12 +47,10 @@ func checkFields(c *Config, probs *Problems) {
 	checkTLS(c, probs)            // listen_tls.go
 	checkTrustedProxies(c, probs) // proxies.go
 	checkTelemetry(c, probs)
-	checkInventory(c, probs) // inventory.go
-	checkLimits(c, probs)    // limits.go
-	checkProtect(c, probs)   // protect.go
-	if m := c.Runtime.MemoryLimit; m != "" && !memoryLimitRE.MatchString(m) {
-		probs.addf("runtime.memory_limit", `must be a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"`)
-	}
+	checkInventory(c, probs)       // inventory.go
+	checkLimits(c, probs)          // limits.go
+	checkProtect(c, probs)         // protect.go
+	checkRuntime(c.Runtime, probs) // runtime.go
 }
 
 const nameRule = `must be lower-case letters, digits and inner "-", such as "cf-prod"`

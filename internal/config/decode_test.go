@@ -81,8 +81,8 @@ func TestDecode(t *testing.T) {
 		},
 		{
 			name: "integer overflow",
-			doc:  "runtime:\n  gogc: 99999999999999999999\n",
-			want: []string{"runtime.gogc: must be a whole number (line 12)"},
+			doc:  "runtime:\n  gc_percent: 99999999999999999999\n",
+			want: []string{"runtime.gc_percent: must be a whole number (line 12)"},
 		},
 		{
 			name: "duration without unit",
@@ -95,14 +95,14 @@ func TestDecode(t *testing.T) {
 		},
 		{
 			name: "env in an integer",
-			doc:  "runtime:\n  gogc: ${GOGC}\n",
+			doc:  "runtime:\n  gc_percent: ${GOGC}\n",
 			env:  map[string]string{"GOGC": "50"},
 		},
 		{
 			name: "env that does not convert",
-			doc:  "runtime:\n  gogc: ${GOGC}\n",
+			doc:  "runtime:\n  gc_percent: ${GOGC}\n",
 			env:  map[string]string{"GOGC": "many"},
-			want: []string{"runtime.gogc: must be a whole number (line 12)"},
+			want: []string{"runtime.gc_percent: must be a whole number (line 12)"},
 		},
 		{
 			name: "env set to empty",

@@ -34,9 +34,7 @@ func (c *Config) ApplyDefaults() {
 		d := DefaultAccessFlushInterval
 		c.Log.AccessFlushInterval = &d
 	}
-	if c.Runtime.GOGC == 0 {
-		c.Runtime.GOGC = DefaultGOGC
-	}
+	c.Runtime.applyDefaults() // runtime.go
 	c.State.applyDefaults()
 	c.Reload.applyDefaults()
 	setDuration(&c.Inventory.ExpiryWarning, DefaultExpiryWarning)

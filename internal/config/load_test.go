@@ -35,7 +35,7 @@ func TestLoadFull(t *testing.T) {
 		},
 		Admin:     Admin{Address: "off", Token: "an-admin-token-of-some-length"},
 		Log:       Log{Format: "text", Level: "debug", AccessFlushInterval: ptr(250 * time.Millisecond)},
-		Runtime:   Runtime{GOGC: 100, MemoryLimit: "512MiB"},
+		Runtime:   Runtime{HeapFloor: "128MiB", GCPercent: 200, MemoryLimit: "512MiB"},
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
 		Auth:      Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
@@ -153,8 +153,11 @@ func TestLoadDefaults(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if got.Runtime.GOGC != DefaultGOGC || got.Tenants[0].MissingVersionStatus != DefaultMissingVersionStatus {
-		t.Errorf("gogc %d, missing_version_status %d; want defaults", got.Runtime.GOGC, got.Tenants[0].MissingVersionStatus)
+	if want := (Runtime{HeapFloor: DefaultHeapFloor, GCPercent: DefaultGCPercent, MemoryLimit: DefaultMemoryLimit}); got.Runtime != want {
+		t.Errorf("runtime %+v, want %+v", got.Runtime, want)
+	}
+	if got.Tenants[0].MissingVersionStatus != DefaultMissingVersionStatus {
+		t.Errorf("missing_version_status %d; want %d", got.Tenants[0].MissingVersionStatus, DefaultMissingVersionStatus)
 	}
 	if b := got.Brokers[0]; b.ResponseHeaderTimeout != b.Timeout || b.Timeout != DefaultBrokerTimeout {
 		t.Errorf("timeout %v, response_header_timeout %v; want both %v", b.Timeout, b.ResponseHeaderTimeout, DefaultBrokerTimeout)

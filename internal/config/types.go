@@ -47,8 +47,6 @@ const (
 	DefaultBrokerMinVersionString = "2.0"         // brokers[].api_version.min
 	DefaultBrokerMaxVersionString = "2.17"        // brokers[].api_version.max
 
-	DefaultGOGC = 400 // runtime.gogc
-
 	DefaultCatalogMaxEntries = 1000     // catalog.max_entries
 	DefaultCatalogMaxBytes   = 64 << 20 // catalog.max_bytes
 	DefaultCatalogTTL        = 5 * time.Minute
@@ -67,7 +65,7 @@ type Config struct {
 	Listen  Listen   `yaml:"listen"`
 	Admin   Admin    `yaml:"admin"`
 	Log     Log      `yaml:"log"`
-	Runtime Runtime  `yaml:"runtime"`
+	Runtime Runtime  `yaml:"runtime"` // runtime.go
 	Catalog Catalog  `yaml:"catalog"`
 	State   State    `yaml:"state"`
 	Tenants []Tenant `yaml:"tenants" validate:"required,min=1,dive"`
@@ -138,16 +136,6 @@ type Log struct {
 	// instead of one per request; 0 writes every line at once. nil:
 	// DefaultAccessFlushInterval.
 	AccessFlushInterval *time.Duration `yaml:"access_flush_interval" validate:"omitempty,gte=0,lte=10s"`
-}
-
-// Runtime sets Go runtime knobs at start.
-type Runtime struct {
-	// GOGC is the GC target percentage; zero value: DefaultGOGC. The GOGC
-	// environment variable, when set, wins.
-	GOGC int `yaml:"gogc" validate:"gte=0,lte=10000"`
-	// MemoryLimit is a soft memory limit such as "512MiB" (GOMEMLIMIT
-	// syntax); empty means none. The GOMEMLIMIT environment variable wins.
-	MemoryLimit string `yaml:"memory_limit"`
 }
 
 // Catalog sizes the catalog cache, shared by all brokers. Catalogs are

@@ -11,7 +11,8 @@ const MinPlainPasswordLength = 12
 // Warnings returns what in a valid configuration deserves an operator's
 // attention without being an error, one line each, naming the YAML path
 // and never a secret: plain-text tenant passwords shorter than
-// MinPlainPasswordLength. The gateway logs them at start and on reload;
+// MinPlainPasswordLength; a runtime.heap_floor the runtime.memory_limit
+// keeps the heap from reaching. The gateway logs them at start and on reload;
 // check prints them.
 func Warnings(c *Config) []string {
 	var out []string
@@ -26,5 +27,5 @@ func Warnings(c *Config) []string {
 			}
 		}
 	}
-	return out
+	return append(out, runtimeWarnings(c.Runtime)...) // runtime.go
 }

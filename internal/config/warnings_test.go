@@ -27,3 +27,26 @@ func TestWarningsNameWeakPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsNameUnreachableHeapFloor: a heap floor at or above an
+// explicit memory limit is never reached as a floor.
+func TestWarningsNameUnreachableHeapFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rt   Runtime
+		want []string
+	}{
+		{"floor above limit", Runtime{HeapFloor: "1GiB", MemoryLimit: "512MiB"},
+			[]string{"runtime.heap_floor: 1GiB is not below runtime.memory_limit 512MiB: the memory limit, not the floor, decides when the GC runs while the heap is small"}},
+		{"floor below limit", Runtime{HeapFloor: "64MiB", MemoryLimit: "512MiB"}, nil},
+		{"floor off", Runtime{HeapFloor: "0", MemoryLimit: "1MiB"}, nil},
+		{"limit auto", Runtime{HeapFloor: "64MiB", MemoryLimit: MemoryLimitAuto}, nil},
+		{"limit off", Runtime{HeapFloor: "64MiB", MemoryLimit: MemoryLimitOff}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Warnings(&Config{Runtime: tc.rt})); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
