@@ -76,7 +76,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -86,6 +85,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/gctune"
 )
 
 // Request kinds, as named by -requests.
@@ -200,7 +200,8 @@ func parseFlags(args []string) (options, error) {
 // run sets up the targets, measures every cell and prints the report to
 // out; progress goes to progress.
 func run(ctx context.Context, o options, out, progress io.Writer) error {
-	gogc := applyGOGC()
+	gogc, floor, stopGC := applyGC()
+	defer stopGC()
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
@@ -226,7 +227,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	}
 	defer e.close()
 	m := meta{GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
-		GOGC: gogc, Duration: o.duration.String(), Warmup: o.warmup.String(), Rounds: o.rounds}
+		GOGC: gogc, HeapFloor: floor, Duration: o.duration.String(), Warmup: o.warmup.String(), Rounds: o.rounds}
 	var notes []string
 	if note := e.addNginx(o.nginx, &m); note != "" {
 		notes = append(notes, note)
@@ -239,8 +240,8 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	if m.Catalogs, err = e.check(o.kinds); err != nil {
 		return err
 	}
-	fmt.Fprintf(progress, "GOGC=%d (the gateway's runtime.gogc default), GOMAXPROCS=%d; targets: %s\n",
-		gogc, m.GOMAXPROCS, strings.Join(m.Targets, ", "))
+	fmt.Fprintf(progress, "GOGC=%d, heap floor %s (the gateway's runtime defaults), GOMAXPROCS=%d; targets: %s\n",
+		gogc, floor, m.GOMAXPROCS, strings.Join(m.Targets, ", "))
 	samples, err := e.measure(ctx, o, progress)
 	if err != nil {
 		return err
@@ -261,17 +262,18 @@ func run(ctx context.Context, o options, out, progress io.Writer) error {
 	return nil
 }
 
-// applyGOGC sets the GC target the gateway sets by default (config key
-// runtime.gogc), unless the GOGC environment variable is set, which wins
-// there too; it returns the target in force. Every target runs in this
-// process, so all get the same.
-func applyGOGC() int {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(config.DefaultGOGC)
+// applyGC applies the gateway's default GC policy (runtime.heap_floor over
+// runtime.gc_percent, kept by a gctune.Tuner), unless the GOGC environment
+// variable is set, which wins there too; it returns the base GC percent,
+// the floor ("off" under GOGC) and what stops the tuner. Every target runs
+// in this process, so all get the same.
+func applyGC() (percent int, floor string, stop func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return gctune.GCPercent(), "off", func() {}
 	}
-	cur := debug.SetGCPercent(100)
-	debug.SetGCPercent(cur)
-	return cur
+	rc := config.Runtime{HeapFloor: config.DefaultHeapFloor, GCPercent: config.DefaultGCPercent}
+	t := gctune.Start(rc.HeapFloorBytes(), rc.GCPercent)
+	return rc.GCPercent, rc.HeapFloor, t.Stop
 }
 
 // addNginx adds the nginx target when mode allows and nginx is on PATH; it

@@ -51,6 +51,7 @@ type meta struct {
 	GOMAXPROCS int      `json:"gomaxprocs"`
 	NumCPU     int      `json:"num_cpu"`
 	GOGC       int      `json:"gogc"`
+	HeapFloor  string   `json:"heap_floor,omitempty"`
 	Duration   string   `json:"duration"`
 	Warmup     string   `json:"warmup"`
 	Rounds     int      `json:"rounds"`
@@ -239,8 +240,12 @@ func verdictFor(kind string, conns []int, rows []row) (verdict, bool) {
 func (rep *report) writeMarkdown(w io.Writer) {
 	m := rep.Meta
 	fmt.Fprintf(w, "## Load benchmark\n\n")
-	fmt.Fprintf(w, "%s, GOMAXPROCS=%d (%d CPUs), GOGC=%d for every target; %s per run after %s warm-up, %d round(s); loopback; ",
-		m.GoVersion, m.GOMAXPROCS, m.NumCPU, m.GOGC, m.Duration, m.Warmup, m.Rounds)
+	floor := ""
+	if m.HeapFloor != "" && m.HeapFloor != "off" {
+		floor = " above a heap floor of " + m.HeapFloor
+	}
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d (%d CPUs), GOGC=%d%s for every target; %s per run after %s warm-up, %d round(s); loopback; ",
+		m.GoVersion, m.GOMAXPROCS, m.NumCPU, m.GOGC, floor, m.Duration, m.Warmup, m.Rounds)
 	fmt.Fprintf(w, "load generator and sample broker in-process, so CPU/req includes them; added CPU/req is CPU/req minus direct's.\n")
 	if m.Rounds >= 3 {
 		fmt.Fprintf(w, "Ratios (× columns and verdicts) are the median of the per-round ratios: the targets of a round run back to back, so each round compares them under the same foreign load; req/s, latency and CPU pool all rounds.\n")

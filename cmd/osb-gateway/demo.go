@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -44,7 +45,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	d.printGuide(stdout)
+	d.srv.runtime = startRuntime(d.cfg.Runtime, os.LookupEnv, os.DirFS("/"), d.srv.log)
 	code := d.srv.runUntilSignal()
+	d.srv.runtime.stop()
 	d.stopBrokers()
 	return code
 }

@@ -76,6 +76,7 @@ func (s *server) reloadFrom(trigger string) (proxy.Reloaded, error) {
 	}
 	logTLSWarnings(s.log, cfg)
 	setLevel(s.level, cfg.Log.Level)
+	s.runtime.reload(cfg.Runtime) // runtime.go
 	if !reflect.DeepEqual(cfg.State, old.Config().State) || !reflect.DeepEqual(cfg.Telemetry, old.Config().Telemetry) ||
 		!reflect.DeepEqual(cfg.Audit, old.Config().Audit) || !reflect.DeepEqual(cfg.Reload, old.Config().Reload) {
 		s.log.Warn("state, telemetry, audit or reload settings changed; they take effect at the next restart")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,8 @@ func runServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer logs.access.Close() // the buffered access lines
+	srv.runtime = startRuntime(cfg.Runtime, os.LookupEnv, os.DirFS("/"), logs.log)
+	defer srv.runtime.stop()
 	return srv.runUntilSignal()
 }
 
@@ -122,15 +125,15 @@ type server struct {
 	stopSweep context.CancelFunc
 	// obs is tracing, metrics and the audit log, set up once.
 	obs *observability
+	// runtime is the GC policy of runtime.*, which serve and demo apply
+	// (runtime.go) and a reload changes; nil in tests of the server.
+	runtime *runtimePolicy
 }
 
 // newServer builds the Gateway and opens both listeners; it does not serve
 // yet.
 func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error) {
 	log := lg.log
-	if err := applyRuntime(cfg.Runtime, log); err != nil {
-		return nil, err
-	}
 	obs, err := newObservability(cfg, log)
 	if err != nil {
 		return nil, err
