@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
 	"testing/fstest"
@@ -145,5 +147,39 @@ func TestFormatBytes(t *testing.T) {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestReloadAppliesRuntime: a reload of a file with another runtime
+// section changes the GC percent and the memory limit at once.
+func TestReloadAppliesRuntime(t *testing.T) {
+	keepRuntime(t)
+	broker := named("b")
+	defer broker.Close()
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	writeConfig(t, path, broker.URL, "first")
+	s := startServer(t, path)
+	s.runtime = startRuntime(defaultRuntime(), envOf(nil), fstest.MapFS{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(s.runtime.stop)
+	if got := gctune.GCPercent(); got <= 100 {
+		t.Fatalf("at start: GC percent %d, want above 100 (the floor's)", got)
+	}
+	writeConfig(t, path, broker.URL, "first")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("runtime: {heap_floor: 0, gc_percent: 150, memory_limit: 256MiB}\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got, limit := gctune.GCPercent(), debug.SetMemoryLimit(-1); got != 150 || limit != 256<<20 {
+		t.Errorf("after reload: GC percent %d, memory limit %d; want 150, 256MiB", got, limit)
 	}
 }
