@@ -12,13 +12,14 @@ import (
 // body is an answer's body: it pools the connection once read to its end,
 // and closes it when closed early or on an error.
 type body struct {
-	t    *Transport
-	c    *conn
-	key  poolKey
-	rc   io.ReadCloser // http.ReadResponse's body; never closed (it would drain)
-	ctx  context.Context
-	stop func() bool // unregisters the call's AfterFunc
-	keep bool        // neither side asked to close the connection
+	t     *Transport
+	c     *conn
+	key   poolKey
+	rc    io.ReadCloser // http.ReadResponse's body, never closed (it would drain); nil: fixed's
+	fixed fixedBody     // readResponse's body
+	ctx   context.Context
+	stop  func() bool // unregisters the call's AfterFunc
+	keep  bool        // neither side asked to close the connection
 
 	mu   sync.Mutex
 	done bool  // the connection was pooled or closed
@@ -35,7 +36,13 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	b.mu.Unlock()
-	n, err := b.rc.Read(p)
+	var n int
+	var err error
+	if b.rc != nil {
+		n, err = b.rc.Read(p)
+	} else {
+		n, err = b.fixed.Read(p)
+	}
 	if err == nil {
 		return n, nil
 	}

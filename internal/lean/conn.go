@@ -143,7 +143,7 @@ func (headerTimeout) Temporary() bool { return true }
 func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, c.interrupt)
 	c.nwrite = 0
-	err := req.Write(c.bw)
+	err := t.write(c.bw, req)
 	if err == nil {
 		err = c.bw.Flush()
 	}
@@ -156,7 +156,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		}
 		return nil, err
 	}
-	res, err := t.readHeader(ctx, c, req)
+	res, n, err := t.readHeader(ctx, c, req)
 	if err != nil {
 		stop()
 		c.close()
@@ -174,12 +174,28 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		t.release(key, c, stop, keep)
 		return res, nil
 	}
-	res.Body = &body{t: t, c: c, key: key, rc: res.Body, ctx: ctx, stop: stop, keep: keep}
+	b := &body{t: t, c: c, key: key, rc: res.Body, ctx: ctx, stop: stop, keep: keep}
+	if res.Body == nil { // readResponse's: n bytes in c.br
+		b.fixed = fixedBody{br: c.br, n: n}
+	}
+	res.Body = b
 	return res, nil
 }
 
+// write writes req to bw: with writeRequest when it handles req, else
+// with (*http.Request).Write.
+func (t *Transport) write(bw *bufio.Writer, req *http.Request) error {
+	if !t.stdlib {
+		if ok, err := writeRequest(bw, req); ok {
+			return err
+		}
+	}
+	return req.Write(bw)
+}
+
 // readHeader reads the answer's header, skipping 1xx informational ones.
-func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
+// A nil Body is readResponse's: the next n bytes of c.br.
+func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) (*http.Response, int64, error) {
 	limit := t.MaxResponseHeaderBytes
 	if limit <= 0 {
 		limit = DefaultMaxResponseHeaderBytes
@@ -189,6 +205,7 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 		_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
 	var trace *httptrace.ClientTrace
+	var n int64
 	res, err := func() (*http.Response, error) {
 		if _, err := c.br.Peek(1); err != nil {
 			err = t.readError(ctx, err)
@@ -198,6 +215,13 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 			return nil, err
 		}
 		for {
+			if !t.stdlib {
+				var res *http.Response
+				var ok bool
+				if res, n, ok = readResponse(c.br, req); ok {
+					return res, nil // a final answer
+				}
+			}
 			res, err := http.ReadResponse(c.br, req)
 			if err != nil {
 				return nil, t.readError(ctx, err)
@@ -223,7 +247,7 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 			c.interrupt()
 		}
 	}
-	return res, err
+	return res, n, err
 }
 
 // readError says why reading the answer failed: the call's context when

@@ -93,7 +93,8 @@ type Transport struct {
 	// included; zero: DefaultMaxResponseHeaderBytes.
 	MaxResponseHeaderBytes int64
 
-	now func() time.Time // nil: time.Now (tests set it)
+	now    func() time.Time // nil: time.Now (tests set it)
+	stdlib bool             // tests and benchmarks: req.Write and http.ReadResponse only, no fast paths
 
 	mu     sync.Mutex
 	pools  map[poolKey]*pool
