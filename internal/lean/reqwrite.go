@@ -101,7 +101,8 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 // fastWritable reports whether writeRequest handles req: no trailer, no
 // transfer coding of its own, no body or one of known length, not
 // CONNECT, no Opaque URL, no Connection header when req.Close asks for
-// one, and no trace that wants to hear of the header fields written.
+// one, canonical field names, and no trace that wants to hear of the
+// header fields written.
 func fastWritable(req *http.Request) bool {
 	if req.Trailer != nil || req.TransferEncoding != nil || req.Method == "CONNECT" || req.URL.Opaque != "" {
 		return false
@@ -111,6 +112,13 @@ func fastWritable(req *http.Request) bool {
 	}
 	if req.Close && req.Header["Connection"] != nil {
 		return false
+	}
+	for k := range req.Header {
+		if validFieldName(k) && !canonicalKey(k) {
+			// It may have a canonical twin, whose values net/http sends
+			// in the order of its sorted keys.
+			return false
+		}
 	}
 	if req.Method != "" && !validToken(req.Method) {
 		return false
@@ -272,6 +280,20 @@ func validToken(s string) bool {
 		if !tokenByte(s[i]) {
 			return false
 		}
+	}
+	return true
+}
+
+// canonicalKey reports whether the field name k is in canonical form
+// (textproto.CanonicalMIMEHeaderKey).
+func canonicalKey[S string | []byte](k S) bool {
+	upper := true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			return false
+		}
+		upper = c == '-'
 	}
 	return true
 }

@@ -188,15 +188,7 @@ func (p *headParser) key(k []byte, off int) string {
 	if s, ok := commonKeys[string(k)]; ok {
 		return s
 	}
-	upper, canonical := true, true
-	for _, c := range k {
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			canonical = false
-			break
-		}
-		upper = c == '-'
-	}
-	if canonical {
+	if canonicalKey(k) {
 		return p.str(off, off+len(k))
 	}
 	var a [64]byte
@@ -204,7 +196,7 @@ func (p *headParser) key(k []byte, off int) string {
 	if len(k) > len(a) {
 		b = make([]byte, 0, len(k))
 	}
-	upper = true
+	upper := true
 	for _, c := range k {
 		if upper && 'a' <= c && c <= 'z' {
 			c -= 'a' - 'A'
