@@ -156,7 +156,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		}
 		return nil, err
 	}
-	res, n, err := t.readHeader(ctx, c, req)
+	res, fixed, err := t.readHeader(ctx, c, req)
 	if err != nil {
 		stop()
 		c.close()
@@ -174,10 +174,11 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		t.release(key, c, stop, keep)
 		return res, nil
 	}
-	b := &body{t: t, c: c, key: key, rc: res.Body, ctx: ctx, stop: stop, keep: keep}
-	if res.Body == nil { // readResponse's: n bytes in c.br
-		b.fixed = fixedBody{br: c.br, n: n}
+	b := fixed
+	if b == nil {
+		b = &body{rc: res.Body}
 	}
+	b.t, b.c, b.key, b.ctx, b.stop, b.keep = t, c, key, ctx, stop, keep
 	res.Body = b
 	return res, nil
 }
@@ -194,8 +195,8 @@ func (t *Transport) write(bw *bufio.Writer, req *http.Request) error {
 }
 
 // readHeader reads the answer's header, skipping 1xx informational ones.
-// A nil Body is readResponse's: the next n bytes of c.br.
-func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) (*http.Response, int64, error) {
+// When readResponse read it and it has a body, fixed is to be its Body.
+func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) (res *http.Response, fixed *body, err error) {
 	limit := t.MaxResponseHeaderBytes
 	if limit <= 0 {
 		limit = DefaultMaxResponseHeaderBytes
@@ -205,8 +206,7 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 		_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
 	}
 	var trace *httptrace.ClientTrace
-	var n int64
-	res, err := func() (*http.Response, error) {
+	res, err = func() (*http.Response, error) {
 		if _, err := c.br.Peek(1); err != nil {
 			err = t.readError(ctx, err)
 			if c.reused && ctx.Err() == nil && isConnGone(err) {
@@ -216,9 +216,9 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 		}
 		for {
 			if !t.stdlib {
-				var res *http.Response
-				var ok bool
-				if res, n, ok = readResponse(c.br, req); ok {
+				res, b, ok := readResponse(c.br, req)
+				if ok {
+					fixed = b
 					return res, nil // a final answer
 				}
 			}
@@ -247,7 +247,7 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 			c.interrupt()
 		}
 	}
-	return res, n, err
+	return res, fixed, err
 }
 
 // readError says why reading the answer failed: the call's context when

@@ -46,16 +46,19 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 		length = 0
 	}
 
-	bw.WriteString(method)
-	bw.WriteByte(' ')
-	bw.WriteString(path)
+	// The header goes in bw's free space (or a larger copy), then to bw
+	// once whole: until then writeRequest may still leave req to req.Write.
+	b := bw.AvailableBuffer()
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, path...)
 	if req.URL.ForceQuery || req.URL.RawQuery != "" {
-		bw.WriteByte('?')
-		bw.WriteString(req.URL.RawQuery)
+		b = append(b, '?')
+		b = append(b, req.URL.RawQuery...)
 	}
-	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(host)
-	bw.WriteString("\r\n")
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
 
 	// Empty to send none (ReverseProxy sets it so), absent for Go's.
 	ua := defaultUserAgent
@@ -66,29 +69,38 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 		}
 	}
 	if ua != "" {
-		writeField(bw, "User-Agent", ua)
+		b = appendField(b, "User-Agent", ua)
 	}
 	if req.Close {
-		bw.WriteString("Connection: close\r\n") // fastWritable: no Connection header
+		b = append(b, "Connection: close\r\n"...) // fastWritable: no Connection header
 	}
 	if length > 0 || length == 0 && (method == "POST" || method == "PUT" || method == "PATCH") {
-		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), length, 10))
-		bw.WriteString("\r\n")
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, length, 10)
+		b = append(b, "\r\n"...)
 	}
 	for k, vv := range req.Header {
 		switch k {
 		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // written above from the request's fields, or never
 		}
+		if !canonicalKey(k) {
+			if validFieldName(k) {
+				// It may have a canonical twin, whose values net/http
+				// sends in the order of its sorted keys.
+				return false, nil
+			}
+			continue
+		}
 		if !validFieldName(k) {
 			continue // as net/http: dropped
 		}
 		for _, v := range vv {
-			writeField(bw, k, v)
+			b = appendField(b, k, v)
 		}
 	}
-	_, err := bw.WriteString("\r\n")
+	b = append(b, "\r\n"...)
+	_, err := bw.Write(b)
 	if length > 0 && err == nil {
 		err = writeBody(bw, req.Body, length)
 	}
@@ -98,11 +110,12 @@ func writeRequest(bw *bufio.Writer, req *http.Request) (bool, error) {
 	return true, err
 }
 
-// fastWritable reports whether writeRequest handles req: no trailer, no
-// transfer coding of its own, no body or one of known length, not
+// fastWritable reports whether writeRequest may handle req: no trailer,
+// no transfer coding of its own, no body or one of known length, not
 // CONNECT, no Opaque URL, no Connection header when req.Close asks for
-// one, canonical field names, and no trace that wants to hear of the
-// header fields written.
+// one, and no trace that wants to hear of the header fields written.
+// (writeRequest also leaves to req.Write a header with a non-canonical
+// field name.)
 func fastWritable(req *http.Request) bool {
 	if req.Trailer != nil || req.TransferEncoding != nil || req.Method == "CONNECT" || req.URL.Opaque != "" {
 		return false
@@ -112,13 +125,6 @@ func fastWritable(req *http.Request) bool {
 	}
 	if req.Close && req.Header["Connection"] != nil {
 		return false
-	}
-	for k := range req.Header {
-		if validFieldName(k) && !canonicalKey(k) {
-			// It may have a canonical twin, whose values net/http sends
-			// in the order of its sorted keys.
-			return false
-		}
 	}
 	if req.Method != "" && !validToken(req.Method) {
 		return false
@@ -130,23 +136,24 @@ func fastWritable(req *http.Request) bool {
 	return true
 }
 
-// writeField writes "k: v\r\n" with v as net/http sends it: ASCII white
+// appendField appends "k: v\r\n" with v as net/http sends it: ASCII white
 // space trimmed at both ends, CR and LF within replaced by spaces.
-func writeField(bw *bufio.Writer, k, v string) {
-	bw.WriteString(k)
-	bw.WriteString(": ")
+func appendField(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, ": "...)
 	v = trimSpace(v)
-	for {
-		i := strings.IndexAny(v, "\r\n")
-		if i < 0 {
-			break
+	if strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 {
+		b = append(b, v...)
+	} else {
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c == '\r' || c == '\n' {
+				c = ' '
+			}
+			b = append(b, c)
 		}
-		bw.WriteString(v[:i])
-		bw.WriteByte(' ')
-		v = v[i+1:]
 	}
-	bw.WriteString(v)
-	bw.WriteString("\r\n")
+	return append(b, "\r\n"...)
 }
 
 // writeBody copies the n bytes of body to bw, then reads what body has

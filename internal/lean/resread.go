@@ -12,21 +12,35 @@ import (
 // HTTP/1.0 or 1.1 final answer (2xx to 5xx) whose lines end in CRLF, with
 // token field names, no folded lines, no Transfer-Encoding or Pragma, and
 // one valid Content-Length unless the answer has no body (HEAD, 204, 304).
-// Its Body is http.NoBody, or nil for one of length n > 0 that follows in
-// br (read it with fixedBody). For any other answer it returns ok false
-// having consumed nothing, and the caller uses http.ReadResponse.
-func readResponse(br *bufio.Reader, req *http.Request) (res *http.Response, n int64, ok bool) {
+// Its Body is http.NoBody, or nil for a body of known length: then b,
+// allocated with the answer, reads it (b.fixed) and is to be its Body. For
+// any other answer it returns ok false having consumed nothing, and the
+// caller uses http.ReadResponse.
+func readResponse(br *bufio.Reader, req *http.Request) (res *http.Response, b *body, ok bool) {
 	buf, _ := br.Peek(br.Buffered())
 	end := bytes.Index(buf, crlfcrlf)
 	if end < 0 {
-		return nil, 0, false
+		return nil, nil, false
 	}
 	p := headParser{head: buf[:end+2]}
-	res, n, ok = p.parse(req)
-	if ok {
-		_, _ = br.Discard(end + 4)
+	a, n, ok := p.parse(req)
+	if !ok {
+		return nil, nil, false
 	}
-	return res, n, ok
+	_, _ = br.Discard(end + 4)
+	if n == 0 {
+		a.res.Body = http.NoBody
+		return &a.res, nil, true
+	}
+	a.body.fixed = fixedBody{br: br, n: n}
+	return &a.res, &a.body, true
+}
+
+// answer is what readResponse allocates for an answer, at once.
+type answer struct {
+	res  http.Response
+	body body
+	vals [4]string // the header's values, when they are that few
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
@@ -60,13 +74,19 @@ func (p *headParser) str(from, to int) string {
 	return p.block[from:to]
 }
 
-func (p *headParser) parse(req *http.Request) (*http.Response, int64, bool) {
-	res := &http.Response{Request: req}
+// parse parses the header into a new answer; n is the length of its body
+// (0: none).
+func (p *headParser) parse(req *http.Request) (a *answer, n int64, ok bool) {
+	a = &answer{res: http.Response{Request: req}}
+	res := &a.res
 	if !p.statusLine(res) {
 		return nil, 0, false
 	}
 	fields := bytes.Count(p.head[p.pos:], []byte{'\n'})
-	values := make([]string, fields)
+	values := a.vals[:]
+	if fields > len(values) {
+		values = make([]string, fields)
+	}
 	h := make(http.Header, fields)
 	var cl []byte // the Content-Length's value
 	for p.pos < len(p.head) {
@@ -123,7 +143,7 @@ func (p *headParser) parse(req *http.Request) (*http.Response, int64, bool) {
 			delete(h, "Connection")
 		}
 	}
-	n := int64(-1)
+	n = -1
 	if cl != nil {
 		var ok bool
 		if n, ok = parseLength(cl); !ok {
@@ -139,12 +159,9 @@ func (p *headParser) parse(req *http.Request) (*http.Response, int64, bool) {
 		return nil, 0, false // the body ends with the connection
 	default:
 		res.ContentLength = n
-		if n > 0 {
-			return res, n, true
-		}
+		return a, n, true
 	}
-	res.Body = http.NoBody
-	return res, 0, true
+	return a, 0, true
 }
 
 // statusLine parses "HTTP/1.x NNN reason" into res, for NNN 200 and up.
@@ -282,16 +299,20 @@ func tokenEqual(s, token string) bool {
 }
 
 // tokenByte reports whether c may be in a token (a field name, a method).
-func tokenByte(c byte) bool {
-	const mask = 0 |
-		(1<<10-1)<<'0' |
-		(1<<26-1)<<'a' |
-		(1<<26-1)<<'A' |
-		1<<'!' | 1<<'#' | 1<<'$' | 1<<'%' | 1<<'&' | 1<<'\'' | 1<<'*' |
-		1<<'+' | 1<<'-' | 1<<'.' | 1<<'^' | 1<<'_' | 1<<'`' | 1<<'|' | 1<<'~'
-	return ((uint64(1)<<c)&(mask&(1<<64-1)) |
-		(uint64(1)<<(c-64))&(mask>>64)) != 0
-}
+func tokenByte(c byte) bool { return tokenTable[c] }
+
+var tokenTable = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
 
 func tokenBytes(b []byte) bool {
 	for _, c := range b {
