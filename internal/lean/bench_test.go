@@ -79,8 +79,10 @@ func reportCPU(b *testing.B) func() {
 }
 
 // BenchmarkExchange is one GET last_operation over a kept-alive loopback
-// connection: "stdlib" with (*http.Request).Write and http.ReadResponse,
-// "fast" with writeRequest and readResponse. The broker side runs in this
+// connection (serial, parallel) or one that answers from memory (memory:
+// the transport's own work; -background: with a context that never ends):
+// "stdlib" with (*http.Request).Write and http.ReadResponse, "fast" with
+// writeRequest and readResponse. On loopback the broker side runs in this
 // process and is in the figures.
 func BenchmarkExchange(b *testing.B) {
 	url := newBenchBroker(b)
@@ -110,27 +112,6 @@ func BenchmarkExchange(b *testing.B) {
 				call(b, req)
 			}
 		})
-		b.Run(mode.name+"/memory", func(b *testing.B) {
-			// The transport's own work: a connection that answers from memory.
-			tr := &Transport{stdlib: mode.stdlib, DialContext: func(context.Context, string, string) (net.Conn, error) {
-				return &memConn{}, nil
-			}}
-			defer tr.CloseIdleConnections()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			req := benchOutRequest(b, ctx, url)
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := tr.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.Copy(io.Discard, res.Body); err != nil {
-					b.Fatal(err)
-				}
-				res.Body.Close()
-			}
-		})
 		b.Run(mode.name+"/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			defer reportCPU(b)()
@@ -143,6 +124,41 @@ func BenchmarkExchange(b *testing.B) {
 				}
 			})
 		})
+		for _, background := range []bool{false, true} {
+			name := mode.name + "/memory"
+			if background {
+				name += "-background" // a context without Done: no AfterFunc
+			}
+			b.Run(name, func(b *testing.B) {
+				benchMemory(b, mode.stdlib, background, url)
+			})
+		}
+	}
+}
+
+// benchMemory is BenchmarkExchange's in-memory case: the transport's own
+// work, on a connection that answers from memory.
+func benchMemory(b *testing.B, stdlib, background bool, url string) {
+	tr := &Transport{stdlib: stdlib, DialContext: func(context.Context, string, string) (net.Conn, error) {
+		return &memConn{}, nil
+	}}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if background {
+		ctx = context.Background()
+	}
+	req := benchOutRequest(b, ctx, url)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, res.Body); err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
 	}
 }
 

@@ -141,7 +141,10 @@ func (headerTimeout) Temporary() bool { return true }
 // connection belongs to the answer's body (or is pooled again when there
 // is none); on failure it is closed.
 func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, c.interrupt)
+	stop := notRegistered
+	if ctx.Done() != nil || t.stdlib { // a context that never ends needs none
+		stop = context.AfterFunc(ctx, c.interrupt)
+	}
 	c.nwrite = 0
 	err := t.write(c.bw, req)
 	if err == nil {
@@ -271,6 +274,10 @@ func callError(ctx context.Context, op string, err error) error {
 	}
 	return err
 }
+
+// notRegistered is the stop of a call whose context never ends: there is
+// no AfterFunc, and it never ran.
+func notRegistered() bool { return true }
 
 // release pools c when keep and the call's AfterFunc did not run, and
 // closes it otherwise.
