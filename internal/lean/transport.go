@@ -35,11 +35,17 @@
 //
 // FuzzRequestWrite and FuzzResponseRead hold the fast paths to what the
 // standard library sends and reads; FuzzLeanFraming holds the transport's
-// reading of answers to http.Transport's. Measured (BenchmarkExchange, a GET
-// last_operation with a 62-byte JSON answer, fast against the standard
-// library's writer and reader in the same run): MEASURED_EXCHANGE. Through
-// the whole chain (proxy's BenchmarkTransports), lean against http.Transport:
-// MEASURED_PROXY.
+// reading of answers to http.Transport's. Measured with BenchmarkExchange
+// (a GET last_operation with a 62-byte JSON answer; medians of five runs,
+// the fast paths against req.Write and http.ReadResponse in the same
+// binary): the transport's own work (a connection answering from memory)
+// 0.60× the time, 6 allocations instead of 18, 0.77× the bytes; a call
+// over loopback, broker side included, 0.93× the time and 0.94× the CPU,
+// 7 allocations instead of 19. Through the whole chain (proxy's
+// BenchmarkTransports, eight runs each, alternating with a build without
+// the fast paths) a lean call took 0.78× the time of one on http.Transport
+// with one caller, 0.82× before; a proxied GET allocates 56 times, 68
+// before.
 //
 // What it keeps of http.Transport's behaviour, and the gateway relies on:
 //
