@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -171,5 +172,75 @@ func TestRequestWriteFallback(t *testing.T) {
 				t.Errorf("handled %v (%v), %d bytes written; want it left to req.Write", handled, err, bw.Buffered())
 			}
 		})
+	}
+}
+
+// TestRequestOnTheWire: what a broker reads of requests the lean
+// transport sends, with and without bodies and a User-Agent.
+func TestRequestOnTheWire(t *testing.T) {
+	type seen struct {
+		Method, URL, UserAgent, Body string
+		ContentLength                int64
+		TransferEncoding             []string
+		HasUA                        bool
+	}
+	got := make(chan seen, 1)
+	b := newBroker(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			_, hasUA := req.Header["User-Agent"]
+			got <- seen{req.Method, req.URL.String(), req.UserAgent(), string(body), req.ContentLength, req.TransferEncoding, hasUA}
+			if _, err := io.WriteString(c, okAnswer); err != nil {
+				return
+			}
+		}
+	})
+	tests := []struct {
+		name string
+		req  func(url string) *http.Request
+		want seen
+	}{
+		{"GET, ReverseProxy's empty User-Agent", func(url string) *http.Request {
+			r, _ := http.NewRequest("GET", url+"?x=1", nil)
+			r.Header["User-Agent"] = []string{""}
+			return r
+		}, seen{Method: "GET", URL: "/v2/catalog?x=1"}},
+		{"DELETE, Go's User-Agent", func(url string) *http.Request {
+			r, _ := http.NewRequest("DELETE", url, nil)
+			return r
+		}, seen{Method: "DELETE", URL: "/v2/catalog", UserAgent: defaultUserAgent, HasUA: true}},
+		{"PUT with a body in memory", func(url string) *http.Request {
+			r, _ := http.NewRequest("PUT", url, strings.NewReader(`{"a":1}`))
+			return r
+		}, seen{Method: "PUT", URL: "/v2/catalog", UserAgent: defaultUserAgent, HasUA: true, Body: `{"a":1}`, ContentLength: 7}},
+		{"PATCH with a streamed body of known length", func(url string) *http.Request {
+			r, _ := http.NewRequest("PATCH", url, io.NopCloser(iotest.HalfReader(strings.NewReader("abcdef"))))
+			r.ContentLength = 6
+			return r
+		}, seen{Method: "PATCH", URL: "/v2/catalog", UserAgent: defaultUserAgent, HasUA: true, Body: "abcdef", ContentLength: 6}},
+		{"POST with a chunked body (req.Write)", func(url string) *http.Request {
+			r, _ := http.NewRequest("POST", url, io.NopCloser(strings.NewReader("xyz")))
+			r.ContentLength = -1
+			return r
+		}, seen{Method: "POST", URL: "/v2/catalog", UserAgent: defaultUserAgent, HasUA: true, Body: "xyz", ContentLength: -1, TransferEncoding: []string{"chunked"}}},
+	}
+	tr := &Transport{}
+	for _, tc := range tests {
+		res, err := tr.RoundTrip(tc.req(b.url()))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if diff := cmp.Diff(tc.want, <-got); diff != "" {
+			t.Errorf("%s: the broker read (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if n := b.accepted.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }
