@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
 // benchWriter is a ResponseWriter that drops the body.
@@ -163,7 +166,8 @@ func (cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // BenchmarkChainCanned is BenchmarkChain with every broker answered by
 // cannedTransport: one goroutine, no sockets, so ns/op is the handler's own
-// CPU and gateway − bare is the chain's.
+// CPU and gateway − bare is the chain's. gateway-bolt keeps its operation
+// state in a bolt file, as osb-gateway serve does by default.
 func BenchmarkChainCanned(b *testing.B) {
 	e, err := newEnv(testLargeSize)
 	if err != nil {
@@ -184,6 +188,7 @@ func BenchmarkChainCanned(b *testing.B) {
 		{"gateway-off", &observe{off: true}},
 		{"gateway-1pct-audit", &observe{sampleRatio: 0.01}},
 		{"gateway-100pct-audit", &observe{sampleRatio: 1}},
+		{"gateway-bolt", &observe{}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			var h http.Handler
@@ -198,6 +203,14 @@ func BenchmarkChainCanned(b *testing.B) {
 			} else {
 				o := *v.o
 				o.transport = cannedTransport{}
+				if v.name == "gateway-bolt" {
+					st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(b.TempDir(), "state.db"), OpenTimeout: time.Second}, time.Now)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { _ = st.Close() })
+					o.store = st
+				}
 				if o.sampleRatio > 0 {
 					o.auditPath = filepath.Join(b.TempDir(), "audit.log")
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -80,6 +81,8 @@ type boltStore struct {
 	commits *committer
 	now     func() time.Time
 	path    string
+	keys    *lockKeys   // what Get of a key without a lock skips the file for
+	closed  atomic.Bool // set by Close: a Get that skips the file fails as a read would
 }
 
 // boltPageSize is the page size of a new bolt file (a file keeps the one
@@ -109,6 +112,7 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 	if err != nil {
 		return nil, fmt.Errorf("store: open bolt file %s: %w", path, err)
 	}
+	keys := newLockKeys(lockKeySlots)
 	err = db.Update(func(tx *bolt.Tx) error {
 		if err := dropOldInventory(tx); err != nil {
 			return err
@@ -121,17 +125,19 @@ func openBolt(path string, timeout time.Duration, now func() time.Time) (*boltSt
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(keyVersion); {
 		case v == nil:
-			return meta.Put(keyVersion, []byte(boltVersion))
+			if err := meta.Put(keyVersion, []byte(boltVersion)); err != nil {
+				return err
+			}
 		case string(v) != boltVersion:
 			return fmt.Errorf("file layout version %q, want %q", v, boltVersion)
 		}
-		return nil
+		return keys.count(tx)
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: prepare bolt file %s: %w", path, err)
 	}
-	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path}, nil
+	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path, keys: keys}, nil
 }
 
 // dropOldInventory deletes the inventory if tx holds a bucket of
@@ -227,7 +233,7 @@ func liveLock(tx *bolt.Tx, key string, now time.Time) (Lock, bool, error) {
 }
 
 // putLock writes l, replacing old (the zero Lock if there was none).
-func putLock(tx *bolt.Tx, old, l Lock) error {
+func (s *boltStore) putLock(tx *bolt.Tx, old, l Lock) error {
 	if old.Key != "" {
 		if err := tx.Bucket(bucketLockDeadlines).Delete(timeKey(old.Deadline, old.Key)); err != nil {
 			return err
@@ -236,14 +242,14 @@ func putLock(tx *bolt.Tx, old, l Lock) error {
 	if err := tx.Bucket(bucketLockDeadlines).Put(timeKey(l.Deadline, l.Key), nil); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketLocks).Put([]byte(l.Key), encodeLock(l))
+	return s.keys.put(tx.Bucket(bucketLocks), []byte(l.Key), encodeLock(l))
 }
 
-func deleteLock(tx *bolt.Tx, l Lock) error {
+func (s *boltStore) deleteLock(tx *bolt.Tx, l Lock) error {
 	if err := tx.Bucket(bucketLockDeadlines).Delete(timeKey(l.Deadline, l.Key)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketLocks).Delete([]byte(l.Key))
+	return s.keys.delete(tx, tx.Bucket(bucketLocks), []byte(l.Key))
 }
 
 // ownedLock returns the live lock key if owner holds it, or in outcome the
@@ -271,5 +277,6 @@ func (s *boltStore) Ping(ctx context.Context) error {
 }
 
 func (s *boltStore) Close() error {
+	s.closed.Store(true)
 	return s.db.Close()
 }

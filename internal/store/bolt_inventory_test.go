@@ -36,7 +36,7 @@ func TestBoltFileBeforeInventory(t *testing.T) {
 		if err := tx.Bucket(bucketMeta).Put(keyVersion, []byte("1")); err != nil {
 			return err
 		}
-		return putLock(tx, Lock{}, l)
+		return (&boltStore{keys: newLockKeys(1)}).putLock(tx, Lock{}, l) // counted by the store that opens the file
 	})
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)
