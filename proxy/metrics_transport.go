@@ -52,8 +52,13 @@ type meteredTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.roundTrip(req, ScopeFrom(req.Context()))
+}
+
+// roundTrip is RoundTrip of a call whose Scope, s, its caller has already
+// looked up (scopedRoundTripper).
+func (t *meteredTransport) roundTrip(req *http.Request, s *Scope) (*http.Response, error) {
 	broker, ep := "", rules.Unknown
-	s := ScopeFrom(req.Context())
 	if s != nil {
 		broker, ep = s.Broker, s.Call.Endpoint
 	}

@@ -52,7 +52,8 @@ const maxSharedAnswer = maxCheckedResponse
 // 200 answers without Retry-After get brokers[].poll.retry_after when set.
 type pollShield struct {
 	rt      http.RoundTripper
-	timeout time.Duration // brokers[].timeout: a shared call outlives any one poll
+	scoped  scopedRoundTripper // rt, when it takes the Scope from its caller; else nil
+	timeout time.Duration      // brokers[].timeout: a shared call outlives any one poll
 	// retryAfter is []string{seconds} (never appended to), or nil.
 	retryAfter  []string
 	minInterval time.Duration
@@ -66,6 +67,7 @@ type pollShield struct {
 // newPollShield returns the shield of broker b around rt.
 func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
 	p := &pollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
+	p.scoped, _ = rt.(scopedRoundTripper)
 	if d := b.Poll.RetryAfter; d > 0 {
 		p.retryAfter = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
 	}
@@ -77,11 +79,11 @@ func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
 func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := ScopeFrom(req.Context())
 	if s == nil || (s.Call.Endpoint != rules.InstanceLastOperation && s.Call.Endpoint != rules.BindingLastOperation) {
-		return p.rt.RoundTrip(req)
+		return p.forward(req, s)
 	}
 	if s.polled == nil || s.guard == nil {
 		s.Shield = ShieldForwarded
-		res, err := p.rt.RoundTrip(req)
+		res, err := p.forward(req, s)
 		if err == nil {
 			p.addRetryAfter(res.StatusCode, res.Header)
 		}
@@ -120,6 +122,21 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 		// goes on for the other polls.
 		return nil, context.Cause(req.Context())
 	}
+}
+
+// scopedRoundTripper is a broker transport that can be handed the Scope
+// of a call, so that it need not look it up in the request's context again
+// (meteredTransport).
+type scopedRoundTripper interface {
+	roundTrip(req *http.Request, s *Scope) (*http.Response, error)
+}
+
+// forward sends req, the call of s, down the broker transport.
+func (p *pollShield) forward(req *http.Request, s *Scope) (*http.Response, error) {
+	if p.scoped != nil {
+		return p.scoped.roundTrip(req, s)
+	}
+	return p.rt.RoundTrip(req)
 }
 
 // pollKey names one polled operation as a broker answers it: the tenant,
@@ -167,10 +184,11 @@ func (p *pollShield) share(req *http.Request, f *pollFlight, key string, now fun
 		return flightResult{answer: a, reused: true}, nil // kept after this poll looked
 	}
 	own := &Scope{Broker: f.broker, Call: f.call}
-	ctx := own.withContext(trace.ContextWithSpan(context.Background(), f.span))
+	ctx := trace.ContextWithSpan(context.Background(), f.span)
+	ctx = own.withContext(ctx, ctx)
 	ctx, cancel := context.WithTimeoutCause(ctx, p.timeout, errBrokerTimeout)
 	defer cancel()
-	res, err := p.rt.RoundTrip(req.Clone(ctx))
+	res, err := p.forward(req.Clone(ctx), own)
 	if err != nil {
 		p.answers.Remove(key)
 		return f, err

@@ -149,11 +149,11 @@ type Scope struct {
 
 type scopeKey struct{}
 
-// withContext returns parent, the broker call's parent context, with s as
-// its Scope value.
-func (s *Scope) withContext(parent context.Context) context.Context {
+// withContext returns ctx, derived from parent, the broker call's parent
+// context (or parent itself), with s as its Scope value.
+func (s *Scope) withContext(parent, ctx context.Context) context.Context {
 	s.callParent = parent
-	return context.WithValue(parent, scopeKey{}, s)
+	return context.WithValue(ctx, scopeKey{}, s)
 }
 
 // ScopeOf returns the Scope of a request in the gateway chain. The stages

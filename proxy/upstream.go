@@ -157,7 +157,10 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.lock != nil {
 		parent = context.WithoutCancel(parent)
 	}
-	ctx := u.deadlines.start(s.withContext(parent), &s.call)
+	// The Scope's value goes outside the deadline's cancel context, one
+	// step nearer to the reverse proxy's callbacks and the transports
+	// that look it up (ScopeFrom).
+	ctx := s.withContext(parent, u.deadlines.start(parent, &s.call))
 	defer u.deadlines.finish(&s.call)
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -210,7 +213,7 @@ func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent s
 		}
 	}
 	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, own: true}
-	return s.withContext(ctx)
+	return s.withContext(ctx, ctx)
 }
 
 // joinPath appends the escaped rest to base, the broker URL's escaped path
