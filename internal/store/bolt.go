@@ -75,7 +75,8 @@ const boltVersion = "1"
 
 // boltStore is the "bolt" backend, one bbolt file held by one process.
 // Concurrent writes share commits (see committer); the lock bbolt takes on
-// the file keeps a second process out.
+// the file keeps a second process out, which is what lets Get answer for a
+// key without a lock from counts kept in memory (lockKeys).
 type boltStore struct {
 	db      *bolt.DB
 	commits *committer
