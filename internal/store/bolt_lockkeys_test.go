@@ -182,3 +182,85 @@ func TestBoltLockKeysConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestBoltLockKeysWithinTransactions: puts and deletes of one key in one
+// transaction, and a transaction that rolls back, leave the count at no
+// fewer than the file's keys, and Get answering as the file does.
+func TestBoltLockKeysWithinTransactions(t *testing.T) {
+	ctx := context.Background()
+	s := openBoltForTest(t, osbtest.NewClock(t0).Now).(*boltStore)
+	l := testLock("i1", "owner-1", time.Hour)
+	k := []byte(l.Key)
+	count := func() uint32 { return s.keys.slot(k).Load() }
+	found := func() bool {
+		_, err := s.Get(ctx, l.Key)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	update := func(fn func(tx *bolt.Tx) error) error { return s.db.Update(fn) }
+
+	errRollback := errors.New("roll back")
+	if err := update(func(tx *bolt.Tx) error {
+		if err := s.putLock(tx, Lock{}, l); err != nil {
+			return err
+		}
+		return errRollback
+	}); !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if found() || count() != 1 {
+		t.Errorf("after a put rolled back: found %v, count %d; want not found, count 1 (high, never low)", found(), count())
+	}
+
+	if err := update(func(tx *bolt.Tx) error {
+		if err := s.putLock(tx, Lock{}, l); err != nil {
+			return err
+		}
+		return s.deleteLock(tx, l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if found() || count() != 1 {
+		t.Errorf("after a put and a delete in one transaction: found %v, count %d; want not found, count 1", found(), count())
+	}
+
+	mustAcquire(t, s, l)
+	if !found() || count() != 2 {
+		t.Errorf("after Acquire: found %v, count %d; want found, count 2", found(), count())
+	}
+	if err := update(func(tx *bolt.Tx) error {
+		if err := s.deleteLock(tx, l); err != nil {
+			return err
+		}
+		return s.putLock(tx, Lock{}, l)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !found() || count() != 2 {
+		t.Errorf("after a delete and a put in one transaction: found %v, count %d; want found, count 2", found(), count())
+	}
+
+	if err := update(func(tx *bolt.Tx) error {
+		if err := s.deleteLock(tx, l); err != nil {
+			return err
+		}
+		return errRollback
+	}); !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if !found() || count() != 2 {
+		t.Errorf("after a delete rolled back: found %v, count %d; want found, count 2", found(), count())
+	}
+	if err := s.Release(ctx, l.Key, l.Owner); err != nil {
+		t.Fatal(err)
+	}
+	if found() || count() != 1 {
+		t.Errorf("after Release: found %v, count %d; want not found, count 1", found(), count())
+	}
+	s = reopenBolt(t, s, osbtest.NewClock(t0).Now).(*boltStore)
+	if found() || count() != 0 {
+		t.Errorf("after reopening: found %v, count %d; want not found, count 0 (counted afresh)", found(), count())
+	}
+}
