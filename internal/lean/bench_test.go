@@ -92,16 +92,7 @@ func BenchmarkExchange(b *testing.B) {
 	}{{"stdlib", true}, {"fast", false}} {
 		tr := &Transport{stdlib: mode.stdlib}
 		b.Cleanup(tr.CloseIdleConnections)
-		call := func(b *testing.B, req *http.Request) {
-			res, err := tr.RoundTrip(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, res.Body); err != nil {
-				b.Fatal(err)
-			}
-			res.Body.Close()
-		}
+		call := func(b *testing.B, req *http.Request) { roundTrip(b, tr, req) }
 		b.Run(mode.name+"/serial", func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background()) // as a server's request's
 			defer cancel()
@@ -151,15 +142,21 @@ func benchMemory(b *testing.B, stdlib, background bool, url string) {
 	req := benchOutRequest(b, ctx, url)
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := tr.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.Copy(io.Discard, res.Body); err != nil {
-			b.Fatal(err)
-		}
-		res.Body.Close()
+		roundTrip(b, tr, req)
 	}
+}
+
+// roundTrip sends req through tr and reads the answer's body to its end,
+// so that the connection goes back to the pool.
+func roundTrip(b *testing.B, tr *Transport, req *http.Request) {
+	res, err := tr.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		b.Fatal(err)
+	}
+	res.Body.Close()
 }
 
 // memConn is a connection to a broker that answers benchAnswer to each
