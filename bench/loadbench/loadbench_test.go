@@ -57,9 +57,7 @@ func TestInProcessTargetsAnswerAndReportPrints(t *testing.T) {
 	}
 
 	rep := buildReport(m, allKinds, []int{conns}, samples)
-	var md bytes.Buffer
-	rep.writeMarkdown(&md)
-	for _, want := range []string{
+	_, back := checkReport(t, rep,
 		"| request | conns | target | req/s |",
 		"| catalog | 2 | gateway |",
 		"| last_operation | 2 | bare proxy |",
@@ -78,19 +76,7 @@ func TestInProcessTargetsAnswerAndReportPrints(t *testing.T) {
 		"catalog is served from the cache without being re-encoded",
 		"Verdict (catalog-1mb): a cache hit makes no upstream request: PASS",
 		"Verdict (catalog-cache): the catalog arrives through the gateway byte-identical to the broker's: PASS",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, md.String())
-		}
-	}
-	var js bytes.Buffer
-	if err := rep.writeJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
-		t.Fatalf("JSON report does not decode: %v", err)
-	}
+	)
 	if len(back.Rows) != 11 || len(back.Verdicts) != 2 || len(back.Chain) != 2 || len(back.Cache) != 2 || len(back.CacheVerdicts) != 7 {
 		t.Errorf("JSON report has %d rows, %d verdicts, %d chain rows, %d cache rows, %d cache verdicts; want 11, 2, 2, 2, 7",
 			len(back.Rows), len(back.Verdicts), len(back.Chain), len(back.Cache), len(back.CacheVerdicts))
@@ -165,9 +151,7 @@ func TestExtraTargetsAnswerAndReportPrints(t *testing.T) {
 	}
 
 	rep := buildReport(m, kinds, []int{conns}, samples)
-	var md bytes.Buffer
-	rep.writeMarkdown(&md)
-	for _, want := range []string{
+	md, back := checkReport(t, rep,
 		"| conns | target | req/s | p50 | p99 | CPU/req | CPU/req over http |",
 		"| 2 | gateway https |",
 		"| conns | target | req/s | p50 | p99 | CPU/req | CPU/req over all off |",
@@ -175,21 +159,9 @@ func TestExtraTargetsAnswerAndReportPrints(t *testing.T) {
 		"Verdict (tls): at 2 connections gateway https keeps ",
 		"Verdict (tracing): at 2 connections all on 1% keeps ≥ 90% of all off's throughput",
 		"Verdict (tracing): at 2 connections all on 100% keeps ≥ 75% of all off's throughput",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, md.String())
-		}
-	}
-	if strings.Contains(md.String(), "| request | conns | target |") {
-		t.Errorf("report prints the pass-through table without pass-through rows:\n%s", md.String())
-	}
-	var js bytes.Buffer
-	if err := rep.writeJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
-		t.Fatalf("JSON report does not decode: %v", err)
+	)
+	if strings.Contains(md, "| request | conns | target |") {
+		t.Errorf("report prints the pass-through table without pass-through rows:\n%s", md)
 	}
 	if len(back.Rows) != 0 || len(back.TLS) != 2 || len(back.Tracing) != 3 || len(back.ExtraVerdicts) != 3 {
 		t.Fatalf("JSON report has %d rows, %d tls rows, %d tracing rows, %d verdicts; want 0, 2, 3, 3",
@@ -341,27 +313,13 @@ func TestProvisionTargetsAnswer201AndReportPrints(t *testing.T) {
 	}
 
 	rep := buildReport(m, kinds, []int{conns}, samples)
-	var md bytes.Buffer
-	rep.writeMarkdown(&md)
-	for _, want := range []string{
+	_, back := checkReport(t, rep,
 		"| conns | target | req/s | p50 | p99 | CPU/req | × direct | × gateway memory |",
 		"| 2 | direct |",
 		"| 2 | gateway memory |",
 		"| 2 | gateway bolt |",
 		"Verdict (provision): at 2 connections the gateway with the bolt store completes ",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, md.String())
-		}
-	}
-	var js bytes.Buffer
-	if err := rep.writeJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
-		t.Fatalf("JSON report does not decode: %v", err)
-	}
+	)
 	if len(back.Rows) != 0 || len(back.Provision) != 3 || len(back.ProvisionVerdicts) != 1 || back.Provision[2].RatioMemory == nil {
 		t.Fatalf("JSON report has %d rows, %d provision rows, %d verdicts; want 0, 3, 1 and a bolt/memory ratio",
 			len(back.Rows), len(back.Provision), len(back.ProvisionVerdicts))
@@ -455,15 +413,26 @@ func TestAuthFloodTargetsAnswerAndReportPrints(t *testing.T) {
 	}
 
 	rep := buildReport(m, kinds, []int{conns}, samples)
-	var md bytes.Buffer
-	rep.writeMarkdown(&md)
-	for _, want := range []string{
+	_, back := checkReport(t, rep,
 		"| conns | target | req/s | p50 | p99 | p99 × undisturbed |",
 		"| 2 | bcrypt tenant |",
 		"| 2 | + 40 wrong/s, 1 address |",
 		"| 2 | + 40 wrong/s, 40 addresses |",
 		"Verdict (auth-flood): at 2 connections, with 40 wrong passwords/s from one address the legitimate p99 stays ≤ 2×",
-	} {
+	)
+	if len(back.Rows) != 0 || len(back.AuthFlood) != 3 || len(back.AuthFloodVerdicts) != 1 || back.AuthFlood[1].Flood == nil {
+		t.Fatalf("JSON report has %d rows, %d auth-flood rows, %d verdicts; want 0, 3, 1 and the flood's answers",
+			len(back.Rows), len(back.AuthFlood), len(back.AuthFloodVerdicts))
+	}
+}
+
+// checkReport writes rep as Markdown, requires each of wants in it, writes
+// it as JSON and returns the Markdown and the JSON decoded back.
+func checkReport(t *testing.T, rep *report, wants ...string) (string, report) {
+	t.Helper()
+	var md bytes.Buffer
+	rep.writeMarkdown(&md)
+	for _, want := range wants {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
 		}
@@ -476,8 +445,5 @@ func TestAuthFloodTargetsAnswerAndReportPrints(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON report does not decode: %v", err)
 	}
-	if len(back.Rows) != 0 || len(back.AuthFlood) != 3 || len(back.AuthFloodVerdicts) != 1 || back.AuthFlood[1].Flood == nil {
-		t.Fatalf("JSON report has %d rows, %d auth-flood rows, %d verdicts; want 0, 3, 1 and the flood's answers",
-			len(back.Rows), len(back.AuthFlood), len(back.AuthFloodVerdicts))
-	}
+	return md.String(), back
 }

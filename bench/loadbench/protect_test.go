@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"strings"
 	"testing"
 	"time"
 )
@@ -29,26 +26,15 @@ func TestProtectRunsAndReportPrints(t *testing.T) {
 		t.Errorf("overload round: %+v; want admitted calls and nothing but 200 and 503", o)
 	}
 	rep := &report{Protect: p}
-	var md bytes.Buffer
-	rep.writeMarkdown(&md)
-	for _, want := range []string{
+	_, back := checkReport(t, rep,
 		"| round | capacity/s | unloaded p99 |",
 		"| gateway, no breaker | ",
 		"| gateway with breaker | ",
 		"Verdict (protect): at 3× capacity the admitted calls' p99 stays ≤ 3× the unloaded p99",
 		"Verdict (protect): during a 1s outage the breaker answers callers within 1ms",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, md.String())
-		}
-	}
-	var js bytes.Buffer
-	if err := rep.writeJSON(&js); err != nil {
-		t.Fatal(err)
-	}
-	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Protect == nil || len(back.Protect.Verdicts) != 5 {
-		t.Fatalf("JSON report: %v, %+v", err, back.Protect)
+	)
+	if back.Protect == nil || len(back.Protect.Verdicts) != 5 {
+		t.Fatalf("JSON report: %+v; want the protect section with 5 verdicts", back.Protect)
 	}
 }
 
