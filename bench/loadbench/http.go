@@ -10,14 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"runtime/pprof"
 	"sync"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
@@ -48,14 +47,6 @@ func ccHeader(authorization string) http.Header {
 // ccIdentity is Cloud Controller's originating identity of a user.
 var ccIdentity = "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"683ea748-3092-4ff4-b656-39cacc4d5360"}`))
 
-// serverSettings are the platform-facing server settings the gateway uses
-// by default; every in-process server gets them, so only handlers differ.
-var serverSettings = func() config.Listen {
-	var c config.Config
-	c.ApplyDefaults()
-	return c.Listen
-}()
-
 // serve serves h on a fresh loopback port and returns its base URL and a
 // function that stops it. The server's goroutines, and so the handler's,
 // carry the pprof label role=<role>.
@@ -70,16 +61,7 @@ func serve(role string, h http.Handler) (string, func(), error) {
 // serveListener serves h on ln as serve does and returns a function that
 // stops it; onNew, when not nil, is called for every connection accepted.
 func serveListener(role string, h http.Handler, ln net.Listener, onNew func()) func() {
-	l := serverSettings
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: l.ReadHeaderTimeout,
-		ReadTimeout:       l.ReadTimeout,
-		WriteTimeout:      l.WriteTimeout,
-		IdleTimeout:       l.IdleTimeout,
-		MaxHeaderBytes:    l.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
-	}
+	srv := reference.NewServer(h) // the gateway's default listener settings
 	if onNew != nil {
 		srv.ConnState = func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {

@@ -18,6 +18,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -85,6 +86,25 @@ func NginxVersion() string {
 		return "nginx (version unknown)"
 	}
 	return strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: "))
+}
+
+// NewServer returns an http.Server for h with the gateway's default
+// platform-facing settings (listen's timeouts and header limit) and no
+// error log: every server a benchmark runs gets them, so that between the
+// targets only the handlers differ.
+func NewServer(h http.Handler) *http.Server {
+	var c config.Config
+	c.ApplyDefaults()
+	l := c.Listen
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
+	}
 }
 
 // BareProxy is the bare tuned ReverseProxy: to upstream with auth as the

@@ -5,11 +5,10 @@ package benchserve
 
 import (
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 
-	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // Serve listens on addr, prints the address it got as the first line of
@@ -20,17 +19,5 @@ func Serve(addr string, h http.Handler) error {
 		return err
 	}
 	fmt.Println(ln.Addr().String())
-	var c config.Config
-	c.ApplyDefaults()
-	l := c.Listen
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: l.ReadHeaderTimeout,
-		ReadTimeout:       l.ReadTimeout,
-		WriteTimeout:      l.WriteTimeout,
-		IdleTimeout:       l.IdleTimeout,
-		MaxHeaderBytes:    l.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
-	}
-	return srv.Serve(ln)
+	return reference.NewServer(h).Serve(ln)
 }
