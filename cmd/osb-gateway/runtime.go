@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -75,26 +74,14 @@ func parseGOGC(v string) int {
 	return 100
 }
 
-// parseGOMEMLIMIT reads GOMEMLIMIT as the runtime does (a number with an
-// optional B, KiB, MiB, GiB or TiB suffix; "off"); what it cannot read is
-// no limit (the runtime refuses to start on it).
+// parseGOMEMLIMIT reads GOMEMLIMIT, whose syntax is config.ParseSize's
+// plus "off"; "off", or what it cannot read (the runtime refuses to start
+// on it), is no limit.
 func parseGOMEMLIMIT(v string) int64 {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(v, u.suffix) {
-			v, mult = strings.TrimSuffix(v, u.suffix), u.mult
-			break
-		}
+	if n, ok := config.ParseSize(v); ok {
+		return n
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return math.MaxInt64
-	}
-	return n * mult
+	return math.MaxInt64
 }
 
 // formatBytes writes n in the largest binary unit that divides it.

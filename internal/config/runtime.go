@@ -61,26 +61,26 @@ func (r *Runtime) applyDefaults() {
 // HeapFloorBytes returns HeapFloor in bytes, 0 when off; valid after
 // Parse.
 func (r Runtime) HeapFloorBytes() int64 {
-	n, _ := parseSize(r.HeapFloor)
+	n, _ := ParseSize(r.HeapFloor)
 	return n
 }
 
 // MemoryLimitBytes returns MemoryLimit in bytes when it is a size; false
 // for MemoryLimitAuto and MemoryLimitOff. Valid after Parse.
 func (r Runtime) MemoryLimitBytes() (int64, bool) {
-	return parseSize(r.MemoryLimit)
+	return ParseSize(r.MemoryLimit)
 }
 
 // checkRuntime checks the sizes of the runtime section.
 func checkRuntime(r Runtime, probs *Problems) {
-	if _, ok := parseSize(r.HeapFloor); !ok {
+	if _, ok := ParseSize(r.HeapFloor); !ok {
 		probs.addf("runtime.heap_floor", `must be a size such as "64MiB" or "1GiB" (B, KiB, MiB, GiB, TiB), or 0 to turn the floor off; got %q`, r.HeapFloor)
 	}
 	switch r.MemoryLimit {
 	case MemoryLimitAuto, MemoryLimitOff:
 		return
 	}
-	n, ok := parseSize(r.MemoryLimit)
+	n, ok := ParseSize(r.MemoryLimit)
 	if !ok || n == 0 {
 		probs.addf("runtime.memory_limit", `must be "auto" (90%% of the cgroup's memory limit), a size such as "512MiB" or "2GiB" (B, KiB, MiB, GiB, TiB), or "off"; got %q`, r.MemoryLimit)
 	}

@@ -154,7 +154,7 @@ type Audit struct {
 
 // MaxSizeBytes returns MaxSize in bytes; valid after Parse.
 func (a Audit) MaxSizeBytes() int64 {
-	n, _ := parseSize(a.MaxSize)
+	n, _ := ParseSize(a.MaxSize)
 	return n
 }
 
@@ -220,7 +220,7 @@ func checkTelemetry(c *Config, probs *Problems) {
 		}
 	}
 	a := c.Audit
-	if n, ok := parseSize(a.MaxSize); !ok {
+	if n, ok := ParseSize(a.MaxSize); !ok {
 		probs.addf("audit.max_size", `must be a size such as "100MiB" (B, KiB, MiB, GiB, TiB)`)
 	} else if n < minAuditMaxSize {
 		probs.addf("audit.max_size", "must be at least 4KiB")
@@ -285,8 +285,9 @@ func checkCollector(s string, insecure bool) string {
 // sizeRE is the audit.max_size syntax (as runtime.memory_limit, without "off").
 var sizeRE = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB|TiB)?$`)
 
-// parseSize parses a size such as "100MiB" into bytes.
-func parseSize(s string) (int64, bool) {
+// ParseSize parses a size such as "100MiB" into bytes (a number with an
+// optional B, KiB, MiB, GiB or TiB suffix, GOMEMLIMIT's syntax), up to 2^62.
+func ParseSize(s string) (int64, bool) {
 	m := sizeRE.FindStringSubmatch(s)
 	if m == nil {
 		return 0, false

@@ -166,13 +166,13 @@ func TestTelemetryChecks(t *testing.T) {
 
 func TestParseSize(t *testing.T) {
 	for s, want := range map[string]int64{"4096": 4096, "4096B": 4096, "4KiB": 4096, "100MiB": 100 << 20, "2GiB": 2 << 30, "1TiB": 1 << 40} {
-		if got, ok := parseSize(s); !ok || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", s, got, ok, want)
+		if got, ok := ParseSize(s); !ok || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, ok, want)
 		}
 	}
 	for _, s := range []string{"", "MiB", "1.5MiB", "-1", "10mb", "99999999999TiB"} {
-		if _, ok := parseSize(s); ok {
-			t.Errorf("parseSize(%q) accepted", s)
+		if _, ok := ParseSize(s); ok {
+			t.Errorf("ParseSize(%q) accepted", s)
 		}
 	}
 }
