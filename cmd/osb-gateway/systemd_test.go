@@ -268,16 +268,32 @@ func (h *unitHost) start(adminAddr string) *gatewayProcess {
 	return nil
 }
 
-// lowPort finds a free loopback port below 1024 (only root can tell).
+// lowPort finds a free loopback port below 1024 (only root can tell) and
+// keeps it for the test: an exclusive lock on a file named after the port,
+// held until the test ends, so that test processes running at once (the
+// README's test command twice) never pick the same port. A free port
+// alone was not enough: two processes both saw 1023 free, and the second
+// gateway to bind it failed.
 func lowPort(t *testing.T) string {
 	t.Helper()
 	for p := 1023; p >= 900; p-- {
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			addr := ln.Addr().String()
-			ln.Close()
-			return addr
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("osb-gateway-test-port-%d.lock", p)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			lock.Close() // another test process holds this port
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			lock.Close()
+			continue
+		}
+		ln.Close()
+		t.Cleanup(func() { lock.Close() }) // closing releases the lock
+		return addr
 	}
 	t.Skip("no free port below 1024 on loopback")
 	return ""
