@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/lean"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
@@ -95,6 +96,7 @@ type server struct {
 	access  *proxy.AccessLog
 	sw      *proxy.Switch
 	main    *http.Server
+	lean    *lean.Server // serves mainLn in main's place (listen.server: lean, plain HTTP)
 	admin   *http.Server
 	mainLn  net.Listener
 	adminLn net.Listener
@@ -193,6 +195,17 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 		}
 		return nil, err
 	}
+	if l.Server == config.ServerLean && l.TLS.Mode == config.TLSModeOff {
+		s.lean = &lean.Server{
+			Handler:           s.main.Handler,
+			ReadHeaderTimeout: l.ReadHeaderTimeout,
+			ReadTimeout:       l.ReadTimeout,
+			WriteTimeout:      l.WriteTimeout,
+			IdleTimeout:       l.IdleTimeout,
+			MaxHeaderBytes:    l.MaxHeaderBytes,
+			ErrorLog:          s.main.ErrorLog,
+		}
+	}
 	return s, nil
 }
 
@@ -255,7 +268,11 @@ func (s *server) serve() error {
 	}
 	errc := make(chan error, 3)
 	n := 1
-	go func() { errc <- s.main.Serve(s.mainLn) }()
+	if s.lean != nil {
+		go func() { errc <- s.lean.Serve(s.mainLn) }()
+	} else {
+		go func() { errc <- s.main.Serve(s.mainLn) }()
+	}
 	if s.admin != nil {
 		n++
 		go func() { errc <- s.admin.Serve(s.adminLn) }()
@@ -268,7 +285,7 @@ func (s *server) serve() error {
 	s.warm(s.sw.Load())
 	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
-		slog.String("version", version), slog.String("tls", s.tls.Mode())}
+		slog.String("version", version), slog.String("tls", s.tls.Mode()), slog.String("server", s.serverKind())}
 	if s.httpLn != nil {
 		attrs = append(attrs, slog.String("http", s.httpLn.Addr().String()))
 	}
@@ -286,12 +303,25 @@ func (s *server) serve() error {
 	return first
 }
 
+// serverKind names what serves the platform listener, for the log.
+func (s *server) serverKind() string {
+	if s.lean != nil {
+		return config.ServerLean
+	}
+	return config.ServerStandard
+}
+
 // shutdown stops accepting, then waits for in-flight requests until ctx
 // ends; what is still running then is cut.
 func (s *server) shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	var err error
-	if e := s.main.Shutdown(ctx); e != nil {
+	if s.lean != nil {
+		if e := s.lean.Shutdown(ctx); e != nil {
+			err = e
+			s.lean.Close()
+		}
+	} else if e := s.main.Shutdown(ctx); e != nil {
 		err = e
 		s.main.Close()
 	}

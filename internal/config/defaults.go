@@ -63,6 +63,9 @@ func (l *Listen) applyDefaults() {
 		l.Address = DefaultListenAddress
 	}
 	setDuration(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	if l.Server == "" {
+		l.Server = DefaultListenServer
+	}
 	setDuration(&l.ReadTimeout, DefaultReadTimeout)
 	setDuration(&l.WriteTimeout, DefaultWriteTimeout)
 	setDuration(&l.IdleTimeout, DefaultIdleTimeout)

@@ -32,6 +32,7 @@ func TestLoadFull(t *testing.T) {
 			ShutdownGrace:     10 * time.Second,
 			ShutdownDelay:     ptr(time.Duration(0)),
 			TLS:               defaultListenTLS,
+			Server:            ServerStandard,
 		},
 		Admin:     Admin{Address: "off", Token: "an-admin-token-of-some-length"},
 		Log:       Log{Format: "text", Level: "debug", AccessFlushInterval: ptr(250 * time.Millisecond)},
@@ -126,6 +127,7 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownGrace:     DefaultShutdownGrace,
 		ShutdownDelay:     ptr(DefaultShutdownDelay),
 		TLS:               defaultListenTLS,
+		Server:            DefaultListenServer,
 	}
 	if diff := cmp.Diff(wantListen, got.Listen); diff != "" {
 		t.Errorf("listen (-want +got):\n%s", diff)

@@ -44,6 +44,7 @@ const (
 	DefaultMaxIdleConnsPerBroker  = 256 // brokers[].max_idle_conns
 	DefaultIdleConnTimeout        = 90 * time.Second
 	DefaultBrokerTransport        = TransportLean // brokers[].transport
+	DefaultListenServer           = ServerLean    // listen.server
 	DefaultBrokerMinVersionString = "2.0"         // brokers[].api_version.min
 	DefaultBrokerMaxVersionString = "2.17"        // brokers[].api_version.max
 
@@ -109,7 +110,19 @@ type Listen struct {
 	// X-Forwarded-For is never believed. It names who called in logs and
 	// audit records only; auth's per-address limits stay on the peer.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Server is what serves the plain-HTTP listener: ServerLean (the
+	// gateway's own HTTP/1.x server, internal/lean) or ServerStandard
+	// (net/http's). A TLS listener is always net/http's (it speaks HTTP/2
+	// too). Zero value: DefaultListenServer.
+	Server string `yaml:"server" validate:"oneof=lean standard"`
 }
+
+const (
+	// ServerLean is the gateway's own HTTP/1.x server (lean.Server).
+	ServerLean = "lean"
+	// ServerStandard is net/http's server.
+	ServerStandard = "standard"
+)
 
 // Admin is the operator-facing listener: health, readiness, later metrics.
 type Admin struct {

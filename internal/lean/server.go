@@ -1,0 +1,504 @@
+package lean
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves HTTP/1.x on the connections of a listener, in the place
+// of net/http's server for the gateway's plain-HTTP listener
+// (listen.server: lean). One goroutine per connection reads a request,
+// runs the handler and writes the answer, as net/http's does; what it
+// leaves out is what each request costs there beyond that:
+//
+//   - net/http starts a goroutine per request to watch the connection
+//     for the client hanging up (a read that fails with EAGAIN at once,
+//     then a wake-up and a hand-off to end it). Here a request is watched
+//     only once it has run for HangupAfter (10 ms): a call answered
+//     sooner needs no watch, and a client that hangs up during a longer
+//     one still cancels the request's context, at most HangupAfter late.
+//   - net/http sets six deadlines per request; here three (idle, header,
+//     write).
+//   - The request's head is parsed in one pass from the reader's buffer
+//     (one string for all its values, interned common field names); the
+//     answer's head is written in one pass from the header map, without
+//     a copy of the map.
+//
+// It speaks HTTP/1.0 and 1.1 over plain TCP only (no TLS: the gateway
+// serves a TLS listener with net/http, which also speaks HTTP/2), and
+// refuses what an OSB gateway has no use for: CONNECT, upgrades, folded
+// header lines, transfer codings other than chunked. Every refusal is an
+// OSB error (JSON with a description) and closes the connection.
+type Server struct {
+	Handler http.Handler
+
+	// ReadHeaderTimeout bounds the reading of a request's head (0:
+	// ReadTimeout); ReadTimeout the whole request, body included;
+	// WriteTimeout the time from the head read to the answer written;
+	// IdleTimeout the wait for the next request on a kept-alive
+	// connection (0: ReadTimeout). Zero: none.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
+	// MaxHeaderBytes limits a request's head (0: http.DefaultMaxHeaderBytes).
+	MaxHeaderBytes int
+
+	// ErrorLog receives accept errors and handler panics (nil: the log
+	// package's standard logger).
+	ErrorLog *log.Logger
+
+	// HangupAfter is how long a request runs before its connection is
+	// watched for the client going away (0: DefaultHangupAfter).
+	HangupAfter time.Duration
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	closing   atomic.Bool
+	connsDone chan struct{} // closed when the last conn ends during shutdown
+}
+
+// DefaultHangupAfter is Server.HangupAfter's default.
+const DefaultHangupAfter = 10 * time.Millisecond
+
+// ErrServerClosed is what Serve returns after Shutdown or Close: the
+// standard library's, so that callers need not know which server ran.
+var ErrServerClosed = http.ErrServerClosed
+
+// Serve accepts connections on ln and serves each in a goroutine of its
+// own, until Shutdown or Close; it closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln, true) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.track(ln, false)
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = max(5*time.Millisecond, min(2*backoff, time.Second))
+				s.logf("lean server: accept error: %v; retrying in %v", err, backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := s.newConn(nc)
+		if c == nil {
+			nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+// isTemporary reports whether an accept error is worth waiting out (too
+// many open files, and the like).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (s *Server) track(ln net.Listener, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.closing.Load() {
+			return false
+		}
+		if s.listeners == nil {
+			s.listeners = make(map[net.Listener]struct{})
+		}
+		s.listeners[ln] = struct{}{}
+		return true
+	}
+	if _, ok := s.listeners[ln]; ok {
+		delete(s.listeners, ln)
+		ln.Close()
+	}
+	return true
+}
+
+func (s *Server) newConn(nc net.Conn) *serverConn {
+	c := &serverConn{s: s, nc: nc, remote: nc.RemoteAddr().String()}
+	c.state.Store(connNew)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return nil
+	}
+	if s.conns == nil {
+		s.conns = make(map[*serverConn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return c
+}
+
+func (s *Server) forget(c *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	if len(s.conns) == 0 && s.connsDone != nil {
+		close(s.connsDone)
+		s.connsDone = nil
+	}
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, closes idle connections at once and every
+// other one when its request is answered, and returns when none is left
+// or ctx ends (then with ctx's error, the connections left as they are:
+// Close cuts them).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+		delete(s.listeners, ln)
+	}
+	var done chan struct{}
+	if len(s.conns) > 0 {
+		if s.connsDone == nil {
+			s.connsDone = make(chan struct{})
+		}
+		done = s.connsDone
+	}
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	// Connections idle now are closed here; one that ends its request
+	// later sees closing and closes itself. A connection between the two
+	// (a new one not yet reading) is closed at the next tick.
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	wait := time.Millisecond
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			s.closeIdle()
+			tick.Reset(wait)
+			wait = min(2*wait, 500*time.Millisecond)
+		}
+	}
+}
+
+func (s *Server) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.Load() == connIdle {
+			c.nc.Close()
+		}
+	}
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.listeners {
+		ln.Close()
+		delete(s.listeners, ln)
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	return nil
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes
+	}
+	return http.DefaultMaxHeaderBytes
+}
+
+func (s *Server) headerTimeout() time.Duration {
+	if s.ReadHeaderTimeout > 0 {
+		return s.ReadHeaderTimeout
+	}
+	return s.ReadTimeout
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadTimeout
+}
+
+func (s *Server) hangupAfter() time.Duration {
+	if s.HangupAfter > 0 {
+		return s.HangupAfter
+	}
+	return DefaultHangupAfter
+}
+
+// Connection states, for Shutdown.
+const (
+	connNew    int32 = iota // accepted, no request read yet
+	connIdle                // waiting for a request after an answer
+	connActive              // reading a request or serving it
+)
+
+// Watch states of a connection's request (serverConn.watch).
+const (
+	watchOff      = iota // no request to watch, or its body is unread
+	watchArmed           // the timer may start a watch
+	watchReading         // a watch reads the connection
+	watchFinished        // the watch ended
+)
+
+// serverConn is one connection and its loop.
+type serverConn struct {
+	s      *Server
+	nc     net.Conn
+	remote string
+	state  atomic.Int32
+
+	br *bufio.Reader
+	bw *bufio.Writer
+
+	base context.Context // carries http.LocalAddrContextKey
+
+	// The watch of the running request: the timer starts it after
+	// HangupAfter; it reads one byte from nc.
+	mu         sync.Mutex
+	cond       sync.Cond
+	watch      int
+	timer      *time.Timer
+	cancel     context.CancelCauseFunc // the running request's
+	stash      [1]byte                 // a byte the watch read
+	stashed    bool
+	hungUp     bool // the watch saw the client go away
+	interrupts bool // the request's end interrupts the watch
+
+	headBuf, pendBuf []byte // the responses' buffers, reused
+}
+
+// errClientGone is the cause of a request's context when the client hung up.
+var errClientGone = errors.New("lean server: the client closed the connection")
+
+// Read is the connection's reader under br: the watch's byte first.
+func (c *serverConn) Read(p []byte) (int, error) {
+	if c.stashed && len(p) > 0 {
+		c.stashed = false
+		p[0] = c.stash[0]
+		return 1, nil
+	}
+	return c.nc.Read(p)
+}
+
+func (c *serverConn) serve() {
+	s := c.s
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			buf := make([]byte, 64<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			s.logf("lean server: panic serving %v: %v\n%s", c.remote, v, buf)
+		}
+		c.stopWatch()
+		c.nc.Close()
+		s.forget(c)
+	}()
+	c.br = bufio.NewReaderSize(c, 4096)
+	c.bw = bufio.NewWriterSize(c.nc, 4096)
+	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, c.nc.LocalAddr())
+	c.cond.L = &c.mu
+	for {
+		if s.closing.Load() && c.br.Buffered() == 0 {
+			return
+		}
+		if !c.awaitRequest() {
+			return
+		}
+		c.state.Store(connActive)
+		if !c.serveOne() {
+			return
+		}
+		c.state.Store(connIdle)
+	}
+}
+
+// awaitRequest waits for a request's first byte, within IdleTimeout
+// (none for the first request: ReadHeaderTimeout covers it).
+func (c *serverConn) awaitRequest() bool {
+	if c.br.Buffered() > 0 || c.stashed {
+		return true
+	}
+	d := c.s.idleTimeout()
+	if c.state.Load() == connNew {
+		d = c.s.headerTimeout()
+	}
+	if d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	_, err := c.br.Peek(1)
+	return err == nil
+}
+
+// serveOne reads one request and answers it; false: close the connection.
+func (c *serverConn) serveOne() bool {
+	s := c.s
+	t0 := time.Now()
+	if d := s.headerTimeout(); d > 0 {
+		_ = c.nc.SetReadDeadline(t0.Add(d))
+	}
+	req, perr := c.readRequest()
+	if perr != nil {
+		if perr.status != 0 {
+			c.refuse(perr)
+		}
+		return false
+	}
+	if d := s.ReadTimeout; d > 0 && d != s.headerTimeout() && req.Body != http.NoBody {
+		_ = c.nc.SetReadDeadline(t0.Add(d))
+	}
+	if d := s.WriteTimeout; d > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(d))
+	}
+	ctx, cancel := context.WithCancelCause(c.base)
+	req = req.WithContext(ctx)
+	w := c.newResponse(req)
+	c.mu.Lock()
+	c.cancel, c.hungUp = cancel, false
+	c.mu.Unlock()
+	if b, ok := req.Body.(*requestBody); ok {
+		b.w = w
+	} else {
+		c.arm()
+	}
+	c.run(w, req)
+	c.stopWatch()
+	cancel(nil)
+	keep := w.finish()
+	c.mu.Lock()
+	hungUp := c.hungUp
+	c.cancel = nil
+	c.mu.Unlock()
+	if !keep || hungUp || s.closing.Load() {
+		return false
+	}
+	if b, ok := req.Body.(*requestBody); ok && !b.drain() {
+		return false
+	}
+	return true
+}
+
+// run runs the handler; a panic aborts the answer and the connection
+// (the deferred recover in serve logs it, as net/http does).
+func (c *serverConn) run(w *response, req *http.Request) {
+	c.s.Handler.ServeHTTP(w, req)
+}
+
+// arm lets the watch start once the request has run for HangupAfter.
+func (c *serverConn) arm() {
+	c.mu.Lock()
+	c.watch = watchArmed
+	c.mu.Unlock()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(c.s.hangupAfter(), c.watchConn)
+	} else {
+		c.timer.Reset(c.s.hangupAfter())
+	}
+}
+
+// watchConn runs in the timer's goroutine: it reads one byte from the
+// connection while the request runs. The client going away (EOF, reset)
+// cancels the request's context; a byte (the next request, pipelined)
+// is kept for the reader; a deadline (the request's end) ends it.
+func (c *serverConn) watchConn() {
+	c.mu.Lock()
+	if c.watch != watchArmed {
+		c.mu.Unlock()
+		return
+	}
+	c.watch = watchReading
+	c.mu.Unlock()
+	_ = c.nc.SetReadDeadline(time.Time{})
+	n, err := c.nc.Read(c.stash[:])
+	c.mu.Lock()
+	if n == 1 {
+		c.stashed = true
+	} else if err != nil && !c.interrupts && !isTimeoutErr(err) {
+		c.hungUp = true
+		if c.cancel != nil {
+			c.cancel(errClientGone)
+		}
+	} else if err != nil && !c.interrupts {
+		// A deadline the handler set (http.ResponseController): the
+		// watch ends; the request's end sets the deadlines it needs.
+	}
+	c.watch = watchFinished
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// stopWatch ends the request's watch: a watch not started never starts,
+// one reading is interrupted and awaited.
+func (c *serverConn) stopWatch() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Lock()
+	if c.watch == watchReading {
+		c.interrupts = true
+		_ = c.nc.SetReadDeadline(aLongTimeAgo)
+		for c.watch == watchReading {
+			c.cond.Wait()
+		}
+		c.interrupts = false
+	}
+	c.watch = watchOff
+	c.mu.Unlock()
+}
+
+// refuse answers a request the server cannot take with an OSB error, and
+// the connection closes.
+func (c *serverConn) refuse(e *requestError) {
+	body := fmt.Sprintf(`{"description":%q}`, e.msg)
+	if d := c.s.WriteTimeout; d > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(d))
+	} else {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	}
+	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		e.status, http.StatusText(e.status), len(body), body)
+	_ = c.bw.Flush()
+}

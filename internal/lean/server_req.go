@@ -1,0 +1,558 @@
+package lean
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// requestError is a request the server refuses: status 0 closes the
+// connection without an answer (the client went away, or a timeout
+// passed before a whole head came).
+type requestError struct {
+	status int
+	msg    string
+}
+
+func refused(status int, format string, args ...any) *requestError {
+	return &requestError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+var errClosed = &requestError{}
+
+// readRequest reads the next request's head and sets up its body. The
+// head is parsed as net/http's server parses it, with its checks (a
+// valid method, an HTTP/1.x version, one valid Host on HTTP/1.1, valid
+// field names and values, one Content-Length or chunked, no other
+// transfer coding), and more strictly where a request would be
+// ambiguous: folded lines, Transfer-Encoding with Content-Length or on
+// HTTP/1.0, and CONNECT are refused.
+func (c *serverConn) readRequest() (*http.Request, *requestError) {
+	head, consumed, rerr := c.readHead(c.s.maxHeaderBytes() + 4096)
+	if rerr != nil {
+		return nil, rerr
+	}
+	p := reqParser{head: head}
+	req, rerr := p.parse()
+	if consumed > 0 {
+		_, _ = c.br.Discard(consumed)
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	req.RemoteAddr = c.remote
+	if err := c.setBody(req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// readHead returns the request's head, its request line and fields each
+// ending in LF (or CRLF), the empty line after them consumed. When the
+// head is whole in br's buffer, head is that buffer and consumed the
+// bytes to discard once it is parsed; otherwise it is a copy, read line
+// by line, and consumed 0.
+func (c *serverConn) readHead(limit int) (head []byte, consumed int, rerr *requestError) {
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		if end := headEnd(buf); end >= 0 {
+			if end > limit {
+				return nil, 0, refused(http.StatusRequestHeaderFieldsTooLarge, "the request's head is longer than %d bytes", limit-4096)
+			}
+			return buf[:end], end + blankLen(buf[end:]), nil
+		}
+		if len(buf) >= limit {
+			return nil, 0, refused(http.StatusRequestHeaderFieldsTooLarge, "the request's head is longer than %d bytes", limit-4096)
+		}
+		if len(buf) == c.br.Size() {
+			break // longer than the buffer: line by line
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			return nil, 0, errClosed
+		}
+	}
+	var b []byte
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if len(b)+len(line) > limit {
+			return nil, 0, refused(http.StatusRequestHeaderFieldsTooLarge, "the request's head is longer than %d bytes", limit-4096)
+		}
+		if err == bufio.ErrBufferFull {
+			b = append(b, line...)
+			continue
+		}
+		if err != nil {
+			return nil, 0, errClosed
+		}
+		if len(b) > 0 && (len(line) == 1 || len(line) == 2 && line[0] == '\r') && b[len(b)-1] == '\n' {
+			return b, 0, nil // the blank line ends the head
+		}
+		b = append(b, line...)
+	}
+}
+
+// headEnd returns the length of the head at the start of buf, through
+// the LF of its last field line, or -1 when buf holds no blank line.
+func headEnd(buf []byte) int {
+	for i := 0; ; {
+		j := bytes.IndexByte(buf[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j + 1
+		if i > 1 && i < len(buf) && buf[i] == '\n' {
+			return i
+		}
+		if i > 1 && i+1 < len(buf) && buf[i] == '\r' && buf[i+1] == '\n' {
+			return i
+		}
+	}
+}
+
+// blankLen is the length of the blank line at the start of b (LF or CRLF).
+func blankLen(b []byte) int {
+	if b[0] == '\r' {
+		return 2
+	}
+	return 1
+}
+
+// reqParser parses a request's head; its strings are substrings of one
+// copy of the head, made when a first one is needed.
+type reqParser struct {
+	head  []byte
+	pos   int
+	block string
+}
+
+// line returns the next line without its LF or CRLF, and its offset.
+func (p *reqParser) line() (line []byte, off int) {
+	rest := p.head[p.pos:]
+	i := bytes.IndexByte(rest, '\n')
+	line, off = rest[:i], p.pos
+	p.pos += i + 1
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, off
+}
+
+func (p *reqParser) str(from, to int) string {
+	if p.block == "" {
+		p.block = string(p.head)
+	}
+	return p.block[from:to]
+}
+
+// request is what the parser allocates for a request, at once.
+type request struct {
+	req  http.Request
+	url  url.URL
+	vals [8]string
+}
+
+func (p *reqParser) parse() (*http.Request, *requestError) {
+	r := &request{}
+	req := &r.req
+	line, off := p.line()
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 < 0 {
+		return nil, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	}
+	sp2 := bytes.IndexByte(line[sp1+1:], ' ')
+	if sp2 < 0 {
+		return nil, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	}
+	sp2 += sp1 + 1
+	method, target, proto := line[:sp1], line[sp1+1:sp2], line[sp2+1:]
+	switch string(proto) {
+	case "HTTP/1.1":
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+	case "HTTP/1.0":
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.0", 1, 0
+	default:
+		if major, _, ok := http.ParseHTTPVersion(string(proto)); ok && major != 1 {
+			return nil, refused(http.StatusHTTPVersionNotSupported, "HTTP version %q is not supported: want HTTP/1.1 or HTTP/1.0", clip(proto))
+		}
+		return nil, refused(http.StatusBadRequest, "malformed HTTP version %q: want HTTP/1.1 or HTTP/1.0", clip(proto))
+	}
+	if len(method) == 0 || !tokenBytes(method) {
+		return nil, refused(http.StatusBadRequest, "invalid method %q", clip(method))
+	}
+	req.Method = commonMethod(method)
+	if req.Method == "" {
+		req.Method = p.str(off, off+sp1)
+	}
+	if req.Method == http.MethodConnect {
+		return nil, refused(http.StatusMethodNotAllowed, "CONNECT is not served: this is an Open Service Broker API gateway")
+	}
+	req.RequestURI = p.str(off+sp1+1, off+sp2)
+	if len(target) == 0 || target[0] != '/' && target[0] != '*' && !bytes.HasPrefix(target, []byte("http")) {
+		return nil, refused(http.StatusBadRequest, "invalid request target %q: want a path such as /v2/catalog", clip(target))
+	}
+	u, err := parseTarget(req.RequestURI, &r.url)
+	if err != nil {
+		return nil, refused(http.StatusBadRequest, "invalid request target %q: %v", clip(target), err)
+	}
+	req.URL = u
+
+	fields := bytes.Count(p.head[p.pos:], []byte{'\n'})
+	values := r.vals[:]
+	if fields > len(values) {
+		values = make([]string, fields)
+	}
+	h := make(http.Header, fields)
+	var host []string
+	for p.pos < len(p.head) {
+		line, off := p.line()
+		if len(line) == 0 {
+			return nil, refused(http.StatusBadRequest, "malformed header: an empty line within it")
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, refused(http.StatusBadRequest, "folded header line %q: header fields must be on one line", clip(line))
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !tokenBytes(line[:colon]) {
+			return nil, refused(http.StatusBadRequest, "malformed header line %q: want Name: value", clip(line))
+		}
+		v, voff := line[colon+1:], off+colon+1
+		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+			v, voff = v[1:], voff+1
+		}
+		for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+			v = v[:len(v)-1]
+		}
+		for _, b := range v {
+			if !fieldValueByte(b) {
+				return nil, refused(http.StatusBadRequest, "invalid byte %#x in the value of header %q", b, clip(line[:colon]))
+			}
+		}
+		key := p.keyOf(line[:colon], off)
+		value := ""
+		if len(v) > 0 {
+			value = p.str(voff, voff+len(v))
+		}
+		if key == "Host" {
+			host = append(host, value)
+			continue
+		}
+		if vv := h[key]; vv != nil {
+			h[key] = append(vv, value)
+		} else {
+			vv, values = values[:1:1], values[1:]
+			vv[0] = value
+			h[key] = vv
+		}
+	}
+	req.Header = h
+
+	switch {
+	case len(host) > 1:
+		return nil, refused(http.StatusBadRequest, "%d Host headers: want one", len(host))
+	case len(host) == 0 && req.ProtoMinor == 1:
+		return nil, refused(http.StatusBadRequest, "missing Host header: HTTP/1.1 requires one")
+	case len(host) == 1 && !httpguts.ValidHostHeader(host[0]):
+		return nil, refused(http.StatusBadRequest, "malformed Host header %q", clip([]byte(host[0])))
+	}
+	req.Host = u.Host
+	if req.Host == "" && len(host) == 1 {
+		req.Host = host[0]
+	}
+
+	if te, ok := h["Transfer-Encoding"]; ok {
+		switch {
+		case req.ProtoMinor == 0:
+			return nil, refused(http.StatusBadRequest, "Transfer-Encoding on an HTTP/1.0 request")
+		case len(te) != 1 || !tokenEqual(te[0], "chunked"):
+			return nil, refused(http.StatusNotImplemented, "unsupported transfer encoding %q: want chunked", clip([]byte(te[len(te)-1])))
+		case h["Content-Length"] != nil:
+			return nil, refused(http.StatusBadRequest, "both Transfer-Encoding and Content-Length: the request's length is ambiguous")
+		}
+		delete(h, "Transfer-Encoding")
+		req.TransferEncoding = chunkedTE
+		req.ContentLength = -1
+	} else if cl := h["Content-Length"]; cl != nil {
+		for _, v := range cl[1:] {
+			if v != cl[0] {
+				return nil, refused(http.StatusBadRequest, "%d different Content-Length headers: want one", len(cl))
+			}
+		}
+		n, ok := parseLength([]byte(cl[0]))
+		if !ok {
+			return nil, refused(http.StatusBadRequest, "bad Content-Length %q: want a number of bytes", clip([]byte(cl[0])))
+		}
+		if len(cl) > 1 {
+			h["Content-Length"] = cl[:1]
+		}
+		req.ContentLength = n
+	}
+
+	conn := h["Connection"]
+	if req.ProtoMinor == 0 {
+		req.Close = containsToken(conn, "close") || !containsToken(conn, "keep-alive")
+	} else {
+		req.Close = containsToken(conn, "close")
+	}
+	return req, nil
+}
+
+var chunkedTE = []string{"chunked"}
+
+// parseTarget parses a request target as net/http's server does
+// (url.ParseRequestURI), into u when it is a plain path with an optional
+// query.
+func parseTarget(target string, u *url.URL) (*url.URL, error) {
+	if len(target) > 0 && target[0] == '/' && plainPath(target) {
+		path, query, _ := cutByte(target, '?')
+		u.Path, u.RawQuery = path, query
+		u.ForceQuery = query == "" && len(path) < len(target)
+		return u, nil
+	}
+	return url.ParseRequestURI(target)
+}
+
+// plainPath reports whether url.ParseRequestURI would give target's path
+// as it is (no escapes, no byte that url would escape, so no RawPath) and
+// its query as it is: bytes of the path unreserved or allowed in a path
+// unescaped, and no control byte anywhere (ParseRequestURI's error).
+func plainPath(target string) bool {
+	inPath := true
+	for i := 0; i < len(target); i++ {
+		c := target[i]
+		if c < ' ' || c == 0x7f {
+			return false
+		}
+		if !inPath {
+			continue
+		}
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '_' || c == '.' || c == '~' || c == '/':
+		case c == '$' || c == '&' || c == '+' || c == ',' || c == ':' || c == ';' || c == '=' || c == '@':
+		case c == '?':
+			inPath = false
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// keyOf is the canonical form of the field name k at off in head.
+func (p *reqParser) keyOf(k []byte, off int) string {
+	if s, ok := commonKeys[string(k)]; ok {
+		return s
+	}
+	if canonicalKey(k) {
+		return p.str(off, off+len(k))
+	}
+	hp := headParser{head: p.head, block: p.block}
+	s := hp.key(k, off)
+	p.block = hp.block
+	return s
+}
+
+// commonMethod returns the method's string without an allocation when it
+// is a common one, else "".
+func commonMethod(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return http.MethodGet
+	case "PUT":
+		return http.MethodPut
+	case "PATCH":
+		return http.MethodPatch
+	case "DELETE":
+		return http.MethodDelete
+	case "POST":
+		return http.MethodPost
+	case "HEAD":
+		return http.MethodHead
+	case "OPTIONS":
+		return http.MethodOptions
+	case "CONNECT":
+		return http.MethodConnect
+	}
+	return ""
+}
+
+// clip is b for an error's description, cut to 64 bytes.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
+}
+
+// setBody gives req its Body: http.NoBody, or a requestBody reading the
+// Content-Length's bytes or the chunked body from the connection, which
+// sends "100 Continue" at its first read when the client expects one.
+func (c *serverConn) setBody(req *http.Request) *requestError {
+	expect := req.Header["Expect"]
+	continues := false
+	if len(expect) > 0 {
+		if len(expect) != 1 || !tokenEqual(expect[0], "100-continue") {
+			return refused(http.StatusExpectationFailed, "unsupported Expect %q: want 100-continue", clip([]byte(expect[0])))
+		}
+		continues = req.ProtoMinor == 1 && req.ContentLength != 0
+	}
+	if req.ContentLength == 0 {
+		req.Body = http.NoBody
+		return nil
+	}
+	b := &requestBody{c: c, n: req.ContentLength, expect: continues}
+	if req.ContentLength < 0 {
+		b.chunked = httputil.NewChunkedReader(c.br)
+	}
+	req.Body = b
+	return nil
+}
+
+// maxDrain is how much of a body the handler left unread is read and
+// dropped after the answer, so that the connection can serve the next
+// request (net/http's maxPostHandlerReadBytes); a longer rest closes it.
+const maxDrain = 256 << 10
+
+// requestBody is a request's body on the connection.
+type requestBody struct {
+	c       *serverConn
+	w       *response
+	n       int64     // bytes left of a Content-Length body
+	chunked io.Reader // a chunked body's reader, nil otherwise
+	expect  bool      // a 100 Continue is owed at the first read
+
+	mu     sync.Mutex
+	sawEOF bool
+	closed bool // by the handler, or the answer is done
+	done   bool // the answer is done: reads fail
+	err    error
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done || b.closed {
+		return 0, errReqBodyClosed
+	}
+	return b.read(p)
+}
+
+func (b *requestBody) read(p []byte) (n int, err error) {
+	if b.sawEOF {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.expect {
+		b.expect = false
+		if b.w != nil && b.w.sendContinue() != nil {
+			b.err = io.ErrUnexpectedEOF
+			return 0, b.err
+		}
+	}
+	if b.chunked != nil {
+		n, err = b.chunked.Read(p)
+		if err == io.EOF {
+			err = b.readTrailer()
+		}
+	} else {
+		if int64(len(p)) > b.n {
+			p = p[:b.n]
+		}
+		n, err = b.c.br.Read(p)
+		b.n -= int64(n)
+		if err == io.EOF && b.n > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil && b.n == 0 {
+			err = io.EOF
+		}
+	}
+	switch {
+	case err == io.EOF:
+		b.sawEOF = true
+		b.c.arm() // the connection is the client's own again: watch it
+	case err != nil:
+		b.err = err
+	}
+	return n, err
+}
+
+// readTrailer reads the chunked body's trailer section up to its blank
+// line and drops it (the gateway forwards no trailers).
+func (b *requestBody) readTrailer() error {
+	total := 0
+	for {
+		line, err := b.c.br.ReadSlice('\n')
+		if err != nil {
+			return io.ErrUnexpectedEOF
+		}
+		total += len(line)
+		if total > 4096 {
+			return errors.New("http: the chunked body's trailer is too long")
+		}
+		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
+			return io.EOF
+		}
+	}
+}
+
+func (b *requestBody) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return nil
+}
+
+// drain reads what the handler left of the body, up to maxDrain, so that
+// the connection can carry the next request; false: close it instead.
+// Reads from then on fail.
+func (b *requestBody) drain() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done = true
+	if b.sawEOF {
+		return true
+	}
+	if b.err != nil || b.expect { // the client may not have sent it
+		return false
+	}
+	if b.chunked == nil && b.n > maxDrain {
+		return false
+	}
+	if d := b.c.s.ReadTimeout; d > 0 {
+		_ = b.c.nc.SetReadDeadline(time.Now().Add(d))
+	}
+	var buf [4096]byte
+	for total := 0; total <= maxDrain; {
+		n, err := b.read(buf[:])
+		total += n
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// unfinished reports whether the handler left more of the body than the
+// server would drain (the answer then says Connection: close).
+func (b *requestBody) unfinished() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.sawEOF && (b.err != nil || b.expect || b.chunked == nil && b.n > maxDrain)
+}
+
+var errReqBodyClosed = errors.New("http: invalid Read on closed Body")
