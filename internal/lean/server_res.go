@@ -37,8 +37,8 @@ type response struct {
 	pending     []byte // body held before the head goes
 	err         error
 
-	cmu      sync.Mutex // with a body that expects 100 Continue
-	continue_ bool      // a 100 Continue may still go
+	cmu       sync.Mutex // with a body that expects 100 Continue
+	continue_ bool       // a 100 Continue may still go
 }
 
 // bodyless reports whether the status allows no body.
