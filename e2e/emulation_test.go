@@ -67,9 +67,7 @@ func TestLegacyBrokerPassesAsModern(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(nil) })
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	e := &env{url: srv.URL}
+	e := &env{url: serveGateway(t, g)}
 	c := e.client(t, prodLegacy, osb.Version2_14(), prodUser, prodPass)
 
 	cat, err := c.GetCatalog()

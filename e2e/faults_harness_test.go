@@ -136,10 +136,8 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 		}
 		t.Cleanup(func() { g.Close(nil) })
 		p := &tap{h: f.watch(g)}
-		srv := httptest.NewServer(p)
-		t.Cleanup(srv.Close)
 		f.stores, f.gateways = append(f.stores, st), append(f.gateways, g)
-		f.platforms, f.urls = append(f.platforms, p), append(f.urls, srv.URL)
+		f.platforms, f.urls = append(f.platforms, p), append(f.urls, serveGateway(t, p))
 	}
 	return f
 }

@@ -52,13 +52,13 @@ func (p *gatewayProc) start(t *testing.T) {
 	t.Helper()
 	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
 	y := fmt.Sprintf(`
-listen: {address: %q}
+listen: {address: %q, server: %s}
 admin: {address: %q, token: %q}
 state: {backend: bolt, path: %q}
 log: {format: json, level: warn}
 brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s}]
 tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
-`, listen, admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport))
+`, listen, cmp.Or(suiteServer, config.DefaultListenServer), admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport))
 	path := filepath.Join(p.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
@@ -135,6 +135,12 @@ func TestMain(m *testing.M) {
 	case "", config.TransportStandard, config.TransportLean:
 	default:
 		fmt.Fprintf(os.Stderr, "OSB_GATEWAY_TEST_TRANSPORT=%q: want standard or lean\n", suiteTransport)
+		os.Exit(2)
+	}
+	switch suiteServer {
+	case "", config.ServerStandard, config.ServerLean:
+	default:
+		fmt.Fprintf(os.Stderr, "OSB_GATEWAY_TEST_SERVER=%q: want standard or lean\n", suiteServer)
 		os.Exit(2)
 	}
 	code := m.Run()

@@ -232,9 +232,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("proxy.New: %v", err)
 	}
 	e.gateway = &tap{h: g}
-	srv := httptest.NewServer(e.gateway)
-	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	e.url = serveGateway(t, e.gateway)
 	return e
 }
 

@@ -66,9 +66,7 @@ func shimGateway(t *testing.T, url, user, pass string, timer proxy.Timer) osb.Cl
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
 	}
-	srv := httptest.NewServer(g)
-	t.Cleanup(srv.Close)
-	c, err := osb.NewClient(&osb.ClientConfiguration{Name: "cf-prod", URL: srv.URL + "/cf-prod/slow", APIVersion: osb.LatestAPIVersion(),
+	c, err := osb.NewClient(&osb.ClientConfiguration{Name: "cf-prod", URL: serveGateway(t, g) + "/cf-prod/slow", APIVersion: osb.LatestAPIVersion(),
 		EnableAlphaFeatures: true, TimeoutSeconds: 30,
 		AuthConfig: &osb.AuthConfig{BasicAuthConfig: &osb.BasicAuthConfig{Username: prodUser, Password: prodPass}}})
 	if err != nil {

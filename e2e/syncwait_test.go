@@ -69,9 +69,7 @@ func TestSyncWithinBrokerAPI(t *testing.T) {
 	}
 	t.Cleanup(func() { g.Close(nil) })
 	platformSide := &tap{h: g}
-	gs := httptest.NewServer(platformSide)
-	t.Cleanup(gs.Close)
-	e := &env{clock: clk, url: gs.URL, gateway: platformSide}
+	e := &env{clock: clk, url: serveGateway(t, platformSide), gateway: platformSide}
 	c := e.client(t, "/k8s/brokerapi", osb.Version2_14(), prodUser, prodPass)
 
 	// Each call waits at the gateway until the broker's operation is due:
