@@ -125,6 +125,8 @@ func TestChecks(t *testing.T) {
 			c.Brokers[1].Timeout = 45 * time.Second
 		}, []string{"listen.write_timeout: 30s is shorter than brokers[0].timeout (1m0s); the responses of slow calls would be cut off"}},
 		{"write timeout equal to broker timeout", func(c *Config) { c.Listen.WriteTimeout = DefaultBrokerTimeout }, nil},
+		{"unknown listen server", func(c *Config) { c.Listen.Server = "fast" },
+			[]string{"listen.server: must be one of lean, standard"}},
 		{"negative shutdown grace", func(c *Config) { c.Listen.ShutdownGrace = -time.Second },
 			[]string{"listen.shutdown_grace: must not be negative"}},
 		{"broker timeout over an hour", func(c *Config) { c.Brokers[0].Timeout = 61 * time.Minute },
