@@ -163,7 +163,7 @@ func TestLatencyRoundsAndTargets(t *testing.T) {
 	for _, want := range []string{
 		"| gateway (default configuration) × bare proxy | 1.35× | ≥ 1.30× | yes |",
 		"| gateway (default configuration) × nginx | 0.90× | ≥ 0.50× | yes |",
-		"| gateway on transport: standard × bare proxy (the chain's cost) | 0.97× | ≥ 0.95× | yes |",
+		"| gateway on transport: standard × bare proxy (the default chain on http.Transport) | 0.97× | ≥ 0.95× | yes |",
 		// 2 s / 540 against 1 s / 600
 		"| gateway CPU per request ÷ nginx's | 2.22× | ≤ 2.50× | yes |",
 		// gateway 150, 50, 70 µs over direct; nginx 50, 40, 40 µs
@@ -178,7 +178,7 @@ func TestLatencyRoundsAndTargets(t *testing.T) {
 	r.rounds[0][keyStandard] = s(300, time.Second, 0)
 	out.Reset()
 	r.writeTargets(&out, r.kept())
-	if want := "| gateway on transport: standard × bare proxy (the chain's cost) | 0.75× | ≥ 0.95× | no |"; !strings.Contains(out.String(), want) {
+	if want := "| gateway on transport: standard × bare proxy (the default chain on http.Transport) | 0.75× | ≥ 0.95× | no |"; !strings.Contains(out.String(), want) {
 		t.Errorf("targets section lacks %q:\n%s", want, out.String())
 	}
 }

@@ -25,6 +25,9 @@ var gatewayYAML = template.Must(template.New("gateway.yaml").Parse(`# written by
 listen:
   address: "{{.Listen}}"
   shutdown_delay: 0s
+{{- if .Server}}
+  server: {{.Server}}
+{{- end}}
 {{- if .Admin}}
 admin: {address: "{{.Admin}}", token: "{{.Token}}", pprof: true}
 {{- else}}
@@ -64,6 +67,7 @@ type gatewaySpec struct {
 	bin       string // the osb-gateway binary
 	observed  bool   // tracing at 1 % (stdout exporter), metrics, audit to a file
 	transport string // brokers[].transport when not empty
+	server    string // listen.server when not empty
 	// admin, when not empty, is the admin listener's address, with token
 	// and admin.pprof: true.
 	admin, token string
@@ -82,7 +86,7 @@ func writeGatewayConfig(dir, name string, spec gatewaySpec, brokerURL string) (p
 	var b bytes.Buffer
 	if err := gatewayYAML.Execute(&b, map[string]any{
 		"Listen": listen, "Admin": spec.admin, "Token": spec.token, "Broker": brokerURL,
-		"Transport": spec.transport, "Observed": spec.observed, "Dir": d,
+		"Transport": spec.transport, "Server": spec.server, "Observed": spec.observed, "Dir": d,
 	}); err != nil {
 		return "", "", err
 	}

@@ -13,8 +13,10 @@
 // last_operation answer); nginx with an upstream keep-alive pool; a bare
 // tuned httputil.ReverseProxy (buffer pool, pooled transport, GOGC 400);
 // the gateway (go build ./cmd/osb-gateway) in its default configuration
-// (brokers[].transport: lean); the gateway on brokers[].transport:
-// standard (Go's http.Transport: the chain's cost over the bare proxy);
+// (listen.server: lean, brokers[].transport: lean); the gateway on
+// listen.server: standard (net/http's server: the lean server's share);
+// the gateway on brokers[].transport: standard (Go's http.Transport, as
+// the bare proxy);
 // the gateway with tracing at 1 %, metrics and an audit file; and
 // -before's binary in its default configuration.
 //

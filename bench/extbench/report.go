@@ -280,7 +280,7 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	}
 	ratio("gateway (default configuration) × bare proxy", keyGateway, keyBare, 1.3)
 	ratio("gateway (default configuration) × nginx", keyGateway, keyNginx, 0.5)
-	ratio("gateway on transport: standard × bare proxy (the chain's cost)", keyStandard, keyBare, 0.95)
+	ratio("gateway on transport: standard × bare proxy (the default chain on http.Transport)", keyStandard, keyBare, 0.95)
 	gc, gn := r.cpu(keyGateway, kept)
 	nc, nn := r.cpu(keyNginx, kept)
 	if gn > 0 && nn > 0 && nc > 0 {

@@ -27,10 +27,11 @@ const (
 	keyGateway  = "gateway"
 	keyObserved = "observed"
 	keyStandard = "standard"
+	keyNetHTTP  = "nethttp"
 	keyBefore   = "before"
 )
 
-var allKeys = []string{keyDirect, keyNginx, keyBare, keyGateway, keyStandard, keyObserved, keyBefore}
+var allKeys = []string{keyDirect, keyNginx, keyBare, keyGateway, keyNetHTTP, keyStandard, keyObserved, keyBefore}
 
 // Credentials of the benchmark's broker and tenant, and the routes.
 const (
@@ -155,13 +156,15 @@ func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 			procs = append(procs, p)
 			add(&target{key: key, name: "bare tuned httputil.ReverseProxy (GOGC 400)", url: "http://" + addr + path,
 				header: platform, proc: p})
-		case keyGateway, keyStandard, keyObserved, keyBefore:
+		case keyGateway, keyNetHTTP, keyStandard, keyObserved, keyBefore:
 			spec, name := gatewaySpec{bin: b.gateway}, "osb-gateway, default configuration"
 			switch key {
 			case keyObserved:
 				spec.observed, name = true, "osb-gateway, tracing 1 % + metrics + audit file"
 			case keyStandard:
 				spec.transport, name = "standard", "osb-gateway, brokers[].transport: standard"
+			case keyNetHTTP:
+				spec.server, name = "standard", "osb-gateway, listen.server: standard (net/http)"
 			case keyBefore:
 				if o.before == "" {
 					o.logf("no before row: -before names no binary")
@@ -174,8 +177,8 @@ func startTargets(o *options, dir string, b bins) ([]*target, func(), error) {
 				return nil, nil, err
 			}
 			if err := checkGatewayConfig(spec.bin, cfg); err != nil {
-				if key == keyStandard {
-					o.logf("no standard row: this gateway does not take brokers[].transport: standard (%v)", err)
+				if key == keyStandard || key == keyNetHTTP {
+					o.logf("no %s row: this gateway does not take its configuration (%v)", key, err)
 					continue
 				}
 				return nil, nil, err
