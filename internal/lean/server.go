@@ -302,6 +302,7 @@ type serverConn struct {
 	stash      [1]byte                 // a byte the watch read
 	stashed    bool
 	hungUp     bool // the watch saw the client go away
+	inRequest  bool // a request runs: arm may arm
 	interrupts bool // the request's end interrupts the watch
 
 	headBuf, pendBuf []byte // the responses' buffers, reused
@@ -328,7 +329,9 @@ func (c *serverConn) serve() {
 			buf = buf[:runtime.Stack(buf, false)]
 			s.logf("lean server: panic serving %v: %v\n%s", c.remote, v, buf)
 		}
-		c.stopWatch()
+		if c.timer != nil {
+			c.stopWatch()
+		}
 		c.nc.Close()
 		s.forget(c)
 	}()
@@ -336,6 +339,8 @@ func (c *serverConn) serve() {
 	c.bw = bufio.NewWriterSize(c.nc, 4096)
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, c.nc.LocalAddr())
 	c.cond.L = &c.mu
+	c.timer = time.AfterFunc(time.Hour, c.watchConn) // armed per request (arm)
+	c.timer.Stop()
 	for {
 		if s.closing.Load() && c.br.Buffered() == 0 {
 			return
@@ -392,7 +397,7 @@ func (c *serverConn) serveOne() bool {
 	req = req.WithContext(ctx)
 	w := c.newResponse(req)
 	c.mu.Lock()
-	c.cancel, c.hungUp = cancel, false
+	c.cancel, c.hungUp, c.inRequest = cancel, false, true
 	c.mu.Unlock()
 	if b, ok := req.Body.(*requestBody); ok {
 		b.w = w
@@ -422,16 +427,19 @@ func (c *serverConn) run(w *response, req *http.Request) {
 	c.s.Handler.ServeHTTP(w, req)
 }
 
-// arm lets the watch start once the request has run for HangupAfter.
+// arm lets the watch start once the request has run for HangupAfter:
+// when it has no body, or its body was read to the end (possibly by
+// another goroutine: a transport that sends it on). After the request's
+// end (stopWatch) it does nothing.
 func (c *serverConn) arm() {
 	c.mu.Lock()
+	if !c.inRequest || c.watch != watchOff {
+		c.mu.Unlock()
+		return
+	}
 	c.watch = watchArmed
 	c.mu.Unlock()
-	if c.timer == nil {
-		c.timer = time.AfterFunc(c.s.hangupAfter(), c.watchConn)
-	} else {
-		c.timer.Reset(c.s.hangupAfter())
-	}
+	c.timer.Reset(c.s.hangupAfter())
 }
 
 // watchConn runs in the timer's goroutine: it reads one byte from the
@@ -445,8 +453,9 @@ func (c *serverConn) watchConn() {
 		return
 	}
 	c.watch = watchReading
-	c.mu.Unlock()
+	// Under the lock, so that stopWatch's past deadline comes after it.
 	_ = c.nc.SetReadDeadline(time.Time{})
+	c.mu.Unlock()
 	n, err := c.nc.Read(c.stash[:])
 	c.mu.Lock()
 	if n == 1 {
@@ -456,10 +465,9 @@ func (c *serverConn) watchConn() {
 		if c.cancel != nil {
 			c.cancel(errClientGone)
 		}
-	} else if err != nil && !c.interrupts {
-		// A deadline the handler set (http.ResponseController): the
-		// watch ends; the request's end sets the deadlines it needs.
 	}
+	// Else a deadline: the request's end (interrupts), or one the handler
+	// set (http.ResponseController); the watch ends either way.
 	c.watch = watchFinished
 	c.cond.Broadcast()
 	c.mu.Unlock()
@@ -473,10 +481,9 @@ func isTimeoutErr(err error) bool {
 // stopWatch ends the request's watch: a watch not started never starts,
 // one reading is interrupted and awaited.
 func (c *serverConn) stopWatch() {
-	if c.timer != nil {
-		c.timer.Stop()
-	}
+	c.timer.Stop()
 	c.mu.Lock()
+	c.inRequest = false
 	if c.watch == watchReading {
 		c.interrupts = true
 		_ = c.nc.SetReadDeadline(aLongTimeAgo)

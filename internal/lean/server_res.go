@@ -86,6 +86,9 @@ func (w *response) WriteHeader(code int) {
 		case "Transfer-Encoding":
 			continue // the server frames the body
 		case "Content-Type":
+			if code == http.StatusNotModified {
+				continue // as net/http: a 304 has no body to type
+			}
 			w.hasType = true
 		case "Date":
 			w.hasDate = true
