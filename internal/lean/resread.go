@@ -341,9 +341,17 @@ var commonKeys = func() map[string]string {
 		"Transfer-Encoding", "Vary", "Www-Authenticate", "X-Content-Type-Options",
 		"X-Broker-Api-Version", "X-Broker-Api-Request-Identity", "X-Request-Id",
 		"Traceparent", "Tracestate", "X-Powered-By",
+		// Requests' (lean.Server):
+		"Host", "Authorization", "X-Broker-Api-Originating-Identity", "User-Agent",
+		"Accept", "Accept-Encoding", "Expect", "X-Forwarded-For", "X-Forwarded-Proto",
+		"X-Forwarded-Host", "X-Real-Ip", "Forwarded", "Baggage",
 	} {
 		m[k] = k
 		m[string(bytes.ToLower([]byte(k)))] = k
+	}
+	// As Cloud Controller and the OSB clients spell them.
+	for _, k := range []string{"X-Broker-API-Version", "X-Broker-API-Originating-Identity", "X-Broker-API-Request-Identity"} {
+		m[k] = http.CanonicalHeaderKey(k)
 	}
 	return m
 }()
