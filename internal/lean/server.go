@@ -3,6 +3,7 @@ package lean
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -499,7 +500,9 @@ func (c *serverConn) stopWatch() {
 // refuse answers a request the server cannot take with an OSB error, and
 // the connection closes.
 func (c *serverConn) refuse(e *requestError) {
-	body := fmt.Sprintf(`{"description":%q}`, e.msg)
+	body, _ := json.Marshal(struct {
+		Description string `json:"description"`
+	}{e.msg})
 	if d := c.s.WriteTimeout; d > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(d))
 	} else {
