@@ -254,6 +254,11 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 		}
 	}
 	req.Header = h
+	// Pragma: no-cache implies Cache-Control: no-cache for an HTTP/1.0
+	// cache (RFC 9111 §5.4); net/http adds it for the handler.
+	if pr := h["Pragma"]; len(pr) > 0 && pr[0] == "no-cache" && h["Cache-Control"] == nil {
+		h["Cache-Control"] = []string{"no-cache"}
+	}
 
 	switch {
 	case len(host) > 1:

@@ -179,9 +179,6 @@ func (w *response) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if w.req.Method == http.MethodHead {
-		return len(p), nil // as net/http: the body is dropped
-	}
 	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
 		return 0, http.ErrContentLength
 	}
@@ -208,9 +205,11 @@ func (w *response) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// body writes p, as a chunk when chunking.
+// body writes p, as a chunk when chunking; nothing in answer to HEAD
+// (whose writes count as net/http's do: for the Content-Length and the
+// sniffed Content-Type of the answer a GET would get).
 func (w *response) body(p []byte) {
-	if len(p) == 0 || w.err != nil {
+	if len(p) == 0 || w.err != nil || w.req.Method == http.MethodHead {
 		return
 	}
 	bw := w.c.bw
@@ -236,15 +235,15 @@ func (w *response) commit(first []byte, final bool) {
 	b := w.head
 	isHead := w.req.Method == http.MethodHead
 	switch {
-	case bodyless(w.status) || isHead:
-		if w.cl >= 0 {
-			b = appendLength(b, w.cl)
-		}
 	case w.cl >= 0:
 		b = appendLength(b, w.cl)
-	case final:
+	case bodyless(w.status):
+	case final && (!isHead || len(first) > 0):
+		// A HEAD handler that wrote nothing may have left the body out
+		// (net/http sends no length then either).
 		w.cl = int64(len(first))
 		b = appendLength(b, w.cl)
+	case isHead: // no body follows: no framing
 	case w.req.ProtoMinor >= 1:
 		w.chunking = true
 		b = append(b, "Transfer-Encoding: chunked\r\n"...)
@@ -263,7 +262,8 @@ func (w *response) commit(first []byte, final bool) {
 		w.closeAfter = true
 	}
 	switch {
-	case w.closeAfter && !w.saidClose:
+	case w.closeAfter && !w.saidClose && w.req.ProtoMinor >= 1:
+		// (HTTP/1.0 closes unless told otherwise: net/http says nothing.)
 		b = append(b, "Connection: close\r\n"...)
 	case !w.closeAfter && w.req.ProtoMinor == 0:
 		b = append(b, "Connection: keep-alive\r\n"...)
