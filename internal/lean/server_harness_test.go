@@ -75,6 +75,13 @@ func testHandler(w http.ResponseWriter, r *http.Request) {
 	case "/x/304":
 		w.Header().Set("Etag", `"v1"`)
 		w.WriteHeader(http.StatusNotModified)
+	case "/x/304cl":
+		w.Header().Set("Content-Length", "10")
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotModified)
+	case "/x/204cl":
+		w.Header().Set("Content-Length", "10")
+		w.WriteHeader(http.StatusNoContent)
 	case "/x/small": // no Content-Length, under chunkAfter
 		_, _ = w.Write(bytes.Repeat([]byte("s"), 100))
 	case "/x/large": // no Content-Length, over chunkAfter

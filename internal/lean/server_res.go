@@ -90,6 +90,9 @@ func (w *response) WriteHeader(code int) {
 				continue // as net/http: a 304 has no body to type
 			}
 			w.hasType = true
+			if code == http.StatusNotModified {
+				continue // as net/http: a 304 has neither type nor length
+			}
 		case "Date":
 			w.hasDate = true
 		case "Connection":
@@ -102,7 +105,7 @@ func (w *response) WriteHeader(code int) {
 			b = appendField(b, k, v)
 		}
 	}
-	if bodyless(code) && code != http.StatusNotModified {
+	if bodyless(code) {
 		w.cl = -1
 	}
 	w.head = b

@@ -65,13 +65,23 @@ var rawCases = []rawCase{
 	// The body goes only after the 100 Continue, which the handler's
 	// first read sends.
 	{name: "Expect: 100-continue, body read", await: true, parts: []string{
-		"PUT /v2/service_instances/i1 HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", "hello"}},
+		"PUT /v2/service_instances/i1 HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", "hello"},
+		check: func(t *testing.T, x exchange) {
+			if len(x.Answers) != 2 || x.Answers[0].Status != http.StatusContinue || x.Answers[1].Status != http.StatusOK {
+				t.Errorf("lean: %+v, want 100 Continue, then 200", x)
+			}
+		}},
 	// The handler does not read: no 100 Continue, and the answer says
 	// Connection: close (the client may never send the body). lean then
 	// closes at once; net/http waits to read the body first (until
 	// ReadTimeout), so the client does not wait for the end.
 	{name: "Expect: 100-continue, body unread", open: true, parts: []string{
-		"PUT /x/noread HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"}},
+		"PUT /x/noread HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"},
+		check: func(t *testing.T, x exchange) {
+			if len(x.Answers) != 1 || x.Answers[0].Status != http.StatusOK || !x.Answers[0].Close {
+				t.Errorf("lean: %+v, want only 200 with Connection: close", x)
+			}
+		}},
 	{name: "Expect: 100-continue without a body", parts: []string{at("/v2/catalog", "Expect: 100-continue\r\n")}},
 	{name: "Expect: 100-continue on HTTP/1.0", parts: []string{"PUT / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"}},
 	{name: "unknown Expect", parts: []string{at("/v2/catalog", "Expect: teapot\r\n")}},
@@ -136,6 +146,13 @@ var rawCases = []rawCase{
 	{name: "HEAD keeps Content-Length, no body", parts: []string{"HEAD /v2/catalog HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
 	{name: "204", parts: []string{at("/x/204") + get}, finals: 2},
 	{name: "304", parts: []string{at("/x/304") + get}, finals: 2},
+	{name: "304 with the handler's Content-Length", parts: []string{at("/x/304cl") + get}, finals: 2},
+	{name: "204 with the handler's Content-Length", parts: []string{at("/x/204cl") + get}, finals: 2},
+	{name: "HEAD, long answer", parts: []string{"HEAD /x/large HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
+	{name: "HEAD, sniffed", parts: []string{"HEAD /x/sniff HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
+	{name: "HEAD, nothing written", parts: []string{"HEAD /x/204 HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
+	{name: "HEAD, Content-Length longer than written", parts: []string{"HEAD /x/short HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
+	{name: "HEAD on HTTP/1.0 keep-alive", parts: []string{"HEAD /x/large HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
 	{name: "no Content-Length, short answer", parts: []string{at("/x/small") + get}, finals: 2},
 	{name: "no Content-Length, long answer: chunked", parts: []string{at("/x/large") + get}, finals: 2},
 	{name: "no Content-Length, long answer to HTTP/1.0: close-delimited", parts: []string{"GET /x/large HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"}},
