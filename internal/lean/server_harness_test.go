@@ -231,6 +231,11 @@ func readAnswers(br *bufio.Reader, finals int, method string, waitEnd bool) exch
 			return x
 		}
 		body, err := io.ReadAll(res.Body)
+		if method == http.MethodHead && res.StatusCode >= 400 && res.Close {
+			// A server's refusal has a body even in answer to HEAD
+			// (net/http's too); the connection's end ends it.
+			body, err = io.ReadAll(br)
+		}
 		res.Header.Del("Date")
 		x.Answers = append(x.Answers, reply{Status: res.StatusCode, Proto: res.Proto, Header: res.Header,
 			Close: res.Close, Body: string(body), BodyErr: err != nil})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"sync"
 	"time"
@@ -180,7 +181,14 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 	case "HTTP/1.0":
 		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.0", 1, 0
 	default:
-		if major, _, ok := http.ParseHTTPVersion(string(proto)); ok && major != 1 {
+		major, minor, ok := http.ParseHTTPVersion(string(proto))
+		if ok && major == 1 {
+			// A later 1.x is served as 1.1 (RFC 9112 §2.3), as net/http
+			// does (the fuzzer found HTTP/1.3 refused).
+			req.Proto, req.ProtoMajor, req.ProtoMinor = p.str(off+sp2+1, off+len(line)), 1, minor
+			break
+		}
+		if ok {
 			return nil, refused(http.StatusHTTPVersionNotSupported, "HTTP version %q is not supported: want HTTP/1.1 or HTTP/1.0", clip(proto))
 		}
 		return nil, refused(http.StatusBadRequest, "malformed HTTP version %q: want HTTP/1.1 or HTTP/1.0", clip(proto))
@@ -196,12 +204,11 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 		return nil, refused(http.StatusMethodNotAllowed, "CONNECT is not served: this is an Open Service Broker API gateway")
 	}
 	req.RequestURI = p.str(off+sp1+1, off+sp2)
-	if len(target) == 0 || target[0] != '/' && target[0] != '*' && !bytes.HasPrefix(target, []byte("http")) {
-		return nil, refused(http.StatusBadRequest, "invalid request target %q: want a path such as /v2/catalog", clip(target))
-	}
+	// Any target url.ParseRequestURI takes, as net/http (an absolute
+	// form of any scheme, too: "p:" came from the fuzzer).
 	u, err := parseTarget(req.RequestURI, &r.url)
 	if err != nil {
-		return nil, refused(http.StatusBadRequest, "invalid request target %q: %v", clip(target), err)
+		return nil, refused(http.StatusBadRequest, "invalid request target %q: want a path such as /v2/catalog (%v)", clip(target), err)
 	}
 	req.URL = u
 
@@ -263,7 +270,7 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 	switch {
 	case len(host) > 1:
 		return nil, refused(http.StatusBadRequest, "%d Host headers: want one", len(host))
-	case len(host) == 0 && req.ProtoMinor == 1:
+	case len(host) == 0 && req.ProtoMinor >= 1:
 		return nil, refused(http.StatusBadRequest, "missing Host header: HTTP/1.1 requires one")
 	case len(host) == 1 && !httpguts.ValidHostHeader(host[0]):
 		return nil, refused(http.StatusBadRequest, "malformed Host header %q", clip([]byte(host[0])))
@@ -402,13 +409,18 @@ func clip(b []byte) string {
 // Content-Length's bytes or the chunked body from the connection, which
 // sends "100 Continue" at its first read when the client expects one.
 func (c *serverConn) setBody(req *http.Request) *requestError {
-	expect := req.Header["Expect"]
+	// As net/http: the first Expect line counts, an empty one is none,
+	// and 100-continue anywhere in it is a 100-continue (the fuzzer
+	// found "Expect:" refused).
+	expect := ""
+	if vv := req.Header["Expect"]; len(vv) > 0 {
+		expect = vv[0]
+	}
 	continues := false
-	if len(expect) > 0 {
-		if len(expect) != 1 || !tokenEqual(expect[0], "100-continue") {
-			return refused(http.StatusExpectationFailed, "unsupported Expect %q: want 100-continue", clip([]byte(expect[0])))
-		}
-		continues = req.ProtoMinor == 1 && req.ContentLength != 0
+	if hasToken(expect, "100-continue") {
+		continues = req.ProtoMinor >= 1 && req.ContentLength != 0
+	} else if expect != "" {
+		return refused(http.StatusExpectationFailed, "unsupported Expect %q: want 100-continue", clip([]byte(expect)))
 	}
 	if req.ContentLength == 0 {
 		req.Body = http.NoBody
@@ -421,6 +433,26 @@ func (c *serverConn) setBody(req *http.Request) *requestError {
 	req.Body = b
 	return nil
 }
+
+// hasToken reports whether token (lower-case) is in v, ASCII case aside,
+// between the start or end of v, spaces, tabs and commas (net/http's
+// hasToken).
+func hasToken(v, token string) bool {
+	for sp := 0; sp+len(token) <= len(v); sp++ {
+		if sp > 0 && !tokenBoundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !tokenBoundary(v[end]) {
+			continue
+		}
+		if tokenEqual(v[sp:sp+len(token)], token) {
+			return true
+		}
+	}
+	return false
+}
+
+func tokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
 
 // maxDrain is how much of a body the handler left unread is read and
 // dropped after the answer, so that the connection can serve the next
@@ -493,21 +525,48 @@ func (b *requestBody) read(p []byte) (n int, err error) {
 	return n, err
 }
 
-// readTrailer reads the chunked body's trailer section up to its blank
-// line and drops it (the gateway forwards no trailers).
+// readTrailer reads the chunked body's trailer section and drops it (the
+// gateway forwards no trailers), as net/http's body.readTrailer reads it,
+// with its errors: the fuzzer found the bodies lean took where net/http
+// failed (a bare LF, a malformed field) and the other way round.
 func (b *requestBody) readTrailer() error {
-	total := 0
-	for {
-		line, err := b.c.br.ReadSlice('\n')
+	br := b.c.br
+	buf, err := br.Peek(2)
+	if bytes.Equal(buf, []byte("\r\n")) {
+		_, _ = br.Discard(2)
+		return io.EOF
+	}
+	if len(buf) < 2 {
+		return errTrailerEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !upcomingDoubleCRLF(br) {
+		return errors.New("http: suspiciously long trailer after chunked body")
+	}
+	if _, err := textproto.NewReader(br).ReadMIMEHeader(); err != nil {
+		if err == io.EOF {
+			return errTrailerEOF
+		}
+		return err
+	}
+	return io.EOF
+}
+
+var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
+
+// upcomingDoubleCRLF reports whether br's buffer holds, or can be filled
+// up to, a CRLF CRLF (net/http's seeUpcomingDoubleCRLF: it bounds a
+// trailer to the buffer's size).
+func upcomingDoubleCRLF(br *bufio.Reader) bool {
+	for n := 4; ; n++ {
+		buf, err := br.Peek(n)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
+		}
 		if err != nil {
-			return io.ErrUnexpectedEOF
-		}
-		total += len(line)
-		if total > 4096 {
-			return errors.New("http: the chunked body's trailer is too long")
-		}
-		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
-			return io.EOF
+			return false
 		}
 	}
 }
