@@ -413,7 +413,9 @@ func (c *serverConn) serveOne() bool {
 	hungUp := c.hungUp
 	c.cancel = nil
 	c.mu.Unlock()
-	if !keep || hungUp || s.closing.Load() {
+	// A client gone for reading may have sent more requests first (in
+	// one write, then closed its side): they are served, as by net/http.
+	if !keep || hungUp && c.br.Buffered() == 0 || s.closing.Load() {
 		return false
 	}
 	if b, ok := req.Body.(*requestBody); ok && !b.drain() {
