@@ -39,6 +39,25 @@ import (
 // refuses what an OSB gateway has no use for: CONNECT, upgrades, folded
 // header lines, transfer codings other than chunked. Every refusal is an
 // OSB error (JSON with a description) and closes the connection.
+//
+// A differential test (server_test.go, FuzzServerRequest) holds it to
+// net/http's server: the handler sees the same request, the client the
+// same answer. Where they differ, by design:
+//
+//   - Refused here, served there: folded header lines, Transfer-Encoding
+//     with Content-Length, Transfer-Encoding on HTTP/1.0 (each makes a
+//     request's length ambiguous), and CONNECT.
+//   - Refusals are JSON (net/http's are text), with Connection: close.
+//   - No 1xx answer goes to an HTTP/1.0 client (RFC 9110 §15.2).
+//   - OPTIONS * goes to the handler (net/http answers it itself unless
+//     DisableGeneralOptionsHandler).
+//   - A chunked body's trailer is read and dropped: Request.Trailer
+//     stays nil.
+//   - A request that expected 100 Continue and whose body the handler
+//     did not read closes the connection after the answer at once;
+//     net/http reads the body first.
+//   - An unread body is drained after the answer is sent (net/http
+//     drains it before the answer's head goes).
 type Server struct {
 	Handler http.Handler
 

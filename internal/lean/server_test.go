@@ -91,6 +91,7 @@ var rawCases = []rawCase{
 	{name: "empty Host", parts: []string{"GET / HTTP/1.1\r\nHost:\r\n\r\n"}},
 	{name: "Host with port and IPv6", parts: []string{"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"}},
 	{name: "absolute-form target", parts: []string{"GET http://broker.example:8080/v2/catalog?x=1 HTTP/1.1\r\nHost: other\r\n\r\n"}},
+	{name: "absolute-form of another scheme", parts: []string{"GET p: HTTP/1.1\r\nHost: gw\r\n\r\n"}},
 	{name: "asterisk target", parts: []string{"OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"}},
 	{name: "relative target", parts: []string{"GET v2/catalog HTTP/1.1\r\nHost: gw\r\n\r\n"}},
 	{name: "escaped slash in path", parts: []string{at("/v2/service_instances/a%2Fb/service_bindings/c")}},
