@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -323,6 +324,7 @@ type serverConn struct {
 	stashed    bool
 	hungUp     bool // the watch saw the client go away
 	inRequest  bool // a request runs: arm may arm
+	linger     bool // close with closeWriteAndWait: the client may still be sending
 	interrupts bool // the request's end interrupts the watch
 
 	headBuf, pendBuf []byte // the responses' buffers, reused
@@ -351,6 +353,9 @@ func (c *serverConn) serve() {
 		}
 		if c.timer != nil {
 			c.stopWatch()
+		}
+		if c.linger {
+			c.closeWriteAndWait()
 		}
 		c.nc.Close()
 		s.forget(c)
@@ -434,14 +439,32 @@ func (c *serverConn) serveOne() bool {
 	c.mu.Unlock()
 	// A client gone for reading may have sent more requests first (in
 	// one write, then closed its side): they are served, as by net/http.
+	b, hasBody := req.Body.(*requestBody)
 	if !keep || hungUp && c.br.Buffered() == 0 || s.closing.Load() {
+		c.linger = hasBody && !hungUp && b.unfinished()
 		return false
 	}
-	if b, ok := req.Body.(*requestBody); ok && !b.drain() {
+	if hasBody && !b.drain() {
+		c.linger = true
 		return false
 	}
 	return true
 }
+
+// closeWriteAndWait ends the connection's sending side and reads what the
+// client still sends, for up to lingerTime, before the close: closing a
+// socket with unread bytes resets the connection, and the client could
+// lose the answer just written (net/http's closeWriteAndWait).
+func (c *serverConn) closeWriteAndWait() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.nc, maxDrain))
+}
+
+// lingerTime bounds closeWriteAndWait (net/http's rstAvoidanceDelay).
+const lingerTime = 500 * time.Millisecond
 
 // run runs the handler; a panic aborts the answer and the connection
 // (the deferred recover in serve logs it, as net/http does).
@@ -532,4 +555,5 @@ func (c *serverConn) refuse(e *requestError) {
 	fmt.Fprintf(c.bw, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		e.status, http.StatusText(e.status), len(body), body)
 	_ = c.bw.Flush()
+	c.linger = true // the rest of the request may still be coming
 }
