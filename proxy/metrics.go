@@ -406,7 +406,10 @@ func (m *Metrics) record(ctx context.Context, s *Scope, method string) {
 	ep := s.labelEndpoint(method)
 	c := m.calls(s.Tenant, s.Broker, ep, s.status())
 	d := m.since(s.Start).Seconds()
-	sc := trace.SpanContextFromContext(ctx)
+	var sc trace.SpanContext
+	if s.TraceParent != "" { // else no trace stage ran: no span to look up
+		sc = trace.SpanContextFromContext(ctx)
+	}
 	if sc.IsSampled() {
 		m.recordSampled(c, d, sc)
 	} else {
