@@ -224,8 +224,10 @@ func TestMetricsCachedSeries(t *testing.T) {
 	unsampled := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{3}, SpanID: trace.SpanID{4}}))
 	scope := func(tenant string, status int) *Scope {
+		// TraceParent set, as the trace stage sets it for every call
+		// while tracing is on (record looks a span up only then).
 		return &Scope{Start: clock.Add(-20 * time.Millisecond), Tenant: tenant, Broker: "b",
-			Call: rules.Call{Endpoint: rules.Provision}, Status: status}
+			Call: rules.Call{Endpoint: rules.Provision}, Status: status, TraceParent: "00-traced"}
 	}
 	m.record(unsampled, scope("t1", 201), "PUT")
 	m.record(sampled, scope("t1", 201), "PUT")
