@@ -41,10 +41,11 @@ import (
 // bare proxy's requests.
 //
 // It speaks HTTP/1.0 and 1.1 over plain TCP only (no TLS: the gateway
-// serves a TLS listener with net/http, which also speaks HTTP/2), and
-// refuses what an OSB gateway has no use for: CONNECT, upgrades, folded
-// header lines, transfer codings other than chunked. Every refusal is an
-// OSB error (JSON with a description) and closes the connection.
+// serves a TLS listener with net/http, which also speaks HTTP/2), has no
+// protocol upgrades (its ResponseWriter is no http.Hijacker), and refuses
+// what an OSB gateway has no use for: CONNECT, folded header lines,
+// transfer codings other than chunked. Every refusal is an OSB error
+// (JSON with a description) and closes the connection.
 //
 // A differential test (server_test.go, FuzzServerRequest) holds it to
 // net/http's server: the handler sees the same request, the client the
