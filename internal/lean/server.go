@@ -2,6 +2,7 @@ package lean
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -265,32 +266,14 @@ func (s *Server) logf(format string, args ...any) {
 }
 
 func (s *Server) maxHeaderBytes() int {
-	if s.MaxHeaderBytes > 0 {
-		return s.MaxHeaderBytes
-	}
-	return http.DefaultMaxHeaderBytes
+	return cmp.Or(max(s.MaxHeaderBytes, 0), http.DefaultMaxHeaderBytes)
 }
 
-func (s *Server) headerTimeout() time.Duration {
-	if s.ReadHeaderTimeout > 0 {
-		return s.ReadHeaderTimeout
-	}
-	return s.ReadTimeout
-}
+func (s *Server) headerTimeout() time.Duration { return cmp.Or(s.ReadHeaderTimeout, s.ReadTimeout) }
 
-func (s *Server) idleTimeout() time.Duration {
-	if s.IdleTimeout > 0 {
-		return s.IdleTimeout
-	}
-	return s.ReadTimeout
-}
+func (s *Server) idleTimeout() time.Duration { return cmp.Or(s.IdleTimeout, s.ReadTimeout) }
 
-func (s *Server) hangupAfter() time.Duration {
-	if s.HangupAfter > 0 {
-		return s.HangupAfter
-	}
-	return DefaultHangupAfter
-}
+func (s *Server) hangupAfter() time.Duration { return cmp.Or(s.HangupAfter, DefaultHangupAfter) }
 
 // Connection states, for Shutdown.
 const (

@@ -42,7 +42,7 @@ func (c *serverConn) readRequest() (*http.Request, *requestError) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	p := reqParser{head: head}
+	p := reqParser{headParser{head: head}}
 	req, rerr := p.parse()
 	if consumed > 0 {
 		_, _ = c.br.Discard(consumed)
@@ -127,12 +127,10 @@ func blankLen(b []byte) int {
 	return 1
 }
 
-// reqParser parses a request's head; its strings are substrings of one
-// copy of the head, made when a first one is needed.
+// reqParser parses a request's head: a headParser (its strings and
+// field names) whose lines may end in LF alone, as net/http reads them.
 type reqParser struct {
-	head  []byte
-	pos   int
-	block string
+	headParser
 }
 
 // line returns the next line without its LF or CRLF, and its offset.
@@ -145,13 +143,6 @@ func (p *reqParser) line() (line []byte, off int) {
 		line = line[:len(line)-1]
 	}
 	return line, off
-}
-
-func (p *reqParser) str(from, to int) string {
-	if p.block == "" {
-		p.block = string(p.head)
-	}
-	return p.block[from:to]
 }
 
 // request is what the parser allocates for a request, at once.
@@ -243,7 +234,7 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 				return nil, refused(http.StatusBadRequest, "invalid byte %#x in the value of header %q", b, clip(line[:colon]))
 			}
 		}
-		key := p.keyOf(line[:colon], off)
+		key := p.key(line[:colon], off)
 		value := ""
 		if len(v) > 0 {
 			value = p.str(voff, voff+len(v))
@@ -357,20 +348,6 @@ func plainPath(target string) bool {
 		}
 	}
 	return true
-}
-
-// keyOf is the canonical form of the field name k at off in head.
-func (p *reqParser) keyOf(k []byte, off int) string {
-	if s, ok := commonKeys[string(k)]; ok {
-		return s
-	}
-	if canonicalKey(k) {
-		return p.str(off, off+len(k))
-	}
-	hp := headParser{head: p.head, block: p.block}
-	s := hp.key(k, off)
-	p.block = hp.block
-	return s
 }
 
 // commonMethod returns the method's string without an allocation when it
