@@ -124,13 +124,7 @@ func (p *headParser) parse(req *http.Request) (a *answer, n int64, ok bool) {
 		if len(v) > 0 {
 			value = p.str(voff, voff+len(v))
 		}
-		if vv := h[key]; vv != nil {
-			h[key] = append(vv, value)
-		} else {
-			vv, values = values[:1:1], values[1:]
-			vv[0] = value
-			h[key] = vv
-		}
+		values = addValue(h, key, value, values)
 	}
 	res.Header = h
 	conn := h["Connection"]
@@ -227,6 +221,20 @@ func (p *headParser) key(k []byte, off int) string {
 		return s
 	}
 	return string(b)
+}
+
+// addValue adds value to h[key]; a new key's slice is cut from values
+// (one backing array for all of a head's values), and addValue returns
+// what is left of it.
+func addValue(h http.Header, key, value string, values []string) []string {
+	if vv := h[key]; vv != nil {
+		h[key] = append(vv, value)
+		return values
+	}
+	vv := values[:1:1]
+	vv[0] = value
+	h[key] = vv
+	return values[1:]
 }
 
 // parseLength parses a Content-Length of 1 to 18 digits.

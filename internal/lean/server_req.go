@@ -243,13 +243,7 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 			host = append(host, value)
 			continue
 		}
-		if vv := h[key]; vv != nil {
-			h[key] = append(vv, value)
-		} else {
-			vv, values = values[:1:1], values[1:]
-			vv[0] = value
-			h[key] = vv
-		}
+		values = addValue(h, key, value, values)
 	}
 	req.Header = h
 	// Pragma: no-cache implies Cache-Control: no-cache for an HTTP/1.0
