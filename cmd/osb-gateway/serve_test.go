@@ -177,7 +177,15 @@ func TestReloadInFlight(t *testing.T) {
 	}
 }
 
+// TestGracefulShutdown holds both servers of the platform listener to the
+// drain: an in-flight call finishes, the listener stops accepting.
 func TestGracefulShutdown(t *testing.T) {
+	for _, kind := range []string{config.ServerLean, config.ServerStandard} {
+		t.Run(kind, func(t *testing.T) { testGracefulShutdown(t, kind) })
+	}
+}
+
+func testGracefulShutdown(t *testing.T, kind string) {
 	var inFlight atomic.Int32
 	entered := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -193,9 +201,13 @@ func TestGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Listen.Server = kind
 	s, err := newServer(cfg, path, newLogs(cfg.Log, io.Discard))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := s.serverKind(); got != kind {
+		t.Fatalf("listen.server %s served by %s", kind, got)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.serve() }()
