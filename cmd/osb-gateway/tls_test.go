@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/tls/pebbletest"
 )
@@ -100,6 +101,9 @@ func TestServeTLSFiles(t *testing.T) {
 	path := writeTLSConfig(t, dir, `"127.0.0.1:0"`,
 		`{mode: files, cert_file: tls.crt, key_file: tls.key, reload_interval: 1h, http_address: "127.0.0.1:0"}`, broker.URL)
 	s := startServer(t, path)
+	if got := s.serverKind(); got != config.ServerStandard {
+		t.Errorf("a TLS listener served by %s, want net/http's (listen.server is lean by default)", got)
+	}
 	kept := httpsClient(ca.Pool(), s.mainLn.Addr().String())
 
 	res, body, err := lastOpOver(kept, "https://gw.test")
