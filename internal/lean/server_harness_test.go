@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // This file holds the harness of the differential tests of Server
@@ -121,28 +123,10 @@ func testHandler(w http.ResponseWriter, r *http.Request) {
 // servers is a lean.Server and an http.Server on loopback.
 type servers struct {
 	std, lean string // addresses
-	stdLog    *syncBuffer
-	leanLog   *syncBuffer
+	stdLog    *osbtest.Buffer
+	leanLog   *osbtest.Buffer
 	std_      *http.Server
 	lean_     *Server
-}
-
-// syncBuffer is an ErrorLog's output, read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startServers serves h with both servers (MaxHeaderBytes 8 KiB in both,
@@ -150,7 +134,7 @@ func (s *syncBuffer) String() string {
 // down at the test's end.
 func startServers(tb testing.TB, h http.Handler, tune func(*http.Server, *Server)) *servers {
 	tb.Helper()
-	s := &servers{stdLog: &syncBuffer{}, leanLog: &syncBuffer{}}
+	s := &servers{stdLog: &osbtest.Buffer{}, leanLog: &osbtest.Buffer{}}
 	// OPTIONS * goes to the handler in both (net/http answers it itself
 	// unless DisableGeneralOptionsHandler; lean always passes it on).
 	s.std_ = &http.Server{Handler: h, MaxHeaderBytes: 8 << 10, ErrorLog: log.New(s.stdLog, "", 0),
