@@ -25,7 +25,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -34,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
@@ -208,13 +208,7 @@ func pollLoad(ctx context.Context, t *pollTarget, pollers int, interval, warmup,
 		}
 	}
 	slices.SortFunc(slots, func(a, b slot) int { return int(a.offset - b.offset) })
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        pollWorkers,
-		MaxIdleConnsPerHost: pollWorkers,
-		IdleConnTimeout:     90 * time.Second,
-	}
+	tr := reference.PooledTransport(pollWorkers)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 

@@ -113,13 +113,7 @@ func NewServer(h http.Handler) *http.Server {
 // returned for CloseIdleConnections.
 func BareProxy(upstream *url.URL, auth string, maxConns int) (*httputil.ReverseProxy, *http.Transport) {
 	header := []string{auth}
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        maxConns,
-		MaxIdleConnsPerHost: maxConns,
-		IdleConnTimeout:     90 * time.Second,
-	}
+	tr := PooledTransport(maxConns)
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
@@ -129,6 +123,18 @@ func BareProxy(upstream *url.URL, auth string, maxConns int) (*httputil.ReverseP
 		BufferPool: proxy.NewBufferPool(),
 		ErrorLog:   slog.NewLogLogger(slog.DiscardHandler, slog.LevelWarn),
 	}, tr
+}
+
+// PooledTransport is an http.Transport to one host that keeps maxConns
+// idle connections (no proxy, 5 s dial timeout, 90 s idle timeout).
+func PooledTransport(maxConns int) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+	}
 }
 
 // clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
