@@ -413,12 +413,14 @@ func (c *serverConn) serveOne() bool {
 	c.mu.Lock()
 	c.cancel, c.hungUp, c.inRequest = cancel, false, true
 	c.mu.Unlock()
-	if b, ok := req.Body.(*requestBody); ok {
+	b, hasBody := req.Body.(*requestBody)
+	if hasBody {
 		b.w = w
 	} else {
 		c.arm()
 	}
-	c.run(w, req)
+	// A panic goes up to serve, which logs it and closes the connection.
+	s.Handler.ServeHTTP(w, req)
 	c.stopWatch()
 	cancel(nil)
 	keep := w.finish()
@@ -428,7 +430,6 @@ func (c *serverConn) serveOne() bool {
 	c.mu.Unlock()
 	// A client gone for reading may have sent more requests first (in
 	// one write, then closed its side): they are served, as by net/http.
-	b, hasBody := req.Body.(*requestBody)
 	if !keep || hungUp && c.br.Buffered() == 0 || s.closing.Load() {
 		c.linger = hasBody && !hungUp && b.unfinished()
 		return false
@@ -454,12 +455,6 @@ func (c *serverConn) closeWriteAndWait() {
 
 // lingerTime bounds closeWriteAndWait (net/http's rstAvoidanceDelay).
 const lingerTime = 500 * time.Millisecond
-
-// run runs the handler; a panic aborts the answer and the connection
-// (the deferred recover in serve logs it, as net/http does).
-func (c *serverConn) run(w *response, req *http.Request) {
-	c.s.Handler.ServeHTTP(w, req)
-}
 
 // arm lets the watch start once the request has run for HangupAfter:
 // when it has no body, or its body was read to the end (possibly by
