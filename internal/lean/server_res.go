@@ -195,17 +195,21 @@ func (w *response) Write(p []byte) (int, error) {
 		if len(w.pending) > 0 {
 			first = w.pending
 		}
-		w.commit(first, false)
-		if len(w.pending) > 0 {
-			w.body(w.pending)
-			w.pending = w.pending[:0]
-		}
+		w.commitPending(first, false)
 	}
 	w.body(p)
 	if w.err != nil {
 		return 0, w.err
 	}
 	return len(p), nil
+}
+
+// commitPending commits the head (first and final as commit takes them)
+// and writes the body held so far after it.
+func (w *response) commitPending(first []byte, final bool) {
+	w.commit(first, final)
+	w.body(w.pending)
+	w.pending = w.pending[:0]
 }
 
 // body writes p, as a chunk when chunking; nothing in answer to HEAD
@@ -300,9 +304,7 @@ func (w *response) FlushError() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(w.pending, false)
-		w.body(w.pending)
-		w.pending = w.pending[:0]
+		w.commitPending(w.pending, false)
 	}
 	if w.err != nil {
 		return w.err
@@ -327,10 +329,7 @@ func (w *response) finish() bool {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(w.pending, true)
-		if !bodyless(w.status) && w.req.Method != http.MethodHead {
-			w.body(w.pending)
-		}
+		w.commitPending(w.pending, true) // a bodyless status has nothing pending: Write refused it
 	} else if w.chunking && w.err == nil {
 		_, err := w.c.bw.WriteString("0\r\n\r\n")
 		w.fail(err)
