@@ -27,9 +27,18 @@ type conn struct {
 
 	reused    bool
 	idleAt    time.Time
-	readLimit int64 // bytes of header left to read; math.MaxInt64 for bodies
+	idleFor   time.Duration // how long a reused connection was idle before this call
+	readLimit int64         // bytes of header left to read; math.MaxInt64 for bodies
 	sawEOF    bool
 	nwrite    int64
+
+	// awaitAnswer: the next Write is the whole request, written from
+	// within the wait for the answer (writeAwaiting).
+	awaitAnswer bool
+	awaitStep   func(fd uintptr) bool // c.step, built once
+	pending     []byte                // what step writes; nil once written
+	written     int                   // what step wrote of it
+	writeErr    error                 // step's write error
 }
 
 // aLongTimeAgo is a deadline that has passed: it interrupts a blocked
@@ -58,6 +67,7 @@ func (t *Transport) dial(ctx context.Context, key poolKey) (*conn, error) {
 		}
 	}
 	c.interrupt = func() { _ = c.nc.SetDeadline(aLongTimeAgo) }
+	c.awaitStep = c.step
 	c.br = bufio.NewReaderSize(c, 4<<10)
 	c.bw = bufio.NewWriterSize(c, 4<<10)
 	return c, nil
@@ -120,9 +130,71 @@ func (c *conn) Read(p []byte) (int, error) {
 
 // Write writes to the connection for bw, counting what went out.
 func (c *conn) Write(p []byte) (int, error) {
+	if c.awaitAnswer {
+		c.awaitAnswer = false
+		if n := c.writeAwaiting(p); n > 0 {
+			c.nwrite += int64(n)
+			if n == len(p) {
+				return n, nil
+			}
+			m, err := c.nc.Write(p[n:])
+			c.nwrite += int64(m)
+			return n + m, err
+		}
+	}
 	n, err := c.nc.Write(p)
 	c.nwrite += int64(n)
 	return n, err
+}
+
+// awaitIdleMax bounds how long a reused connection may have been idle for
+// its request to be written by writeAwaiting.
+const awaitIdleMax = time.Second
+
+// canAwait reports whether the request about to be flushed on c may be
+// written by writeAwaiting: a plain TCP connection, nothing of the request
+// written yet (an early answer to its first part would have been missed),
+// and not idle long enough for the broker to have closed it.
+func (c *conn) canAwait() bool {
+	return c.raw != nil && c.tlsState == nil && c.nwrite == 0 && (!c.reused || c.idleFor < awaitIdleMax)
+}
+
+// writeAwaiting writes p, the whole request, from within a wait for the
+// connection to become readable, and returns once the broker's answer can
+// be read (or the wait failed: a deadline, the call's interrupt), so that
+// the first read of the answer does not find nothing. A read would: the
+// broker has not answered yet. Go's poller arms its readiness when a read
+// starts (RawConn.Read's prepare step), so waiting after the write could
+// miss an answer that came in between; writing after the prepare step
+// cannot. Returns how much of p went out; the caller writes the rest the
+// usual way (a full socket buffer), and 0 when nothing did.
+func (c *conn) writeAwaiting(p []byte) int {
+	c.pending, c.written, c.writeErr = p, 0, nil
+	_ = c.raw.Read(c.awaitStep) // its error comes again from the answer's first read
+	c.pending = nil
+	return c.written
+}
+
+// step is writeAwaiting's RawConn.Read callback: at its first call it
+// writes the request and asks to wait; at the next (readable, or the wait
+// ended) it is done.
+func (c *conn) step(fd uintptr) bool {
+	p := c.pending
+	if p == nil {
+		return true
+	}
+	c.pending = nil
+	for {
+		n, err := syscall.Write(int(fd), p)
+		if err == syscall.EINTR {
+			continue
+		}
+		if n > 0 {
+			c.written = n
+		}
+		c.writeErr = err
+		return err != nil || n < len(p)
+	}
 }
 
 func (c *conn) close() { c.nc.Close() }
@@ -148,7 +220,14 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	c.nwrite = 0
 	err := t.write(c.bw, req)
 	if err == nil {
+		if c.canAwait() {
+			c.awaitAnswer = true
+			if t.ResponseHeaderTimeout > 0 {
+				_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+			}
+		}
 		err = c.bw.Flush()
+		c.awaitAnswer = false
 	}
 	if err != nil {
 		stop()

@@ -46,7 +46,8 @@ func (t *Transport) take(key poolKey) *conn {
 	if p != nil && len(p.idle) > 0 {
 		n := len(p.idle) - 1
 		c, p.idle[n], p.idle = p.idle[n], nil, p.idle[:n]
-		if t.IdleConnTimeout > 0 && t.clock().Sub(c.idleAt) > t.IdleConnTimeout {
+		c.idleFor = t.clock().Sub(c.idleAt)
+		if t.IdleConnTimeout > 0 && c.idleFor > t.IdleConnTimeout {
 			// Every connection below it is older: the whole pool expired.
 			expired = append(p.idle, c)
 			p.idle = make([]*conn, 0, cap(p.idle))

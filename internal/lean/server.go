@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -317,10 +318,71 @@ type serverConn struct {
 	interrupts bool // the request's end interrupts the watch
 
 	headBuf, pendBuf []byte // the responses' buffers, reused
+
+	// The wait for the next request from within the answer's last write
+	// (writeAwaiting): raw is nc's, nil when it has none.
+	raw         syscall.RawConn
+	awaitNext   bool // the next Write is the answer's last: await the next request
+	awaited     bool // it did, and nc became readable
+	awaitStep   func(fd uintptr) bool
+	pending     []byte
+	written     int
+	awaitResult int
 }
 
 // errClientGone is the cause of a request's context when the client hung up.
 var errClientGone = errors.New("lean server: the client closed the connection")
+
+// Write is the connection's writer under bw.
+func (c *serverConn) Write(p []byte) (int, error) {
+	if c.awaitNext {
+		c.awaitNext = false
+		if n := c.writeAwaiting(p); n > 0 {
+			if n == len(p) {
+				return n, nil
+			}
+			m, err := c.nc.Write(p[n:])
+			return n + m, err
+		}
+	}
+	return c.nc.Write(p)
+}
+
+// awaitFallback bounds writeAwaiting's wait: bytes that came before it
+// began (a pipelined request, a half-close) raise no readiness in it.
+const awaitFallback = 5 * time.Millisecond
+
+// writeAwaiting writes p, the end of an answer, from within a wait for the
+// next request, so that the read of it does not first find nothing.
+func (c *serverConn) writeAwaiting(p []byte) int {
+	if err := c.nc.SetReadDeadline(time.Now().Add(awaitFallback)); err != nil {
+		return 0
+	}
+	c.pending, c.written, c.awaitResult = p, 0, 0
+	err := c.raw.Read(c.awaitStep)
+	c.awaited = err == nil && c.awaitResult == 2
+	c.pending = nil
+	return c.written
+}
+
+func (c *serverConn) step(fd uintptr) bool {
+	p := c.pending
+	if p == nil {
+		c.awaitResult = 2
+		return true
+	}
+	c.pending = nil
+	for {
+		n, err := syscall.Write(int(fd), p)
+		if err == syscall.EINTR {
+			continue
+		}
+		if n > 0 {
+			c.written = n
+		}
+		return err != nil || n < len(p)
+	}
+}
 
 // Read is the connection's reader under br: the watch's byte first.
 func (c *serverConn) Read(p []byte) (int, error) {
@@ -350,7 +412,11 @@ func (c *serverConn) serve() {
 		s.forget(c)
 	}()
 	c.br = bufio.NewReaderSize(c, 4096)
-	c.bw = bufio.NewWriterSize(c.nc, 4096)
+	c.bw = bufio.NewWriterSize(c, 4096)
+	if sc, ok := c.nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	c.awaitStep = c.step
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, c.nc.LocalAddr())
 	c.cond.L = &c.mu
 	c.timer = time.AfterFunc(time.Hour, c.watchConn) // armed per request (arm)
@@ -375,6 +441,14 @@ func (c *serverConn) serve() {
 func (c *serverConn) awaitRequest() bool {
 	if c.br.Buffered() > 0 || c.stashed {
 		return true
+	}
+	if c.awaited {
+		c.awaited = false
+		_, err := c.br.Peek(1)
+		if err == nil || !isTimeoutErr(err) {
+			return err == nil
+		}
+		// A readiness older than the wait: wait as usual.
 	}
 	d := c.s.idleTimeout()
 	if c.state.Load() == connNew {
@@ -423,6 +497,7 @@ func (c *serverConn) serveOne() bool {
 	s.Handler.ServeHTTP(w, req)
 	c.stopWatch()
 	cancel(nil)
+	w.awaitNext = c.raw != nil && !hasBody && c.br.Buffered() == 0 && !c.stashed && !c.hungUp && !s.closing.Load()
 	keep := w.finish()
 	c.mu.Lock()
 	hungUp := c.hungUp

@@ -23,6 +23,8 @@ type response struct {
 	req *http.Request
 	h   http.Header
 
+	awaitNext bool // the final flush may wait for the next request (serverConn.writeAwaiting)
+
 	status      int
 	wroteHeader bool
 	committed   bool // the head is in the connection's writer
@@ -338,7 +340,9 @@ func (w *response) finish() bool {
 		w.closeAfter = true // shorter than it said: the client cannot tell where it ends
 	}
 	if w.err == nil {
+		w.c.awaitNext = w.awaitNext && !w.closeAfter
 		w.fail(w.c.bw.Flush())
+		w.c.awaitNext = false
 	}
 	w.c.headBuf, w.c.pendBuf = w.head[:0], w.pending[:0]
 	return !w.closeAfter
