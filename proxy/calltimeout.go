@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/lean"
 )
 
 // errBrokerTimeout is the cause a broker call is canceled with when it
@@ -32,8 +34,20 @@ type callDeadlines struct {
 type callNode struct {
 	prev, next *callNode
 	deadline   time.Duration
-	cancel     context.CancelCauseFunc
+	cancel     context.CancelCauseFunc // the call's own context's; nil: req's
+	req        lean.Canceler           // the request's, when the call has no context of its own
 	listed     bool
+}
+
+// end ends n's call with cause; nil: the call is over (its own context
+// is released; the request's ends with the request).
+func (n *callNode) end(cause error) {
+	switch {
+	case n.cancel != nil:
+		n.cancel(cause)
+	case cause != nil:
+		n.req.Cancel(cause)
+	}
 }
 
 // callEpoch is the origin of the monotonic readings of callDeadlines.
@@ -43,10 +57,19 @@ var callEpoch = time.Now()
 func clock() time.Duration { return time.Since(callEpoch) }
 
 // start derives the call's context from parent and lists n until finish,
-// which must be called once the call is over.
+// which must be called once the call is over. A request the lean server
+// runs is canceled through its own context (lean.CancelerOf): the call is
+// the request's last step, and a context of its own would cost a child
+// registration in the request's and the transport's AfterFunc another in
+// it.
 func (d *callDeadlines) start(parent context.Context, n *callNode) context.Context {
-	ctx, cancel := context.WithCancelCause(parent)
-	n.cancel = cancel
+	ctx := parent
+	if k, ok := lean.CancelerOf(parent); ok {
+		n.cancel, n.req = nil, k
+	} else {
+		ctx, n.cancel = context.WithCancelCause(parent)
+		n.req = lean.Canceler{}
+	}
 	n.deadline = clock() + d.timeout
 	d.mu.Lock()
 	n.prev, n.next, n.listed = d.tail, nil, true
@@ -69,7 +92,7 @@ func (d *callDeadlines) finish(n *callNode) {
 	d.mu.Lock()
 	d.unlink(n)
 	d.mu.Unlock()
-	n.cancel(nil)
+	n.end(nil)
 }
 
 func (d *callDeadlines) unlink(n *callNode) {
@@ -118,7 +141,7 @@ func (d *callDeadlines) sweep() {
 		}
 		d.mu.Unlock()
 		for _, n := range expired {
-			n.cancel(errBrokerTimeout)
+			n.end(errBrokerTimeout)
 		}
 		t.Reset(wait)
 		<-t.C

@@ -18,8 +18,8 @@ type body struct {
 	rc    io.ReadCloser // http.ReadResponse's body, never closed (it would drain); nil: fixed's
 	fixed fixedBody     // readResponse's body
 	ctx   context.Context
-	stop  func() bool // unregisters the call's AfterFunc
-	keep  bool        // neither side asked to close the connection
+	stop  callWatch // ends the call's watch
+	keep  bool      // neither side asked to close the connection
 
 	mu   sync.Mutex
 	done bool  // the connection was pooled or closed
@@ -57,7 +57,7 @@ func (b *body) Read(p []byte) (int, error) {
 		b.t.release(b.key, b.c, b.stop, b.keep)
 		return n, io.EOF
 	}
-	b.stop()
+	b.stop.stop()
 	b.c.close()
 	b.err = callError(b.ctx, "reading the answer's body", err)
 	return n, b.err
@@ -71,7 +71,7 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.done, b.err = true, errBodyClosed
-	b.stop()
+	b.stop.stop()
 	b.c.close()
 	return nil
 }

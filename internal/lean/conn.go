@@ -213,9 +213,9 @@ func (headerTimeout) Temporary() bool { return true }
 // connection belongs to the answer's body (or is pooled again when there
 // is none); on failure it is closed.
 func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*http.Response, error) {
-	stop := notRegistered
+	var stop callWatch
 	if ctx.Done() != nil || t.stdlib { // a context that never ends needs none
-		stop = context.AfterFunc(ctx, c.interrupt)
+		stop = watchCall(ctx, c.interrupt)
 	}
 	c.nwrite = 0
 	err := t.write(c.bw, req)
@@ -230,7 +230,7 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 		c.awaitAnswer = false
 	}
 	if err != nil {
-		stop()
+		stop.stop()
 		c.close()
 		err = callError(ctx, "writing the request", err)
 		if c.reused && ctx.Err() == nil && (c.nwrite == 0 || isConnGone(err)) {
@@ -240,13 +240,13 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	}
 	res, fixed, err := t.readHeader(ctx, c, req)
 	if err != nil {
-		stop()
+		stop.stop()
 		c.close()
 		return nil, err
 	}
 	res.TLS = c.tlsState
 	if isProtocolSwitch(res) {
-		stop()
+		stop.stop()
 		res.Body = &switched{br: c.br, conn: c.nc}
 		return res, nil
 	}
@@ -354,14 +354,10 @@ func callError(ctx context.Context, op string, err error) error {
 	return err
 }
 
-// notRegistered is the stop of a call whose context never ends: there is
-// no AfterFunc, and it never ran.
-func notRegistered() bool { return true }
-
 // release pools c when keep and the call's AfterFunc did not run, and
 // closes it otherwise.
-func (t *Transport) release(key poolKey, c *conn, stop func() bool, keep bool) {
-	if !stop() || !keep || c.sawEOF || c.br.Buffered() > 0 {
+func (t *Transport) release(key poolKey, c *conn, stop callWatch, keep bool) {
+	if !stop.stop() || !keep || c.sawEOF || c.br.Buffered() > 0 {
 		c.close()
 		return
 	}

@@ -310,6 +310,10 @@ type serverConn struct {
 	watch      int
 	timer      *time.Timer
 	cancel     context.CancelCauseFunc // the running request's
+	reqDone    <-chan struct{}         // the running request's context's Done
+	reqGen     uint64                  // counts requests: a Canceler or a hook names its request
+	hook       func()                  // the transport's interrupt of the running request's broker call
+	hookState  int                     // hookNone, hookSet, hookRan
 	stash      [1]byte                 // a byte the watch read
 	stashed    bool
 	hungUp     bool // the watch saw the client go away
@@ -418,6 +422,7 @@ func (c *serverConn) serve() {
 	}
 	c.awaitStep = c.step
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, c.nc.LocalAddr())
+	c.base = context.WithValue(c.base, connKey{}, c)
 	c.cond.L = &c.mu
 	c.timer = time.AfterFunc(time.Hour, c.watchConn) // armed per request (arm)
 	c.timer.Stop()
@@ -485,7 +490,7 @@ func (c *serverConn) serveOne() bool {
 	req = req.WithContext(ctx)
 	w := c.newResponse(req)
 	c.mu.Lock()
-	c.cancel, c.hungUp, c.inRequest = cancel, false, true
+	c.cancel, c.reqDone, c.hungUp, c.inRequest = cancel, ctx.Done(), false, true
 	c.mu.Unlock()
 	b, hasBody := req.Body.(*requestBody)
 	if hasBody {
@@ -496,12 +501,11 @@ func (c *serverConn) serveOne() bool {
 	// A panic goes up to serve, which logs it and closes the connection.
 	s.Handler.ServeHTTP(w, req)
 	c.stopWatch()
-	cancel(nil)
+	c.endRequest()
 	w.awaitNext = c.raw != nil && !hasBody && c.br.Buffered() == 0 && !c.stashed && !c.hungUp && !s.closing.Load()
 	keep := w.finish()
 	c.mu.Lock()
 	hungUp := c.hungUp
-	c.cancel = nil
 	c.mu.Unlock()
 	// A client gone for reading may have sent more requests first (in
 	// one write, then closed its side): they are served, as by net/http.
@@ -568,6 +572,9 @@ func (c *serverConn) watchConn() {
 		c.hungUp = true
 		if c.cancel != nil {
 			c.cancel(errClientGone)
+			if h := c.takeHook(); h != nil {
+				defer h()
+			}
 		}
 	}
 	// Else a deadline: the request's end (interrupts), or one the handler
