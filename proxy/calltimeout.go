@@ -33,10 +33,9 @@ type callDeadlines struct {
 // callNode is one call in flight; it lives in the call's Scope.
 type callNode struct {
 	prev, next *callNode
-	deadline   time.Duration
+	deadline   time.Duration           // from callEpoch; 0: not listed
 	cancel     context.CancelCauseFunc // the call's own context's; nil: req's
 	req        lean.Canceler           // the request's, when the call has no context of its own
-	listed     bool
 }
 
 // end ends n's call with cause; nil: the call is over (its own context
@@ -70,9 +69,9 @@ func (d *callDeadlines) start(parent context.Context, n *callNode) context.Conte
 		ctx, n.cancel = context.WithCancelCause(parent)
 		n.req = lean.Canceler{}
 	}
-	n.deadline = clock() + d.timeout
+	n.deadline = max(clock()+d.timeout, 1) // never 0: listed
 	d.mu.Lock()
-	n.prev, n.next, n.listed = d.tail, nil, true
+	n.prev, n.next = d.tail, nil
 	if d.tail != nil {
 		d.tail.next = n
 	} else {
@@ -96,7 +95,7 @@ func (d *callDeadlines) finish(n *callNode) {
 }
 
 func (d *callDeadlines) unlink(n *callNode) {
-	if !n.listed {
+	if n.deadline == 0 {
 		return
 	}
 	if n.prev != nil {
@@ -109,7 +108,7 @@ func (d *callDeadlines) unlink(n *callNode) {
 	} else {
 		d.tail = n.prev
 	}
-	n.prev, n.next, n.listed = nil, nil, false
+	n.prev, n.next, n.deadline = nil, nil, 0
 }
 
 // sweep cancels expired calls, sleeping until the oldest call's deadline

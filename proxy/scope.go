@@ -128,6 +128,10 @@ type Scope struct {
 	// broker request (never appended to: cap 1).
 	idHeader []string
 	w        statusWriter
+	// outHeader is the header of the writer the upstream stage hands the
+	// reverse proxy, while it runs (modifyResponse moves the broker's
+	// header fields to it).
+	outHeader http.Header
 	// ticket is the call's slot and breaker permit of its broker
 	// (brokerprotect.go); nil without them.
 	ticket *brokerTicket
