@@ -447,21 +447,26 @@ func (c *serverConn) awaitRequest() bool {
 	if c.br.Buffered() > 0 || c.stashed {
 		return true
 	}
-	if c.awaited {
-		c.awaited = false
-		_, err := c.br.Peek(1)
-		if err == nil || !isTimeoutErr(err) {
-			return err == nil
-		}
-		// A readiness older than the wait: wait as usual.
-	}
 	d := c.s.idleTimeout()
 	if c.state.Load() == connNew {
 		d = c.s.headerTimeout()
 	}
+	// None when d is 0: clears the deadline of writeAwaiting's wait, or
+	// the past one of an interrupted watch.
+	var deadline time.Time
 	if d > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		deadline = time.Now().Add(d)
 	}
+	if c.awaited {
+		c.awaited = false
+		_, err := c.br.Peek(1)
+		if err == nil || !isTimeoutErr(err) {
+			_ = c.nc.SetReadDeadline(deadline)
+			return err == nil
+		}
+		// A readiness older than the wait: wait as usual.
+	}
+	_ = c.nc.SetReadDeadline(deadline)
 	_, err := c.br.Peek(1)
 	return err == nil
 }
