@@ -309,3 +309,43 @@ func TestServerAwaitShutdown(t *testing.T) {
 }
 
 func (s *Server) addr(ln *tapListener) string { return ln.Addr().String() }
+
+// TestServerAwaitRequestAfterWatch: a request with a body that ran long
+// enough for the watch to start; its end interrupts the watch with a past
+// read deadline, which the wait for the next request must not keep (with
+// no IdleTimeout, it set none: the connection closed at once).
+func TestServerAwaitRequestAfterWatch(t *testing.T) {
+	for _, tt := range awaitTimeouts {
+		t.Run(tt.name, func(t *testing.T) {
+			s, ln := startAwaitServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					_, _ = io.ReadAll(r.Body)
+					if !watchState(w, func(c *serverConn) bool { return c.watch == watchReading }) {
+						panic("the watch did not start")
+					}
+				}
+				describe(w, r)
+			}, func(s *Server) {
+				if tt.tune != nil {
+					tt.tune(s)
+				}
+				s.HangupAfter = time.Millisecond
+			})
+			conn := dial(t, s.addr(ln))
+			defer conn.Close()
+			br := bufio.NewReader(conn)
+			if _, err := io.WriteString(conn, post); err != nil {
+				t.Fatal(err)
+			}
+			if x := readAnswers(br, 1, http.MethodPost, false); len(x.Answers) != 1 || x.Answers[0].Close {
+				t.Fatalf("POST: %+v, want an answer that keeps the connection", x)
+			}
+			if _, err := io.WriteString(conn, get); err != nil {
+				t.Fatal(err)
+			}
+			if x := readAnswers(br, 1, http.MethodGet, false); len(x.Answers) != 1 || !strings.Contains(x.Answers[0].Body, `"RequestURI":"/v2/catalog"`) {
+				t.Fatalf("GET after it: %+v, want its answer", x)
+			}
+		})
+	}
+}
