@@ -220,14 +220,16 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	c.nwrite = 0
 	err := t.write(c.bw, req)
 	if err == nil {
-		if c.canAwait() {
+		awaiting := c.canAwait()
+		if awaiting {
 			c.awaitAnswer = true
-			if t.ResponseHeaderTimeout > 0 {
-				_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
-			}
+			t.headerDeadline(ctx, c) // the wait for the answer is in the flush
 		}
 		err = c.bw.Flush()
 		c.awaitAnswer = false
+		if err == nil && !awaiting {
+			t.headerDeadline(ctx, c)
+		}
 	}
 	if err != nil {
 		stop.stop()
@@ -276,6 +278,19 @@ func (t *Transport) write(bw *bufio.Writer, req *http.Request) error {
 	return req.Write(bw)
 }
 
+// headerDeadline sets the read deadline of ResponseHeaderTimeout, once per
+// call: before the flush when the wait for the answer is in it
+// (writeAwaiting), else after. A call whose context ended already keeps
+// its AfterFunc's past deadline.
+func (t *Transport) headerDeadline(ctx context.Context, c *conn) {
+	if t.ResponseHeaderTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
+		if ctx.Err() != nil {
+			c.interrupt()
+		}
+	}
+}
+
 // readHeader reads the answer's header, skipping 1xx informational ones.
 // When readResponse read it and it has a body, fixed is to be its Body.
 func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) (res *http.Response, fixed *body, err error) {
@@ -284,9 +299,6 @@ func (t *Transport) readHeader(ctx context.Context, c *conn, req *http.Request) 
 		limit = DefaultMaxResponseHeaderBytes
 	}
 	c.readLimit = limit
-	if t.ResponseHeaderTimeout > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(t.ResponseHeaderTimeout))
-	}
 	var trace *httptrace.ClientTrace
 	res, err = func() (*http.Response, error) {
 		if _, err := c.br.Peek(1); err != nil {
