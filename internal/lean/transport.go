@@ -7,10 +7,13 @@
 // channels. Here the calling goroutine does it all: it takes a keep-alive
 // connection from the pool (or dials one), writes the request to the
 // connection's bufio.Writer and reads the answer from its bufio.Reader. No
-// goroutine runs per connection or per request; a context.AfterFunc sets a
-// past deadline on the connection when the call's context ends, which
-// interrupts a blocked write or read (a context that never ends, Done nil,
-// registers none).
+// goroutine runs per connection or per request; when the call's context
+// ends, a past deadline set on the connection interrupts a blocked write or
+// read. It is registered on the request when the context is that of a
+// request the lean Server runs (cancel.go), else with context.AfterFunc (a
+// context that never ends, Done nil, registers none). The request's last
+// bytes are written from within the wait for the answer (writeAwaiting,
+// conn.go), so that the first read of the answer finds it.
 //
 // Both ends have a fast path for the plain case and fall back to the
 // standard library for anything else:
