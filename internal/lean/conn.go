@@ -39,6 +39,10 @@ type conn struct {
 	pending     []byte                // what step writes; nil once written
 	written     int                   // what step wrote of it
 	writeErr    error                 // step's write error
+
+	// sock reads a plain TCP connection with raw system calls (raw nil:
+	// a TLS connection, or one without a RawConn).
+	sock sockReader
 }
 
 // aLongTimeAgo is a deadline that has passed: it interrupts a blocked
@@ -68,6 +72,9 @@ func (t *Transport) dial(ctx context.Context, key poolKey) (*conn, error) {
 	}
 	c.interrupt = func() { _ = c.nc.SetDeadline(aLongTimeAgo) }
 	c.awaitStep = c.step
+	if c.raw != nil && !key.tls {
+		c.sock.init(nc, c.raw)
+	}
 	c.br = bufio.NewReaderSize(c, 4<<10)
 	c.bw = bufio.NewWriterSize(c, 4<<10)
 	return c, nil
@@ -120,7 +127,13 @@ func (c *conn) Read(p []byte) (int, error) {
 	if int64(len(p)) > c.readLimit {
 		p = p[:c.readLimit]
 	}
-	n, err := c.nc.Read(p)
+	var n int
+	var err error
+	if c.sock.raw != nil && c.tlsState == nil {
+		n, err = c.sock.Read(p)
+	} else {
+		n, err = c.nc.Read(p)
+	}
 	if err != nil {
 		c.sawEOF = true
 	}
@@ -185,15 +198,17 @@ func (c *conn) step(fd uintptr) bool {
 	}
 	c.pending = nil
 	for {
-		n, err := syscall.Write(int(fd), p)
-		if err == syscall.EINTR {
+		n, e := sysWrite(fd, p)
+		if e == syscall.EINTR {
 			continue
 		}
 		if n > 0 {
 			c.written = n
 		}
-		c.writeErr = err
-		return err != nil || n < len(p)
+		if e != 0 {
+			c.writeErr = e
+		}
+		return e != 0 || n < len(p)
 	}
 }
 

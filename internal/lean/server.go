@@ -332,6 +332,9 @@ type serverConn struct {
 	pending     []byte
 	written     int
 	awaitResult int
+
+	// sock reads nc with raw system calls (raw nil: none).
+	sock sockReader
 }
 
 // errClientGone is the cause of a request's context when the client hung up.
@@ -377,14 +380,14 @@ func (c *serverConn) step(fd uintptr) bool {
 	}
 	c.pending = nil
 	for {
-		n, err := syscall.Write(int(fd), p)
-		if err == syscall.EINTR {
+		n, e := sysWrite(fd, p)
+		if e == syscall.EINTR {
 			continue
 		}
 		if n > 0 {
 			c.written = n
 		}
-		return err != nil || n < len(p)
+		return e != 0 || n < len(p)
 	}
 }
 
@@ -394,6 +397,9 @@ func (c *serverConn) Read(p []byte) (int, error) {
 		c.stashed = false
 		p[0] = c.stash[0]
 		return 1, nil
+	}
+	if c.sock.raw != nil {
+		return c.sock.Read(p)
 	}
 	return c.nc.Read(p)
 }
@@ -419,6 +425,9 @@ func (c *serverConn) serve() {
 	c.bw = bufio.NewWriterSize(c, 4096)
 	if sc, ok := c.nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
+	}
+	if c.raw != nil {
+		c.sock.init(c.nc, c.raw)
 	}
 	c.awaitStep = c.step
 	c.base = context.WithValue(context.Background(), http.LocalAddrContextKey, c.nc.LocalAddr())
