@@ -135,7 +135,9 @@ func TestLatencyRoundsAndTargets(t *testing.T) {
 	s := func(rps float64, cpu time.Duration, p50 time.Duration) sample {
 		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps), p50: p50}, cpu: cpu}
 	}
-	v := func(p99 time.Duration) vegetaResult { return vegetaResult{rate: 2000, success: 1, p99: p99} }
+	v := func(p99 time.Duration) vegetaResult {
+		return vegetaResult{rate: 2000, success: 1, p99: p99, requests: 20000, cpu: 400 * time.Millisecond}
+	}
 	r := &report{
 		opts: &options{rate: 2000},
 		targets: []*target{{key: keyDirect, name: "direct"}, {key: keyNginx, name: "nginx"}, {key: keyBare, name: "bare"},
@@ -173,6 +175,18 @@ func TestLatencyRoundsAndTargets(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("targets section lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	r.open[1][keyGateway] = vegetaResult{rate: 2000, success: 1, p99: ms(2.9), requests: 20000, cpu: time.Second}
+	r.writeOpen(&out)
+	// 0.4 + 1 + 0.4 s of CPU over 60,000 requests; direct 1.2 s
+	for _, want := range []string{
+		"| direct | 2000 | 100.00 % | 0.000 ms | 1.000 ms | – | – | 20.0 |",
+		"| gateway | 2000 | 100.00 % | 0.000 ms | 1.300 ms | +0.000 ms | +0.300 ms | 30.0 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("open-loop table lacks %q:\n%s", want, out.String())
 		}
 	}
 	r.rounds[0][keyStandard] = s(300, time.Second, 0)

@@ -227,10 +227,19 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 		for i := range ts {
 			t := ts[(i+r)%len(ts)]
 			o.logf("open loop: %s at %d req/s for %s (round %d of %d)", t.name, o.rate, o.openDuration, r+1, o.latencyRounds)
+			before, err := t.proc.cpu()
+			if err != nil {
+				return fmt.Errorf("%s: CPU time: %w", t.name, err)
+			}
 			v, err := runVegeta(ctx, bin, dir, t.url, t.header, o.rate, o.openDuration)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
+			after, err := t.proc.cpu()
+			if err != nil {
+				return fmt.Errorf("%s: CPU time: %w", t.name, err)
+			}
+			v.cpu = after - before
 			if len(v.errors) > 0 {
 				o.logf("open loop: %s: %.2f %% succeeded; errors: %s", t.name, v.success*100, strings.Join(v.errors, "; "))
 			}

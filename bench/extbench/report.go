@@ -129,19 +129,24 @@ func (r *report) writeOpen(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "Open loop: vegeta (%s) at %d req/s for %s per target and round, keep-alive, %d rounds, "+
-		"order rotated; medians over the rounds (added: of the rounds' differences from direct).\n\n",
+		"order rotated; medians over the rounds (added: of the rounds' differences from direct); CPU µs/req is the "+
+		"target process's CPU time over all its rounds divided by the requests vegeta sent it.\n\n",
 		strings.TrimPrefix(vegetaModule, "github.com/tsenart/"), o.rate, o.openDuration, len(r.open))
-	fmt.Fprintln(w, "| target | sent req/s | success (lowest round) | p50 | p99 | added p50 | added p99 |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| target | sent req/s | success (lowest round) | p50 | p99 | added p50 | added p99 | CPU µs/req (its own process) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	p50 := func(v vegetaResult) time.Duration { return v.p50 }
 	p99 := func(v vegetaResult) time.Duration { return v.p99 }
 	for _, t := range r.targets {
 		var rates []float64
 		success := 1.0
+		var cpu time.Duration
+		var n int64
 		for _, round := range r.open {
 			if v, ok := round[t.key]; ok {
 				rates = append(rates, v.rate)
 				success = min(success, v.success)
+				cpu += v.cpu
+				n += v.requests
 			}
 		}
 		if len(rates) == 0 {
@@ -156,8 +161,8 @@ func (r *report) writeOpen(w io.Writer) {
 		if d, ok := addedDur(r.open, t.key, p99); ok {
 			added99 = signed(d)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s |\n", t.name, median(rates), success*100,
-			fmtDur(m50), fmtDur(m99), added50, added99)
+		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s | %s |\n", t.name, median(rates), success*100,
+			fmtDur(m50), fmtDur(m99), added50, added99, perRequest(cpu, n))
 	}
 	fmt.Fprintln(w)
 }
