@@ -38,10 +38,10 @@ import (
 //     a copy of the map.
 //
 // Measured with bench/extbench (one run of five rounds, the gateway on
-// each server in the same run): 36.1 µs of CPU per proxied request
-// against 47.6 on net/http's server (0.76×), 1.33× against 1.07× the
-// bare proxy's requests (on an earlier machine, before writeAwaiting and
-// the raw system calls: 30.3 against 35.5 µs, 0.85×).
+// each server in the same run): 30.9 µs of CPU per proxied request
+// against 40.2 on net/http's server (0.77×), 1.30× against 1.06× the
+// bare proxy's requests (a session earlier, before writeAwaiting and the
+// raw system calls: 30.3 against 35.5 µs, 0.85×).
 //
 // It speaks HTTP/1.0 and 1.1 over plain TCP only (no TLS: the gateway
 // serves a TLS listener with net/http, which also speaks HTTP/2), has no
