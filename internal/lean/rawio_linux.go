@@ -16,22 +16,16 @@ import (
 // that sysmon finds in progress twice loses its P to another thread;
 // under load that was 6 % of the gateway's CPU (perf, extbench at 64
 // connections), sysmon waking every 20 µs.
-func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) {
-	if len(p) == 0 {
-		return 0, 0
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), 0
-}
+func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) { return rawRW(syscall.SYS_WRITE, fd, p) }
 
-func sysRead(fd uintptr, p []byte) (int, syscall.Errno) {
+func sysRead(fd uintptr, p []byte) (int, syscall.Errno) { return rawRW(syscall.SYS_READ, fd, p) }
+
+// rawRW is read(2) or write(2) (trap) of p on fd as a raw system call.
+func rawRW(trap, fd uintptr, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {
 		return 0, 0
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
