@@ -129,7 +129,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	}
 	var n int
 	var err error
-	if c.sock.raw != nil && c.tlsState == nil {
+	if c.sock.raw != nil { // plain TCP (dial sets sock up only then)
 		n, err = c.sock.Read(p)
 	} else {
 		n, err = c.nc.Read(p)
@@ -197,19 +197,12 @@ func (c *conn) step(fd uintptr) bool {
 		return true
 	}
 	c.pending = nil
-	for {
-		n, e := sysWrite(fd, p)
-		if e == syscall.EINTR {
-			continue
-		}
-		if n > 0 {
-			c.written = n
-		}
-		if e != 0 {
-			c.writeErr = e
-		}
-		return e != 0 || n < len(p)
+	n, e := sysWrite(fd, p)
+	c.written = n
+	if e != 0 {
+		c.writeErr = e
 	}
+	return e != 0 || n < len(p)
 }
 
 func (c *conn) close() { c.nc.Close() }

@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// sysWrite and sysRead are write(2) and read(2) on a non-blocking socket
-// without the runtime's system call bookkeeping (entersyscall and
+// sysWrite and sysRead are write(2) and read(2) on a non-blocking socket,
+// made again on EINTR, without the runtime's system call bookkeeping (entersyscall and
 // exitsyscall): such a call never blocks, so there is nothing for the
 // scheduler to hand over while it runs. Through syscall.Write and Read
 // every call tells the runtime's monitor thread (sysmon) of itself: it
@@ -21,14 +21,20 @@ func sysWrite(fd uintptr, p []byte) (int, syscall.Errno) { return rawRW(syscall.
 
 func sysRead(fd uintptr, p []byte) (int, syscall.Errno) { return rawRW(syscall.SYS_READ, fd, p) }
 
-// rawRW is read(2) or write(2) (trap) of p on fd as a raw system call.
+// rawRW is read(2) or write(2) (trap) of p on fd as a raw system call,
+// made again when a signal interrupted it (EINTR).
 func rawRW(trap, fd uintptr, p []byte) (int, syscall.Errno) {
 	if len(p) == 0 {
 		return 0, 0
 	}
-	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
+	for {
+		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		switch e {
+		case 0:
+			return int(n), 0
+		case syscall.EINTR:
+		default:
+			return 0, e
+		}
 	}
-	return int(n), 0
 }

@@ -59,19 +59,10 @@ func (r *sockReader) Read(p []byte) (int, error) {
 // readStep is Read's RawConn.Read callback: false asks to wait for the
 // connection to become readable.
 func (r *sockReader) readStep(fd uintptr) bool {
-	for {
-		n, e := sysRead(fd, r.p)
-		switch e {
-		case 0:
-			r.n = n
-			return true
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		default:
-			r.errno = e
-			return true
-		}
+	n, e := sysRead(fd, r.p)
+	if e == syscall.EAGAIN {
+		return false
 	}
+	r.n, r.errno = n, e
+	return true
 }

@@ -380,16 +380,9 @@ func (c *serverConn) step(fd uintptr) bool {
 		return true
 	}
 	c.pending = nil
-	for {
-		n, e := sysWrite(fd, p)
-		if e == syscall.EINTR {
-			continue
-		}
-		if n > 0 {
-			c.written = n
-		}
-		return e != 0 || n < len(p)
-	}
+	n, e := sysWrite(fd, p)
+	c.written = n
+	return e != 0 || n < len(p)
 }
 
 // Read is the connection's reader under br: the watch's byte first.
