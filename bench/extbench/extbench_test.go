@@ -54,7 +54,7 @@ func TestParseVegeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := vegetaResult{rate: 2000.1, p50: 150 * time.Microsecond, p99: 420 * time.Microsecond, success: 1, requests: 20000, errors: []string{}}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(vegetaResult{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(vegetaResult{}, used{})); diff != "" {
 		t.Errorf("parseVegeta (-want +got):\n%s", diff)
 	}
 }
@@ -64,7 +64,7 @@ func TestParseVegeta(t *testing.T) {
 // ratios, not the ratio of medians.
 func TestRoundsDroppedAndRatios(t *testing.T) {
 	s := func(rps float64) sample {
-		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps)}, cpu: time.Second}
+		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps)}, used: used{cpu: time.Second}}
 	}
 	r := &report{rounds: []map[string]sample{
 		{keyDirect: s(1000), keyBare: s(400), keyGateway: s(300)},
@@ -133,10 +133,11 @@ func TestTinyRun(t *testing.T) {
 func TestLatencyRoundsAndTargets(t *testing.T) {
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	s := func(rps float64, cpu time.Duration, p50 time.Duration) sample {
-		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps), p50: p50}, cpu: cpu}
+		return sample{wrkResult: wrkResult{rps: rps, requests: int64(rps), p50: p50}, used: used{cpu: cpu, sys: cpu / 4, switches: int64(rps / 2)}}
 	}
 	v := func(p99 time.Duration) vegetaResult {
-		return vegetaResult{rate: 2000, success: 1, p99: p99, requests: 20000, cpu: 400 * time.Millisecond}
+		return vegetaResult{rate: 2000, success: 1, p99: p99, requests: 20000,
+			used: used{cpu: 400 * time.Millisecond, sys: 100 * time.Millisecond, switches: 30000}}
 	}
 	r := &report{
 		opts: &options{rate: 2000},
@@ -178,16 +179,25 @@ func TestLatencyRoundsAndTargets(t *testing.T) {
 		}
 	}
 	out.Reset()
-	r.open[1][keyGateway] = vegetaResult{rate: 2000, success: 1, p99: ms(2.9), requests: 20000, cpu: time.Second}
+	r.open[1][keyGateway] = vegetaResult{rate: 2000, success: 1, p99: ms(2.9), requests: 20000,
+		used: used{cpu: time.Second, sys: 700 * time.Millisecond, switches: 150000}}
 	r.writeOpen(&out)
-	// 0.4 + 1 + 0.4 s of CPU over 60,000 requests; direct 1.2 s
+	// 0.4 + 1 + 0.4 s of CPU over 60,000 requests, 0.1 + 0.7 + 0.1 s of it
+	// kernel, 30,000 + 150,000 + 30,000 switches; direct 1.2 s, 0.3 s,
+	// 90,000
 	for _, want := range []string{
-		"| direct | 2000 | 100.00 % | 0.000 ms | 1.000 ms | – | – | 20.0 |",
-		"| gateway | 2000 | 100.00 % | 0.000 ms | 1.300 ms | +0.000 ms | +0.300 ms | 30.0 |",
+		"| direct | 2000 | 100.00 % | 0.000 ms | 1.000 ms | – | – | 20.0 | 5.0 | 1.50 |",
+		"| gateway | 2000 | 100.00 % | 0.000 ms | 1.300 ms | +0.000 ms | +0.300 ms | 30.0 | 15.0 | 3.50 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("open-loop table lacks %q:\n%s", want, out.String())
 		}
+	}
+	out.Reset()
+	r.write(&out)
+	// gateway: 2 s over 540 requests, a quarter of it kernel, 270 switches
+	if want := "| gateway | 540 | 0.54 | 1.35 | 0.90 | 3703.7 | 925.9 | 0.50 | 0.150 ms | +0.070 ms |"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 	r.rounds[0][keyStandard] = s(300, time.Second, 0)
 	out.Reset()

@@ -25,7 +25,9 @@
 // starting with the next target. A round where direct moves more than 10 %
 // from its median is dropped. Ratios are medians of the per-round ratios;
 // CPU µs/req is the target process's user+system time (nginx's with its
-// workers) over the kept rounds divided by their requests. Then each target
+// workers) over the kept rounds divided by their requests; the kernel's
+// share of it (system time) and the context switches per request (summed
+// over the process's threads) come beside it. Then each target
 // runs at one connection for -latency-duration (added p50: target minus
 // direct), and at -rate requests/s for -open-duration under vegeta (added
 // p50 and p99). The report is Markdown on standard output.
@@ -43,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/bench/internal/reference"
 )
 
 // options are the flags.
@@ -227,7 +231,7 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 		for i := range ts {
 			t := ts[(i+r)%len(ts)]
 			o.logf("open loop: %s at %d req/s for %s (round %d of %d)", t.name, o.rate, o.openDuration, r+1, o.latencyRounds)
-			before, err := t.proc.cpu()
+			before, err := t.proc.usage()
 			if err != nil {
 				return fmt.Errorf("%s: CPU time: %w", t.name, err)
 			}
@@ -235,11 +239,11 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			after, err := t.proc.cpu()
+			after, err := t.proc.usage()
 			if err != nil {
 				return fmt.Errorf("%s: CPU time: %w", t.name, err)
 			}
-			v.cpu = after - before
+			v.used = usedBy(after.Sub(before))
 			if len(v.errors) > 0 {
 				o.logf("open loop: %s: %.2f %% succeeded; errors: %s", t.name, v.success*100, strings.Join(v.errors, "; "))
 			}
@@ -253,12 +257,21 @@ func openLoop(ctx context.Context, o *options, dir string, ts []*target, rep *re
 // sample is one closed-loop run of a target.
 type sample struct {
 	wrkResult
-	cpu time.Duration // the target process's
+	used // by the target's process
 }
 
-// measure runs wrk against t and reads t's process CPU time around it.
+// used is what a target's process used over a run, from /proc.
+type used struct {
+	cpu      time.Duration // user and system
+	sys      time.Duration // of it, system: the kernel's work for it
+	switches int64         // its threads' context switches
+}
+
+func usedBy(u reference.Usage) used { return used{cpu: u.CPU(), sys: u.System, switches: u.Switches} }
+
+// measure runs wrk against t and reads t's process usage around it.
 func measure(ctx context.Context, t *target, conns int, d time.Duration) (sample, error) {
-	before, err := t.proc.cpu()
+	before, err := t.proc.usage()
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: CPU time: %w", t.name, err)
 	}
@@ -266,14 +279,14 @@ func measure(ctx context.Context, t *target, conns int, d time.Duration) (sample
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: %w", t.name, err)
 	}
-	after, err := t.proc.cpu()
+	after, err := t.proc.usage()
 	if err != nil {
 		return sample{}, fmt.Errorf("%s: CPU time: %w", t.name, err)
 	}
 	if r.failed > 0 {
 		return sample{}, fmt.Errorf("%s: %d of %d requests failed (non-2xx or socket errors)", t.name, r.failed, r.requests)
 	}
-	return sample{wrkResult: r, cpu: after - before}, nil
+	return sample{wrkResult: r, used: usedBy(after.Sub(before))}, nil
 }
 
 // cores is what the report says about the machine.

@@ -24,13 +24,14 @@ type proc struct {
 	tree bool
 }
 
-// cpu returns the process's user+system CPU time so far.
-func (p *proc) cpu() (time.Duration, error) {
+// usage returns what the process (with nginx's workers) used so far:
+// user and system CPU time, context switches.
+func (p *proc) usage() (reference.Usage, error) {
 	if p.tree {
-		return reference.TreeCPU(p.cmd.Process.Pid)
+		return reference.TreeUsage(p.cmd.Process.Pid)
 	}
-	c, _, err := reference.ProcCPU(p.cmd.Process.Pid)
-	return c, err
+	u, _, err := reference.ProcUsage(p.cmd.Process.Pid)
+	return u, err
 }
 
 // stop asks the process to stop (SIGTERM) and kills it when it is still

@@ -76,8 +76,8 @@ func (r *report) write(w io.Writer) {
 		refs = append(refs, keyBefore)
 		head += " × " + o.beforeLabel + " |"
 	}
-	fmt.Fprintln(w, head+" CPU µs/req (its own process) | p50 at 1 conn | added p50 at 1 conn |")
-	fmt.Fprintln(w, "| --- | ---: |"+strings.Repeat(" ---: |", len(refs))+" ---: | ---: | ---: |")
+	fmt.Fprintln(w, head+" CPU µs/req (its own process) | of it kernel | context switches/req | p50 at 1 conn | added p50 at 1 conn |")
+	fmt.Fprintln(w, "| --- | ---: |"+strings.Repeat(" ---: |", len(refs))+" ---: | ---: | ---: | ---: | ---: |")
 	for _, t := range r.targets {
 		var rates []float64
 		for _, i := range kept {
@@ -94,8 +94,8 @@ func (r *report) write(w io.Writer) {
 			}
 			cols = append(cols, fmt.Sprintf("%.2f", v))
 		}
-		cpu, n := r.cpu(t.key, kept)
-		cols = append(cols, perRequest(cpu, n))
+		u, n := r.used(t.key, kept)
+		cols = append(cols, perRequest(u.cpu, n), perRequest(u.sys, n), switchesPer(u.switches, n))
 		p50, ok := medianDur(r.single, t.key, func(s sample) time.Duration { return s.p50 })
 		if !ok {
 			cols = append(cols, "–", "–")
@@ -130,22 +130,23 @@ func (r *report) writeOpen(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Open loop: vegeta (%s) at %d req/s for %s per target and round, keep-alive, %d rounds, "+
 		"order rotated; medians over the rounds (added: of the rounds' differences from direct); CPU µs/req is the "+
-		"target process's CPU time over all its rounds divided by the requests vegeta sent it.\n\n",
+		"target process's CPU time over all its rounds divided by the requests vegeta sent it (of it kernel: its system "+
+		"time; context switches: its threads', per request).\n\n",
 		strings.TrimPrefix(vegetaModule, "github.com/tsenart/"), o.rate, o.openDuration, len(r.open))
-	fmt.Fprintln(w, "| target | sent req/s | success (lowest round) | p50 | p99 | added p50 | added p99 | CPU µs/req (its own process) |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| target | sent req/s | success (lowest round) | p50 | p99 | added p50 | added p99 | CPU µs/req (its own process) | of it kernel | context switches/req |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	p50 := func(v vegetaResult) time.Duration { return v.p50 }
 	p99 := func(v vegetaResult) time.Duration { return v.p99 }
 	for _, t := range r.targets {
 		var rates []float64
 		success := 1.0
-		var cpu time.Duration
+		var u used
 		var n int64
 		for _, round := range r.open {
 			if v, ok := round[t.key]; ok {
 				rates = append(rates, v.rate)
 				success = min(success, v.success)
-				cpu += v.cpu
+				u = u.add(v.used)
 				n += v.requests
 			}
 		}
@@ -161,23 +162,29 @@ func (r *report) writeOpen(w io.Writer) {
 		if d, ok := addedDur(r.open, t.key, p99); ok {
 			added99 = signed(d)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s | %s |\n", t.name, median(rates), success*100,
-			fmtDur(m50), fmtDur(m99), added50, added99, perRequest(cpu, n))
+		fmt.Fprintf(w, "| %s | %.0f | %.2f %% | %s | %s | %s | %s | %s | %s | %s |\n", t.name, median(rates), success*100,
+			fmtDur(m50), fmtDur(m99), added50, added99, perRequest(u.cpu, n), perRequest(u.sys, n), switchesPer(u.switches, n))
 	}
 	fmt.Fprintln(w)
 }
 
-// cpu sums key's CPU time and requests over the kept rounds.
-func (r *report) cpu(key string, kept []int) (time.Duration, int64) {
-	var cpu time.Duration
+// used sums what key's process used and its requests over the kept
+// rounds.
+func (r *report) used(key string, kept []int) (used, int64) {
+	var u used
 	var n int64
 	for _, i := range kept {
 		if s, ok := r.rounds[i][key]; ok {
-			cpu += s.cpu
+			u = u.add(s.used)
 			n += s.requests
 		}
 	}
-	return cpu, n
+	return u, n
+}
+
+// add is u and v together.
+func (u used) add(v used) used {
+	return used{cpu: u.cpu + v.cpu, sys: u.sys + v.sys, switches: u.switches + v.switches}
 }
 
 // medianDur is the median over rounds of f of key's result; false when
@@ -215,6 +222,14 @@ func perRequest(cpu time.Duration, n int64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f", float64(cpu.Microseconds())/float64(n))
+}
+
+// switchesPer is switches/n with two decimals, or "–".
+func switchesPer(switches, n int64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", float64(switches)/float64(n))
 }
 
 // fmtDur prints d in ms with two decimals below a second.
@@ -286,8 +301,9 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	ratio("gateway (default configuration) × bare proxy", keyGateway, keyBare, 1.3)
 	ratio("gateway (default configuration) × nginx", keyGateway, keyNginx, 0.5)
 	ratio("gateway on transport: standard × bare proxy (the default chain on http.Transport)", keyStandard, keyBare, 0.95)
-	gc, gn := r.cpu(keyGateway, kept)
-	nc, nn := r.cpu(keyNginx, kept)
+	gu, gn := r.used(keyGateway, kept)
+	nu, nn := r.used(keyNginx, kept)
+	gc, nc := gu.cpu, nu.cpu
 	if gn > 0 && nn > 0 && nc > 0 {
 		v := (float64(gc) / float64(gn)) / (float64(nc) / float64(nn))
 		cs = append(cs, check{"gateway CPU per request ÷ nginx's", fmt.Sprintf("%.2f×", v), "≤ 2.50×", v <= 2.5})

@@ -39,9 +39,9 @@ type vegetaResult struct {
 	success  float64 // share of 2xx answers
 	requests int64
 	errors   []string // vegeta's distinct errors, when any failed
-	// cpu is the target process's CPU time over the run (openLoop reads
+	// used is what the target process used over the run (openLoop reads
 	// it from /proc around the attack).
-	cpu time.Duration
+	used
 }
 
 // runVegeta sends GET url with the header lines at rate requests/s for d

@@ -6,6 +6,7 @@ package reference
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -169,26 +170,143 @@ func TreeCPU(pid int) (time.Duration, error) {
 // ProcCPU reads utime+stime (all threads) and the parent pid from
 // /proc/<pid>/stat.
 func ProcCPU(pid int) (cpu time.Duration, ppid int, err error) {
+	user, sys, ppid, err := procTimes(pid)
+	return user + sys, ppid, err
+}
+
+// procTimes reads utime and stime (all threads) and the parent pid from
+// /proc/<pid>/stat.
+func procTimes(pid int) (user, sys time.Duration, ppid int, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	// The command name, field 2, is in parentheses and may hold spaces.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, errors.New("malformed /proc stat")
+		return 0, 0, 0, errors.New("malformed /proc stat")
 	}
 	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
 	if len(f) < 13 {
-		return 0, 0, errors.New("short /proc stat")
+		return 0, 0, 0, errors.New("short /proc stat")
 	}
 	ppid, err1 := strconv.Atoi(f[1])               // field 4
 	utime, err2 := strconv.ParseInt(f[11], 10, 64) // field 14
 	stime, err3 := strconv.ParseInt(f[12], 10, 64) // field 15
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return time.Duration(utime+stime) * clockTick, ppid, nil
+	return time.Duration(utime) * clockTick, time.Duration(stime) * clockTick, ppid, nil
+}
+
+// Usage is what a process (or nginx's master and workers) used so far,
+// from /proc: where its CPU time went, and how often its threads were
+// switched out.
+type Usage struct {
+	User   time.Duration // utime, all threads
+	System time.Duration // stime, all threads: the kernel's work for it
+	// Switches is the context switches (voluntary and involuntary) of the
+	// threads alive when it was read, from /proc/<pid>/task/*/status.
+	// A thread that ended takes its count with it; Go's threads and
+	// nginx's workers live as long as their process.
+	Switches int64
+}
+
+// CPU is the user and system time together.
+func (u Usage) CPU() time.Duration { return u.User + u.System }
+
+// Sub is what was used between v and u (u read after v).
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{User: u.User - v.User, System: u.System - v.System, Switches: u.Switches - v.Switches}
+}
+
+// ProcUsage reads the Usage of the process pid and its parent pid.
+func ProcUsage(pid int) (Usage, int, error) {
+	user, sys, ppid, err := procTimes(pid)
+	if err != nil {
+		return Usage{}, 0, err
+	}
+	switches, err := contextSwitches(pid)
+	if err != nil {
+		return Usage{}, 0, err
+	}
+	return Usage{User: user, System: sys, Switches: switches}, ppid, nil
+}
+
+// TreeUsage is ProcUsage of the process pid and its direct children
+// (nginx's master and workers) added up.
+func TreeUsage(pid int) (Usage, error) {
+	total, _, err := ProcUsage(pid)
+	if err != nil {
+		return Usage{}, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return Usage{}, err
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		u, ppid, err := ProcUsage(child)
+		if err != nil || ppid != pid {
+			continue // gone, or not a child
+		}
+		total.User += u.User
+		total.System += u.System
+		total.Switches += u.Switches
+	}
+	return total, nil
+}
+
+// contextSwitches sums voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches over the threads of pid.
+func contextSwitches(pid int) (int64, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		n, err := parseSwitches(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %w", dir, t.Name(), err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// parseSwitches adds up the two context switch counts of a
+// /proc/<pid>/task/<tid>/status.
+func parseSwitches(status []byte) (int64, error) {
+	var total int64
+	found := 0
+	for line := range bytes.Lines(status) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		switch string(name) {
+		case "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches":
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", name, err)
+			}
+			total += n
+			found++
+		}
+	}
+	if found != 2 {
+		return 0, errors.New("no voluntary_ctxt_switches and nonvoluntary_ctxt_switches")
+	}
+	return total, nil
 }
 
 // FreePort returns a loopback address with a port that was free a moment
