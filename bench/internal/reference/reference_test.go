@@ -78,8 +78,9 @@ func TestProcUsageOfItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tree.CPU() < now.CPU() || tree.Switches < now.Switches {
-		t.Errorf("TreeUsage %+v, less than the process's own %+v read before it", tree, now)
+	// (Not the switches: a thread that ended meanwhile takes its count.)
+	if tree.CPU() < now.CPU() || tree.Switches <= 0 {
+		t.Errorf("TreeUsage %+v, less CPU than the process's own %+v read before it, or no switches", tree, now)
 	}
 }
 
