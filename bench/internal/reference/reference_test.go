@@ -21,4 +21,3 @@ func TestParseSwitches(t *testing.T) {
 		}
 	}
 }
-
