@@ -144,3 +144,31 @@ func TestBufferedAccessLog(t *testing.T) {
 		t.Error("a line after Close was not written")
 	}
 }
+
+// TestBufferedAccessLogIdle: an idle buffered AccessLog runs no timer; a
+// line arms one flush, which writes it, and the log is idle again after.
+func TestBufferedAccessLogIdle(t *testing.T) {
+	var out lockedBuffer
+	a := NewAccessLog(&out, "json", slog.LevelInfo)
+	a.Buffer(time.Millisecond)
+	defer a.Close()
+	time.Sleep(20 * time.Millisecond) // twenty intervals without a line
+	if n := a.ticks.Load(); n != 0 {
+		t.Fatalf("%d flushes ran without a line", n)
+	}
+	a.write(time.Now(), slog.LevelInfo, []accessField{{key: "i", num: 1, isN: true}})
+	deadline := time.Now().Add(5 * time.Second)
+	for text, _ := out.snapshot(); !strings.Contains(text, `"i":1`); text, _ = out.snapshot() {
+		if time.Now().After(deadline) {
+			t.Fatal("the line was not written within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // idle again
+	if n := a.ticks.Load(); n != 1 {
+		t.Fatalf("%d flushes ran for one line, want 1", n)
+	}
+	if _, writes := out.snapshot(); writes != 1 {
+		t.Fatalf("%d writes for one line, want 1", writes)
+	}
+}

@@ -28,8 +28,14 @@ type AccessLog struct {
 	// buf holds lines not written yet, when buffered; spare is the other
 	// buffer, swapped in while buf is written.
 	buf, spare []byte
-	stop, done chan struct{}
-	closeOnce  sync.Once
+	// flush writes buf interval after the first line since the last
+	// flush (armed while it is pending): an idle gateway has no timer
+	// running for its access log.
+	flush     *time.Timer
+	interval  time.Duration
+	armed     bool
+	ticks     atomic.Int64 // the flush timer's runs, for tests
+	closeOnce sync.Once
 	// stamp caches the formatted second of the last line: lines within
 	// one second differ only in their milliseconds.
 	stamp atomic.Pointer[timeStamp]
@@ -132,7 +138,15 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 		a.mu.Unlock()
 		a.Flush()
 		a.mu.Lock()
-		a.buf = append(a.buf, b...) // may grow past cap for one oversized line
+		if a.buf != nil {
+			a.buf = append(a.buf, b...) // may grow past cap for one oversized line
+		} else { // closed meanwhile
+			_, _ = a.w.Write(b)
+		}
+	}
+	if a.buf != nil && !a.armed {
+		a.armed = true
+		a.flush.Reset(a.interval)
 	}
 	a.mu.Unlock()
 	*bp = b
@@ -144,30 +158,30 @@ func (a *AccessLog) write(t time.Time, level slog.Level, fields []accessField) {
 const accessBufferSize = 32 << 10
 
 // Buffer makes a keep lines in memory and write them together when the
-// buffer fills and every interval, so that a busy gateway pays one system
-// call per interval for its access log instead of one per request. Lines
-// wait at most interval (Close writes what is left). Call it once, before
-// the first line; interval 0 leaves a unbuffered.
+// buffer fills and interval after the first line since the last write, so
+// that a busy gateway pays one system call per interval for its access log
+// instead of one per request, and an idle one no timer at all. Lines wait
+// at most interval (Close writes what is left). Call it once, before the
+// first line; interval 0 leaves a unbuffered.
 func (a *AccessLog) Buffer(interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
 	a.buf = make([]byte, 0, accessBufferSize)
 	a.spare = make([]byte, 0, accessBufferSize)
-	a.stop, a.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(a.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-a.stop:
-				return
-			case <-t.C:
-				a.Flush()
-			}
-		}
-	}()
+	a.interval = interval
+	a.flush = time.AfterFunc(time.Hour, a.flushPending)
+	a.flush.Stop()
+}
+
+// flushPending is the flush timer's: lines written from now on arm it
+// again, and what is buffered is written.
+func (a *AccessLog) flushPending() {
+	a.ticks.Add(1)
+	a.mu.Lock()
+	a.armed = false
+	a.mu.Unlock()
+	a.Flush()
 }
 
 // Flush writes the buffered lines.
@@ -189,16 +203,22 @@ func (a *AccessLog) Flush() {
 // Close stops a buffered AccessLog's flushes and writes what is left;
 // lines after Close are written at once.
 func (a *AccessLog) Close() {
-	if a == nil || a.stop == nil {
+	if a == nil || a.flush == nil {
 		return
 	}
 	a.closeOnce.Do(func() {
-		close(a.stop)
-		<-a.done
-		a.Flush()
+		a.flush.Stop() // a run already started finds the buffer written, or nil
+		// What is left is written before any line after Close, and no
+		// line lands in a buffer no one writes any more.
+		a.wmu.Lock()
+		defer a.wmu.Unlock()
 		a.mu.Lock()
-		a.buf, a.spare = nil, nil
-		a.mu.Unlock()
+		defer a.mu.Unlock()
+		pending := a.buf
+		a.buf, a.spare, a.armed = nil, nil, true
+		if len(pending) > 0 {
+			_, _ = a.w.Write(pending)
+		}
 	})
 }
 
