@@ -145,26 +145,36 @@ const clockTick = 10 * time.Millisecond
 // TreeCPU returns the user+system CPU time of the process pid and its
 // direct children (nginx's master and workers).
 func TreeCPU(pid int) (time.Duration, error) {
-	total, _, err := ProcCPU(pid)
+	_, user, sys, err := procTree(pid)
+	return user + sys, err
+}
+
+// procTree finds the direct children of the process pid and adds up its
+// and their utime and stime; pids holds pid first, then the children.
+func procTree(pid int) (pids []int, user, sys time.Duration, err error) {
+	user, sys, _, err = procTimes(pid)
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
+	pids = []int{pid}
 	for _, e := range entries {
 		child, err := strconv.Atoi(e.Name())
 		if err != nil || child == pid {
 			continue
 		}
-		cpu, ppid, err := ProcCPU(child)
+		u, s, ppid, err := procTimes(child)
 		if err != nil || ppid != pid {
 			continue // gone, or not a child
 		}
-		total += cpu
+		pids = append(pids, child)
+		user += u
+		sys += s
 	}
-	return total, nil
+	return pids, user, sys, nil
 }
 
 // ProcCPU reads utime+stime (all threads) and the parent pid from
@@ -236,28 +246,22 @@ func ProcUsage(pid int) (Usage, int, error) {
 // TreeUsage is ProcUsage of the process pid and its direct children
 // (nginx's master and workers) added up.
 func TreeUsage(pid int) (Usage, error) {
-	total, _, err := ProcUsage(pid)
+	pids, user, sys, err := procTree(pid)
 	if err != nil {
 		return Usage{}, err
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return Usage{}, err
-	}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil || child == pid {
-			continue
+	u := Usage{User: user, System: sys}
+	for i, p := range pids {
+		n, err := contextSwitches(p)
+		if err != nil {
+			if i == 0 {
+				return Usage{}, err
+			}
+			continue // a child that ended meanwhile
 		}
-		u, ppid, err := ProcUsage(child)
-		if err != nil || ppid != pid {
-			continue // gone, or not a child
-		}
-		total.User += u.User
-		total.System += u.System
-		total.Switches += u.Switches
+		u.Switches += n
 	}
-	return total, nil
+	return u, nil
 }
 
 // contextSwitches sums voluntary_ctxt_switches and
