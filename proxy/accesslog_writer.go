@@ -215,7 +215,7 @@ func (a *AccessLog) Close() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		pending := a.buf
-		a.buf, a.spare, a.armed = nil, nil, true
+		a.buf, a.spare = nil, nil
 		if len(pending) > 0 {
 			_, _ = a.w.Write(pending)
 		}
