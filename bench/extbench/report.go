@@ -48,6 +48,16 @@ func (r *report) kept() []int {
 // ratio returns the median over the kept rounds of key's requests/s over
 // ref's; false when either is missing.
 func (r *report) ratio(key, ref string, kept []int) (float64, bool) {
+	rs := r.ratioRounds(key, ref, kept)
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return median(rs), true
+}
+
+// ratioRounds is key's requests/s over ref's in each kept round where both
+// ran.
+func (r *report) ratioRounds(key, ref string, kept []int) []float64 {
 	var rs []float64
 	for _, i := range kept {
 		a, okA := r.rounds[i][key]
@@ -56,10 +66,21 @@ func (r *report) ratio(key, ref string, kept []int) (float64, bool) {
 			rs = append(rs, a.rps/b.rps)
 		}
 	}
-	if len(rs) == 0 {
-		return 0, false
+	return rs
+}
+
+// cpuRatioRounds is key's CPU per request over ref's in each kept round
+// where both ran.
+func (r *report) cpuRatioRounds(key, ref string, kept []int) []float64 {
+	var rs []float64
+	for _, i := range kept {
+		a, okA := r.rounds[i][key]
+		b, okB := r.rounds[i][ref]
+		if okA && okB && a.requests > 0 && b.requests > 0 && b.cpu > 0 {
+			rs = append(rs, (float64(a.cpu)/float64(a.requests))/(float64(b.cpu)/float64(b.requests)))
+		}
 	}
-	return median(rs), true
+	return rs
 }
 
 // write writes the report as Markdown.
@@ -202,8 +223,15 @@ func medianDur[T any](rounds []map[string]T, key string, f func(T) time.Duration
 // addedDur is the median over rounds of f of key's result minus f of
 // direct's in the same round; false for direct itself or without both.
 func addedDur[T any](rounds []map[string]T, key string, f func(T) time.Duration) (time.Duration, bool) {
+	xs := addedRounds(rounds, key, f)
+	return time.Duration(median(xs)), len(xs) > 0
+}
+
+// addedRounds is f of key's result minus f of direct's in each round where
+// both ran; none for direct itself.
+func addedRounds[T any](rounds []map[string]T, key string, f func(T) time.Duration) []float64 {
 	if key == keyDirect {
-		return 0, false
+		return nil
 	}
 	var xs []float64
 	for _, round := range rounds {
@@ -213,7 +241,7 @@ func addedDur[T any](rounds []map[string]T, key string, f func(T) time.Duration)
 			xs = append(xs, float64(f(v)-f(d)))
 		}
 	}
-	return time.Duration(median(xs)), len(xs) > 0
+	return xs
 }
 
 // perRequest is cpu/n in µs, or "–".
@@ -288,14 +316,25 @@ func (r *report) writeRounds(w io.Writer, kept []int) {
 // writeTargets checks the figures against the targets of issue #18, each
 // where this run measured what it needs.
 func (r *report) writeTargets(w io.Writer, kept []int) {
+	// A check's rounds are its figure in each round, which say how near
+	// the target the run's noise takes it.
 	type check struct {
 		what, measured, wanted string
 		met                    bool
+		rounds                 []float64
+		format                 func(float64) string
+		suffix                 string // after the rounds' span
+		meets                  func(float64) bool
 	}
 	var cs []check
+	times := func(v float64) string { return fmt.Sprintf("%.2f×", v) }
+	ms := func(v float64) string { return signed(time.Duration(v)) }
+	atLeast := func(want float64) func(float64) bool { return func(v float64) bool { return v >= want } }
+	atMost := func(want float64) func(float64) bool { return func(v float64) bool { return v <= want } }
 	ratio := func(what, key, ref string, want float64) {
 		if v, ok := r.ratio(key, ref, kept); ok {
-			cs = append(cs, check{what, fmt.Sprintf("%.2f×", v), fmt.Sprintf("≥ %.2f×", want), v >= want})
+			cs = append(cs, check{what, times(v), fmt.Sprintf("≥ %.2f×", want), v >= want,
+				r.ratioRounds(key, ref, kept), times, "", atLeast(want)})
 		}
 	}
 	ratio("gateway (default configuration) × bare proxy", keyGateway, keyBare, 1.3)
@@ -306,30 +345,53 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	gc, nc := gu.cpu, nu.cpu
 	if gn > 0 && nn > 0 && nc > 0 {
 		v := (float64(gc) / float64(gn)) / (float64(nc) / float64(nn))
-		cs = append(cs, check{"gateway CPU per request ÷ nginx's", fmt.Sprintf("%.2f×", v), "≤ 2.50×", v <= 2.5})
+		cs = append(cs, check{"gateway CPU per request ÷ nginx's", times(v), "≤ 2.50×", v <= 2.5,
+			r.cpuRatioRounds(keyGateway, keyNginx, kept), times, "", atMost(2.5)})
 	}
 	p50 := func(s sample) time.Duration { return s.p50 }
 	g, okG := addedDur(r.single, keyGateway, p50)
 	n, okN := addedDur(r.single, keyNginx, p50)
 	if okG && okN {
-		cs = append(cs, check{"gateway's added p50 at 1 connection", signed(g), "≤ 2 × nginx's (" + signed(2*n) + ")", g <= 2*n})
+		// Each round against twice nginx's added p50 in that round.
+		gs, ns := addedRounds(r.single, keyGateway, p50), addedRounds(r.single, keyNginx, p50)
+		var over []float64
+		if len(gs) == len(ns) {
+			for i := range gs {
+				over = append(over, gs[i]-2*ns[i])
+			}
+		}
+		cs = append(cs, check{"gateway's added p50 at 1 connection", signed(g), "≤ 2 × nginx's (" + signed(2*n) + ")", g <= 2*n,
+			over, ms, " against 2 × nginx's", atMost(0)})
 	}
-	if d, ok := addedDur(r.open, keyGateway, func(v vegetaResult) time.Duration { return v.p99 }); ok {
-		cs = append(cs, check{fmt.Sprintf("gateway's added p99 at %d req/s, open loop", r.opts.rate), signed(d), "≤ +0.400 ms", d <= 400*time.Microsecond})
+	p99 := func(v vegetaResult) time.Duration { return v.p99 }
+	if d, ok := addedDur(r.open, keyGateway, p99); ok {
+		cs = append(cs, check{fmt.Sprintf("gateway's added p99 at %d req/s, open loop", r.opts.rate), signed(d), "≤ +0.400 ms", d <= 400*time.Microsecond,
+			addedRounds(r.open, keyGateway, p99), ms, "", atMost(float64(400 * time.Microsecond))})
 	}
 	if len(cs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Against the targets of #18, in this run:")
+	fmt.Fprintln(w, "Against the targets of #18, in this run (each round's figure: its lowest and highest, and in how many rounds it met the target):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| figure | measured | target | met |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	fmt.Fprintln(w, "| figure | measured | target | met | rounds | met in rounds |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- | ---: | ---: |")
 	for _, c := range cs {
 		met := "no"
 		if c.met {
 			met = "yes"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.what, c.measured, c.wanted, met)
+		span, metIn := "–", "–"
+		if len(c.rounds) > 0 {
+			span = c.format(slices.Min(c.rounds)) + " to " + c.format(slices.Max(c.rounds)) + c.suffix
+			k := 0
+			for _, v := range c.rounds {
+				if c.meets(v) {
+					k++
+				}
+			}
+			metIn = fmt.Sprintf("%d of %d", k, len(c.rounds))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", c.what, c.measured, c.wanted, met, span, metIn)
 	}
 	fmt.Fprintln(w)
 }
