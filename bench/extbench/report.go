@@ -353,11 +353,13 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	n, okN := addedDur(r.single, keyNginx, p50)
 	if okG && okN {
 		// Each round against twice nginx's added p50 in that round.
-		gs, ns := addedRounds(r.single, keyGateway, p50), addedRounds(r.single, keyNginx, p50)
 		var over []float64
-		if len(gs) == len(ns) {
-			for i := range gs {
-				over = append(over, gs[i]-2*ns[i])
+		for _, round := range r.single {
+			gw, okG := round[keyGateway]
+			ng, okN := round[keyNginx]
+			d, okD := round[keyDirect]
+			if okG && okN && okD {
+				over = append(over, float64((gw.p50-d.p50)-2*(ng.p50-d.p50)))
 			}
 		}
 		cs = append(cs, check{"gateway's added p50 at 1 connection", signed(g), "≤ 2 × nginx's (" + signed(2*n) + ")", g <= 2*n,
