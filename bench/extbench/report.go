@@ -48,36 +48,35 @@ func (r *report) kept() []int {
 // ratio returns the median over the kept rounds of key's requests/s over
 // ref's; false when either is missing.
 func (r *report) ratio(key, ref string, kept []int) (float64, bool) {
-	rs := r.ratioRounds(key, ref, kept)
+	rs := r.roundRatios(key, ref, kept, rps)
 	if len(rs) == 0 {
 		return 0, false
 	}
 	return median(rs), true
 }
 
-// ratioRounds is key's requests/s over ref's in each kept round where both
-// ran.
-func (r *report) ratioRounds(key, ref string, kept []int) []float64 {
-	var rs []float64
-	for _, i := range kept {
-		a, okA := r.rounds[i][key]
-		b, okB := r.rounds[i][ref]
-		if okA && okB && b.rps > 0 {
-			rs = append(rs, a.rps/b.rps)
-		}
-	}
-	return rs
+// rps and cpuPerRequest are a sample's figures for roundRatios: its
+// requests/s, and its CPU time per request (none without requests).
+func rps(s sample) (float64, bool) { return s.rps, true }
+
+func cpuPerRequest(s sample) (float64, bool) {
+	return float64(s.cpu) / float64(s.requests), s.requests > 0
 }
 
-// cpuRatioRounds is key's CPU per request over ref's in each kept round
-// where both ran.
-func (r *report) cpuRatioRounds(key, ref string, kept []int) []float64 {
+// roundRatios is f of key's sample over f of ref's in each kept round
+// where both ran and f gives both a figure, ref's above zero.
+func (r *report) roundRatios(key, ref string, kept []int, f func(sample) (float64, bool)) []float64 {
 	var rs []float64
 	for _, i := range kept {
 		a, okA := r.rounds[i][key]
 		b, okB := r.rounds[i][ref]
-		if okA && okB && a.requests > 0 && b.requests > 0 && b.cpu > 0 {
-			rs = append(rs, (float64(a.cpu)/float64(a.requests))/(float64(b.cpu)/float64(b.requests)))
+		if !okA || !okB {
+			continue
+		}
+		fa, okA := f(a)
+		fb, okB := f(b)
+		if okA && okB && fb > 0 {
+			rs = append(rs, fa/fb)
 		}
 	}
 	return rs
@@ -334,7 +333,7 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	ratio := func(what, key, ref string, want float64) {
 		if v, ok := r.ratio(key, ref, kept); ok {
 			cs = append(cs, check{what, times(v), fmt.Sprintf("≥ %.2f×", want), v >= want,
-				r.ratioRounds(key, ref, kept), times, "", atLeast(want)})
+				r.roundRatios(key, ref, kept, rps), times, "", atLeast(want)})
 		}
 	}
 	ratio("gateway (default configuration) × bare proxy", keyGateway, keyBare, 1.3)
@@ -346,7 +345,7 @@ func (r *report) writeTargets(w io.Writer, kept []int) {
 	if gn > 0 && nn > 0 && nc > 0 {
 		v := (float64(gc) / float64(gn)) / (float64(nc) / float64(nn))
 		cs = append(cs, check{"gateway CPU per request ÷ nginx's", times(v), "≤ 2.50×", v <= 2.5,
-			r.cpuRatioRounds(keyGateway, keyNginx, kept), times, "", atMost(2.5)})
+			r.roundRatios(keyGateway, keyNginx, kept, cpuPerRequest), times, "", atMost(2.5)})
 	}
 	p50 := func(s sample) time.Duration { return s.p50 }
 	g, okG := addedDur(r.single, keyGateway, p50)
