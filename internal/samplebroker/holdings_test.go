@@ -1,0 +1,46 @@
+package samplebroker
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// TestHoldings follows instances and bindings through their lifecycles:
+// what exists or is being created is held, what was deleted or failed is
+// not.
+func TestHoldings(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := New(Options{AsyncDelay: time.Minute, Now: func() time.Time { return now }})
+	do := func(method, path, body string, want int) {
+		t.Helper()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("X-Broker-API-Version", "2.17")
+		w := httptest.NewRecorder()
+		b.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, w.Code, w.Body, want)
+		}
+	}
+	prov := `{"service_id":"` + ServiceID + `","plan_id":"%s","organization_guid":"o","space_guid":"s"}`
+	do(http.MethodPut, "/v2/service_instances/a", strings.Replace(prov, "%s", PlanSyncID, 1), 201)
+	do(http.MethodPut, "/v2/service_instances/b?accepts_incomplete=true", strings.Replace(prov, "%s", PlanAsyncID, 1), 202)
+	do(http.MethodPut, "/v2/service_instances/c", strings.Replace(prov, "%s", PlanSyncID, 1), 201)
+	do(http.MethodPut, "/v2/service_instances/a/service_bindings/k", `{"service_id":"`+ServiceID+`","plan_id":"`+PlanSyncID+`"}`, 201)
+	do(http.MethodDelete, "/v2/service_instances/c?service_id="+ServiceID+"&plan_id="+PlanSyncID, "", 200)
+	want := Holdings{Instances: []string{"a", "b"}, Bindings: []string{"a/k"}}
+	if diff := cmp.Diff(want, b.Holdings(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("holdings (-want +got):\n%s", diff)
+	}
+	do(http.MethodDelete, "/v2/service_instances/a/service_bindings/k?service_id="+ServiceID+"&plan_id="+PlanSyncID, "", 200)
+	now = now.Add(time.Hour) // b's provision is done
+	want = Holdings{Instances: []string{"a", "b"}}
+	if diff := cmp.Diff(want, b.Holdings(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("holdings after the unbind (-want +got):\n%s", diff)
+	}
+}
