@@ -418,3 +418,26 @@ func TestScrapeConfigInDocs(t *testing.T) {
 		t.Errorf("promtool check config: %v\n%s", err, out)
 	}
 }
+
+// TestTestCommandAgrees: docs/testing.md shows the test command the
+// README's quick start gives (its second command), so a change of one
+// shows in the other.
+func TestTestCommandAgrees(t *testing.T) {
+	blocks := fencedBlocks(readmeSection(t, "## Quick start"), "sh")
+	if len(blocks) == 0 {
+		t.Fatal("the README's quick start has no sh block")
+	}
+	lines := strings.Split(strings.TrimSpace(blocks[0]), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("the README's quick start has %d commands, want the demo and the test command", len(lines))
+	}
+	cmd, _, _ := strings.Cut(lines[1], "   # ")
+	cmd = strings.TrimSpace(cmd)
+	doc, err := os.ReadFile("../../docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "\n"+cmd+"\n") {
+		t.Errorf("docs/testing.md does not show the README's test command:\n%s", cmd)
+	}
+}
