@@ -119,6 +119,6 @@ func (a *Admin) noOpenRoute(w http.ResponseWriter, r *http.Request) {
 			Description: "method " + r.Method + " is not allowed at " + r.URL.Path + "; the allowed methods are " + strings.Join(allow, ", ")})
 		return
 	}
-	osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "no admin route for %s %s: expected one of %s, or a route under /admin/ (see the README's admin API section)",
+	osb.WriteError(w, osb.Errorf(http.StatusNotFound, "", "no admin route for %s %s: expected one of %s, or a route under /admin/ (see the admin API section of docs/operating.md)",
 		r.Method, truncateTo(r.URL.Path, maxAttrLen), strings.Join(a.open, ", ")))
 }

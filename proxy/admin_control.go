@@ -159,5 +159,5 @@ func operator(r *http.Request) string {
 
 // noControlRoute answers a path under /admin/ that no route serves.
 func noControlRoute(r *http.Request, _ *Gateway) (any, string, error) {
-	return nil, "", osb.Errorf(http.StatusNotFound, "", "no admin route for %s %s: expected one of the routes listed in the README's admin API section", r.Method, r.URL.Path)
+	return nil, "", osb.Errorf(http.StatusNotFound, "", "no admin route for %s %s: expected one of the routes listed in the admin API section of docs/operating.md", r.Method, r.URL.Path)
 }

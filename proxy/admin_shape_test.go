@@ -107,7 +107,7 @@ func TestAdminErrorsAreOSBErrors(t *testing.T) {
 		allow, desc        string
 	}{
 		{"unknown path", "GET", "/nothing", 404, "",
-			"no admin route for GET /nothing: expected one of GET /healthz, GET /readyz, GET /metrics, or a route under /admin/ (see the README's admin API section)"},
+			"no admin route for GET /nothing: expected one of GET /healthz, GET /readyz, GET /metrics, or a route under /admin/ (see the admin API section of docs/operating.md)"},
 		{"wrong method", "POST", "/metrics", 405, "GET", "method POST is not allowed at /metrics; the allowed methods are GET"},
 		{"not ready", "GET", "/readyz", 503, "", "not ready: draining"},
 	} {

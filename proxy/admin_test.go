@@ -26,7 +26,7 @@ import (
 const testAdminToken = "a-long-enough-admin-token"
 
 // adminRoutes are the control routes the Mount methods add; a new route
-// joins this list, the README's admin API section and pathValues.
+// joins this list, the admin API section of docs/operating.md and pathValues.
 var adminRoutes = []string{
 	"GET /admin/brokers",
 	"POST /admin/brokers/{broker}/catalog/refresh",
@@ -155,7 +155,7 @@ func TestAdmin(t *testing.T) {
 func TestAdminRoutesNeedTheToken(t *testing.T) {
 	a, url, logs := adminEnv(t, testAdminToken, nil)
 	if diff := cmp.Diff(adminRoutes, a.routes); diff != "" {
-		t.Fatalf("registered routes (-listed +registered); list a new route in adminRoutes and the README:\n%s", diff)
+		t.Fatalf("registered routes (-listed +registered); list a new route in adminRoutes and docs/operating.md:\n%s", diff)
 	}
 	for _, pattern := range append(a.routes, "GET /admin/no-such-route") {
 		method, path, _ := strings.Cut(pattern, " ")
@@ -332,16 +332,16 @@ func TestAdminLogsEveryCall(t *testing.T) {
 	}
 }
 
-// TestAdminReadmeListsEveryRoute: the README's admin API section names
-// every control route.
-func TestAdminReadmeListsEveryRoute(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestAdminDocsListEveryRoute: the admin API section of docs/operating.md
+// names every control route.
+func TestAdminDocsListEveryRoute(t *testing.T) {
+	readme, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pattern := range adminRoutes {
 		if !bytes.Contains(readme, []byte("`"+pattern+"`")) {
-			t.Errorf("README.md does not list `%s`", pattern)
+			t.Errorf("docs/operating.md does not list `%s`", pattern)
 		}
 	}
 }

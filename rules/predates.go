@@ -144,8 +144,8 @@ var predatedTable = [...]Predated{
 
 // PredatedRules returns the predated table: for every flag, field or
 // endpoint that some broker versions predate, whether the gateway drops
-// it, forwards it or refuses the call. The README's list is generated from
-// it.
+// it, forwards it or refuses the call. The list in docs/legacy-brokers.md
+// is generated from it.
 func PredatedRules() []Predated {
 	return append([]Predated(nil), predatedTable[:]...)
 }

@@ -167,14 +167,15 @@ func TestForwardingForAllocs(t *testing.T) {
 	}
 }
 
-// readmeTableStart and readmeTableEnd fence the README's list of what the
-// gateway does with what a broker's version predates.
+// predatedDoc is the docs page that lists the predated table, between
+// predatedTableStart and predatedTableEnd.
 const (
-	readmeTableStart = "<!-- predated table: generated from rules.PredatedRules by TestPredatedTableInREADME (go test ./rules -run TestPredatedTableInREADME -update) -->"
-	readmeTableEnd   = "<!-- end of predated table -->"
+	predatedDoc        = "../docs/legacy-brokers.md"
+	predatedTableStart = "<!-- predated table: generated from rules.PredatedRules by TestPredatedTableInDocs (go test ./rules -run TestPredatedTableInDocs -update) -->"
+	predatedTableEnd   = "<!-- end of predated table -->"
 )
 
-// predatedMarkdown renders PredatedRules as the README's table.
+// predatedMarkdown renders PredatedRules as the docs page's table.
 func predatedMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| what | where | calls | broker below | the gateway | why |\n| --- | --- | --- | --- | --- | --- |\n")
@@ -192,28 +193,28 @@ func predatedMarkdown() string {
 	return b.String()
 }
 
-// TestPredatedTableInREADME: the README lists the predated table as it is.
-func TestPredatedTableInREADME(t *testing.T) {
-	const path = "../README.md"
-	raw, err := os.ReadFile(path)
+// TestPredatedTableInDocs: docs/legacy-brokers.md lists the predated table
+// as it is.
+func TestPredatedTableInDocs(t *testing.T) {
+	raw, err := os.ReadFile(predatedDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(raw)
-	start, end := strings.Index(readme, readmeTableStart), strings.Index(readme, readmeTableEnd)
+	doc := string(raw)
+	start, end := strings.Index(doc, predatedTableStart), strings.Index(doc, predatedTableEnd)
 	if start < 0 || end < start {
-		t.Fatalf("%s has no table fenced by %q and %q", path, readmeTableStart, readmeTableEnd)
+		t.Fatalf("%s has no table fenced by %q and %q", predatedDoc, predatedTableStart, predatedTableEnd)
 	}
-	start += len(readmeTableStart) + 1
+	start += len(predatedTableStart) + 1
 	want := predatedMarkdown()
 	if updating() {
-		readme = readme[:start] + want + readme[end:]
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+		doc = doc[:start] + want + doc[end:]
+		if err := os.WriteFile(predatedDoc, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if diff := cmp.Diff(want, readme[start:end]); diff != "" {
-		t.Errorf("%s's predated table differs from rules.PredatedRules (-want +got; run with -update):\n%s", path, diff)
+	if diff := cmp.Diff(want, doc[start:end]); diff != "" {
+		t.Errorf("%s's predated table differs from rules.PredatedRules (-want +got; run with -update):\n%s", predatedDoc, diff)
 	}
 }

@@ -1,5 +1,5 @@
-// This file turns samples into the report: a markdown table for the
-// README, the gateway's chain cost, the stage verdict, and the same as JSON.
+// This file turns samples into the report: a markdown table for
+// docs/performance.md, the gateway's chain cost, the stage verdict, and the same as JSON.
 // The catalog cache's section is in report_cache.go.
 
 package main

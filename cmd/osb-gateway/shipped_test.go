@@ -62,7 +62,7 @@ func documentedSampleBrokers(t *testing.T, path, from, until string) []sampleBro
 }
 
 // TestShippedConfigCheckAsDocumented: gateway.yaml's header and the
-// README's "Running it" start a sample broker for every broker the file
+// "Running it" of docs/operating.md start a sample broker for every broker the file
 // names, and check (not offline) passes with exactly those brokers running.
 // (Only the first broker was documented, so check exited 1 as written.)
 func TestShippedConfigCheckAsDocumented(t *testing.T) {
@@ -76,7 +76,7 @@ func TestShippedConfigCheckAsDocumented(t *testing.T) {
 	}
 	for _, doc := range []struct{ path, from, until string }{
 		{"../../gateway.yaml", "# osb-gateway configuration", "# Unknown keys"},
-		{"../../README.md", "## Running it", "#"},
+		{"../../docs/operating.md", "## Running it", "#"},
 	} {
 		t.Run(filepath.Base(doc.path), func(t *testing.T) {
 			cmds := documentedSampleBrokers(t, doc.path, doc.from, doc.until)

@@ -302,7 +302,7 @@ func lowPort(t *testing.T) string {
 // TestSystemdUnitRunsShippedConfig installs the binary, the shipped
 // gateway.yaml and the unit's directories as the unit's comments say, and
 // runs ExecStartPre and ExecStart as the unit would: the gateway starts,
-// binds a port below 1024 (the README's ":443") as an unprivileged user,
+// binds a port below 1024 (docs/deploying.md's ":443") as an unprivileged user,
 // keeps its bolt file in StateDirectory=, and an async provision still
 // blocks an update after a restart. (The unit used to start in "/", where
 // the dynamic user cannot create osb-gateway.db, and could not bind :443.)

@@ -15,7 +15,7 @@ import "context"
 // Measured per proxied GET (proxy's BenchmarkProxiedGET): a child context,
 // its registration in the request's (a map), an AfterFunc context and its
 // registration (a second map) and the AfterFunc's stop closure are gone:
-// see the README's speed tricks for the figures. Anything else (a context
+// see the speed tricks of docs/performance.md for the figures. Anything else (a context
 // with a cancelation of its own in between, the standard library's server)
 // takes the context package's way.
 

@@ -139,7 +139,7 @@ func TestInjectedExporterAndMetricsHandler(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	// go_gc_gogc_percent and go_gc_gomemlimit_bytes show what the
-	// runtime.* policy set (README: Memory and GC).
+	// runtime.* policy set (docs/performance.md: Memory and GC).
 	for _, want := range []string{"osb_gateway_test_native_total 3", "go_goroutines ", "process_cpu_seconds_total ",
 		"go_gc_gogc_percent ", "go_gc_gomemlimit_bytes ",
 		`target_info{service_instance_id="`, `service_name="osb-gateway",service_version="dev",telemetry_sdk_language="go",telemetry_sdk_name="opentelemetry",telemetry_sdk_version="`} {
