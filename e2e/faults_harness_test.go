@@ -103,6 +103,10 @@ type faultOptions struct {
 	// defaults applied; nil: none.
 	brokerCap int
 	breaker   *config.Breaker
+	// fetch and gone are emulate.fetch and emulate.gone; notRetrievable
+	// makes the sample broker's catalog say instances_retrievable and
+	// bindings_retrievable false (samplebroker.Options.NotRetrievable).
+	fetch, gone, notRetrievable bool
 }
 
 // newFaultEnv builds the world of kind k.
@@ -110,7 +114,7 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 	t.Helper()
 	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	f := &faultEnv{clock: clk, refuse: &refuser{addr: refusingAddr(t)}}
-	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now})
+	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now, NotRetrievable: o.notRetrievable})
 	f.undos = &tap{h: f.broker}
 	f.front = &brokerFront{next: f.undos}
 	bs := httptest.NewServer(f.front)
@@ -168,6 +172,7 @@ func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.
 		cfg.Brokers[0].MaxInFlight, cfg.Brokers[0].QueueTimeout = o.brokerCap, &wait
 	}
 	cfg.Brokers[0].Breaker = o.breaker
+	cfg.Brokers[0].Emulate.Fetch, cfg.Brokers[0].Emulate.Gone = o.fetch, o.gone
 	return cfg
 }
 
@@ -428,6 +433,9 @@ func (f *faultEnv) check(t *testing.T, what string, want state) {
 	t.Helper()
 	eventually(t, what+": locks", want.locks, f.locks)
 	eventually(t, what+": orphans", want.orphans, f.orphans)
+	if want.inventory != nil {
+		eventually(t, what+": inventory", want.inventory, f.inventory)
+	}
 	if diff := cmp.Diff(want.calls, f.calls(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s: broker requests by endpoint (-want +got):\n%s", what, diff)
 	}

@@ -98,12 +98,44 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
+		// The platform cannot read the 201, and the inventory does not
+		// take it: the broker may have made nothing.
 		name: "invalid JSON body (201)",
 		steps: []faultStep{{call: provision, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 201, Body: `{"dashboard_url":`, Count: 1}),
-			want: state{saw: saw{201, ""}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
-		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}},
+			want: state{saw: saw{201, ""}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}, inventory: []string{}}}},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{}},
 		retried: []faultStep{{call: provision,
-			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}, inventory: []string{"instance i succeeded"}}}},
+	},
+	{
+		// A 200 is no orphan (the orphan-mitigation table), and a
+		// malformed one is no instance either (overview-broker's
+		// 200invalidjson made nothing).
+		name: "invalid JSON body (200), report mode",
+		steps: []faultStep{{call: provision, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 200, Body: `{"dashboard_url":`, Count: 1}),
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1}, inventory: []string{}}}},
+		mitigated: &state{calls: calls{"provision": 1}, inventory: []string{}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}, inventory: []string{"instance i succeeded"}}}},
+	},
+	{
+		// emulate.fetch and gone before a 2.14+ broker whose catalog says
+		// instances_retrievable: false: GET instance of what the gateway
+		// never saw, or saw deprovisioned, is the gateway's 404; the
+		// broker gets no GET instance.
+		name: "GET instance the gateway never saw, emulate.fetch",
+		opts: faultOptions{fetch: true, gone: true, notRetrievable: true},
+		steps: []faultStep{
+			{call: getInstance, want: state{saw: saw{404, `the gateway never saw service instance "i" provisioned at broker "b", or saw it deprovisioned`},
+				inventory: []string{}}},
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}},
+			{call: getInstance, want: state{saw: saw{200, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}},
+			{call: deprovision, want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{}}},
+			{call: getInstance, want: state{saw: saw{404, `or saw it deprovisioned`}, calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{}},
+		retried: []faultStep{{call: getInstance,
+			want: state{saw: saw{404, `or saw it deprovisioned`}, calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{}}}},
 	},
 	{
 		name: "2xx refused by validation.responses: enforce",
@@ -463,6 +495,10 @@ type state struct {
 	locks   []string // store.List: "key kind[ async]"
 	orphans []string // store.ListOrphans: "kind instance[/binding] reported|queued"
 	calls   calls    // the broker's requests so far, by endpoint
+	// inventory is the gateway's inventory: "instance <id> <state>" /
+	// "binding <id>/<bid> <state>" (whatever states the inventory has);
+	// nil: not checked ([]string{}: empty).
+	inventory []string
 }
 
 // platformCall is a call the platform makes with the OSB client.

@@ -87,8 +87,12 @@ type emulation struct {
 
 // fetch answers GET instance or GET binding from the inventory when the
 // broker cannot: below 2.14, or its catalog says the service's
-// instances_retrievable (bindings_retrievable) is false. A broker that can
-// gets the call. It reports whether it answered.
+// instances_retrievable (bindings_retrievable) is false (see
+// brokerFetches). A broker that can gets the call. What the gateway never
+// saw succeed, or saw deleted, is 404 and never reaches a broker that
+// cannot answer for it: such a broker's answer would be a guess (some
+// answer 200 with what they held before the deprovision). It reports
+// whether it answered.
 func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogCache) bool {
 	c := e.s.Call
 	in, err := e.iv.st.GetInstance(e.ctx, e.u.name, c.InstanceID)
@@ -97,25 +101,16 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 		return true
 	}
 	found := err == nil
-	if !e.u.max.Less(versionFetch) {
-		if !found {
-			return false // the broker knows more than the inventory
-		}
-		ce, _, cerr := cache.get(r.Context(), catalogFetchFor(r, e.s))
-		if cerr != nil {
-			return false // cannot tell: the broker answers for itself
-		}
-		svc := ce.index.Service(in.ServiceID)
-		if svc == nil || (c.Endpoint == rules.GetInstance && svc.InstancesRetrievable) || (c.Endpoint == rules.GetBinding && svc.BindingsRetrievable) {
-			return false
-		}
+	if !e.u.max.Less(versionFetch) && e.brokerFetches(r, cache, in, found) {
+		return false
 	}
 	e.s.Emulated = EmulatedFetch
-	if !found || !exists(in.LastOperation, store.KindProvision) {
-		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway has no record of service instance %q at broker %q (it answers GET instance for this broker from what it saw succeed)", c.InstanceID, e.u.name))
-		return true
-	}
 	if c.Endpoint == rules.GetInstance {
+		if !found || !exists(in.LastOperation, store.KindProvision) {
+			e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service instance %q provisioned at broker %q, or saw it deprovisioned "+
+				"(or its provision is in progress or failed); it answers GET instance for this broker, which cannot, from what it saw succeed", c.InstanceID, e.u.name))
+			return true
+		}
 		if in.LastOperation.Kind == store.KindUpdate && in.LastOperation.State == store.StateInProgress {
 			e.s.fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
 			return true
@@ -123,17 +118,38 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 		writeAnswer(w, http.StatusOK, instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version))
 		return true
 	}
+	// A binding recorded without its instance is one made on an instance
+	// the gateway never recorded (provisioned before it kept an inventory).
 	b, err := e.iv.st.GetBinding(e.ctx, e.u.name, c.InstanceID, c.BindingID)
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		e.unavailable(w, err)
-	case err != nil || !exists(b.LastOperation, store.KindBind):
-		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway has no record of service binding %q of instance %q at broker %q (it answers GET binding for this broker from what it saw succeed)", c.BindingID, c.InstanceID, e.u.name))
+	case err != nil || !exists(b.LastOperation, store.KindBind) || (found && !exists(in.LastOperation, store.KindProvision)):
+		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
+			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.name))
 	default:
 		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
 			e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
 	}
 	return true
+}
+
+// brokerFetches reports whether a broker of 2.14 or later answers the
+// fetch itself: its catalog says the service is retrievable
+// (rules.Index.Retrievable) — the recorded instance's service, else the
+// service_id of the query, else, for an instance the gateway never saw
+// (or saw deprovisioned), any service of the catalog. A catalog that
+// cannot be read leaves the call to the broker.
+func (e emulation) brokerFetches(r *http.Request, cache *CatalogCache, in store.Instance, found bool) bool {
+	ce, _, err := cache.get(r.Context(), catalogFetchFor(r, e.s))
+	if err != nil {
+		return true // cannot tell: the broker answers for itself
+	}
+	serviceID := e.s.Call.ServiceID
+	if found && in.ServiceID != "" {
+		serviceID = in.ServiceID
+	}
+	return ce.index.Retrievable(e.s.Call.Endpoint, serviceID)
 }
 
 // exists reports whether a record whose last operation is op stands for a

@@ -57,8 +57,20 @@ func (iv *inventory) sealsFor(u *upstream) bool {
 // tells: a success (200/201) of a provision, update or bind is stored, a
 // 202 stores the operation in progress, a deprovision or unbind that
 // succeeded (200, or 410 Gone: nothing left) removes the record.
+//
+// A malformed success (rules.Answer.Malformed: a 2xx whose body is no JSON
+// object) changes nothing, whatever the endpoint: the platform cannot rely
+// on it (Cloud Controller takes it as failed), and the broker may have
+// done nothing (overview-broker's 200invalidjson), so a record would make
+// the emulations answer for what may not exist, and a removal lose what
+// may still be there. A well-formed success that breaks other rules
+// (validation.responses: report passes it on) is recorded: the platform
+// reads it as the success its status says, and the broker holds what it
+// says it made; left out, the inventory would not name an instance the
+// platform holds (and emulate.gone would answer its deprovision in the
+// broker's place).
 func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) {
-	if !iv.keeps(s.route.up) {
+	if !iv.keeps(s.route.up) || a.Malformed() {
 		return
 	}
 	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.lock.lock.Started}

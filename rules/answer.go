@@ -43,6 +43,14 @@ type Answer struct {
 	Code string
 }
 
+// Malformed reports whether a is a success (2xx) whose body is no JSON
+// object: not valid JSON, empty, another JSON value, or not read whole (cut
+// short, or larger than the gateway reads). A platform cannot read such an
+// answer, and Cloud Controller takes it as a failure whatever its status
+// says; the orphan-mitigation table reads a 201 or 202 the same way. The
+// inventory records no malformed success.
+func (a Answer) Malformed() bool { return a.Status >= 200 && a.Status <= 299 && !a.Object }
+
 // The states of an operation a last_operation answer can report
 // (Answer.State).
 const (

@@ -27,6 +27,9 @@ type Index struct {
 	services     map[string]*serviceEntry // by id
 	serviceNames map[string]*serviceEntry // by name
 	plans        map[string]*planEntry    // by id, across services
+	// anyInstancesRetrievable, anyBindingsRetrievable: some service says
+	// instances_retrievable (bindings_retrievable); see Retrievable.
+	anyInstancesRetrievable, anyBindingsRetrievable bool
 	// schemas are the catalog's distinct parameter schemas; NewIndexFrom
 	// takes them from its predecessor by content.
 	schemas *schemaSet
@@ -114,6 +117,8 @@ func (ix *Index) build() {
 		s := &ix.catalog.Services[i]
 		se := &serviceEntry{service: s, planNames: make(map[string]*planEntry, len(s.Plans))}
 		putFirst(ix.services, s.ID, se)
+		ix.anyInstancesRetrievable = ix.anyInstancesRetrievable || s.InstancesRetrievable
+		ix.anyBindingsRetrievable = ix.anyBindingsRetrievable || s.BindingsRetrievable
 		putFirst(ix.serviceNames, s.Name, se)
 		for j := range s.Plans {
 			pe := &planEntry{service: s, plan: &s.Plans[j]}
@@ -174,6 +179,28 @@ func (ix *Index) Service(id string) *osb.Service {
 		return se.service
 	}
 	return nil
+}
+
+// Retrievable reports whether the broker, by its catalog, answers e (GET
+// instance or GET binding) for an instance of the service serviceID: the
+// service's instances_retrievable or bindings_retrievable. For a service
+// the catalog does not name ("" for an instance whose service nobody
+// knows) it reports whether any service of the catalog is retrievable: a
+// broker none of whose services is answers for no instance at all. Other
+// endpoints: false.
+func (ix *Index) Retrievable(e Endpoint, serviceID string) bool {
+	s := ix.Service(serviceID)
+	switch {
+	case e == GetInstance && s != nil:
+		return s.InstancesRetrievable
+	case e == GetInstance:
+		return ix.anyInstancesRetrievable
+	case e == GetBinding && s != nil:
+		return s.BindingsRetrievable
+	case e == GetBinding:
+		return ix.anyBindingsRetrievable
+	}
+	return false
 }
 
 // ServiceByName returns the service with the name, or nil.

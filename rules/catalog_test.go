@@ -165,6 +165,50 @@ func TestIndexMaximumPollingDuration(t *testing.T) {
 	}
 }
 
+// TestIndexRetrievable: a known service answers with its own flag; an
+// unknown one ("" included) with whether any service of the catalog is
+// retrievable.
+func TestIndexRetrievable(t *testing.T) {
+	index := func(services string) *Index {
+		t.Helper()
+		ix, _, err := NewIndex([]byte(`{"services":[` + services + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	const (
+		none  = `{"id":"none","name":"none","description":"d","bindable":true,"plans":[{"id":"p1","name":"p","description":"d"}]}`
+		inst  = `{"id":"inst","name":"inst","description":"d","bindable":true,"instances_retrievable":true,"plans":[{"id":"p2","name":"p","description":"d"}]}`
+		both  = `{"id":"both","name":"both","description":"d","bindable":true,"instances_retrievable":true,"bindings_retrievable":true,"plans":[{"id":"p3","name":"p","description":"d"}]}`
+		other = "not-in-catalog"
+	)
+	for _, tc := range []struct {
+		name, catalog, service string
+		instance, binding      bool
+	}{
+		{"service without either", none + "," + both, "none", false, false},
+		{"service with instances_retrievable", none + "," + inst, "inst", true, false},
+		{"service with both", both, "both", true, true},
+		{"unknown service, none retrievable", none, "", false, false},
+		{"unknown service, one with instances", none + "," + inst, other, true, false},
+		{"unknown service, one with both", none + "," + both, "", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := index(tc.catalog)
+			if got := ix.Retrievable(GetInstance, tc.service); got != tc.instance {
+				t.Errorf("Retrievable(GetInstance, %q) = %t, want %t", tc.service, got, tc.instance)
+			}
+			if got := ix.Retrievable(GetBinding, tc.service); got != tc.binding {
+				t.Errorf("Retrievable(GetBinding, %q) = %t, want %t", tc.service, got, tc.binding)
+			}
+			if ix.Retrievable(Provision, tc.service) {
+				t.Errorf("Retrievable(Provision, %q) = true, want false", tc.service)
+			}
+		})
+	}
+}
+
 // TestIndexDuplicatesFirstWins: lookups find the first of duplicate ids and
 // names, in catalog order.
 func TestIndexDuplicatesFirstWins(t *testing.T) {

@@ -63,6 +63,15 @@ type Options struct {
 	// the gateway's emulations (brokers[].emulate) make of such a broker.
 	Lax bool
 
+	// NotRetrievable makes the catalog leave out instances_retrievable and
+	// bindings_retrievable (false) on every service, as a 2.14+ broker
+	// that cannot answer GET instance and GET binding says it; the
+	// endpoints themselves are still served. For testing the gateway's
+	// fetch emulation (brokers[].emulate.fetch) in front of such a broker.
+	// Zero value: the catalog says both are retrievable (but in legacy
+	// mode, whose catalog has neither field).
+	NotRetrievable bool
+
 	// AsyncOnlyBindings makes binds and unbinds on the asynchronous plan
 	// always asynchronous at OSB 2.14 and later: a request without
 	// accepts_incomplete=true gets 422 AsyncRequired, as from a broker
@@ -119,7 +128,7 @@ func New(opts Options) *Broker {
 		asyncDelay: opts.AsyncDelay,
 		minVersion: opts.MinVersion,
 		defs:       newCatalogDefs(),
-		catalog:    newCatalogResponse(opts.Legacy),
+		catalog:    newCatalogResponse(opts.Legacy, !opts.NotRetrievable),
 		lastOp:     newLastOpBodies(opts.Legacy),
 	}
 	if b.now == nil {

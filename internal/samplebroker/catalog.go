@@ -147,8 +147,9 @@ func sizeSchema() map[string]any {
 }
 
 // catalogDocument returns the catalog as sent on the wire. legacy leaves out
-// everything newer than OSB 2.8.
-func catalogDocument(legacy bool) catalogJSON {
+// everything newer than OSB 2.8; retrievable sets instances_retrievable and
+// bindings_retrievable where the service has them (never in legacy mode).
+func catalogDocument(legacy, retrievable bool) catalogJSON {
 	yes := true
 	sync := planJSON{
 		ID: PlanSyncID, Name: PlanSyncName, Free: true,
@@ -185,7 +186,7 @@ func catalogDocument(legacy bool) catalogJSON {
 		Tags:        []string{"sample", "in-memory"},
 		Plans:       []planJSON{standard},
 	}
-	if !legacy {
+	if !legacy && retrievable {
 		sample.InstancesRetrievable, sample.BindingsRetrievable = true, true
 		nobind.InstancesRetrievable = true
 	}
@@ -199,9 +200,9 @@ type catalogResponse struct {
 	etag   []string // ETag; nil in legacy mode
 }
 
-// newCatalogResponse marshals the catalog once.
-func newCatalogResponse(legacy bool) catalogResponse {
-	body, err := json.Marshal(catalogDocument(legacy))
+// newCatalogResponse marshals the catalog once (see catalogDocument).
+func newCatalogResponse(legacy, retrievable bool) catalogResponse {
+	body, err := json.Marshal(catalogDocument(legacy, retrievable))
 	if err != nil {
 		panic("samplebroker: catalog does not marshal: " + err.Error())
 	}
