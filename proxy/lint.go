@@ -9,9 +9,9 @@ import (
 
 // CatalogLint is what fetching and linting one broker's catalog found.
 type CatalogLint struct {
-	Broker   string
-	Version  string
-	Err      error // the catalog could not be fetched or decoded
+	Broker  string
+	Version string
+	Err     error // the catalog could not be fetched or decoded
 	// Refused reports that Err is the broker's refusal of Version (its 412
 	// to the catalog at it): the broker answered.
 	Refused  bool
