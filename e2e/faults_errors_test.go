@@ -34,6 +34,10 @@ func addressWithheld(t *testing.T, f *faultEnv) {
 	}
 }
 
+// brokerMin215 is the sample broker's option for a broker whose minimum
+// is above the fault table's platform (2.14).
+var brokerMin215 = samplebroker.Options{MinVersion: gwosb.Version{Major: 2, Minor: 15}, VersionCode: "IncompatibleAPIVersion"}
+
 // brokerMin213 is the sample broker's option for a broker whose minimum
 // is 2.13, which answers older versions 412 IncompatibleAPIVersion.
 var brokerMin213 = samplebroker.Options{MinVersion: gwosb.Version{Major: 2, Minor: 13}, VersionCode: "IncompatibleAPIVersion"}

@@ -103,6 +103,9 @@ type faultOptions struct {
 	// defaults applied; nil: none.
 	brokerCap int
 	breaker   *config.Breaker
+	// versions are the sample broker's MinVersion and VersionCode (its 412
+	// to older versions); zero: it accepts every 2.x.
+	versions samplebroker.Options
 }
 
 // newFaultEnv builds the world of kind k.
@@ -110,7 +113,8 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 	t.Helper()
 	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	f := &faultEnv{clock: clk, refuse: &refuser{addr: refusingAddr(t)}}
-	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now})
+	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now,
+		MinVersion: o.versions.MinVersion, VersionCode: o.versions.VersionCode})
 	f.undos = &tap{h: f.broker}
 	f.front = &brokerFront{next: f.undos}
 	bs := httptest.NewServer(f.front)
