@@ -107,6 +107,9 @@ type faultOptions struct {
 	// makes the sample broker's catalog say instances_retrievable and
 	// bindings_retrievable false (samplebroker.Options.NotRetrievable).
 	fetch, gone, notRetrievable bool
+	// versions are the sample broker's MinVersion and VersionCode (its 412
+	// to older versions); zero: it accepts every 2.x.
+	versions samplebroker.Options
 }
 
 // newFaultEnv builds the world of kind k.
@@ -114,7 +117,8 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 	t.Helper()
 	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	f := &faultEnv{clock: clk, refuse: &refuser{addr: refusingAddr(t)}}
-	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now, NotRetrievable: o.notRetrievable})
+	f.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now,
+		NotRetrievable: o.notRetrievable, MinVersion: o.versions.MinVersion, VersionCode: o.versions.VersionCode})
 	f.undos = &tap{h: f.broker}
 	f.front = &brokerFront{next: f.undos}
 	bs := httptest.NewServer(f.front)

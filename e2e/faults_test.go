@@ -38,9 +38,11 @@ import (
 // gateway bug: it states the behaviour wanted and is skipped until the fix.
 var faultTable = []faultRow{
 	{
+		// The platform reads what happened, not where the broker is: the
+		// address and the Go error go to the log and the span only.
 		name: "broker down (connection refused)",
-		steps: []faultStep{{call: provision, arm: refuseNext,
-			want: state{saw: saw{502, `broker "b" is unreachable`}}}},
+		steps: []faultStep{{call: provision, arm: refuseNext, after: addressWithheld,
+			want: state{saw: saw{502, `broker "b" could not be reached: it refused the connection`}}}},
 		mitigated: &state{},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
@@ -243,6 +245,19 @@ var faultTable = []faultRow{
 		mitigated: &state{calls: calls{"provision": 2, "instance_last_operation": 1}},
 		retried: []faultStep{{call: provisionFlagless,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 4, "instance_last_operation": 2}}}},
+	},
+	{
+		// The broker's 412 to the catalog at the platform's version is that
+		// version's answer, passed through and cached (never a 503 that a
+		// platform retries forever): the provision, which needs the
+		// catalog, gets it without a broker call; a 4xx, so no orphan.
+		name: "broker refuses the platform's version (412)",
+		opts: faultOptions{versions: brokerMin215},
+		steps: []faultStep{{call: provision,
+			want: state{saw: saw{412, "X-Broker-API-Version 2.14 is below 2.15, the lowest this broker accepts"}}}},
+		mitigated: &state{},
+		retried: []faultStep{{call: provision, // the refusal lasts
+			want: state{saw: saw{412, "X-Broker-API-Version 2.14 is below 2.15, the lowest this broker accepts"}}}},
 	},
 	{
 		name: "store down before a call",

@@ -37,7 +37,8 @@ import (
 // once. It is safe for concurrent use.
 type CatalogCache struct {
 	entries  *lru.Cache[catalogKey, *catalogEntry]
-	failures *lru.Cache[catalogKey, *fetchFailure] // bounded like entries: platforms name keys
+	failures *lru.Cache[catalogKey, *fetchFailure]   // bounded like entries: platforms name keys
+	refusals *lru.Cache[catalogKey, *versionRefusal] // the versions a broker refuses (catalog_refusal.go)
 	maxBytes int64
 	bytes    atomic.Int64
 	flight   singleflight.Group
@@ -109,6 +110,9 @@ func newCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) (
 	if cc.failures, err = lru.New[catalogKey, *fetchFailure](max); err != nil {
 		return nil, fmt.Errorf("catalog failure cache of %d entries: %w", max, err)
 	}
+	if cc.refusals, err = lru.New[catalogKey, *versionRefusal](max); err != nil {
+		return nil, fmt.Errorf("catalog refusal cache of %d entries: %w", max, err)
+	}
 	return cc, nil
 }
 
@@ -138,11 +142,13 @@ type catalogFetch struct {
 }
 
 // get returns the catalog for f.key: fresh from the cache, stale while a
-// refresh runs or after one failed (stale true), or fetched now. With no
-// good catalog, it returns a 503 *osb.Error naming the broker, the cause
-// and when the next fetch may start: at once, without asking the broker,
-// while a failed fetch is remembered (see backingOff). A stale entry's
-// background refresh waits for the same backoff.
+// refresh runs or after one failed (stale true), or fetched now. When the
+// broker refuses f.key's version, it returns the *versionRefusal (cached
+// like a catalog). With no good catalog, it returns a 503 *osb.Error
+// naming the broker, the cause and when the next fetch may start: at once,
+// without asking the broker, while a failed fetch is remembered (see
+// backingOff). A stale entry's background refresh waits for the same
+// backoff.
 func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry, stale bool, err error) {
 	st := c.statsFor(f.key.broker)
 	now := c.now()
@@ -159,6 +165,10 @@ func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry
 			}()
 		}
 		return e, true, nil
+	}
+	if v := c.refused(f.key, now); v != nil {
+		st.hits.Add(1)
+		return nil, false, v
 	}
 	if ff := c.backingOff(f.key, now); ff != nil {
 		return nil, false, unavailable(f.key, ff, now)
@@ -207,6 +217,18 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 	st := c.statsFor(f.key.broker)
 	e, err := c.fetchEntry(ctx, f, prev)
 	now := c.now()
+	var refusal *versionRefusal
+	if errors.As(err, &refusal) {
+		// The broker answered, for this version: no failure, no backoff.
+		c.keepRefusal(refusal)
+		st.mu.Lock()
+		st.lastFetch, st.lastError = now, ""
+		st.mu.Unlock()
+		c.log.LogAttrs(ctx, slog.LevelWarn, "broker refuses the API version; platforms at it get its refusal",
+			slog.String("broker", f.key.broker), slog.String("version", f.key.version), slog.Int("status", refusal.status),
+			slog.String("code", refusal.code), slog.String("description", refusal.description), slog.Time("until", refusal.expires))
+		return nil, refusal
+	}
 	st.mu.Lock()
 	st.lastFetch = now
 	if err != nil {
@@ -236,11 +258,12 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 			slog.String("without_catalog", withoutCatalogLog(f.up.cfg.Validation)))
 		if prev != nil {
 			return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, err)}
+				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, said(err))}
 		}
 		return nil, unavailable(f.key, ff, now)
 	}
 	c.failures.Remove(f.key)
+	c.refusals.Remove(f.key)
 	c.put(e)
 	return e, nil
 }
@@ -264,7 +287,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 		if isTimeout(err, ctx) {
 			return nil, fmt.Errorf("the broker did not answer within %s", u.timeout)
 		}
-		return nil, errors.New("the broker " + u.describe(err))
+		return nil, u.failed(err)
 	}
 	defer res.Body.Close()
 	limit := c.maxBytes
@@ -273,7 +296,10 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the catalog: %w", err)
+		return nil, &withheld{said: "the broker's catalog could not be read: its body was cut short" + cutReason(err), err: err}
+	}
+	if rules.RefusesVersion(res.StatusCode) && int64(len(body)) <= limit {
+		return nil, newVersionRefusal(f.key, res.StatusCode, res.Header.Get("Content-Type"), body, c.now().Add(u.cfg.Catalog.TTL))
 	}
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the broker answered GET /v2/catalog with status %d", res.StatusCode)
@@ -325,21 +351,26 @@ func (c *CatalogCache) put(e *catalogEntry) {
 	}
 }
 
-// forget drops every entry and remembered failure of the named broker (its
-// settings changed).
+// forget drops every entry, remembered failure and refusal of the named
+// broker (its settings changed).
 func (c *CatalogCache) forget(broker string) {
 	for _, k := range c.entries.Keys() {
 		if k.broker == broker {
 			c.entries.Remove(k)
 		}
 	}
+	for _, k := range c.refusals.Keys() {
+		if k.broker == broker {
+			c.refusals.Remove(k)
+		}
+	}
 	c.forgetFailures(broker)
 }
 
 // refresh fetches the broker's catalogs again now, waiting for the
-// result: those cached and those whose latest fetch failed (a remembered
-// failure does not hold them back), or, with none of either, the one at
-// version.
+// result: those cached, those whose latest fetch failed (a remembered
+// failure does not hold them back) and those it refused, or, with none of
+// these, the one at version.
 func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string) ([]*catalogEntry, error) {
 	var keys []catalogKey
 	for _, k := range c.entries.Keys() {
@@ -349,6 +380,11 @@ func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string
 	}
 	for _, k := range c.failures.Keys() {
 		if k.broker == up.name && !c.entries.Contains(k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range c.refusals.Keys() {
+		if k.broker == up.name && !c.entries.Contains(k) && !c.failures.Contains(k) {
 			keys = append(keys, k)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // stale entry is served without a background refresh. An admin refresh,
 // the warm-up and check fetch regardless.
 type fetchFailure struct {
-	cause error     // why the fetch failed (said to the platform)
+	cause error     // why the fetch failed (said to the platform: see said)
 	at    time.Time // when it failed
 	next  time.Time // the earliest start of the next fetch
 	count int       // consecutive failures, 1 for the first
@@ -78,7 +78,7 @@ func unavailable(k catalogKey, ff *fetchFailure, now time.Time) *osb.Error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: ff.cause,
 		Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
 		Description: fmt.Sprintf("the catalog of broker %q is unavailable (none is cached): %s; the gateway fetches it again at %s (in %s)",
-			k.broker, ff.cause, ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
+			k.broker, said(ff.cause), ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
 }
 
 // forgetFailures drops the remembered failures of the named broker.

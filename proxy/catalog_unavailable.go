@@ -40,11 +40,16 @@ func needsCatalog(s *Scope) bool {
 // withoutCatalog decides a call that needs the catalog (needsCatalog)
 // when cause says why none can be had. It returns the 503 to refuse the
 // call with, or nil to forward it unchecked, and records the decision in
-// s. A route with filters always refuses: forwarding would let the tenant
+// s; when the broker refuses the call's version, that refusal (see
+// versionRefusal), as the broker answers it. A route with filters always refuses: forwarding would let the tenant
 // reach what its filters hide. Otherwise the broker's
 // validation.without_catalog decides.
 func withoutCatalog(s *Scope, cause error) error {
-	why := cause.Error()
+	var refusal *versionRefusal
+	if errors.As(cause, &refusal) {
+		return refusal // the broker's answer at this version, whatever the route and mode
+	}
+	why := said(cause)
 	var oe *osb.Error
 	var hdr http.Header
 	if errors.As(cause, &oe) {

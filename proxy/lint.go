@@ -2,15 +2,19 @@ package proxy
 
 import (
 	"context"
+	"errors"
 
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // CatalogLint is what fetching and linting one broker's catalog found.
 type CatalogLint struct {
-	Broker   string
-	Version  string
-	Err      error // the catalog could not be fetched or decoded
+	Broker  string
+	Version string
+	Err     error // the catalog could not be fetched or decoded
+	// Refused reports that Err is the broker's refusal of Version (its 412
+	// to the catalog at it): the broker answered.
+	Refused  bool
 	Findings []rules.Finding
 }
 
@@ -23,8 +27,9 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 		u := g.upstreams[b.Name]
 		cl := CatalogLint{Broker: b.Name, Version: u.warmVersion().String()}
 		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID(), force: true}, nil)
+		var refusal *versionRefusal
 		if err != nil {
-			cl.Err = err
+			cl.Err, cl.Refused = err, errors.As(err, &refusal)
 		} else {
 			cl.Findings = e.index.Findings()
 		}

@@ -299,7 +299,7 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 	req.Header[headerRequestIdentity] = []string{newRequestID()}
 	res, err := u.rt.RoundTrip(req)
 	if err != nil {
-		return 0, errors.New("the broker " + u.describe(err))
+		return 0, u.failed(err)
 	}
 	res.Body.Close()
 	return res.StatusCode, nil

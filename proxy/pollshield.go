@@ -265,7 +265,7 @@ func readShared(res *http.Response) *sharedAnswer {
 	case err != nil:
 		a.cut = err
 	case n > maxSharedAnswer:
-		a.cut = fmt.Errorf("the answer is over %d bytes, the most the gateway shares among polls", maxSharedAnswer)
+		a.cut = errOverShared
 		buf.Truncate(maxSharedAnswer)
 	}
 	a.body = buf.Bytes()
@@ -287,6 +287,9 @@ func (a *sharedAnswer) response(req *http.Request) *http.Response {
 	}
 	return res
 }
+
+// errOverShared cuts a shared answer over maxSharedAnswer short.
+var errOverShared = fmt.Errorf("the answer is over %d bytes, the most the gateway shares among polls", maxSharedAnswer)
 
 // errReader fails every read with err.
 type errReader struct{ err error }

@@ -231,8 +231,16 @@ func (s *Scope) status() int {
 	return s.Status
 }
 
-// fail records err as the gateway's answer and writes it as an OSB error.
+// fail records err as the gateway's answer and writes it as an OSB error;
+// a broker's refusal of the call's version (versionRefusal) is written as
+// the broker sent it, as an answer from the catalog cache.
 func (s *Scope) fail(w http.ResponseWriter, err error) {
+	var refusal *versionRefusal
+	if errors.As(err, &refusal) {
+		s.FromCache = true
+		refusal.write(w)
+		return
+	}
 	s.Err = err
 	osb.WriteError(w, err)
 }

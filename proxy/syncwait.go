@@ -220,8 +220,10 @@ func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 }
 
 func (sw *syncWait) fetchError(err error) *osb.Error {
-	return osb.Errorf(http.StatusBadGateway, "",
-		"broker %q finished the asynchronous bind, but its GET binding, where the credentials come from, failed: %v", sw.u.name, err)
+	e := osb.Errorf(http.StatusBadGateway, "",
+		"broker %q finished the asynchronous bind, but its GET binding, where the credentials come from, failed: %s", sw.u.name, said(err))
+	e.Err = err
+	return e
 }
 
 // failure is the description of the 400 a failed operation answers.
@@ -277,13 +279,16 @@ func errorBody(code, description string) []byte {
 	return buf.Bytes()
 }
 
+// errOverChecked is readOwn's error for an answer over maxCheckedResponse.
+var errOverChecked = errors.New("the answer is larger than " + strconv.Itoa(maxCheckedResponse) + " bytes")
+
 // readOwn reads the body of one of the gateway's own broker calls whole
 // (up to maxCheckedResponse) and closes it.
 func readOwn(res *http.Response) ([]byte, error) {
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxCheckedResponse+1))
 	if err == nil && len(body) > maxCheckedResponse {
-		err = errors.New("the answer is larger than " + strconv.Itoa(maxCheckedResponse) + " bytes")
+		err = errOverChecked
 	}
 	return body, err
 }

@@ -178,7 +178,7 @@ func (sw *syncWait) pollOnce(ctx context.Context, until time.Time) (rules.Answer
 	if err != nil {
 		sw.u.log.LogAttrs(ctx, slog.LevelWarn, "polling the operation the gateway waits for failed; polling on",
 			slog.String("broker", sw.u.name), slog.String("instance_id", sw.call.InstanceID),
-			slog.String("binding_id", sw.call.BindingID), slog.String("error", sw.u.describe(err)))
+			slog.String("binding_id", sw.call.BindingID), slog.String("error", sw.u.failed(err).Error()))
 		return rules.Answer{}, 0
 	}
 	body, err := readOwn(res)
@@ -220,12 +220,12 @@ func (sw *syncWait) fetchBinding(ctx context.Context, until time.Time) ([]byte, 
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, errors.New("emulate.sync_within passed before it answered")
 	case err != nil:
-		return nil, errors.New("the broker " + sw.u.describe(err))
+		return nil, sw.u.failed(err)
 	}
 	body, err := readOwn(res)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, &withheld{said: "its answer could not be read" + cutReason(err), err: err}
 	case res.StatusCode != http.StatusOK:
 		return nil, errors.New("it answered " + strconv.Itoa(res.StatusCode))
 	}

@@ -55,7 +55,7 @@ tenants:
 		{"CA, client certificate and server name", `{ca_file: CA, cert_file: CERT, key_file: KEY, server_name: broker.internal}`, 200, ""},
 		{"no client certificate", `{ca_file: CA, server_name: broker.internal}`, 502, `broker \"secure\" refused the TLS handshake (if it requires a client certificate, set brokers[].tls.cert_file and key_file): tls: certificate required`},
 		{"unknown CA", `{cert_file: CERT, key_file: KEY, server_name: broker.internal}`, 502, "its certificate is signed by an unknown authority"},
-		{"name mismatch", `{ca_file: CA, cert_file: CERT, key_file: KEY, server_name: other.internal}`, 502, "certificate is valid for broker.internal, not other.internal"},
+		{"name mismatch", `{ca_file: CA, cert_file: CERT, key_file: KEY, server_name: other.internal}`, 502, `broker \"secure\" failed the TLS handshake: its certificate does not cover the name the gateway checks`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -309,11 +308,19 @@ func (e *cutShort) Error() string {
 	return fmt.Sprintf("answered %d but its body was cut short: %v", e.status, e.err)
 }
 
+// said is what a platform may read of e (see describe): the read error
+// names the broker's address.
+func (e *cutShort) said() string {
+	return fmt.Sprintf("answered %d but its body was cut short%s", e.status, cutReason(e.err))
+}
+
 func (e *cutShort) Unwrap() error { return e.err }
 
 // errorHandler turns a failed broker call into an OSB error body: 504 for a
-// timeout, 502 for anything else. A platform
-// that went away gets nothing; the log and scope record it.
+// timeout, 502 for anything else. The body names the broker and what
+// happened, never its address or the Go error (describe): those go to the
+// log through e.Err and to the client span. A platform that went away gets
+// nothing; the log and scope record it.
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
@@ -327,7 +334,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
 	case errors.As(err, &cut):
-		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.Error())
+		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
 		if s.guard != nil {
@@ -360,42 +367,6 @@ func (u *upstream) timeoutError() *osb.Error {
 		return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer in time (response headers are due within %s, the whole call within %s)", u.name, rh, u.timeout)
 	}
 	return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer within %s", u.name, u.timeout)
-}
-
-// describe says what went wrong with a broker call, for a platform and an
-// operator: TLS failures by kind, with the setting that fixes them, then
-// connection failures. Transport errors name the broker's address, never
-// its credentials (broker URLs carry none; config refuses userinfo).
-func (u *upstream) describe(err error) string {
-	var (
-		unknownCA x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		record    tls.RecordHeaderError
-		verify    *tls.CertificateVerificationError
-		op        *net.OpError
-	)
-	switch {
-	case errors.As(err, &unknownCA):
-		return "failed the TLS handshake: its certificate is signed by an unknown authority (brokers[].tls.ca_file names the CA to trust): " + err.Error()
-	case errors.As(err, &hostname):
-		return "failed the TLS handshake: its certificate does not cover the name the gateway checks (the URL's host, or brokers[].tls.server_name): " + hostname.Error()
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return "failed the TLS handshake: its certificate has expired or is not yet valid: " + invalid.Error()
-	case errors.As(err, &verify):
-		return "failed the TLS handshake: its certificate was not accepted: " + verify.Error()
-	case errors.As(err, &record):
-		return "does not speak TLS at this address (is the URL's scheme right?): " + err.Error()
-	case errors.As(err, &op) && op.Op == "remote error":
-		hint := ""
-		if len(u.tls.Certificates) == 0 {
-			hint = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
-		}
-		return "refused the TLS handshake" + hint + ": " + op.Err.Error()
-	case errors.As(err, &op) && op.Op == "dial":
-		return "is unreachable: " + err.Error()
-	}
-	return "failed or answered with something that is not HTTP: " + err.Error()
 }
 
 // bufferPool is a BufferPool of 32 KiB copy buffers shared by all

@@ -152,8 +152,8 @@ func TestBrokerUnreachable(t *testing.T) {
 	if res.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
-	if !strings.Contains(body, `broker \"b1\" is unreachable`) || !strings.Contains(body, "connection refused") {
-		t.Errorf("description does not name the broker and the cause: %s", body)
+	if !strings.Contains(body, `broker \"b1\" could not be reached: it refused the connection`) || strings.Contains(body, "127.0.0.1") {
+		t.Errorf("description does not name the broker and the cause, or names its address: %s", body)
 	}
 }
 

@@ -68,3 +68,11 @@ func Negotiate(vals []string, min, max osb.Version, missing int, broker string) 
 	}
 	return Negotiated{Platform: v, Broker: v}, nil
 }
+
+// RefusesVersion reports whether a broker's answer with status to GET
+// /v2/catalog says it refuses the X-Broker-API-Version it was sent: 412
+// Precondition Failed, the answer OSB 2.16 gives a version a broker does
+// not support (some brokers add the code "IncompatibleAPIVersion"). It is
+// that version's answer, not an outage: a platform sending the version
+// gets it every time, and a platform sending another is not affected.
+func RefusesVersion(status int) bool { return status == http.StatusPreconditionFailed }

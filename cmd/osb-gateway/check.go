@@ -89,7 +89,11 @@ func reportCertFiles(cfg *config.Config, path string, w io.Writer) int {
 
 // reportCatalogs fetches and lints every broker's catalog, writes each
 // finding (JSON path, severity, message) to stderr and returns the number
-// of errors: an unreachable broker or an invalid catalog counts as one.
+// of errors: an unreachable broker, an invalid catalog, or a broker that
+// refuses the version the gateway fetches at (Cloud Controller's, capped
+// at the broker's maximum) counts as one. For each broker that answered,
+// it warns of the versions of its api_version range the broker refuses
+// (reportRefusedVersions).
 func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) int {
 	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -99,7 +103,10 @@ func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) i
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	errs := 0
-	for _, cl := range g.LintCatalogs(ctx) {
+	for i, cl := range g.LintCatalogs(ctx) {
+		if cl.Err == nil || cl.Refused {
+			reportRefusedVersions(ctx, g, cfg.Brokers[i], path, stderr)
+		}
 		if cl.Err != nil {
 			fmt.Fprintf(stderr, "%s: broker %q: catalog not fetched: %s\n", path, cl.Broker, fetchCause(cl.Err))
 			errs++

@@ -45,7 +45,7 @@ func TestCheckLintsCatalogs(t *testing.T) {
 		{"sample broker", fmt.Sprintf(`[{name: b, url: %q, username: sample, password: sample-secret}]`, good.URL), 0, `broker "b": catalog at 2.15 fetched, 0 findings`},
 		{"wrong credentials", fmt.Sprintf(`[{name: b, url: %q, username: sample, password: nope}]`, good.URL), 1, "status 401"},
 		{"bad catalog", fmt.Sprintf(`[{name: b, url: %q}]`, bad.URL), 1, `broker "b" catalog: services[0].plans: error:`},
-		{"unreachable", fmt.Sprintf(`[{name: b, url: %q}]`, down), 1, "is unreachable"},
+		{"unreachable", fmt.Sprintf(`[{name: b, url: %q}]`, down), 1, "could not be reached: it refused the connection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -74,7 +74,7 @@ func TestCheckUnreachableSaysCauseOnce(t *testing.T) {
 	if code := runCheck([]string{"-config", path}, &stdout, &stderr); code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := path + `: broker "b": catalog not fetched: the broker is unreachable: dial tcp ` + down + ": connect: connection refused\n" +
+	want := path + `: broker "b": catalog not fetched: the broker could not be reached: it refused the connection: dial tcp ` + down + ": connect: connection refused\n" +
 		path + ": 1 error in the brokers' catalogs\n"
 	if stderr.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr.String(), want)

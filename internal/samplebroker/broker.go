@@ -98,6 +98,11 @@ type Options struct {
 	// missing header and a major version other than 2 get 412. The zero
 	// value means 2.0.
 	MinVersion osb.Version
+
+	// VersionCode is the "error" code of the 412 a version below
+	// MinVersion gets, as some brokers send one ("IncompatibleAPIVersion").
+	// Empty: none.
+	VersionCode string
 }
 
 // Broker is an in-memory OSB broker; it implements http.Handler. Create one
@@ -284,7 +289,7 @@ func (b *Broker) checkVersion(r *http.Request) (osb.Version, error) {
 		return v, osb.Errorf(http.StatusPreconditionFailed, "",
 			"%s %s has major version %d; this broker speaks %d.x", osb.HeaderAPIVersion, v, v.Major, osb.Latest.Major)
 	case v.Less(b.minVersion):
-		return v, osb.Errorf(http.StatusPreconditionFailed, "",
+		return v, osb.Errorf(http.StatusPreconditionFailed, b.opts.VersionCode,
 			"%s %s is below %s, the lowest this broker accepts", osb.HeaderAPIVersion, v, b.minVersion)
 	}
 	return v, nil
