@@ -177,7 +177,7 @@ var imageRef = regexp.MustCompile(regexp.QuoteMeta(image) + `(:[\w.<>${}+-]*[\w>
 // unpublished names; each deploy path names the image.
 func TestOneImageReference(t *testing.T) {
 	want := image + ":" + chartAppVersion(t)
-	placeholders := []string{":<version>", ":<tag>", ":<appVersion>", ":${VERSION}", ":$VERSION", ":v<version>"}
+	placeholders := []string{":<version>", ":<tag>", ":<appVersion>", ":${VERSION}", ":$VERSION", ":v<version>", ":vX.Y.Z"}
 	var files []string
 	for _, root := range []string{"..", "../../docs", "../../README.md", "../../.goreleaser.yaml", "../../.github"} {
 		filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
