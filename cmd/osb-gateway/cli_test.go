@@ -32,6 +32,7 @@ var subcommands = []struct {
 	{"inventory", []string{"inventory", "-h"}},
 	{"inventory", []string{"inventory", "export", "-h"}},
 	{"inventory", []string{"inventory", "import", "-h"}},
+	{"schema", []string{"schema", "-h"}},
 	{"version", []string{"version", "-h"}},
 }
 

@@ -47,7 +47,9 @@ func scrapedNames(page string) map[string]bool {
 
 // dashboardExprs returns every PromQL expression of the Grafana dashboard
 // (panel targets and template variable queries), and checks its shape: a
-// datasource variable every panel and target uses, unique panel ids.
+// Prometheus data source input (__inputs, as Grafana's export for sharing
+// writes it, so that an import asks for the data source) that every panel,
+// target and query variable uses, unique panel ids.
 func dashboardExprs(t *testing.T) []string {
 	t.Helper()
 	raw, err := os.ReadFile(dashboardFile)
@@ -56,12 +58,16 @@ func dashboardExprs(t *testing.T) []string {
 	}
 	type datasource struct{ Type, UID string }
 	var d struct {
+		Inputs []struct {
+			Name, Type, PluginID string
+		} `json:"__inputs"`
 		UID           string
 		SchemaVersion int
 		Templating    struct {
 			List []struct {
 				Name, Type string
 				Query      any
+				Datasource *datasource
 			}
 		}
 		Panels []struct {
@@ -82,10 +88,17 @@ func dashboardExprs(t *testing.T) []string {
 		t.Errorf("%s: no uid, schemaVersion or panels", dashboardFile)
 	}
 	var exprs []string
-	hasDatasource := false
+	hasInput := false
+	for _, in := range d.Inputs {
+		hasInput = hasInput || (in.Name == "DS_PROMETHEUS" && in.Type == "datasource" && in.PluginID == "prometheus")
+	}
+	if !hasInput {
+		t.Errorf("%s: no __inputs entry DS_PROMETHEUS for a Prometheus data source", dashboardFile)
+	}
+	want := datasource{Type: "prometheus", UID: "${DS_PROMETHEUS}"}
 	for _, v := range d.Templating.List {
-		if v.Type == "datasource" && v.Name == "datasource" && v.Query == "prometheus" {
-			hasDatasource = true
+		if v.Type == "query" && (v.Datasource == nil || *v.Datasource != want) {
+			t.Errorf("variable %s: datasource %v, want %v", v.Name, v.Datasource, want)
 		}
 		if q, ok := v.Query.(map[string]any); ok {
 			if s, ok := q["query"].(string); ok {
@@ -93,11 +106,7 @@ func dashboardExprs(t *testing.T) []string {
 			}
 		}
 	}
-	if !hasDatasource {
-		t.Errorf("%s: no Prometheus datasource variable named datasource", dashboardFile)
-	}
 	ids := map[int]bool{}
-	want := datasource{Type: "prometheus", UID: "${datasource}"}
 	for _, p := range d.Panels {
 		if ids[p.ID] {
 			t.Errorf("panel id %d twice", p.ID)

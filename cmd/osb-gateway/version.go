@@ -7,11 +7,21 @@ import (
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; when it
-// is not, init sets it to the module version from the build information
-// ("(devel)" for a build in a source tree, v1.2.3 for go install
-// module@v1.2.3). The start-up log and telemetry's service.version use it.
-var version = ""
+// version, revision and date are stamped at build time by the release
+// (.goreleaser.yaml):
+//
+//	-ldflags "-X main.version=v1.2.3 -X main.revision=<commit> -X main.date=<commit time, RFC 3339>"
+//
+// When version is not stamped, init sets it to the module version from the
+// build information ("(devel)" for a build in a source tree, v1.2.3 for go
+// install module@v1.2.3); revision and date then come from the VCS stamp
+// Go writes into the binary, when there is one. The start-up log and
+// telemetry's service.version use version.
+var (
+	version  = ""
+	revision = ""
+	date     = ""
+)
 
 func init() {
 	if version == "" {
@@ -23,8 +33,8 @@ func init() {
 // binary's build information.
 type buildInfo struct {
 	Version  string // -X main.version, else the module version ("(devel)" in a source tree)
-	Revision string // vcs.revision, with "-dirty" when vcs.modified; "unknown" without VCS stamping
-	Time     string // vcs.time, or ""
+	Revision string // -X main.revision, else vcs.revision with "-dirty" when vcs.modified; "unknown" without either
+	Time     string // -X main.date, else vcs.time, or ""
 	Go       string // the Go version and platform
 }
 
@@ -39,7 +49,7 @@ func readBuildInfo() buildInfo {
 		if b.Version == "" {
 			b.Version = "(unknown)"
 		}
-		return b
+		return b.stamped()
 	}
 	if b.Version == "" {
 		b.Version = bi.Main.Version
@@ -60,6 +70,18 @@ func readBuildInfo() buildInfo {
 	}
 	if b.Version == "" {
 		b.Version = "(devel)"
+	}
+	return b.stamped()
+}
+
+// stamped overrides the VCS stamp with the release's -X values, which a
+// -trimpath build from a release tarball or with -buildvcs=false lacks.
+func (b buildInfo) stamped() buildInfo {
+	if revision != "" {
+		b.Revision = revision
+	}
+	if date != "" {
+		b.Time = date
 	}
 	return b
 }

@@ -160,7 +160,7 @@ func TestHelmChartRefusesUnsafeValues(t *testing.T) {
 		{"bolt with two replicas", "replicaCount: 2", "use state.backend redis for more than one replica"},
 		{"redis without addresses", "state: {backend: redis}", "state.backend redis needs state.redis.addrs"},
 		{"redis password not in the Secret", "state: {backend: redis, redis: {addrs: [r:6379], passwordKey: REDIS_PASSWORD}}", "secrets.env has no such key"},
-		{"memory state", "state: {backend: memory}", "state.backend must be bolt or redis"},
+		{"memory state", "state: {backend: memory}", "at '/state/backend': value must be one of 'bolt', 'redis'"},
 		{"no admin token", "admin: {token: \"\"}", "admin.token is required"},
 		{"short admin token", "admin: {token: short}", "at least 16 characters"},
 		{"state in config", "config: {state: {backend: memory}}", "config.state: the chart sets it"},

@@ -56,7 +56,7 @@ spec:
       securityContext: {runAsNonRoot: true, runAsUser: 65532}
       containers:
         - name: osb-gateway
-          image: osb-gateway:latest
+          image: ghcr.io/osb-gateway/osb-gateway:v0.1.0
           args: ["serve", "-config", "/etc/osb-gateway/gateway.yaml"]
           ports: [{name: osb, containerPort: 8080}, {name: admin, containerPort: 9090}]
           readinessProbe: {httpGet: {path: /readyz, port: admin}}

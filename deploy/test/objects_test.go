@@ -11,6 +11,7 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -48,6 +49,7 @@ type objects struct {
 	networkPolicies []*networkingv1.NetworkPolicy
 	pdbs            []*policyv1.PodDisruptionBudget
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	jobs            []*batchv1.Job // the chart's config check (a hook)
 }
 
 // decodeObjects splits a multi-document YAML stream and decodes every
@@ -96,6 +98,8 @@ func (o *objects) add(obj runtime.Object) error {
 		o.pdbs = append(o.pdbs, v)
 	case *monitoringv1.ServiceMonitor:
 		o.serviceMonitors = append(o.serviceMonitors, v)
+	case *batchv1.Job:
+		o.jobs = append(o.jobs, v)
 	case *corev1.ServiceAccount:
 	default:
 		return fmt.Errorf("a %T is not expected in a deployment of the gateway", obj)

@@ -102,3 +102,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- toYaml $cfg }}
 {{- end }}
+
+{{/* The keys and values of the chart's Secret (and of the config check's copy). */}}
+{{- define "osb-gateway.secretData" -}}
+{{- range $k, $v := .Values.secrets.env }}
+{{ $k }}: {{ $v | toString | quote }}
+{{- end }}
+OSB_GATEWAY_ADMIN_TOKEN: {{ .Values.admin.token | quote }}
+{{- end }}
