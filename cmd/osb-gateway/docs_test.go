@@ -29,12 +29,6 @@ const (
 	docsMaxLines   = 600
 )
 
-// owedPages are pages the README and docs/ link to that another part of
-// issue 29 adds (docs/installing.md comes with the release configuration).
-// A link to one is accepted while the page does not exist; once it does,
-// its fragments are checked like any other.
-var owedPages = map[string]bool{"docs/installing.md": true}
-
 // manualPages lists README.md and docs/*.md, relative to the repository.
 func manualPages(t *testing.T) []string {
 	t.Helper()
@@ -176,9 +170,6 @@ func TestDocsLinks(t *testing.T) {
 					dest = filepath.Join(filepath.Dir(p), filepath.FromSlash(file))
 				}
 				if _, err := os.Stat(dest); err != nil {
-					if owedPages[repoPath(dest)] {
-						continue
-					}
 					t.Errorf("%s: no such file %s", where, repoPath(dest))
 					continue
 				}
