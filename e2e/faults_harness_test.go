@@ -82,6 +82,8 @@ type faultEnv struct {
 
 	mu       sync.Mutex
 	inflight context.Context // the latest platform request's context
+
+	held held // what the platform was told it holds (faults_invariants_test.go)
 }
 
 // faultOptions are the settings a fault row changes.
@@ -258,6 +260,7 @@ func (f *faultEnv) send(t *testing.T, c platformCall, via int, id string, timeou
 		return saw{0, err.Error()}
 	}
 	x := f.platforms[via].last(t)
+	f.held.tell(c, id, x.Status, x.Body)
 	var body struct{ Description string }
 	_ = json.Unmarshal([]byte(x.Body), &body)
 	return saw{x.Status, body.Description}
@@ -437,6 +440,9 @@ func (f *faultEnv) check(t *testing.T, what string, want state) {
 	t.Helper()
 	eventually(t, what+": locks", want.locks, f.locks)
 	eventually(t, what+": orphans", want.orphans, f.orphans)
+	// The table's promises, whatever the row: nothing the platform holds
+	// deleted, nothing at the broker untracked.
+	eventually(t, what+": promises broken", nil, f.violations)
 	if want.inventory != nil {
 		eventually(t, what+": inventory", want.inventory, f.inventory)
 	}
