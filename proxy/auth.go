@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/singleflight"
@@ -204,21 +205,15 @@ func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user,
 		g.fail(addr)
 		return nil, t.refused()
 	}
-	f, wait, ok := g.reserve(addr)
-	if !ok {
-		return nil, g.tooMany(addr, wait)
-	}
 	// Copies for the check: user and pass point into the auth stage's
 	// stack buffer, which must not escape through it on the hot path.
-	c, err := t.check(ctx, g, d, bytes.Clone(user), bytes.Clone(pass))
+	c, err := t.check(ctx, g, addr, d, bytes.Clone(user), bytes.Clone(pass))
 	switch {
-	case err != nil: // not checked: not a failure
-		f.refund()
+	case err != nil:
 		return nil, err
 	case c == nil:
 		return nil, t.refused()
 	}
-	f.refund()
 	t.remember(d, c, addr)
 	return c, nil
 }
@@ -234,16 +229,16 @@ func (t *tenant) remember(d [32]byte, c *credential, addr netip.Addr) {
 	}
 }
 
-// check compares user and pass, of digest d, with the tenant's bcrypt
-// credentials and returns the one they match, or nil. Concurrent checks of
-// one pair share one comparison; it runs in a bcrypt slot, after waiting
-// in g's queue, and its callers wait out of listen.max_in_flight's count
-// (see overload.leave). The error, when not nil, says why nothing was
-// checked: the queue was full, ctx ended, or the gate had no room left for
-// the call afterwards (errRejoinShed).
-func (t *tenant) check(ctx context.Context, g *authGate, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+// check compares user and pass, of digest d, presented from addr, with
+// the tenant's bcrypt credentials and returns the one they match, or nil.
+// Concurrent checks of one pair share one comparison (sharedCheck); its
+// callers wait out of listen.max_in_flight's count (see overload.leave).
+// The error, when not nil, says why nothing was checked: addr had no
+// failure left, the queue was full, ctx ended, or the gate had no room
+// left for the call afterwards (errRejoinShed).
+func (t *tenant) check(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
 	g.inFlight.leave()
-	c, err := t.sharedCheck(ctx, g, d, user, pass)
+	c, err := t.sharedCheck(ctx, g, addr, d, user, pass)
 	if !g.inFlight.rejoin() && err == nil && c != nil {
 		return nil, errRejoinShed
 	}
@@ -255,35 +250,64 @@ func (t *tenant) check(ctx context.Context, g *authGate, d [32]byte, user, pass 
 // stage sheds it as the overload stage would have.
 var errRejoinShed = &osb.Error{Status: http.StatusServiceUnavailable, Description: "overloaded"}
 
+// limited is the error of a shared check whose address had no failure
+// left (authGate.reserve): it concerns that address only.
+type limited struct{ wait time.Duration }
+
+func (limited) Error() string { return "no failure left" }
+
 // sharedCheck is check's comparison, shared by the concurrent checks of
-// one pair. A check that ends because the request that ran it ended (not
-// ctx) is run again for the requests still waiting for it.
-func (t *tenant) sharedCheck(ctx context.Context, g *authGate, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+// one pair. The request that runs it (leads) reserves a failure of its
+// address first, so that concurrent checks of different pairs from one
+// address never exceed what it has left, and gives it back on a success;
+// one that shared a refusal counts a failure against its own address. A
+// check that ends for the leader's reason (its request ended, its address
+// is over the limit) is run again for the requests still waiting.
+func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
 	key := string(d[:])
 	for {
+		led := false // written before the result is sent, read after
 		ch := t.checks.DoChan(key, func() (any, error) {
+			led = true
+			if v, ok := t.verified.Load(d); ok { // verified by a check that ended a moment ago
+				return v.(*verifiedPair).cred, nil
+			}
+			f, wait, ok := g.reserve(addr)
+			if !ok {
+				return nil, limited{wait}
+			}
 			if err := g.acquire(ctx); err != nil {
+				f.refund() // not checked: not a failure
 				return nil, err
 			}
-			defer g.release()
 			c := t.bcryptMatch(g, user, pass)
+			g.release()
 			if c == nil {
 				g.rememberFailed(t, d)
+				return c, nil
 			}
+			f.refund()
 			return c, nil
 		})
+		var r singleflight.Result
 		select {
-		case r := <-ch:
-			switch {
-			case r.Err == nil:
-				return r.Val.(*credential), nil
-			case errors.Is(r.Err, errBcryptBusy):
-				return nil, g.busy()
-			case ctx.Err() == nil: // the request that ran it ended, not this one
-				continue
-			}
-			return nil, g.abandoned(ctx.Err())
+		case r = <-ch:
 		case <-ctx.Done():
+			return nil, g.abandoned(ctx.Err())
+		}
+		var lim limited
+		switch {
+		case r.Err == nil:
+			c := r.Val.(*credential)
+			if c == nil && !led {
+				g.fail(addr)
+			}
+			return c, nil
+		case errors.Is(r.Err, errBcryptBusy):
+			return nil, g.busy()
+		case errors.As(r.Err, &lim) && led:
+			return nil, g.tooMany(addr, lim.wait)
+		case !errors.As(r.Err, &lim) && ctx.Err() != nil:
 			return nil, g.abandoned(ctx.Err())
 		}
 	}
