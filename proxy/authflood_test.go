@@ -154,11 +154,14 @@ func (h *heldCompare) compare(hash, pass []byte) error {
 // got 503 "overloaded". Now at most auth.bcrypt_queue checks wait (one
 // more gets 429 with Retry-After at once), waiting and hashing checks do
 // not count against max_in_flight, and a verified credential waits for
-// neither: here, with the one slot held and the queue full, more verified
-// reads than max_in_flight's room pass while the attackers still wait.
+// neither: here, with the one slot held and the queue full (17 attackers
+// held, more than max_in_flight), more verified reads than max_in_flight
+// pass while the attackers still wait.
 func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
-	const maxInFlight, attackers = 6, 6
-	floodGateway(t, fmt.Sprintf(", max_in_flight: %d", maxInFlight), "bcrypt_concurrency: 1, bcrypt_queue: 2", time.Now,
+	// One bcrypt slot and the default queue (16 per slot); more attackers
+	// than max_in_flight, more than the slot and the queue hold.
+	const maxInFlight, queue, attackers = 8, 16, 1 + 16 + 4 // queue: config.DefaultBcryptQueuePerSlot
+	floodGateway(t, fmt.Sprintf(", max_in_flight: %d", maxInFlight), "bcrypt_concurrency: 1", time.Now,
 		func(t *testing.T, g *floodServer) {
 			url := g.url
 			held := &heldCompare{release: make(chan struct{})}
@@ -200,10 +203,10 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 					t.Fatalf("verified read %d while the bcrypt slot is held by the flood: %d %s (want 200)", i, a.status, a.body)
 				}
 			}
-			if e, w := held.entered.Load(), g.auth.limits.waiting.Load(); e != 1 || w != 2 {
-				t.Fatalf("after the verified reads: %d comparing, %d waiting; want the flood still held (1, 2)", e, w)
+			if e, w := held.entered.Load(), g.auth.limits.waiting.Load(); e != 1 || w != queue {
+				t.Fatalf("after the verified reads: %d comparing, %d waiting; want the flood still held (1, %d)", e, w, queue)
 			}
-			for range attackers - 3 { // the queue was full for these
+			for range attackers - 1 - queue { // the queue was full for these
 				a := <-answers
 				if a.status != http.StatusTooManyRequests || a.retryAfter != "1" ||
 					!strings.Contains(a.body, "auth.bcrypt_queue") || strings.Contains(a.body, "wrong-") {
@@ -211,7 +214,7 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 				}
 			}
 			close(held.release)
-			for range 3 {
+			for range 1 + queue {
 				if a := <-answers; a.status != http.StatusUnauthorized {
 					t.Errorf("attacker that waited: %+v, want 401", a)
 				}
