@@ -367,7 +367,7 @@ func TestAuthFloodTargetsAnswerAndReportPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := meta{GOGC: 200, Duration: "150ms", Warmup: "20ms", Rounds: 1, Targets: e.targetNames(kinds)}
-	if got, want := strings.Join(m.Targets, ","), "bcrypt tenant,+ 40 wrong/s, 1 address,+ 40 wrong/s, 40 addresses"; got != want {
+	if got, want := strings.Join(m.Targets, ","), "bcrypt tenant,+ 40 wrong/s, 1 address,+ 40 wrong/s, 40 addresses,+ 40 wrong/s, 199 addresses, held"; got != want {
 		t.Fatalf("targets %q, want %q", got, want)
 	}
 	path, err := e.requestPath(kindAuthFlood)
@@ -418,10 +418,12 @@ func TestAuthFloodTargetsAnswerAndReportPrints(t *testing.T) {
 		"| 2 | bcrypt tenant |",
 		"| 2 | + 40 wrong/s, 1 address |",
 		"| 2 | + 40 wrong/s, 40 addresses |",
+		"| 2 | + 40 wrong/s, 199 addresses, held |",
 		"Verdict (auth-flood): at 2 connections, with 40 wrong passwords/s from one address the legitimate p99 stays ≤ 2×",
+		"Verdict (auth-flood): at 2 connections, with 40 wrong passwords/s from 199 addresses holding their connections",
 	)
-	if len(back.Rows) != 0 || len(back.AuthFlood) != 3 || len(back.AuthFloodVerdicts) != 1 || back.AuthFlood[1].Flood == nil {
-		t.Fatalf("JSON report has %d rows, %d auth-flood rows, %d verdicts; want 0, 3, 1 and the flood's answers",
+	if len(back.Rows) != 0 || len(back.AuthFlood) != 4 || len(back.AuthFloodVerdicts) != 2 || back.AuthFlood[1].Flood == nil {
+		t.Fatalf("JSON report has %d rows, %d auth-flood rows, %d verdicts; want 0, 4, 2 and the flood's answers",
 			len(back.Rows), len(back.AuthFlood), len(back.AuthFloodVerdicts))
 	}
 }
