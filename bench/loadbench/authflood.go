@@ -18,7 +18,10 @@
 //     holding its connection until answered or floodHold has passed, with
 //     no cap on the requests open at once (up to floodRate × floodHold):
 //     the waiters for the bcrypt slots once filled listen.max_in_flight
-//     and verified calls got 503.
+//     and verified calls got 503. A run lasts a second or so, not the
+//     minute such a flood takes to build up, so the flood opens with what
+//     it would hold by then (floodRate × floodHold requests at once, as if
+//     none had been answered), then sends floodRate a second.
 //
 // The legitimate calls come from 127.0.0.1. The first two floods keep at
 // most floodInFlight requests open, as an attacker with that many
@@ -102,8 +105,9 @@ func (e *env) startAuthFlood() error {
 	}
 	one := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 2}), 1), floodInFlight, 0)
 	many := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 10}), floodRate), floodInFlight, 0)
-	spread := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 1, 1}), floodSpreadAddrs),
-		floodRate*int(floodHold/time.Second), floodHold)
+	held := floodRate * int(floodHold/time.Second)
+	spread := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 1, 1}), floodSpreadAddrs), held, floodHold)
+	spread.opening = held
 	e.closers = append(e.closers, one.close, many.close, spread.close)
 	e.authFlood = []*target{
 		{name: targetUndisturbed, base: base, header: platformHeader()},
@@ -131,6 +135,7 @@ type flooder struct {
 	clients  []*http.Client // one per address, keeping its connections
 	seq      atomic.Int64   // numbers the wrong passwords, so none repeats
 	inFlight int            // the most requests open at once
+	opening  int            // requests sent at once as the flood starts; 0: 1
 }
 
 // newFlooder returns a flooder with at most inFlight requests open, each
@@ -187,11 +192,14 @@ func (f *flooder) start(ctx context.Context) (mark func(), stop func() *floodSta
 			}
 		})
 	}
-	fire(0) // the first at once: every run sends at least one
+	opening := max(1, f.opening)
+	for i := range opening { // the first at once: every run sends at least one
+		fire(i)
+	}
 	wg.Go(func() {
 		tick := time.NewTicker(time.Second / floodRate)
 		defer tick.Stop()
-		for i := 1; ; i++ {
+		for i := opening; ; i++ {
 			select {
 			case <-ctx.Done():
 				return
