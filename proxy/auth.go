@@ -6,13 +6,17 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -26,12 +30,18 @@ type tenant struct {
 	missingStatus int
 	cert          gwtls.ClientCertRule // tenants[].client_cert
 
-	// verified remembers bcrypt credentials already checked, keyed by the
-	// digest of the presented username and password (presentedDigest), so
-	// only the first request with a credential pays for bcrypt. Only
-	// successes are stored, so it holds at most one entry per bcrypt
-	// credential.
-	verified sync.Map // [32]byte → *credential
+	// verified remembers credentials already checked, keyed by the digest
+	// of the presented username and password (presentedDigest), so only
+	// the first request with a bcrypt credential pays for bcrypt, and a
+	// client address over its failure limit still passes with a pair it
+	// presented before. Only successes are stored, so it holds at most one
+	// entry per credential.
+	verified sync.Map // [32]byte → *verifiedPair
+	// checks shares one bcrypt check among concurrent requests presenting
+	// the same username and password, keyed by their presentedDigest (held
+	// in memory only, never logged), so a wrong password never shares a
+	// right one's result.
+	checks singleflight.Group
 
 	// bcryptRuns is how many bcrypt comparisons a refused password costs:
 	// the most bcrypt credentials one username of the tenant has (usually
@@ -51,6 +61,52 @@ type credential struct {
 	pair   [32]byte // presentedDigest of the username and password
 	bcrypt []byte   // non-nil: pair is unused, compare with bcrypt
 	name   string   // the username, for logs and audit records
+}
+
+// verifiedPair is a username and password a tenant accepted, and the
+// client addresses they came from.
+type verifiedPair struct {
+	cred *credential
+	// addrs are the client addresses (clientAddr) the pair was presented
+	// from, the latest first, at most verifiedAddrs: copied on write, so
+	// that the hot path reads them without a lock.
+	addrs atomic.Pointer[[]netip.Addr]
+}
+
+// verifiedAddrs bounds verifiedPair.addrs: a platform's egress addresses
+// (a NAT, the nodes of a load balancer), not its every client.
+const verifiedAddrs = 16
+
+// from reports whether the pair was presented from addr.
+func (p *verifiedPair) from(addr netip.Addr) bool {
+	if as := p.addrs.Load(); as != nil {
+		for _, a := range *as {
+			if a == addr {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// add records that the pair was presented from addr, forgetting the
+// address that presented it least recently when there are too many.
+func (p *verifiedPair) add(addr netip.Addr) {
+	for {
+		old := p.addrs.Load()
+		as := make([]netip.Addr, 1, verifiedAddrs)
+		as[0] = addr
+		if old != nil {
+			for _, a := range *old {
+				if a != addr && len(as) < verifiedAddrs {
+					as = append(as, a)
+				}
+			}
+		}
+		if p.addrs.CompareAndSwap(old, &as) {
+			return
+		}
+	}
 }
 
 // presentedDigest is the SHA-256 of a username and password, the
@@ -108,17 +164,32 @@ func newTenant(tc *config.Tenant) (*tenant, error) {
 
 // verify checks a username and password presented from addr against the
 // tenant's credentials and returns the credential they match; a nil error
-// means they are valid. Every plain credential is compared, so timing does
-// not tell which one (or whether a username) matched. A pair neither cached nor plain goes to bcrypt, within g's
-// limits: refused with 429 when addr has no failure left, waiting for a
-// slot as long as ctx lasts (503 when it ends), and answered without
-// bcrypt when refused a moment ago. A success costs addr nothing.
+// means they are valid.
+//
+// A pair verified before passes at once from an address it came from
+// before, whatever that address's failures (limit the hashing, not the
+// verified); from a new address, once the address is found within its
+// failure limit. Otherwise an address over its limit gets 429, and its
+// credentials are not looked at, so a guess cannot be told right from
+// wrong there. Every plain credential is compared, so timing does not
+// tell which one (or whether a username) matched. A pair neither verified
+// nor plain goes to bcrypt (check), within g's limits. A success costs
+// addr nothing.
 func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) (*credential, *osb.Error) {
 	d := presentedDigest(user, pass)
-	if t.bcryptRuns > 0 { // verified holds bcrypt credentials only
-		if c, ok := t.verified.Load(d); ok {
-			return c.(*credential), nil
+	if v, ok := t.verified.Load(d); ok {
+		p := v.(*verifiedPair)
+		if p.from(addr) {
+			return p.cred, nil
 		}
+		if wait, over := g.overLimit(addr); over {
+			return nil, g.tooMany(addr, wait)
+		}
+		p.add(addr)
+		return p.cred, nil
+	}
+	if wait, over := g.overLimit(addr); over {
+		return nil, g.tooMany(addr, wait)
 	}
 	match := -1
 	for i := range t.creds {
@@ -127,31 +198,119 @@ func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user,
 		}
 	}
 	if match >= 0 {
+		t.remember(d, &t.creds[match], addr)
 		return &t.creds[match], nil
 	}
 	if t.bcryptRuns == 0 || g.recentlyFailed(t, d) {
 		g.fail(addr)
 		return nil, t.refused()
 	}
-	f, wait, ok := g.reserve(addr)
-	if !ok {
-		return nil, g.tooMany(addr, wait)
-	}
-	if err := g.acquire(ctx); err != nil {
-		f.refund()
-		return nil, g.abandoned(err)
-	}
-	// A copy for the comparisons: pass points into the auth stage's stack
-	// buffer, which must not escape through g.compare on the hot path.
-	c := t.bcryptMatch(g, user, bytes.Clone(pass))
-	g.release()
-	if c == nil {
-		g.rememberFailed(t, d)
+	// Copies for the check: user and pass point into the auth stage's
+	// stack buffer, which must not escape through it on the hot path.
+	c, err := t.check(ctx, g, addr, d, bytes.Clone(user), bytes.Clone(pass))
+	switch {
+	case err != nil:
+		return nil, err
+	case c == nil:
 		return nil, t.refused()
 	}
-	f.refund()
-	t.verified.Store(d, c)
+	t.remember(d, c, addr)
 	return c, nil
+}
+
+// remember records that the pair of digest d, presented from addr, is c.
+func (t *tenant) remember(d [32]byte, c *credential, addr netip.Addr) {
+	p := &verifiedPair{cred: c}
+	if v, loaded := t.verified.LoadOrStore(d, p); loaded {
+		p = v.(*verifiedPair)
+	}
+	if !p.from(addr) {
+		p.add(addr)
+	}
+}
+
+// check compares user and pass, of digest d, presented from addr, with
+// the tenant's bcrypt credentials and returns the one they match, or nil.
+// Concurrent checks of one pair share one comparison (sharedCheck); its
+// callers wait out of listen.max_in_flight's count (see overload.leave).
+// The error, when not nil, says why nothing was checked: addr had no
+// failure left, the queue was full, ctx ended, or the gate had no room
+// left for the call afterwards (errRejoinShed).
+func (t *tenant) check(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+	g.inFlight.leave()
+	c, err := t.sharedCheck(ctx, g, addr, d, user, pass)
+	if !g.inFlight.rejoin() && err == nil && c != nil {
+		return nil, errRejoinShed
+	}
+	return c, err
+}
+
+// errRejoinShed is check's error for a call whose credentials were
+// verified when listen.max_in_flight had no room left for it: the auth
+// stage sheds it as the overload stage would have.
+var errRejoinShed = &osb.Error{Status: http.StatusServiceUnavailable, Description: "overloaded"}
+
+// limited is the error of a shared check whose address had no failure
+// left (authGate.reserve): it concerns that address only.
+type limited struct{ wait time.Duration }
+
+func (limited) Error() string { return "no failure left" }
+
+// sharedCheck is check's comparison, shared by the concurrent checks of
+// one pair. The request that runs it (leads) reserves a failure of its
+// address first, so that concurrent checks of different pairs from one
+// address never exceed what it has left, and gives it back on a success;
+// one that shared a refusal counts a failure against its own address. A
+// check that ends for the leader's reason (its request ended, its address
+// is over the limit) is run again for the requests still waiting.
+func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+	key := string(d[:])
+	for {
+		led := false // written before the result is sent, read after
+		ch := t.checks.DoChan(key, func() (any, error) {
+			led = true
+			if v, ok := t.verified.Load(d); ok { // verified by a check that ended a moment ago
+				return v.(*verifiedPair).cred, nil
+			}
+			f, wait, ok := g.reserve(addr)
+			if !ok {
+				return nil, limited{wait}
+			}
+			if err := g.acquire(ctx); err != nil {
+				f.refund() // not checked: not a failure
+				return nil, err
+			}
+			c := t.bcryptMatch(g, user, pass)
+			g.release()
+			if c == nil {
+				g.rememberFailed(t, d)
+				return c, nil
+			}
+			f.refund()
+			return c, nil
+		})
+		var r singleflight.Result
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			return nil, g.abandoned(ctx.Err())
+		}
+		var lim limited
+		switch {
+		case r.Err == nil:
+			c := r.Val.(*credential)
+			if c == nil && !led {
+				g.fail(addr)
+			}
+			return c, nil
+		case errors.Is(r.Err, errBcryptBusy):
+			return nil, g.busy()
+		case errors.As(r.Err, &lim) && led:
+			return nil, g.tooMany(addr, lim.wait)
+		case !errors.As(r.Err, &lim) && ctx.Err() != nil:
+			return nil, g.abandoned(ctx.Err())
+		}
+	}
 }
 
 // knownUser returns the tenant's first credential whose username is user,
@@ -210,7 +369,8 @@ var challenge = []string{`Basic realm="` + Realm + `"`}
 // credentials.
 //
 // An address over its failure limit gets 429 before its credentials are
-// looked at, so a correct guess cannot be told from a wrong one there.
+// looked at, so a correct guess cannot be told from a wrong one there;
+// only a username and password already verified from that address pass.
 // Refused credentials count against the address: wrong or malformed ones
 // and a refused client certificate; a request that presents none does not.
 func withAuth(g *authGate) Middleware {
@@ -230,24 +390,25 @@ func withAuth(g *authGate) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if wait, over := g.overLimit(addr); over {
-				s.failUnread(w, r, g.tooMany(addr, wait))
-				return
-			}
 			var buf [256]byte
 			header := headerValue(r.Header, "Authorization")
 			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
-			switch {
-			case header == "":
+			if ok {
+				s.cred, err = t.verify(r.Context(), g, addr, user, pass)
+			} else if wait, over := g.overLimit(addr); over {
+				err = g.tooMany(addr, wait)
+			} else if header == "" {
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got no Authorization header", t.name)
-			case !ok:
+			} else {
 				g.fail(addr)
 				err = osb.Errorf(http.StatusUnauthorized, "", "credentials required: expected HTTP basic auth for tenant %q, got %s", t.name, describeAuth(header))
-			default:
-				s.cred, err = t.verify(r.Context(), g, addr, user, pass)
 			}
-			if err != nil {
+			switch {
+			case err == errRejoinShed:
+				g.inFlight.shed(w, r, s)
+				return
+			case err != nil:
 				if err.Status == http.StatusUnauthorized {
 					err.Header = http.Header{"Www-Authenticate": challenge}
 					if ok {

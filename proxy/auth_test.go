@@ -95,8 +95,8 @@ func TestAuthBcrypt(t *testing.T) {
 	}
 	n := 0
 	tn.verified.Range(func(any, any) bool { n++; return true })
-	if n != 1 {
-		t.Errorf("verified cache holds %d entries, want 1 (successes only)", n)
+	if n != 2 {
+		t.Errorf("verified cache holds %d entries, want 2 (successes only, one per credential)", n)
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -23,11 +24,19 @@ import (
 // section auth). A bcrypt comparison takes tens of milliseconds of CPU, so
 // a flood of wrong passwords would otherwise starve every other request:
 //
-//   - at most a fixed number of bcrypt comparisons run at once (slots);
-//     the others wait for as long as their request lasts;
+//   - at most a fixed number of bcrypt comparisons run at once (slots),
+//     and a fixed number of checks wait for one (the queue), for as long
+//     as their request lasts; one more gets 429 at once (busy). While it
+//     waits or hashes, a check does not count against
+//     listen.max_in_flight (inFlight): the slots and the queue bound
+//     them, so they never take a verified call's place there;
+//   - concurrent checks of one username and password share one
+//     comparison (tenant.checks);
 //   - refused credentials are limited per client address with a token
 //     bucket; an address over it gets 429 and nothing of what it sends is
-//     checked;
+//     checked, except a username and password already verified from that
+//     address (tenant.verified): the limit is on hashing, not on the
+//     verified;
 //   - a username and password refused a moment ago are refused again
 //     without bcrypt (failed).
 //
@@ -42,6 +51,10 @@ type authGate struct {
 	ttl    time.Duration
 	// compare is bcrypt.CompareHashAndPassword; tests count the calls.
 	compare func(hash, pass []byte) error
+	// inFlight is the Gateway's listen.max_in_flight gate, which a check
+	// leaves while it waits for or holds a bcrypt slot; nil: none (tests
+	// of verify alone).
+	inFlight *overload
 }
 
 // authLimits is the part of an authGate a reload carries over when its
@@ -51,7 +64,8 @@ type authGate struct {
 type authLimits struct {
 	failures config.AuthFailures
 	slots    chan struct{} // one element per bcrypt comparison running
-	waiting  atomic.Int32  // requests waiting for a slot
+	queue    int32         // the most checks that may wait for a slot
+	waiting  atomic.Int32  // checks waiting for a slot
 	addrs    *lru.Cache[netip.Addr, *rate.Limiter]
 }
 
@@ -73,11 +87,12 @@ func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) (*authGate
 		return nil, fmt.Errorf("auth failure cache: %w", err)
 	}
 	slots := c.BcryptSlots(runtime.GOMAXPROCS(0))
-	if prev != nil && prev.limits.failures == c.Failures && cap(prev.limits.slots) == slots {
+	queue := int32(c.BcryptWaiters(slots))
+	if prev != nil && prev.limits.failures == c.Failures && cap(prev.limits.slots) == slots && prev.limits.queue == queue {
 		g.limits = prev.limits
 		return g, nil
 	}
-	l := &authLimits{failures: c.Failures, slots: make(chan struct{}, slots)}
+	l := &authLimits{failures: c.Failures, slots: make(chan struct{}, slots), queue: queue}
 	if l.addrs, err = lru.New[netip.Addr, *rate.Limiter](max(1, c.Failures.MaxAddresses)); err != nil {
 		return nil, fmt.Errorf("auth.failures.max_addresses: %w", err)
 	}
@@ -158,14 +173,22 @@ func (g *authGate) reserve(addr netip.Addr) (failure, time.Duration, bool) {
 // is not yet due; rate gives back only what is not.
 func (f failure) refund() { f.r.CancelAt(f.at) }
 
-// acquire takes a bcrypt slot, waiting until one is free or ctx is done.
+// errBcryptBusy is acquire's error when every slot is taken and the queue
+// is full.
+var errBcryptBusy = errors.New("every bcrypt slot is taken and the queue is full")
+
+// acquire takes a bcrypt slot, waiting in the queue until one is free or
+// ctx is done; errBcryptBusy without waiting when the queue is full.
 func (g *authGate) acquire(ctx context.Context) error {
 	select {
 	case g.limits.slots <- struct{}{}:
 		return nil
 	default:
 	}
-	g.limits.waiting.Add(1)
+	if g.limits.waiting.Add(1) > g.limits.queue {
+		g.limits.waiting.Add(-1)
+		return errBcryptBusy
+	}
 	defer g.limits.waiting.Add(-1)
 	select {
 	case g.limits.slots <- struct{}{}:
@@ -197,6 +220,19 @@ func (g *authGate) tooMany(addr netip.Addr, wait time.Duration) *osb.Error {
 		Description: fmt.Sprintf("too many refused credentials from %s: auth.failures allows %d in a row, then %s per second "+
 			"per client address; the credentials were not checked, retry after %ds",
 			addrName(addr), f.Burst, strconv.FormatFloat(f.Rate, 'g', -1, 64), secs)}
+}
+
+// bcryptBusyRetryAfter is the Retry-After of a check refused because the
+// bcrypt queue was full: a full queue drains in about a second.
+const bcryptBusyRetryAfter = 1
+
+// busy is the answer to a check that found every bcrypt slot taken and the
+// queue full (errBcryptBusy).
+func (g *authGate) busy() *osb.Error {
+	return &osb.Error{Status: http.StatusTooManyRequests, Err: errBcryptBusy, Header: retryHeader(bcryptBusyRetryAfter),
+		Description: fmt.Sprintf("the credentials were not checked: all %d bcrypt slots (auth.bcrypt_concurrency) are busy and "+
+			"%d checks already wait for one (auth.bcrypt_queue); credentials already verified are not affected; retry after %ds",
+			cap(g.limits.slots), g.limits.queue, bcryptBusyRetryAfter)}
 }
 
 // abandoned is the answer to a request that ended while it waited for a

@@ -178,6 +178,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
 		return nil, err
 	}
+	g.auth.inFlight = g.protect.overload // a bcrypt check waits out of its count
 	opts.Metrics.start(cfg)
 	for _, b := range cfg.Brokers {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start

@@ -51,17 +51,39 @@ func withOverload(o *overload) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if o.n.Add(1) > o.max {
 				o.n.Add(-1)
-				s := ScopeOf(w, r)
-				c := methodClass(r.Method)
-				s.Protection = ProtectionOverload
-				count(s.route.shed[c])
-				s.failUnread(w, r, o.answer[c])
+				o.shed(w, r, ScopeOf(w, r))
 				return
 			}
 			defer o.n.Add(-1)
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// shed answers a call the gate has no room for.
+func (o *overload) shed(w http.ResponseWriter, r *http.Request, s *Scope) {
+	c := methodClass(r.Method)
+	s.Protection = ProtectionOverload
+	count(s.route.shed[c])
+	s.failUnread(w, r, o.answer[c])
+}
+
+// leave takes a call the gate admitted out of the count while it waits
+// for something bounded on its own (a bcrypt check: see authGate), so that
+// such waiters never take the place of calls that are ready to go on. The
+// call must rejoin before it goes on, and before the gate's stage returns.
+// A nil o does nothing.
+func (o *overload) leave() {
+	if o != nil {
+		o.n.Add(-1)
+	}
+}
+
+// rejoin counts a call that left back in and reports whether there was
+// room for it. It is counted either way (the gate's stage takes it out
+// when the call returns); a call without room must be shed, not served.
+func (o *overload) rejoin() bool {
+	return o == nil || o.n.Add(1) <= o.max
 }
 
 // Overloaded reports nil while fewer than listen.max_in_flight platform

@@ -12,13 +12,22 @@
 //   - + 40 wrong/s, 40 addresses: the same rate spread over floodRate
 //     addresses (127.0.0.10 on), one a second each, which stays within
 //     every address's failure limit: only the bcrypt slots bound what the
-//     flood takes.
+//     flood takes;
+//   - + 40 wrong/s, 199 addresses, held: issue 28's spread flood, the same
+//     rate over 199 addresses (127.0.1.1 to 127.0.1.199), each attacker
+//     holding its connection until answered or floodHold has passed, with
+//     no cap on the requests open at once (up to floodRate × floodHold):
+//     the waiters for the bcrypt slots once filled listen.max_in_flight
+//     and verified calls got 503. A run lasts a second or so, not the
+//     minute such a flood takes to build up, so the flood opens with what
+//     it would hold by then (floodRate × floodHold requests at once, as if
+//     none had been answered), then sends floodRate a second.
 //
-// The legitimate calls come from 127.0.0.1. A flooder keeps at most
-// floodInFlight requests open, as an attacker with that many connections
-// would; a tick that finds them all open is skipped and counted. It starts
-// before the warm-up (which spends the single address's burst) and stops
-// after the measured period.
+// The legitimate calls come from 127.0.0.1. The first two floods keep at
+// most floodInFlight requests open, as an attacker with that many
+// connections would; a tick that finds them all open is skipped and
+// counted. A flood starts before the warm-up (which spends the single
+// address's burst) and stops after the measured period.
 
 package main
 
@@ -45,6 +54,7 @@ const (
 	targetUndisturbed = "bcrypt tenant"
 	targetFloodOne    = "+ 40 wrong/s, 1 address"
 	targetFloodMany   = "+ 40 wrong/s, 40 addresses"
+	targetFloodSpread = "+ 40 wrong/s, 199 addresses, held"
 )
 
 // The flood: floodRate wrong passwords a second, at most floodInFlight
@@ -52,6 +62,13 @@ const (
 const (
 	floodRate     = 40
 	floodInFlight = 64
+)
+
+// The spread flood: floodSpreadAddrs attackers, each holding a request
+// until answered or floodHold has passed.
+const (
+	floodSpreadAddrs = 199
+	floodHold        = 60 * time.Second
 )
 
 // bcryptTenant is the tenant whose credential is a bcrypt hash (of
@@ -86,13 +103,17 @@ func (e *env) startAuthFlood() error {
 	if err != nil {
 		return err
 	}
-	one := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 2}), 1))
-	many := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 10}), floodRate))
-	e.closers = append(e.closers, one.close, many.close)
+	one := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 2}), 1), floodInFlight, 0)
+	many := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 0, 10}), floodRate), floodInFlight, 0)
+	held := floodRate * int(floodHold/time.Second)
+	spread := newFlooder(base+path, floodAddrs(netip.AddrFrom4([4]byte{127, 0, 1, 1}), floodSpreadAddrs), held, floodHold)
+	spread.opening = held
+	e.closers = append(e.closers, one.close, many.close, spread.close)
 	e.authFlood = []*target{
 		{name: targetUndisturbed, base: base, header: platformHeader()},
 		{name: targetFloodOne, base: base, header: platformHeader(), flood: one},
 		{name: targetFloodMany, base: base, header: platformHeader(), flood: many},
+		{name: targetFloodSpread, base: base, header: platformHeader(), flood: spread},
 	}
 	return nil
 }
@@ -110,17 +131,22 @@ func floodAddrs(first netip.Addr, n int) []netip.Addr {
 // flooder sends wrong passwords to one URL from a set of client addresses,
 // in turn.
 type flooder struct {
-	url     string
-	clients []*http.Client // one per address, keeping its connections
-	seq     atomic.Int64   // numbers the wrong passwords, so none repeats
+	url      string
+	clients  []*http.Client // one per address, keeping its connections
+	seq      atomic.Int64   // numbers the wrong passwords, so none repeats
+	inFlight int            // the most requests open at once
+	opening  int            // requests sent at once as the flood starts; 0: 1
 }
 
-func newFlooder(url string, addrs []netip.Addr) *flooder {
-	f := &flooder{url: url}
+// newFlooder returns a flooder with at most inFlight requests open, each
+// given up after hold (0: never, until the flood stops).
+func newFlooder(url string, addrs []netip.Addr, inFlight int, hold time.Duration) *flooder {
+	f := &flooder{url: url, inFlight: inFlight}
+	idle := max(1, inFlight/len(addrs))
 	for _, a := range addrs {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: a.AsSlice()}, Timeout: 5 * time.Second}
-		f.clients = append(f.clients, &http.Client{Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext,
-			MaxIdleConnsPerHost: floodInFlight}})
+		f.clients = append(f.clients, &http.Client{Timeout: hold, Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext,
+			MaxIdleConnsPerHost: idle}})
 	}
 	return f
 }
@@ -138,7 +164,7 @@ func (f *flooder) start(ctx context.Context) (mark func(), stop func() *floodSta
 	ctx, cancel := context.WithCancel(ctx)
 	st := &floodStats{Addresses: len(f.clients), Answers: map[string]int64{}}
 	var wg sync.WaitGroup
-	open := make(chan struct{}, floodInFlight)
+	open := make(chan struct{}, f.inFlight)
 	t0 := time.Now()
 	mark = func() {
 		st.mu.Lock()
@@ -166,11 +192,14 @@ func (f *flooder) start(ctx context.Context) (mark func(), stop func() *floodSta
 			}
 		})
 	}
-	fire(0) // the first at once: every run sends at least one
+	opening := max(1, f.opening)
+	for i := range opening { // the first at once: every run sends at least one
+		fire(i)
+	}
 	wg.Go(func() {
 		tick := time.NewTicker(time.Second / floodRate)
 		defer tick.Stop()
-		for i := 1; ; i++ {
+		for i := opening; ; i++ {
 			select {
 			case <-ctx.Done():
 				return

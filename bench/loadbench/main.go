@@ -44,9 +44,11 @@
 //
 // And one more (authflood.go): auth-flood sends GET last_operation as a
 // tenant whose credential is a bcrypt hash, undisturbed and while 40 wrong
-// passwords a second arrive from one other client address and from 40,
-// and holds the legitimate calls' p99 under the single-address flood to
-// twice the undisturbed p99 of the same run.
+// passwords a second arrive from one other client address, from 40, and
+// from 199 that hold their connections (issue 28's spread flood), and
+// holds the legitimate calls' p99 under the single-address and the spread
+// floods to twice the undisturbed p99 of the same run, with no legitimate
+// call answered 429 or 503 under the spread flood.
 //
 // And the last (pollshield.go): poll-shield polls -poll-ops async
 // operations, each every -poll-interval from each of -poll-pollers

@@ -17,6 +17,10 @@ const (
 	// DefaultFailureCacheTTL is auth.failure_cache_ttl: how long a refused
 	// username and password are answered 401 without bcrypt again.
 	DefaultFailureCacheTTL = time.Minute
+	// DefaultBcryptQueuePerSlot sizes auth.bcrypt_queue: this many checks
+	// may wait per bcrypt slot. A check of the default cost takes some 50
+	// to 80 ms of a core, so the last of a full queue waits about a second.
+	DefaultBcryptQueuePerSlot = 16
 )
 
 // Auth bounds what checking platforms' credentials may cost the gateway: a
@@ -24,9 +28,15 @@ const (
 // must not be free to send.
 type Auth struct {
 	// BcryptConcurrency is how many bcrypt comparisons run at once; further
-	// ones wait for as long as their request lasts. Zero value:
-	// max(1, GOMAXPROCS/2), chosen at start (see BcryptSlots).
+	// ones wait in the queue (BcryptQueue). Zero value: max(1,
+	// GOMAXPROCS/2), chosen at start (see BcryptSlots).
 	BcryptConcurrency int `yaml:"bcrypt_concurrency" validate:"gte=0,lte=1024"`
+	// BcryptQueue is how many checks may wait for a bcrypt slot, for as
+	// long as their request lasts; one more gets 429 with Retry-After
+	// without its credentials being checked. Checks of one username and
+	// password share one comparison and one place. Zero value:
+	// DefaultBcryptQueuePerSlot per slot (see BcryptWaiters).
+	BcryptQueue int `yaml:"bcrypt_queue" validate:"gte=0,lte=100000"`
 	// Failures limits refused credentials per client address (the
 	// connection's remote IP; an IPv6 client's /64).
 	Failures AuthFailures `yaml:"failures"`
@@ -58,6 +68,16 @@ func (a Auth) BcryptSlots(gomaxprocs int) int {
 		return a.BcryptConcurrency
 	}
 	return max(1, gomaxprocs/2)
+}
+
+// BcryptWaiters is the number of checks that may wait for one of slots
+// bcrypt slots: BcryptQueue, or DefaultBcryptQueuePerSlot per slot when it
+// is zero.
+func (a Auth) BcryptWaiters(slots int) int {
+	if a.BcryptQueue > 0 {
+		return a.BcryptQueue
+	}
+	return DefaultBcryptQueuePerSlot * max(1, slots)
 }
 
 func (a *Auth) applyDefaults() {

@@ -39,7 +39,7 @@ func TestLoadFull(t *testing.T) {
 		Runtime:   Runtime{HeapFloor: "128MiB", GCPercent: 200, MemoryLimit: "512MiB"},
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
-		Auth:      Auth{BcryptConcurrency: 3, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
+		Auth:      Auth{BcryptConcurrency: 3, BcryptQueue: 12, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
 		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning},
 		Reload:    Reload{Watch: ptr(false), Debounce: 2 * time.Second},
 		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second,
@@ -140,6 +140,11 @@ func TestLoadDefaults(t *testing.T) {
 	for _, c := range []struct{ setting, gomaxprocs, want int }{{0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 8, 4}, {6, 2, 6}} {
 		if got := (Auth{BcryptConcurrency: c.setting}).BcryptSlots(c.gomaxprocs); got != c.want {
 			t.Errorf("bcrypt_concurrency %d at GOMAXPROCS %d: %d slots, want %d", c.setting, c.gomaxprocs, got, c.want)
+		}
+	}
+	for _, c := range []struct{ setting, slots, want int }{{0, 1, 16}, {0, 4, 64}, {5, 4, 5}} {
+		if got := (Auth{BcryptQueue: c.setting}).BcryptWaiters(c.slots); got != c.want {
+			t.Errorf("bcrypt_queue %d with %d slots: %d may wait, want %d", c.setting, c.slots, got, c.want)
 		}
 	}
 	for _, c := range []struct{ name, got, want string }{
