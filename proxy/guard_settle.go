@@ -82,11 +82,30 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	if shimmed {
 		return
 	}
+	if seen {
+		if unseenOrphans, _ := rules.OrphanUnseen(s.Call, status, ""); unseenOrphans {
+			// Whether the platform got it decides the orphan: the lock
+			// is held (a 202's as its async operation) until the
+			// answer's write tells (delivered), so no retry of the
+			// platform's can succeed and then be undone.
+			if accepted {
+				g.keepAsync(ctx, s)
+			}
+			h.delivering, h.status = true, status
+			return
+		}
+	}
+	g.end(ctx, s, accepted)
+}
+
+// end ends the call's lock: an async operation for a 202 the platform
+// got, else released.
+func (g *guard) end(ctx context.Context, s *Scope, accepted bool) {
 	if accepted {
 		g.keepAsync(ctx, s)
 		return
 	}
-	g.release(ctx, h.lock)
+	g.release(ctx, s.lock.lock)
 }
 
 // orphanOf reports whether a call's answer leaves an orphan candidate, and
@@ -104,7 +123,7 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
 			return true, why
 		}
 	case gone:
-		if ok, why := rules.OrphanUnseen(c, status, "the platform went away before the answer reached it"); ok {
+		if ok, why := rules.OrphanUnseen(c, status, whyGone); ok {
 			return true, why
 		}
 	}
@@ -163,10 +182,17 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 	return l.Owner
 }
 
-// finish releases the lock of a call that ended without an answer from
-// the broker (unreachable, refused connection, panic).
-func (g *guard) finish(s *Scope) {
-	if h := s.lock; h != nil && !h.settled {
+// finish settles a success whose receipt decides its orphan once its
+// answer was written (delivered), and releases the lock of a call that
+// ended without an answer from the broker (unreachable, refused
+// connection, panic).
+func (g *guard) finish(w http.ResponseWriter, s *Scope) {
+	h := s.lock
+	if h != nil && h.delivering {
+		g.delivered(w, s)
+		return
+	}
+	if h != nil && !h.settled {
 		h.settled = true
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()

@@ -253,6 +253,12 @@ func withScope(now func() time.Time) Middleware {
 			w.Header()[headerRequestIdentity] = s.idHeader
 			s.w = statusWriter{ResponseWriter: w, scope: s}
 			next.ServeHTTP(&s.w, r)
+			if s.Status == StatusClientClosed {
+				// The platform went away and gets nothing: no default
+				// 200 written in the gateway's name (the stages inside
+				// have recorded the 499).
+				panic(http.ErrAbortHandler)
+			}
 			if s.Status == 0 {
 				s.Status = http.StatusOK
 			}
@@ -325,10 +331,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // Flush implements http.Flusher.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+func (w *statusWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush with its error, for http.ResponseController: a
+// failed write of the answer tells the guard the platform did not get it.
+func (w *statusWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

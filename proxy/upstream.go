@@ -271,6 +271,7 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	}
 	if s.guard != nil {
 		s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+		s.guard.holdLastByte(res, s, body)
 	}
 	if err == nil && s.outHeader != nil {
 		handOver(s.outHeader, res.Header)
