@@ -32,7 +32,9 @@ type answer struct {
 //     mitigation waiting for the lock finds nothing to undo); a failure
 //     records a candidate per the orphan-mitigation table, as does a
 //     success the platform does not get (cut short, refused, or the
-//     platform gone);
+//     platform gone: a reset, never a half-close). A provision's or
+//     bind's success the platform may still get keeps its lock until its
+//     answer is written: see guard_delivery.go;
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
 func (g *guard) answered(res *http.Response, s *Scope, a answer) {
@@ -44,6 +46,7 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 	if h := s.lock; h != nil && !h.settled {
 		h.settled = true
 		g.settleCall(ctx, res.StatusCode, s, a)
+		g.holdLastByte(res, s, a.body) // a success whose delivery decides its orphan
 	}
 	if s.polled != nil || s.pollUnseen {
 		g.settlePoll(ctx, a.Answer, s)

@@ -169,7 +169,6 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	read, err := u.readResponse(res, s, body)
 	s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
-	s.guard.holdLastByte(res, s, body)
 	return err
 }
 

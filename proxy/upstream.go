@@ -245,7 +245,8 @@ func joinPath(base, rest string) (path, rawPath string) {
 // identity (the scope stage put the identity on the platform's answer, and
 // ReverseProxy adds the broker's headers to it: the echo would repeat it),
 // and settles the call's lock, the polled operation and orphans
-// (guard.answered) before the answer reaches the platform.
+// (guard.answered) before the answer reaches the platform (a success
+// whose delivery decides its orphan: before its last byte does).
 func (u *upstream) modifyResponse(res *http.Response) error {
 	s := ScopeFrom(res.Request.Context())
 	if s == nil {
@@ -271,7 +272,6 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	}
 	if s.guard != nil {
 		s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
-		s.guard.holdLastByte(res, s, body)
 	}
 	if err == nil && s.outHeader != nil {
 		handOver(s.outHeader, res.Header)
@@ -313,8 +313,8 @@ func (e *cutShort) Error() string {
 func (e *cutShort) Unwrap() error { return e.err }
 
 // errorHandler turns a failed broker call into an OSB error body: 504 for a
-// timeout, 502 for anything else. A platform
-// that went away gets nothing; the log and scope record it.
+// timeout, 502 for anything else. A platform that went away gets
+// nothing; the log and scope record it (499).
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
@@ -334,7 +334,10 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		if s.guard != nil {
 			s.guard.onTimeout(r.Context(), s)
 		}
-	case errors.Is(err, context.Canceled) && s.callParent != nil && s.callParent.Err() != nil:
+	case s.callParent != nil && s.callParent.Err() != nil:
+		// The platform went away (a reset, not a half-close): whatever
+		// error ended the call, it gets nothing, and the scope stage
+		// aborts the answer rather than let a default 200 out.
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
 		return
 	default:

@@ -28,8 +28,11 @@ import (
 //     for the client hanging up (a read that fails with EAGAIN at once,
 //     then a wake-up and a hand-off to end it). Here a request is watched
 //     only once it has run for HangupAfter (10 ms): a call answered
-//     sooner needs no watch, and a client that hangs up during a longer
-//     one still cancels the request's context, at most HangupAfter late.
+//     sooner needs no watch, and a client that hangs up (a reset) during
+//     a longer one still cancels the request's context, at most
+//     HangupAfter late. A half-close (EOF) does not: unlike net/http,
+//     whose background read cancels on any failed read, the client
+//     still reads the answer (RFC 9112 §9.6).
 //   - net/http sets six deadlines per request; here three (idle, header,
 //     write).
 //   - The request's head is parsed in one pass from the reader's buffer
