@@ -20,7 +20,8 @@ import (
 // context end while the platform still reads. Here the handler runs with
 // a context of its own instead, canceled only by a read that fails with
 // something other than EOF (a reset) or a failed write, as the lean
-// server's. Each request costs a context and a copy of the request more.
+// server's. Each request costs a context and a copy of the request more
+// (BenchmarkServeStandard).
 func ServeStandard(srv *http.Server, ln net.Listener) net.Listener {
 	next := srv.Handler
 	prev := srv.ConnContext
@@ -30,6 +31,10 @@ func ServeStandard(srv *http.Server, ln net.Listener) net.Listener {
 		}
 		if pc := platformConnOf(c); pc != nil {
 			ctx = context.WithValue(ctx, platformConnKey{}, pc)
+			// The requests' contexts derive from base: the connection's
+			// values (net/http adds the local address after this hook),
+			// none of its cancelations.
+			pc.base = context.WithValue(context.WithoutCancel(ctx), http.LocalAddrContextKey, c.LocalAddr())
 		}
 		return ctx
 	}
@@ -39,12 +44,9 @@ func ServeStandard(srv *http.Server, ln net.Listener) net.Listener {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+		ctx, cancel := context.WithCancelCause(pc.base)
 		pc.running(cancel)
-		defer func() {
-			pc.running(nil)
-			cancel(nil)
-		}()
+		defer pc.ended(cancel)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 	return platformListener{ln}
@@ -73,6 +75,7 @@ func (l platformListener) Accept() (net.Conn, error) {
 // write fails.
 type platformConn struct {
 	net.Conn
+	base   context.Context // its requests' parent (ServeStandard)
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // the running request's, or nil
 	gone   bool
@@ -103,6 +106,15 @@ func (c *platformConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite half-closes c, as net/http does before it closes a
+// connection whose client may still send (its closeWriteAndWait).
+func (c *platformConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // running sets the cancel of the request that runs on c (nil: none); a
 // request that starts on a connection gone is canceled at once.
 func (c *platformConn) running(cancel context.CancelCauseFunc) {
@@ -113,6 +125,12 @@ func (c *platformConn) running(cancel context.CancelCauseFunc) {
 	if gone && cancel != nil {
 		cancel(errPlatformGone)
 	}
+}
+
+// ended ends the request that ran on c, canceled by cancel.
+func (c *platformConn) ended(cancel context.CancelCauseFunc) {
+	c.running(nil)
+	cancel(nil)
 }
 
 // wentAway marks c gone and cancels its running request.
@@ -127,6 +145,6 @@ func (c *platformConn) wentAway() {
 }
 
 func isTimeoutErr(err error) bool { // a deadline, not a failure
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	ne, ok := err.(net.Error) // a conn's errors are *net.OpError: no errors.As on each aborted read
+	return ok && ne.Timeout()
 }
