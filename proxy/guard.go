@@ -107,8 +107,7 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 					Description: "the gateway's operation state is unavailable, so it cannot tell whether another operation on this instance is in progress; try again later"})
 				return
-			case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-				s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed // nothing is sent
+			case s.wentAway(r, err): // nothing is sent
 				return
 			case err != nil:
 				s.fail(w, err) // a bug: a generic 500, the cause in the log

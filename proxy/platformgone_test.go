@@ -107,3 +107,32 @@ func TestDeliveredSuccessReleasesBeforeItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestGonePlatformPutIsNot5xx: a provision whose platform is gone before
+// the broker call (its context canceled: a reset) is aborted with 499 in
+// the log, never answered 5xx for the canceled context (which would set
+// off a platform's orphan mitigation, were anyone to read it).
+func TestGonePlatformPutIsNot5xx(t *testing.T) {
+	e := newGuardEnv(t, nil, "blocking", "false")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "PUT", "/t1/b/v2/service_instances/i1", strings.NewReader(syncProvision()))
+	req.SetBasicAuth(t1User, t1Pass)
+	req.Header.Set("X-Broker-API-Version", "2.15")
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	var aborted any
+	func() {
+		defer func() { aborted = recover() }()
+		e.g.ServeHTTP(rec, req)
+	}()
+	if aborted != http.ErrAbortHandler || rec.Body.Len() != 0 {
+		t.Fatalf("ended with %v, wrote %d %q; want the abort and nothing written", aborted, rec.Code, rec.Body.String())
+	}
+	if n := e.broker.Counts()["provision"]; n != 0 {
+		t.Errorf("the broker saw %d provisions, want none", n)
+	}
+	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+		t.Errorf("locks left: %+v", locks)
+	}
+}

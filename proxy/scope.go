@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -229,6 +230,18 @@ func (s *Scope) status() int {
 		return http.StatusOK
 	}
 	return s.Status
+}
+
+// wentAway reports whether err is r's context's end, the platform gone
+// (both servers end it for a reset or a failed write, never for a
+// half-close), and records it: the call gets nothing (the scope stage
+// aborts the answer), and 499 is logged, never a 5xx of the gateway's.
+func (s *Scope) wentAway(r *http.Request, err error) bool {
+	if !errors.Is(err, context.Canceled) || r.Context().Err() == nil {
+		return false
+	}
+	s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
+	return true
 }
 
 // fail records err as the gateway's answer and writes it as an OSB error.
