@@ -76,19 +76,19 @@ tenants: [{name: t, credentials: [{username: platform-user, password: platform-p
 	// What the broker answers a platform at 2.12 directly.
 	provisionBody := `{"service_id":"` + samplebroker.ServiceID + `","plan_id":"` + samplebroker.PlanSyncID +
 		`","organization_guid":"` + orgGUID + `","space_guid":"` + spaceGUID + `"}`
-	direct := rawCall(t, brokerURL, "GET", "/v2/catalog", "2.12", "sample-user", samplePass, "")
-	directPut := rawCall(t, brokerURL, "PUT", "/v2/service_instances/direct", "2.12", "sample-user", samplePass, provisionBody)
+	direct := versionedCall(t, brokerURL, "GET", "/v2/catalog", "2.12", "sample-user", samplePass, "")
+	directPut := versionedCall(t, brokerURL, "PUT", "/v2/service_instances/direct", "2.12", "sample-user", samplePass, provisionBody)
 	if direct.Status != 412 || directPut.Status != 412 || !strings.Contains(direct.Body, "IncompatibleAPIVersion") {
 		t.Fatalf("the broker answers 2.12 directly %d %s and %d %s; want 412 IncompatibleAPIVersion", direct.Status, direct.Body, directPut.Status, directPut.Body)
 	}
 	before := broker.Counts()
 
 	for round := range 2 { // the second from the cached refusal
-		got := rawCall(t, gw, "GET", "/v2/catalog", "2.12", "platform-user", "platform-pass", "")
+		got := versionedCall(t, gw, "GET", "/v2/catalog", "2.12", "platform-user", "platform-pass", "")
 		if diff := cmp.Diff(direct, got); diff != "" {
 			t.Errorf("round %d: GET /v2/catalog at 2.12 through the gateway, against the broker's own answer (-direct +gateway):\n%s", round, diff)
 		}
-		put := rawCall(t, gw, "PUT", "/v2/service_instances/i212", "2.12", "platform-user", "platform-pass", provisionBody)
+		put := versionedCall(t, gw, "PUT", "/v2/service_instances/i212", "2.12", "platform-user", "platform-pass", provisionBody)
 		if diff := cmp.Diff(directPut, put); diff != "" {
 			t.Errorf("round %d: provision at 2.12 through the gateway, against the broker's own answer (-direct +gateway):\n%s", round, diff)
 		}
@@ -119,7 +119,7 @@ tenants: [{name: t, credentials: [{username: platform-user, password: platform-p
 		PlanID: samplebroker.PlanSyncID, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID}); err != nil {
 		t.Errorf("ProvisionInstance at 2.13: %v", err)
 	}
-	if got := rawCall(t, gw, "GET", "/v2/catalog", "2.12", "platform-user", "platform-pass", ""); got.Status != 412 {
+	if got := versionedCall(t, gw, "GET", "/v2/catalog", "2.12", "platform-user", "platform-pass", ""); got.Status != 412 {
 		t.Errorf("GET /v2/catalog at 2.12 after 2.13's: %d %s", got.Status, got.Body)
 	}
 }
@@ -151,8 +151,8 @@ type rawAnswer struct {
 	Body                    string
 }
 
-// rawCall sends one request with the version and basic credentials given.
-func rawCall(t *testing.T, base, method, path, version, user, pass, body string) rawAnswer {
+// versionedCall sends one request with the version and basic credentials given.
+func versionedCall(t *testing.T, base, method, path, version, user, pass, body string) rawAnswer {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {

@@ -112,6 +112,16 @@ type faultOptions struct {
 	// versions are the sample broker's MinVersion and VersionCode (its 412
 	// to older versions); zero: it accepts every 2.x.
 	versions samplebroker.Options
+	// server is listen.server of the row's gateways; "": the suite's.
+	server string
+}
+
+// serverOr is o.server, else def.
+func (o faultOptions) serverOr(def string) string {
+	if o.server != "" {
+		return o.server
+	}
+	return def
 }
 
 // newFaultEnv builds the world of kind k.
@@ -147,7 +157,7 @@ func newFaultEnv(t *testing.T, k envKind, o faultOptions) *faultEnv {
 		t.Cleanup(func() { g.Close(nil) })
 		p := &tap{h: f.watch(g)}
 		f.stores, f.gateways = append(f.stores, st), append(f.gateways, g)
-		f.platforms, f.urls = append(f.platforms, p), append(f.urls, serveGateway(t, p))
+		f.platforms, f.urls = append(f.platforms, p), append(f.urls, serveGatewayOn(t, p, o.serverOr(suiteServer)))
 	}
 	return f
 }
@@ -239,7 +249,7 @@ type saw struct {
 // When during is set, the broker holds the call until during has run.
 func (f *faultEnv) send(t *testing.T, c platformCall, via int, id string, timeout time.Duration, during func(*testing.T, *faultEnv)) saw {
 	t.Helper()
-	cl := f.client(t, via, timeout)
+	cl := routed{f.client(t, via, timeout), f.urls[via] + "/t/b"} // routed: for raw-socket calls (faults_halfclose_test.go)
 	before := len(f.platforms[via].exchanges())
 	var err error
 	if during == nil {

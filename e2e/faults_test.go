@@ -212,14 +212,71 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
-		// The broker call runs on after the platform gives up; the 201
-		// it never got makes an orphan.
+		// The broker call runs on after the platform hangs up (a reset:
+		// a read that fails other than with EOF); the 201 it never got
+		// makes an orphan.
 		name: "platform hangs up mid-provision",
-		steps: []faultStep{{call: provision, timeout: time.Second, during: platformGone,
-			want: state{saw: saw{0, "Client.Timeout exceeded"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
+		steps: []faultStep{{call: hangUpRSTProvision, during: resetAndGone,
+			want: state{saw: saw{0, "hung up (reset)"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}}},
 		mitigated: &state{undo: []int{200}, calls: calls{"provision": 1, "deprovision": 1}},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		// A close with a FIN reads as a half-close (EOF): the gateway
+		// writes the 201, and its write succeeds (the first write to a
+		// closed peer always does), so the answer counts as delivered:
+		// no orphan, though nobody read it. Only a failed write, or a
+		// reset, makes one.
+		name: "platform hangs up mid-provision with a FIN",
+		steps: []faultStep{{call: hangUpFINProvision, during: hangUp,
+			want: state{saw: saw{0, "hung up (FIN)"}, calls: calls{"provision": 1}}}},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		// A half-closed platform still reads (RFC 9112 §9.6): it gets
+		// the 201, which is never undone.
+		name: "platform half-closes a provision (lean)",
+		opts: faultOptions{server: config.ServerLean},
+		steps: []faultStep{{call: halfClosedProvision, during: pastHangupAfter,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		name: "platform half-closes a provision (standard)",
+		opts: faultOptions{server: config.ServerStandard},
+		steps: []faultStep{{call: halfClosedProvision, during: pastHangupAfter,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		name: "platform half-closes a bind",
+		steps: []faultStep{
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}},
+			{call: halfClosedBind, during: pastHangupAfter,
+				want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "bind": 1}},
+		retried: []faultStep{{call: bind,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "bind": 2}}}},
+	},
+	{
+		// The poll is served: the broker's answer, never an empty 200.
+		name: "platform half-closes a poll",
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: halfClosedPoll, during: pastHangupAfter,
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 1}},
+		retried: []faultStep{{call: poll,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 2}}}},
 	},
 	{
 		// A platform without accepts_incomplete, a plan the broker

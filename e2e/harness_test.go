@@ -177,6 +177,10 @@ func (r *recorder) Flush() {
 	}
 }
 
+// FlushError lets http.ResponseController learn that a flush failed, as
+// the gateway's guard does for a success the platform must get.
+func (r *recorder) FlushError() error { return http.NewResponseController(r.ResponseWriter).Flush() }
+
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // env is one gateway in front of the three brokers, each on its own

@@ -63,6 +63,9 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
 	e, stale, err := cache.get(r.Context(), catalogFetchFor(r, s))
 	if err != nil {
+		if s.wentAway(r, err) {
+			return
+		}
 		s.fail(w, err)
 		return
 	}

@@ -48,8 +48,14 @@ type heldLock struct {
 	settled bool // converted to async, held after a timeout, or released
 	// platform is the platform's request context: the broker call runs
 	// on without its cancellation, so the lock is settled by what the
-	// broker did, and a platform gone by then is noticed here.
+	// broker did, and a platform gone by then is noticed here. Both
+	// servers cancel it when the platform goes away (a reset, a failed
+	// write), never for a half-close.
 	platform context.Context
+	// delivering: a success the platform must get or leave an orphan
+	// (status), settled once its answer is written (guard.delivered).
+	delivering bool
+	status     int
 }
 
 // withGuard is the guard stage. A mutating call takes the lock of what it
@@ -101,12 +107,14 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 					Description: "the gateway's operation state is unavailable, so it cannot tell whether another operation on this instance is in progress; try again later"})
 				return
+			case s.wentAway(r, err): // nothing is sent
+				return
 			case err != nil:
-				s.fail(w, err) // a bug or a gone platform: a generic 500, the cause in the log
+				s.fail(w, err) // a bug: a generic 500, the cause in the log
 				return
 			}
 			s.lock = &heldLock{lock: l, platform: r.Context()}
-			defer g.finish(s) // however the call ends: error, timeout, panic
+			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})
 	}

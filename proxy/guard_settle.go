@@ -32,7 +32,9 @@ type answer struct {
 //     mitigation waiting for the lock finds nothing to undo); a failure
 //     records a candidate per the orphan-mitigation table, as does a
 //     success the platform does not get (cut short, refused, or the
-//     platform gone);
+//     platform gone: a reset, never a half-close). A provision's or
+//     bind's success the platform may still get keeps its lock until its
+//     answer is written: see guard_delivery.go;
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
 func (g *guard) answered(res *http.Response, s *Scope, a answer) {
@@ -44,6 +46,7 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 	if h := s.lock; h != nil && !h.settled {
 		h.settled = true
 		g.settleCall(ctx, res.StatusCode, s, a)
+		g.holdLastByte(res, s, a.body) // a success whose delivery decides its orphan
 	}
 	if s.polled != nil || s.pollUnseen {
 		g.settlePoll(ctx, a.Answer, s)
@@ -82,11 +85,30 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	if shimmed {
 		return
 	}
+	if seen {
+		if unseenOrphans, _ := rules.OrphanUnseen(s.Call, status, ""); unseenOrphans {
+			// Whether the platform got it decides the orphan: the lock
+			// is held (a 202's as its async operation) until the
+			// answer's write tells (delivered), so no retry of the
+			// platform's can succeed and then be undone.
+			if accepted {
+				g.keepAsync(ctx, s)
+			}
+			h.delivering, h.status = true, status
+			return
+		}
+	}
+	g.end(ctx, s, accepted)
+}
+
+// end ends the call's lock: an async operation for a 202 the platform
+// got, else released.
+func (g *guard) end(ctx context.Context, s *Scope, accepted bool) {
 	if accepted {
 		g.keepAsync(ctx, s)
 		return
 	}
-	g.release(ctx, h.lock)
+	g.release(ctx, s.lock.lock)
 }
 
 // orphanOf reports whether a call's answer leaves an orphan candidate, and
@@ -104,7 +126,7 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
 			return true, why
 		}
 	case gone:
-		if ok, why := rules.OrphanUnseen(c, status, "the platform went away before the answer reached it"); ok {
+		if ok, why := rules.OrphanUnseen(c, status, whyGone); ok {
 			return true, why
 		}
 	}
@@ -163,10 +185,17 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 	return l.Owner
 }
 
-// finish releases the lock of a call that ended without an answer from
-// the broker (unreachable, refused connection, panic).
-func (g *guard) finish(s *Scope) {
-	if h := s.lock; h != nil && !h.settled {
+// finish settles a success whose receipt decides its orphan once its
+// answer was written (delivered), and releases the lock of a call that
+// ended without an answer from the broker (unreachable, refused
+// connection, panic).
+func (g *guard) finish(w http.ResponseWriter, s *Scope) {
+	h := s.lock
+	if h != nil && h.delivering {
+		g.delivered(w, s)
+		return
+	}
+	if h != nil && !h.settled {
 		h.settled = true
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()

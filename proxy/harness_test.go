@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -107,9 +108,14 @@ func do(t *testing.T, method, url, user, pass, version string, body io.Reader) (
 // sendInBackground sends req with the default client and returns where
 // its error arrives, for tests that hang up on a call in flight.
 func sendInBackground(req *http.Request) <-chan error {
+	return sendInBackgroundWith(http.DefaultClient, req)
+}
+
+// sendInBackgroundWith is sendInBackground with client c.
+func sendInBackgroundWith(c *http.Client, req *http.Request) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
-		res, err := http.DefaultClient.Do(req)
+		res, err := c.Do(req)
 		if err == nil {
 			res.Body.Close()
 		}
@@ -144,4 +150,19 @@ func raw(t *testing.T, addr, request string) (*http.Response, string) {
 // given URLs.
 func env(b1URL, b2URL string) map[string]string {
 	return map[string]string{"B1_URL": b1URL, "B2_URL": b2URL, "BROKER_PASS": brokerPass}
+}
+
+// resettingClient is a client whose connections close with a reset
+// (SO_LINGER 0): a canceled request is a platform gone, not a half-close.
+func resettingClient(t *testing.T) *http.Client {
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			_ = c.(*net.TCPConn).SetLinger(0)
+		}
+		return c, err
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -231,6 +232,18 @@ func (s *Scope) status() int {
 	return s.Status
 }
 
+// wentAway reports whether err is r's context's end, the platform gone
+// (both servers end it for a reset or a failed write, never for a
+// half-close), and records it: the call gets nothing (the scope stage
+// aborts the answer), and 499 is logged, never a 5xx of the gateway's.
+func (s *Scope) wentAway(r *http.Request, err error) bool {
+	if !errors.Is(err, context.Canceled) || r.Context().Err() == nil {
+		return false
+	}
+	s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
+	return true
+}
+
 // fail records err as the gateway's answer and writes it as an OSB error;
 // a broker's refusal of the call's version (versionRefusal) is written as
 // the broker sent it, as an answer from the catalog cache.
@@ -261,6 +274,12 @@ func withScope(now func() time.Time) Middleware {
 			w.Header()[headerRequestIdentity] = s.idHeader
 			s.w = statusWriter{ResponseWriter: w, scope: s}
 			next.ServeHTTP(&s.w, r)
+			if s.Status == StatusClientClosed {
+				// The platform went away and gets nothing: no default
+				// 200 written in the gateway's name (the stages inside
+				// have recorded the 499).
+				panic(http.ErrAbortHandler)
+			}
 			if s.Status == 0 {
 				s.Status = http.StatusOK
 			}
@@ -333,10 +352,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 }
 
 // Flush implements http.Flusher.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+func (w *statusWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush with its error, for http.ResponseController: a
+// failed write of the answer tells the guard the platform did not get it.
+func (w *statusWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

@@ -244,7 +244,8 @@ func joinPath(base, rest string) (path, rawPath string) {
 // identity (the scope stage put the identity on the platform's answer, and
 // ReverseProxy adds the broker's headers to it: the echo would repeat it),
 // and settles the call's lock, the polled operation and orphans
-// (guard.answered) before the answer reaches the platform.
+// (guard.answered) before the answer reaches the platform (a success
+// whose delivery decides its orphan: before its last byte does).
 func (u *upstream) modifyResponse(res *http.Response) error {
 	s := ScopeFrom(res.Request.Context())
 	if s == nil {
@@ -320,7 +321,7 @@ func (e *cutShort) Unwrap() error { return e.err }
 // timeout, 502 for anything else. The body names the broker and what
 // happened, never its address or the Go error (describe): those go to the
 // log through e.Err and to the client span. A platform that went away gets
-// nothing; the log and scope record it.
+// nothing; the log and scope record it (499).
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
@@ -340,7 +341,10 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		if s.guard != nil {
 			s.guard.onTimeout(r.Context(), s)
 		}
-	case errors.Is(err, context.Canceled) && s.callParent != nil && s.callParent.Err() != nil:
+	case s.callParent != nil && s.callParent.Err() != nil:
+		// The platform went away (a reset, not a half-close): whatever
+		// error ended the call, it gets nothing, and the scope stage
+		// aborts the answer rather than let a default 200 out.
 		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
 		return
 	default:

@@ -71,6 +71,9 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 			// After the rules that need no catalog: a request they refuse
 			// gets their lasting 400, not a 503 that invites a retry.
 			if noCatalog != nil {
+				if s.wentAway(r, noCatalog) {
+					return
+				}
 				if refusal := withoutCatalog(s, noCatalog); refusal != nil {
 					s.fail(w, refusal)
 					return

@@ -176,6 +176,11 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 	if s.mainLn, err = net.Listen("tcp", l.Address); err != nil {
 		return nil, fmt.Errorf("listen.address: %w", err)
 	}
+	if l.Server != config.ServerLean || l.TLS.Mode != config.TLSModeOff {
+		// net/http serves it: a half-closed platform is served, only one
+		// gone cancels its request (beneath TLS, which wraps it below).
+		s.mainLn = proxy.ServeStandard(s.main, s.mainLn)
+	}
 	if cfg.Admin.Address != "off" {
 		s.admin = &http.Server{
 			Handler:           s.adminHandler(),

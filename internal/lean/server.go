@@ -28,8 +28,11 @@ import (
 //     for the client hanging up (a read that fails with EAGAIN at once,
 //     then a wake-up and a hand-off to end it). Here a request is watched
 //     only once it has run for HangupAfter (10 ms): a call answered
-//     sooner needs no watch, and a client that hangs up during a longer
-//     one still cancels the request's context, at most HangupAfter late.
+//     sooner needs no watch, and a client that hangs up (a reset) during
+//     a longer one still cancels the request's context, at most
+//     HangupAfter late. A half-close (EOF) does not: unlike net/http,
+//     whose background read cancels on any failed read, the client
+//     still reads the answer (RFC 9112 §9.6).
 //   - net/http sets six deadlines per request; here three (idle, header,
 //     write).
 //   - The request's head is parsed in one pass from the reader's buffer
@@ -559,8 +562,8 @@ func (c *serverConn) arm() {
 }
 
 // watchConn runs in the timer's goroutine: it reads one byte from the
-// connection while the request runs. The client going away (EOF, reset)
-// cancels the request's context; a byte (the next request, pipelined)
+// connection while the request runs. The client going away (a reset)
+// cancels the request's context, its half-close (EOF) does not; a byte (the next request, pipelined)
 // is kept for the reader; a deadline (the request's end) ends it.
 func (c *serverConn) watchConn() {
 	c.mu.Lock()
@@ -577,8 +580,12 @@ func (c *serverConn) watchConn() {
 	if n == 1 {
 		c.stashed = true
 	} else if err != nil && !c.interrupts && !isTimeoutErr(err) {
+		// The client sends no more: the connection closes after the
+		// answer. Only a failed read other than EOF (a reset) cancels
+		// the request: a client that half-closed its side (EOF, RFC
+		// 9112 §9.6) still reads the answer.
 		c.hungUp = true
-		if c.cancel != nil {
+		if c.cancel != nil && err != io.EOF {
 			c.cancel(errClientGone)
 			if h := c.takeHook(); h != nil {
 				defer h()

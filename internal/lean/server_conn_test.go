@@ -55,9 +55,38 @@ func TestServerHangupCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, started, "handler")
+	_ = conn.SetLinger(0) // the close resets the connection: a hang-up
 	conn.Close()
 	if err := await(t, cause, "cancellation of the request's context"); !errors.Is(err, errClientGone) {
 		t.Errorf("cause %v, want %v", err, errClientGone)
+	}
+}
+
+// A client that half-closes its side (RFC 9112 §9.6) still reads the
+// answer: the watch sees the end, but the request's context runs on, and
+// the answer is written before the connection closes.
+func TestServerHalfCloseDoesNotCancel(t *testing.T) {
+	seen := make(chan struct{})
+	s := startServers(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !watchState(w, func(c *serverConn) bool { return c.hungUp }) {
+			panic("the watch did not see the client's end")
+		}
+		close(seen)
+		if r.Context().Err() != nil {
+			panic("a half-close was taken for a hang-up")
+		}
+		describe(w, r)
+	}), func(_ *http.Server, l *Server) { l.HangupAfter = time.Millisecond })
+	conn := dial(t, s.lean)
+	defer conn.Close()
+	if _, err := io.WriteString(conn, at("/first")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.CloseWrite()
+	x := readAnswers(bufio.NewReader(conn), 1, http.MethodGet, true)
+	await(t, seen, "watch")
+	if len(x.Answers) != 1 || x.Answers[0].Status != http.StatusOK || !strings.Contains(x.Answers[0].Body, `"RequestURI":"/first"`) {
+		t.Fatalf("answers %+v, want the request answered", x)
 	}
 }
 

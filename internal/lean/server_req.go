@@ -74,6 +74,9 @@ func (c *serverConn) readHead(limit int) (head []byte, consumed int, rerr *reque
 		if len(buf) >= limit {
 			return nil, 0, refused(http.StatusRequestHeaderFieldsTooLarge, "the request's head is longer than %d bytes", limit-4096)
 		}
+		if rerr := badFirstLine(buf); rerr != nil {
+			return nil, 0, rerr
+		}
 		if len(buf) == c.br.Size() {
 			break // longer than the buffer: line by line
 		}
@@ -99,6 +102,39 @@ func (c *serverConn) readHead(limit int) (head []byte, consumed int, rerr *reque
 		}
 		b = append(b, line...)
 	}
+}
+
+// splitRequestLine returns the offsets of the two spaces of a request
+// line (METHOD TARGET VERSION), or its refusal: a line of another shape,
+// as an HTTP/0.9 request's "GET /", is a 400.
+func splitRequestLine(line []byte) (sp1, sp2 int, rerr *requestError) {
+	sp1 = bytes.IndexByte(line, ' ')
+	if sp1 < 0 {
+		return 0, 0, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	}
+	sp2 = bytes.IndexByte(line[sp1+1:], ' ')
+	if sp2 < 0 {
+		return 0, 0, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	}
+	return sp1, sp2 + sp1 + 1, nil
+}
+
+// badFirstLine refuses a head whose request line is whole in buf and
+// malformed, before the rest of the head comes, as net/http reads the
+// request line first: a client that sent "GET /\r\n" and waits gets its
+// 400 at once rather than at the header timeout. nil when the line is
+// not whole yet, or well formed.
+func badFirstLine(buf []byte) *requestError {
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return nil
+	}
+	line := buf[:i]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	_, _, rerr := splitRequestLine(line)
+	return rerr
 }
 
 // headEnd returns the length of the head at the start of buf, through
@@ -156,15 +192,10 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 	r := &request{}
 	req := &r.req
 	line, off := p.line()
-	sp1 := bytes.IndexByte(line, ' ')
-	if sp1 < 0 {
-		return nil, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	sp1, sp2, rerr := splitRequestLine(line)
+	if rerr != nil {
+		return nil, rerr
 	}
-	sp2 := bytes.IndexByte(line[sp1+1:], ' ')
-	if sp2 < 0 {
-		return nil, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
-	}
-	sp2 += sp1 + 1
 	method, target, proto := line[:sp1], line[sp1+1:sp2], line[sp2+1:]
 	switch string(proto) {
 	case "HTTP/1.1":

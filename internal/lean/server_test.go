@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -85,6 +86,9 @@ var rawCases = []rawCase{
 	{name: "Expect: 100-continue without a body", parts: []string{at("/v2/catalog", "Expect: 100-continue\r\n")}},
 	{name: "Expect: 100-continue on HTTP/1.0", parts: []string{"PUT / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"}},
 	{name: "unknown Expect", parts: []string{at("/v2/catalog", "Expect: teapot\r\n")}},
+	// HTTP/0.9's request line has no version: net/http refuses it as
+	// soon as the line is read, without waiting for a head's end.
+	{name: "HTTP/0.9 request line", parts: []string{"GET /\r\n"}},
 	{name: "missing Host on 1.1", parts: []string{"GET /v2/catalog HTTP/1.1\r\n\r\n"}},
 	{name: "two Host headers", parts: []string{at("/v2/catalog", "Host: gw\r\n")}},
 	{name: "bad Host", parts: []string{"GET / HTTP/1.1\r\nHost: g w\r\n\r\n"}},
@@ -274,4 +278,27 @@ func lastStatus(x exchange) int {
 		return 0
 	}
 	return x.Answers[len(x.Answers)-1].Status
+}
+
+// An HTTP/0.9-style request line, sent alone on a connection kept open,
+// gets its 400 at once, as from net/http, not the close at
+// ReadHeaderTimeout (an hour here: the exchange's deadline ends first).
+func TestHTTP09RequestLineGets400(t *testing.T) {
+	s := startServers(t, http.HandlerFunc(testHandler), func(std *http.Server, l *Server) {
+		std.ReadHeaderTimeout, l.ReadHeaderTimeout = time.Hour, time.Hour
+	})
+	for name, addr := range map[string]string{"net/http": s.std, "lean": s.lean} {
+		conn := dial(t, addr)
+		if _, err := io.WriteString(conn, "GET /\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		x := readAnswers(bufio.NewReader(conn), 1, http.MethodGet, true)
+		conn.Close()
+		if len(x.Answers) != 1 || x.Answers[0].Status != http.StatusBadRequest || !x.Ended {
+			t.Fatalf("%s: %+v, want 400 and the connection's end", name, x)
+		}
+		if name == "lean" {
+			leanRefusal(t, x.Answers[0])
+		}
+	}
 }
