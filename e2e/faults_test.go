@@ -195,11 +195,13 @@ var faultTable = []faultRow{
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
-		// A 200 says the instance existed already: not an orphan, cut or not.
+		// A 200 says the instance existed already, perhaps a platform's:
+		// never undone, cut or not. The platform got a 502, so it does not
+		// hold it: the gateway reports it, so that it stays named.
 		name: "cut-off body of a 200",
 		steps: []faultStep{{call: provision, arm: cutNext("provision", 200, false),
-			want: state{saw: saw{502, "its body was cut short"}, calls: calls{"provision": 1}}}},
-		mitigated: &state{calls: calls{"provision": 1}},
+			want: state{saw: saw{502, "its body was cut short"}, orphans: []string{"deprovision i reported"}, calls: calls{"provision": 1}}}},
+		mitigated: &state{orphans: []string{"deprovision i reported"}, calls: calls{"provision": 1}},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
 	},

@@ -66,8 +66,12 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	if seen {
 		g.inv.called(ctx, s, status, a.Answer, a.body) // under the lock, before it is released
 	}
-	if orphan, why := orphanOf(s.Call, status, a, gone); orphan {
-		if o, ok := g.noteOrphan(ctx, s, why, g.now(), ""); !ok {
+	if orphan, why, reportOnly := orphanOf(s.Call, status, a, gone); orphan {
+		due := g.now()
+		if reportOnly {
+			due = neverDue
+		}
+		if o, ok := g.noteOrphan(ctx, s, why, due, ""); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
 			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed})
@@ -114,23 +118,31 @@ func (g *guard) end(ctx context.Context, s *Scope, accepted bool) {
 // orphanOf reports whether a call's answer leaves an orphan candidate, and
 // why: by the orphan-mitigation table (a body cut short counts as
 // malformed), or a success the platform does not get (refused by the
-// rules, or the platform gone).
-func orphanOf(c rules.Call, status int, a answer, gone bool) (bool, string) {
+// rules, or the platform gone). reportOnly marks a candidate the gateway
+// records but never undoes by itself: a 200 cut short, which the platform
+// gets as a 502 (so it does not hold what the broker says it has) while
+// the 200 says the broker held it already, perhaps for a platform, so that
+// nothing at the broker is left that the gateway does not name.
+func orphanOf(c rules.Call, status int, a answer, gone bool) (orphan bool, why string, reportOnly bool) {
 	switch {
 	case a.cut:
 		if ok, why := rules.OrphanCandidate(c, a.Answer); ok {
-			return true, why + " (cut short)"
+			return true, why + " (cut short)", false
+		}
+		if ok, why := rules.OrphanUnseen(c, status, "its body was cut short, so the platform got a 502; a 200 says the broker held it already, so the gateway reports it and does not undo it"); ok {
+			return true, why, true
 		}
 	case a.refused:
 		if ok, why := rules.OrphanUnseen(c, status, "the answer broke the OSB rules, so the platform got a 502"); ok {
-			return true, why
+			return true, why, false
 		}
 	case gone:
 		if ok, why := rules.OrphanUnseen(c, status, whyGone); ok {
-			return true, why
+			return true, why, false
 		}
 	}
-	return rules.OrphanCandidate(c, a.Answer)
+	orphan, why = rules.OrphanCandidate(c, a.Answer)
+	return orphan, why, false
 }
 
 // keepAsync turns the call's lock into an async operation and returns it.

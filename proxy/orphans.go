@@ -95,7 +95,7 @@ func (g *guard) newOrphan(up *upstream, l store.Lock, reason string, due time.Ti
 	if l.Kind == store.KindBind {
 		o.Kind = store.KindUnbind
 	}
-	if mode == "mitigate" {
+	if mode == "mitigate" && !due.Equal(neverDue) {
 		o.NextAttempt = due
 		return o, "queued"
 	}
