@@ -56,7 +56,7 @@ func TestKill9DuringShimmedProvisionLeavesNoUntrackedInstance(t *testing.T) {
 	// The call started at 0 with a 30s timeout and hold_after_timeout 1m.
 	holdEnds := time.Date(2026, 1, 1, 0, 1, 30, 0, time.UTC)
 	if l := b.lock(t, key); !l.Shim.Hold || !l.Deadline.Equal(holdEnds) {
-		t.Errorf("lock after the poll: %+v, want held until %s", l, holdEnds)
+		t.Fatalf("lock after the poll: %+v, want held until %s", l, holdEnds)
 	}
 	if got := b.call(t, "PUT", "/v2/service_instances/held1?accepts_incomplete=true", "2.15", shimProvision); got.status != 400 || !strings.Contains(got.body, InProgress) {
 		t.Errorf("a retry during the hold: %d %s", got.status, got.body)
