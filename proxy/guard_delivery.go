@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -52,7 +53,7 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 		g.inv.failed(ctx, s.route.up.name, s.Call, g.inv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
 	_, why := rules.OrphanUnseen(s.Call, h.status, whyGone)
-	if o, ok := g.noteOrphan(ctx, s, why, g.now(), ""); !ok {
+	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {
 		g.retry.add(pending{lock: h.lock, putOrphan: &o})
 		return
 	}

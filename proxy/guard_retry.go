@@ -34,6 +34,15 @@ type pending struct {
 	// candidate is dropped and logged for the operator instead.
 	putOrphan *store.Orphan
 	keep      bool
+	// outcome, when set, makes lock the outcome of a call of the async
+	// shim, written (Update) after the orphan work above and after record,
+	// so that no poll reports it before they are done; the lock stays. It
+	// is dropped when the lock ended or a poll settled the operation in
+	// the meantime.
+	outcome bool
+	// record, when set, writes the inventory record of a shimmed call's
+	// answer (before its outcome).
+	record func(context.Context) error
 	// poll, when set, is a poll answer that ended an operation whose lock
 	// the poll could not read; lock is then unused.
 	poll *pollSeen
@@ -103,6 +112,9 @@ func (r *releaser) add(p pending) {
 	if p.poll != nil {
 		what = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers"
 	}
+	if p.outcome {
+		what = "async shim: outcome not recorded yet; this replica keeps it and retries until the operation state takes it (polls say in progress meanwhile)"
+	}
 	attrs := []slog.Attr{slog.String("key", p.key())}
 	if p.cause != nil {
 		attrs = append(attrs, slog.String("error", p.cause.Error()))
@@ -114,11 +126,34 @@ func (r *releaser) add(p pending) {
 	if r.closed {
 		return
 	}
+	if old, ok := r.queue[p.id()]; ok {
+		p = merged(old, p)
+	}
 	r.queue[p.id()] = p
 	if !r.running {
 		r.running = true
 		go r.work()
 	}
+}
+
+// merged is p queued over old, an entry for the same lock and owner: a
+// shim's outcome joins the orphan work its call's answer left pending,
+// which goes first.
+func merged(old, p pending) pending {
+	if p.cancelOrphan == "" {
+		p.cancelOrphan = old.cancelOrphan
+	}
+	if p.putOrphan == nil {
+		p.putOrphan = old.putOrphan
+	}
+	if !p.outcome && old.outcome {
+		p.lock, p.outcome = old.lock, true
+	}
+	if p.record == nil {
+		p.record = old.record
+	}
+	p.keep = p.keep || old.keep || p.outcome
+	return p
 }
 
 // Len returns how many settlements wait for the store.
@@ -201,7 +236,7 @@ func (r *releaser) flush() int {
 			continue
 		}
 		r.mu.Lock()
-		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan && cur.putOrphan == p.putOrphan {
+		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan && cur.putOrphan == p.putOrphan && cur.outcome == p.outcome {
 			delete(r.queue, p.id())
 		}
 		r.mu.Unlock()
@@ -236,6 +271,14 @@ func (r *releaser) settle(ctx context.Context, p pending) error {
 			return err
 		}
 	}
+	if p.record != nil {
+		if err := p.record(ctx); err != nil {
+			return err
+		}
+	}
+	if p.outcome {
+		return r.writeOutcome(ctx, p.lock)
+	}
 	if p.keep {
 		return nil
 	}
@@ -261,6 +304,27 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 		return nil // a newer operation, or not one this answer ends
 	}
 	err = r.st.Release(ctx, l.Key, l.Owner)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
+		return nil
+	}
+	return err
+}
+
+// writeOutcome writes l, the outcome of a call of the async shim, into its
+// lock, unless the lock ended (its deadline, an operator) or a poll settled
+// the operation meanwhile; both are logged, and nothing is left to do.
+func (r *releaser) writeOutcome(ctx context.Context, l store.Lock) error {
+	cur, err := r.st.Get(ctx, l.Key)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (cur.Owner != l.Owner || cur.Shim.State != store.StateInProgress)):
+		r.log.LogAttrs(ctx, slog.LevelError, "async shim: outcome dropped: its operation ended while the operation state was unavailable",
+			slog.String("key", l.Key), slog.String("operation", l.Operation), slog.String("state", l.Shim.State))
+		return nil
+	case err != nil:
+		return err
+	}
+	l.Deadline = later(l.Deadline, cur.Deadline)
+	err = r.st.Update(ctx, l)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 		return nil
 	}

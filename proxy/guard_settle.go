@@ -64,14 +64,20 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	seen := !a.cut && !a.refused && !gone
 	accepted := seen && status == http.StatusAccepted
 	if seen {
-		g.inv.called(ctx, s, status, a.Answer, a.body) // under the lock, before it is released
+		// Under the lock, before it is released. A shimmed call's record
+		// the store did not take goes to the retry queue with its outcome
+		// (concludeShim), before it: no poll reports a success the
+		// inventory does not name.
+		if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil && shimmed {
+			s.shim.record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, a.body) }
+		}
 	}
 	if orphan, why, reportOnly := orphanOf(s.Call, status, a, gone); orphan {
 		due := g.now()
 		if reportOnly {
 			due = neverDue
 		}
-		if o, ok := g.noteOrphan(ctx, s, why, due, ""); !ok {
+		if o, ok := g.noteOrphan(ctx, s, why, due, "", time.Time{}); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
 			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed})

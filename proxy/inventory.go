@@ -56,7 +56,8 @@ func (iv *inventory) sealsFor(u *upstream) bool {
 // called records what a mutating call's answer, which the platform got,
 // tells: a success (200/201) of a provision, update or bind is stored, a
 // 202 stores the operation in progress, a deprovision or unbind that
-// succeeded (200, or 410 Gone: nothing left) removes the record.
+// succeeded (200, or 410 Gone: nothing left) removes the record. It
+// returns the store's error, which it has logged and counted.
 //
 // A malformed success (rules.Answer.Malformed: a 2xx whose body is no JSON
 // object) changes nothing, whatever the endpoint: the platform cannot rely
@@ -69,9 +70,9 @@ func (iv *inventory) sealsFor(u *upstream) bool {
 // says it made; left out, the inventory would not name an instance the
 // platform holds (and emulate.gone would answer its deprovision in the
 // broker's place).
-func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) {
+func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) error {
 	if !iv.keeps(s.route.up) || a.Malformed() {
-		return
+		return nil
 	}
 	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.lock.lock.Started}
 	switch {
@@ -82,7 +83,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 	case status == http.StatusGone && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind):
 		op.State, op.Ended = store.StateSucceeded, iv.now()
 	default:
-		return // a refusal or failure changes nothing the broker holds
+		return nil // a refusal or failure changes nothing the broker holds
 	}
 	req := s.Request
 	if req == nil && len(s.Body) > 0 { // validation.requests: off; read what is kept
@@ -100,6 +101,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 		err = iv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
 	iv.failed(ctx, s.route.up.name, s.Call, err)
+	return err
 }
 
 // polled records what a last_operation answer that ended the polled

@@ -60,11 +60,12 @@ func orphanIDOf(u *upstream, c rules.Call) string {
 // noteOrphan records an orphan candidate for a provision or bind that may
 // have left something behind, per the broker's orphan_mitigation: report
 // stores and logs it, mitigate also makes it due at due. lockOwner is the
-// owner of a lock the orphan takes over (the hold after a timeout), or "".
+// owner of a lock the orphan takes over (the hold after a timeout), or "";
+// holdUntil is the end of that hold (store.Orphan.HoldUntil), or zero.
 // When the store does not take it, it returns the orphan and false: the
 // caller keeps the call's lock and queues both (pending.putOrphan), so no
 // platform call can succeed and cancel in between.
-func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string) (store.Orphan, bool) {
+func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
 	up := s.route.up
 	if s.lock == nil {
 		return store.Orphan{}, true
@@ -75,6 +76,7 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 	if decision == "" {
 		return store.Orphan{}, true
 	}
+	o.HoldUntil = holdUntil
 	s.Orphan = decision
 	return g.putCandidate(ctx, up, o, decision)
 }
@@ -143,7 +145,8 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		if o, ok := g.noteOrphan(ctx, s, why, g.now().Add(s.route.up.cfg.HoldAfterTimeout), owner); !ok {
+		hold := g.now().Add(s.route.up.cfg.HoldAfterTimeout)
+		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
 			held := s.lock.lock
 			held.Owner = owner
 			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
@@ -202,6 +205,14 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		return mitigationTaken
 	case err != nil:
 		return mitigationDown
+	}
+	if now.Before(o.HoldUntil) {
+		// Made due early (POST /admin/orphans/{id}/retry) while the call
+		// that may have left it may still run: its DELETE could race the
+		// call, and a 410 then proves nothing. It goes when the hold ends.
+		o.NextAttempt = o.HoldUntil
+		g.putOrphan(ctx, o)
+		return mitigationBusy
 	}
 	owner := o.LockOwner
 	if owner == "" {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,6 +81,10 @@ type shimCall struct {
 	// panicked is what the broker call panicked with, for the platform's
 	// handler to panic with again (written before done is closed).
 	panicked any
+	// record, when set by the broker call's goroutine, writes the
+	// inventory record of the call's answer, which the store did not take:
+	// the retry queue writes it before the outcome (concludeShim).
+	record func(context.Context) error
 }
 
 // shimmed reports whether the platform got (or is getting) the shim's 202,
@@ -264,11 +269,18 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	h.settled = true
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := g.st.Update(ctx, l); err != nil {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelError, "async shim: outcome not recorded; polls report the operation lost once its call's time is over",
-			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation),
-			slog.Time("call_ends", l.Shim.CallEnds), slog.String("error", err.Error()))
+	err := errInventoryPending
+	if c.record == nil {
+		err = g.st.Update(ctx, l)
+	}
+	if err != nil {
+		// The replica lives and keeps the outcome: the retry queue writes
+		// it once the store is back (its polls meanwhile say "in
+		// progress"; see lostShim), and no poll reports the call lost.
+		if !errors.Is(err, errInventoryPending) {
+			g.metrics.StoreError("update")
+		}
+		g.retry.add(pending{lock: l, outcome: true, record: c.record, cause: err})
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.name),
@@ -294,6 +306,10 @@ func shimDescription(c rules.Call, buf *shimWriter) string {
 	}
 	return d
 }
+
+// errInventoryPending is why an outcome goes to the retry queue when the
+// store took the outcome's lock but not the inventory record before it.
+var errInventoryPending = errors.New("the inventory record of the answer is not written yet")
 
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {

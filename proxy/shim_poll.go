@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -16,6 +17,14 @@ import (
 // shimLost is the outcome of an emulated operation whose broker call was
 // still in progress when its gateway process ended.
 const shimLost = "the gateway restarted during the broker call"
+
+// shimLostGrace is how long an emulated operation still in progress after
+// its call's time may stay so once another replica challenged it
+// (store.Shim.Challenged) before that replica reports it lost: a replica
+// alive whose outcome waited for the store writes it within its retry
+// queue's backoff (retryMax) and one store call (releaseTimeout), and this
+// covers that twice over.
+const shimLostGrace = 2 * (retryMax + releaseTimeout)
 
 // lastOperationBody is a last_operation answer the gateway makes.
 type lastOperationBody struct {
@@ -67,7 +76,7 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
-		l = g.settleLostShim(ctx, s.route.up, l)
+		l = g.lostShim(ctx, s.route.up, l)
 		*s.polled = l
 	}
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
@@ -99,31 +108,83 @@ func withOperation(r *http.Request, op string) *http.Request {
 	return r2
 }
 
+// lostShim decides on the emulated operation l, still in progress after
+// the time its call must have ended: lost only when the replica that ran
+// the call is gone. This replica's own operation is never lost (the
+// process lives, and its outcome waits in its retry queue for the store).
+// Another replica's is challenged first (Shim.Challenged) and reported
+// lost by a poll shimLostGrace later if it is still in progress: a replica
+// alive writes its pending outcome, which clears the challenge, well
+// within that. It returns l as it now stands.
+func (g *guard) lostShim(ctx context.Context, up *upstream, l store.Lock) store.Lock {
+	now := g.now()
+	switch {
+	case l.Shim.Replica == g.replica:
+		return l
+	case l.Shim.Challenged.IsZero():
+		l.Shim.Challenged = now
+		if err := g.st.Update(ctx, l); err != nil {
+			g.metrics.StoreError("update")
+			return l // the next poll challenges it again
+		}
+		g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: operation still in progress after its call's time; its replica has until the challenge ends to record the outcome",
+			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation),
+			slog.String("replica", l.Shim.Replica), slog.Time("challenge_ends", now.Add(shimLostGrace)))
+		return l
+	case now.Before(l.Shim.Challenged.Add(shimLostGrace)):
+		return l
+	}
+	return g.settleLostShim(ctx, up, l)
+}
+
 // settleLostShim ends the emulated operation l, whose broker call ran in a
-// gateway process that is gone, as failed, and records the orphan
-// candidate a provision or bind may have left (as for a client timeout in
-// Cloud Controller's record), due at once: the call's time is over. It
-// returns l as settled; a store failure is logged, and the next poll
-// tries again.
+// gateway process that is gone, as failed. The broker may still be working
+// on the call (the process died, not the broker), so the lock is held as
+// after a broker timeout: until hold_after_timeout after the later of now
+// and the call's own end (its start plus the broker's timeout). Counted
+// from now because when the process died is not known, only that it was
+// before now, and the broker got the call at its start at the latest: the
+// hold never ends before the one the process would have kept, nor less
+// than a full hold_after_timeout after the loss is known. A provision or
+// bind becomes an orphan candidate due when the hold ends, taking the held
+// lock over (as for a client timeout in Cloud Controller's record), so the
+// undo's DELETE never races the call. It returns l as settled; a store
+// failure is logged, l comes back in progress, and the next poll tries
+// again.
 func (g *guard) settleLostShim(ctx context.Context, up *upstream, l store.Lock) store.Lock {
-	l.Shim.State, l.Shim.Description = store.StateFailed, shimLost
+	lost := l
+	now := g.now()
+	lost.Shim.State, lost.Shim.Description, lost.Shim.Challenged = store.StateFailed, shimLost, time.Time{}
 	if up != nil {
+		if hold := later(now, l.Started.Add(up.timeout)).Add(up.cfg.HoldAfterTimeout); hold.After(now) {
+			lost.Shim.Hold, lost.Deadline = true, hold
+		}
 		if ok, _ := rules.OrphanOnTimeout(rules.Call{Endpoint: rules.LockedBy(l.Kind)}); ok {
-			if o, decision := g.newOrphan(up, l, shimLost+", which may have left it behind", g.now(), ""); decision != "" {
-				g.putCandidate(ctx, up, o, decision)
+			due, owner := now, ""
+			if lost.Shim.Hold {
+				due, owner = lost.Deadline, l.Owner
+			}
+			if o, decision := g.newOrphan(up, l, shimLost+", which may have left it behind", due, owner); decision != "" {
+				if lost.Shim.Hold {
+					o.HoldUntil = due
+				}
+				if _, ok := g.putCandidate(ctx, up, o, decision); !ok {
+					return l
+				}
 			}
 		}
 	}
-	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := g.st.Update(ctx, lost); err != nil && !errors.Is(err, store.ErrNotFound) {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelError, "async shim: lost operation not recorded as failed", slog.String("broker", l.Broker),
 			slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation), slog.String("error", err.Error()))
+		return l
 	}
-	g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: the broker call's gateway process is gone; operation failed",
+	g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: the broker call's gateway process is gone; operation failed, the instance held until the broker call must be over",
 		slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
 		slog.String("binding_id", l.BindingID), slog.String("operation", l.Operation), slog.String("replica", l.Shim.Replica),
-		slog.Time("call_ends", l.Shim.CallEnds))
-	return l
+		slog.Time("call_ends", l.Shim.CallEnds), slog.Time("hold_ends", lost.Deadline))
+	return lost
 }
 
 // settleLostShims ends as failed every emulated operation in progress

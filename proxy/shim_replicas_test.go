@@ -20,7 +20,7 @@ import (
 // and refuses an update meanwhile; a second operation, whose replica dies
 // with its call in flight, is settled "failed" by the first poll after the
 // time its call must have ended, with an orphan candidate for the
-// provision.
+// provision, once a challenge of the dead replica went unanswered.
 func TestShimRedisReplicas(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -70,23 +70,32 @@ func TestShimRedisReplicas(t *testing.T) {
 	}
 	clock.Advance(time.Second)
 	poll = b.call(t, "GET", "/v2/service_instances/held2/last_operation?operation="+op, "2.15", "")
+	if !strings.Contains(poll.body, `"state":"in progress"`) {
+		t.Errorf("poll that challenges the lost replica: %d %s", poll.status, poll.body)
+	}
+	clock.Advance(shimLostGrace)
+	poll = b.call(t, "GET", "/v2/service_instances/held2/last_operation?operation="+op, "2.15", "")
 	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
-		t.Errorf("poll after the call's time is over: %d %s", poll.status, poll.body)
+		t.Errorf("poll once the challenge went unanswered: %d %s", poll.status, poll.body)
 	}
 	checkShimAnswer(t, "the poll of a lost operation", instancePoll, "2.15", poll, rules.Provision)
-	if l := b.lock(t, store.LockKey("b", "held2")); l.Key != "" {
-		t.Errorf("lock after the lost operation's poll: %+v", l)
+	// The broker may still be at work: the lock is held for
+	// hold_after_timeout (1m) from now, and the undo is due then.
+	holdEnds := clock.Now().Add(time.Minute)
+	if l := b.lock(t, store.LockKey("b", "held2")); !l.Shim.Hold || !l.Deadline.Equal(holdEnds) {
+		t.Errorf("lock after the lost operation's poll: %+v, want held until %s", l, holdEnds)
 	}
 	orphans, _ := b.st.ListOrphans(context.Background())
-	if len(orphans) != 1 || orphans[0].InstanceID != "held2" || !orphans[0].NextAttempt.Equal(clock.Now()) {
-		t.Errorf("orphans %+v, want the lost provision's undo, due now", orphans)
+	if len(orphans) != 1 || orphans[0].InstanceID != "held2" || !orphans[0].NextAttempt.Equal(holdEnds) || orphans[0].LockOwner == "" {
+		t.Errorf("orphans %+v, want the lost provision's undo, due when the hold ends", orphans)
 	}
 }
 
 // TestShimRestartOnBolt: a gateway that opens the bolt file of one that
 // ended with a shimmed call in flight settles that operation "failed" as
 // it starts, with an orphan candidate for the provision: nothing is left
-// in progress.
+// in progress. The poll that reports it leaves the lock held until the
+// broker call must be over.
 func TestShimRestartOnBolt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	state := "{backend: bolt, path: " + path + "}"
@@ -120,8 +129,8 @@ func TestShimRestartOnBolt(t *testing.T) {
 	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
 		t.Errorf("poll after the restart: %d %s", poll.status, poll.body)
 	}
-	if l := b.lock(t, key); l.Key != "" {
-		t.Errorf("lock after the poll: %+v", l)
+	if l := b.lock(t, key); !l.Shim.Hold {
+		t.Errorf("lock after the poll: %+v, want held", l)
 	}
 }
 

@@ -181,7 +181,7 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 	within := sw.u.cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
 		why := fmt.Sprintf("the broker's operation had not ended within emulate.sync_within (%s), so the platform got a 504", within)
-		o, ok := sw.g.noteOrphan(ctx, s, why, sw.lock.Deadline, sw.lock.Owner)
+		o, ok := sw.g.noteOrphan(ctx, s, why, sw.lock.Deadline, sw.lock.Owner, time.Time{})
 		if !ok {
 			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o, keep: true})
 		} else if o.ID != "" {
@@ -208,7 +208,7 @@ func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 	h.settled = true
 	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"
 	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {
-		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), ""); !ok {
+		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), "", time.Time{}); !ok {
 			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o})
 			return &ownAnswer{sw.fetchError(err)}
 		}

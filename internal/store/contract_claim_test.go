@@ -237,7 +237,7 @@ const oldOrphanRecord = `{"id":"old1","broker":"b1","tenant":"cf1","kind":"depro
 // oldOrphan is oldOrphanRecord decoded.
 func oldOrphan() Orphan {
 	o := testOrphan("old1", t0)
-	o.InstanceID, o.Attempts, o.LastError, o.LockOwner = "i-old1", 2, "broker answered 500", ""
+	o.InstanceID, o.Attempts, o.LastError, o.LockOwner, o.HoldUntil = "i-old1", 2, "broker answered 500", "", time.Time{}
 	return o
 }
 

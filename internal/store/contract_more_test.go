@@ -91,7 +91,7 @@ func testOrphan(id string, next time.Time) Orphan {
 	return Orphan{
 		ID: id, Broker: "b1", Tenant: "cf1", Kind: KindDeprovision, InstanceID: "i-" + id,
 		ServiceID: "svc", PlanID: "plan", Reason: "provision timed out", NextAttempt: next, Created: t0,
-		LockOwner: "lock-owner-" + id,
+		LockOwner: "lock-owner-" + id, HoldUntil: t0.Add(90 * time.Second),
 	}
 }
 

@@ -31,7 +31,8 @@ func testShim(t *testing.T, b backend) {
 
 	ended := want
 	ended.Shim = Shim{State: StateFailed, Description: "the broker said \"no\" ☃", Replica: "replica-a",
-		CallEnds: want.Shim.CallEnds, BrokerAsync: true, BrokerOperation: strings.Repeat("b", MaxOperationLen), Hold: true}
+		CallEnds: want.Shim.CallEnds, BrokerAsync: true, BrokerOperation: strings.Repeat("b", MaxOperationLen), Hold: true,
+		Challenged: t0.Add(3 * time.Minute)}
 	wantErr(t, "Update to an outcome", s.Update(ctx, ended), nil)
 	if got, err := s.List(ctx, ListFilter{Broker: "b1", InstanceID: "i1"}); err != nil || len(got) != 1 || !cmp.Equal(ended, got[0]) {
 		t.Errorf("List = %v, %v; want [%+v]", got, err, ended)

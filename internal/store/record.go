@@ -37,8 +37,8 @@ func prepareLock(l Lock, now time.Time) (Lock, error) {
 	if l.Started.IsZero() {
 		l.Started = now
 	}
-	l.Started, l.Deadline, l.Shim.CallEnds = utc(l.Started), utc(l.Deadline), utc(l.Shim.CallEnds)
-	if !storable(l.Started) || !storable(l.Deadline) || !storable(l.Shim.CallEnds) {
+	l.Started, l.Deadline, l.Shim.CallEnds, l.Shim.Challenged = utc(l.Started), utc(l.Deadline), utc(l.Shim.CallEnds), utc(l.Shim.Challenged)
+	if !storable(l.Started) || !storable(l.Deadline) || !storable(l.Shim.CallEnds) || !storable(l.Shim.Challenged) {
 		return Lock{}, fmt.Errorf("%w: lock %q has a time outside years 0 to 9999", ErrInvalid, l.Key)
 	}
 	if expired(l.Deadline, now) {
@@ -81,8 +81,8 @@ func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
 	if o.NextAttempt.IsZero() {
 		o.NextAttempt = now
 	}
-	o.Created, o.NextAttempt, o.ClaimedUntil = utc(o.Created), utc(o.NextAttempt), utc(o.ClaimedUntil)
-	if !storable(o.Created) || !storable(o.NextAttempt) || !storable(o.ClaimedUntil) {
+	o.Created, o.NextAttempt, o.ClaimedUntil, o.HoldUntil = utc(o.Created), utc(o.NextAttempt), utc(o.ClaimedUntil), utc(o.HoldUntil)
+	if !storable(o.Created) || !storable(o.NextAttempt) || !storable(o.ClaimedUntil) || !storable(o.HoldUntil) {
 		return Orphan{}, fmt.Errorf("%w: orphan %q has a time outside years 0 to 9999", ErrInvalid, o.ID)
 	}
 	return o, nil
@@ -233,6 +233,7 @@ type shimRecord struct {
 	BrokerAsync     bool      `json:"broker_async,omitempty"`
 	BrokerOperation string    `json:"broker_operation,omitempty"`
 	Hold            bool      `json:"hold,omitempty"`
+	Challenged      time.Time `json:"challenged,omitzero"`
 }
 
 func encodeLock(l Lock) []byte {
@@ -266,7 +267,7 @@ func encodeShim(sh Shim) *shimRecord {
 		return nil
 	}
 	return &shimRecord{State: sh.State, Description: sh.Description, Replica: sh.Replica, CallEnds: sh.CallEnds,
-		BrokerAsync: sh.BrokerAsync, BrokerOperation: sh.BrokerOperation, Hold: sh.Hold}
+		BrokerAsync: sh.BrokerAsync, BrokerOperation: sh.BrokerOperation, Hold: sh.Hold, Challenged: sh.Challenged}
 }
 
 func decodeShim(r *shimRecord) Shim {
@@ -277,6 +278,9 @@ func decodeShim(r *shimRecord) Shim {
 		BrokerAsync: r.BrokerAsync, BrokerOperation: r.BrokerOperation, Hold: r.Hold}
 	if !r.CallEnds.IsZero() {
 		sh.CallEnds = r.CallEnds.UTC()
+	}
+	if !r.Challenged.IsZero() {
+		sh.Challenged = r.Challenged.UTC()
 	}
 	return sh
 }
@@ -301,6 +305,7 @@ type orphanRecord struct {
 	Created        time.Time `json:"created"`
 	LastError      string    `json:"last_error,omitempty"`
 	LockOwner      string    `json:"lock_owner,omitempty"`
+	HoldUntil      time.Time `json:"hold_until,omitzero"`
 	ClaimedBy      string    `json:"claimed_by,omitempty"`
 	ClaimedUntil   time.Time `json:"claimed_until,omitzero"`
 	ClaimedUntilUS int64     `json:"claimed_until_us,omitempty,string"`
@@ -311,7 +316,7 @@ func encodeOrphan(o Orphan) []byte {
 		ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
 		BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID, Reason: o.Reason,
 		Attempts: o.Attempts, NextAttempt: o.NextAttempt, Created: o.Created, LastError: o.LastError,
-		LockOwner: o.LockOwner, ClaimedBy: o.ClaimedBy, ClaimedUntil: o.ClaimedUntil,
+		LockOwner: o.LockOwner, HoldUntil: o.HoldUntil, ClaimedBy: o.ClaimedBy, ClaimedUntil: o.ClaimedUntil,
 	}
 	if !o.ClaimedUntil.IsZero() {
 		r.ClaimedUntilUS = o.ClaimedUntil.UnixMicro()
@@ -336,6 +341,9 @@ func decodeOrphan(b []byte) (Orphan, error) {
 	}
 	if !r.ClaimedUntil.IsZero() {
 		o.ClaimedUntil = r.ClaimedUntil.UTC()
+	}
+	if !r.HoldUntil.IsZero() {
+		o.HoldUntil = r.HoldUntil.UTC()
 	}
 	return o, nil
 }

@@ -189,6 +189,13 @@ type Shim struct {
 	// the lock to its Deadline, or to the orphan mitigation that takes it
 	// over, instead of releasing it.
 	Hold bool
+	// Challenged is when a gateway replica other than Replica found the
+	// operation still in progress after CallEnds and asked Replica to show
+	// it is alive: a live Replica whose outcome waited for the store
+	// writes it (and so clears this) within the retry queue's backoff; an
+	// operation still in progress well after Challenged lost its process.
+	// Zero: not challenged.
+	Challenged time.Time
 }
 
 // LockKey returns the Lock.Key for a service instance of a broker:
@@ -252,6 +259,12 @@ type Orphan struct {
 	// ends; empty if it holds none. The store keeps it and nothing more:
 	// releasing that lock is the caller's job.
 	LockOwner string
+	// HoldUntil is when the call that may have left the orphan is over at
+	// the broker at the latest (the hold after a broker timeout, or after a
+	// lost call of the async shim): until then the broker may still be
+	// creating what the undo would delete, so a 410 proves nothing and the
+	// undo does not go before it. Zero: no such call.
+	HoldUntil time.Time
 	// ClaimedBy names the claimant (a gateway replica) carrying the
 	// mitigation out, set by ClaimOrphan; empty when unclaimed.
 	ClaimedBy string
