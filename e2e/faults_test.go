@@ -328,11 +328,13 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
 	},
 	{
-		// The release fails and is retried until the store is back.
+		// The inventory record and the release fail; both are retried,
+		// the record first, until the store is back: the instance the
+		// platform got stays named.
 		name: "store down during a call, and back",
 		env:  redisEnv,
 		steps: []faultStep{{call: provision, during: stopStore, after: startStore,
-			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}}},
 		mitigated: &state{calls: calls{"provision": 1}},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},

@@ -56,6 +56,9 @@ type heldLock struct {
 	// (status), settled once its answer is written (guard.delivered).
 	delivering bool
 	status     int
+	// record is the inventory record of a delivering call the store did
+	// not take: retried with the lock's release (nil: recorded).
+	record func(context.Context) error
 }
 
 // withGuard is the guard stage. A mutating call takes the lock of what it

@@ -44,6 +44,10 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err == nil && h.platform.Err() == nil {
+		if h.record != nil { // the record first, then the lock
+			g.retry.add(pending{lock: h.lock, record: h.record, keep: h.status == http.StatusAccepted})
+			return
+		}
 		if h.status != http.StatusAccepted { // a 202's lock is its async operation already
 			g.release(ctx, h.lock)
 		}

@@ -40,8 +40,8 @@ type pending struct {
 	// is dropped when the lock ended or a poll settled the operation in
 	// the meantime.
 	outcome bool
-	// record, when set, writes the inventory record of a shimmed call's
-	// answer (before its outcome).
+	// record, when set, writes the inventory record of a call's answer
+	// (before a shimmed call's outcome, before the lock's release).
 	record func(context.Context) error
 	// poll, when set, is a poll answer that ended an operation whose lock
 	// the poll could not read; lock is then unused.
@@ -103,6 +103,9 @@ func newReleaser(st store.Store, log *slog.Logger, m *Metrics) *releaser {
 // if it is not running.
 func (r *releaser) add(p pending) {
 	what := "lock release failed; retrying until the operation state takes it"
+	if p.record != nil {
+		what = "inventory record not written; the lock is kept and both are retried until the operation state takes them"
+	}
 	if p.cancelOrphan != "" {
 		what = "orphan cancellation failed; the lock is kept and both are retried until the operation state takes them"
 	}

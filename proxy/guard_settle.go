@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -63,13 +64,20 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	gone := !shimmed && h.platform != nil && h.platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	accepted := seen && status == http.StatusAccepted
+	// record is the inventory record the store did not take, retried
+	// until it does, before the lock goes: what the broker made stays
+	// named (nil: recorded, or nothing to record).
+	var record func(context.Context) error
 	if seen {
 		// Under the lock, before it is released. A shimmed call's record
-		// the store did not take goes to the retry queue with its outcome
-		// (concludeShim), before it: no poll reports a success the
-		// inventory does not name.
-		if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil && shimmed {
-			s.shim.record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, a.body) }
+		// goes to the retry queue with its outcome (concludeShim), before
+		// it: no poll reports a success the inventory does not name.
+		if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil {
+			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
+			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
+			if shimmed {
+				s.shim.record, record = record, nil
+			}
 		}
 	}
 	if orphan, why, reportOnly := orphanOf(s.Call, status, a, gone); orphan {
@@ -80,7 +88,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		if o, ok := g.noteOrphan(ctx, s, why, due, "", time.Time{}); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
-			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed})
+			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed, record: record})
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
@@ -88,7 +96,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
-			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed})
+			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed, record: record})
 			return
 		}
 	}
@@ -104,9 +112,18 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			if accepted {
 				g.keepAsync(ctx, s)
 			}
-			h.delivering, h.status = true, status
+			h.delivering, h.status, h.record = true, status, record
 			return
 		}
+	}
+	if record != nil {
+		// Keep the lock until the record is in: no retry of the
+		// platform's may find the instance unnamed meanwhile.
+		if accepted {
+			g.keepAsync(ctx, s)
+		}
+		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
+		return
 	}
 	g.end(ctx, s, accepted)
 }
