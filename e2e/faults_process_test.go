@@ -32,6 +32,9 @@ type gatewayProc struct {
 	cmd                 *exec.Cmd
 	done                chan struct{}
 	logs                *bytes.Buffer
+	// state and broker, when set, replace the state section and add keys
+	// to the broker's (", key: value, ..."): see faults_shim_test.go.
+	state, broker string
 }
 
 // startProcess runs the gateway binary in front of brokerURL, with the
@@ -51,14 +54,15 @@ func (f *faultEnv) startProcess(t *testing.T, brokerURL string) {
 func (p *gatewayProc) start(t *testing.T) {
 	t.Helper()
 	listen, admin := osbtest.FreeAddr(t), osbtest.FreeAddr(t)
+	state := cmp.Or(p.state, fmt.Sprintf("{backend: bolt, path: %q}", filepath.Join(p.dir, "state.db")))
 	y := fmt.Sprintf(`
 listen: {address: %q, server: %s}
 admin: {address: %q, token: %q}
-state: {backend: bolt, path: %q}
+state: %s
 log: {format: json, level: warn}
-brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s}]
+brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s%s}]
 tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
-`, listen, cmp.Or(suiteServer, config.DefaultListenServer), admin, processToken, filepath.Join(p.dir, "state.db"), p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport))
+`, listen, cmp.Or(suiteServer, config.DefaultListenServer), admin, processToken, state, p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport), p.broker)
 	path := filepath.Join(p.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)

@@ -381,6 +381,62 @@ var faultTable = []faultRow{
 		},
 	},
 	{
+		// The restarted process reports the shimmed call lost at once
+		// (the bolt file was its predecessor's), but holds the instance
+		// until the broker call must be over: a retry gets 400, and the
+		// undo's DELETE goes only when the hold ends, finding what the
+		// broker made after the kill.
+		name: "kill -9 during a shimmed call on bolt",
+		env:  processEnv,
+		skip: "not green yet: the step checks can outlast the process's real-time hold (10s), so the undo runs while the test still holds the provision; the wait must be reworked (issue 28 item 4, see the report)",
+		steps: []faultStep{
+			{call: provisionIncomplete, arm: shimProcess(false), after: killDuringShim,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}}},
+			{call: poll, want: state{saw: saw{200, "the gateway restarted during the broker call"},
+				locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}}},
+			{call: provisionIncomplete, after: undoneWhenHoldEnds,
+				want: state{saw: saw{400, proxy.InProgress}, calls: calls{"provision": 1, "deprovision": 1}}},
+		},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2, "deprovision": 1}}}},
+	},
+	{
+		// On Redis the restarted process is another replica: the call
+		// stays in progress (a retry gets 400) until its time is over and
+		// a challenge of the dead replica went unanswered; then as on bolt.
+		name: "kill -9 during a shimmed call on redis",
+		env:  processEnv,
+		skip: "not green yet: the step checks can outlast the process's real-time hold (10s), so the undo runs while the test still holds the provision; the wait must be reworked (issue 28 item 4, see the report)",
+		steps: []faultStep{
+			{call: provisionIncomplete, arm: shimProcess(true), after: killDuringShim,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}}},
+			{call: poll, want: state{saw: saw{200, "waiting for the broker's answer"}, locks: []string{"b/i provision async"}}},
+			{call: provisionIncomplete, after: undoneWhenHoldEnds,
+				want: state{saw: saw{400, proxy.InProgress}, calls: calls{"provision": 1, "deprovision": 1}}},
+		},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2, "deprovision": 1}}}},
+	},
+	{
+		// The replica that runs the call keeps the outcome (and its
+		// inventory record) the paused store did not take, and writes it
+		// once the store is back: the poll, after the call's time, reports
+		// the success, and nothing is undone.
+		name: "store pause during a shimmed call on redis",
+		env:  redisEnv,
+		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionIncomplete, during: pauseDuringShim, after: resumeAfterShim,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1, "get_instance": 1}}},
+			{call: poll, advance: 2 * time.Minute, after: trackedAfterPoll,
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "get_instance": 2}}},
+		},
+		// get_instance: the row asks the broker whether it holds the instance.
+		mitigated: &state{calls: calls{"provision": 1, "get_instance": 2}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2, "get_instance": 2}}}},
+	},
+	{
 		// Refused before the broker: a 429 the platform retries, no lock,
 		// no orphan (a 4xx sets off no DELETE).
 		name: "over the tenant's rate limit",

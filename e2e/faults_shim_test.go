@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+)
+
+// The fault rows of a gateway process killed, or its state store paused,
+// while the async shim's broker call is in flight (issue 28, items 4 and
+// 5): the helpers their steps use.
+
+// shimProcessBroker are the broker keys of the process rows: the shim
+// after 300ms, and a hold after a lost call (hold_after_timeout, counted
+// from the later of the restart and the call's end) long enough that the
+// row's checks during it take a fraction of it.
+const shimProcessBroker = `, orphan_mitigation: mitigate, hold_after_timeout: 10s, emulate: {async_after: 300ms}`
+
+// shimLongWait bounds the waits that span the lost call's time on Redis:
+// the broker timeout (5s) and a minute, the challenge of the lost replica
+// (20s), then the hold (10s) and an orphan tick.
+const shimLongWait = 3 * time.Minute
+
+// shimGates are the provisions the process rows hold at the broker, per
+// world (a row runs in two at once).
+var shimGates sync.Map // *faultEnv -> *gate
+
+// shimProcess restarts the row's gateway process with the async shim, on
+// its bolt file (redis false) or on a redis-server of its own, and makes
+// the broker hold the next provision until releaseShim, serving it then
+// even though the gateway that sent it is gone, as a broker does.
+func shimProcess(redis bool) func(*testing.T, *faultEnv) {
+	return func(t *testing.T, f *faultEnv) {
+		t.Helper()
+		f.proc.kill9(t) // nothing in flight: the process as the row needs it
+		f.proc.broker = shimProcessBroker
+		if redis {
+			f.redis = storetest.StartRedis(t)
+			f.proc.state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}}", f.redis.Addr)
+		}
+		f.proc.start(t)
+		g := &gate{entered: make(chan struct{}), proceed: make(chan struct{})}
+		shimGates.Store(f, g)
+		t.Cleanup(func() { shimGates.Delete(f) })
+		f.front.set(samplebroker.EndpointProvision, func(w http.ResponseWriter, r *http.Request) {
+			close(g.entered)
+			<-g.proceed
+			f.front.next.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
+		})
+	}
+}
+
+// killDuringShim kills the gateway process while the broker holds the
+// provision it answered 202 for, and starts it again.
+func killDuringShim(t *testing.T, f *faultEnv) {
+	t.Helper()
+	g, _ := shimGates.Load(f)
+	await(t, g.(*gate).entered, "the broker to receive the shimmed provision")
+	killAndRestart(t, f)
+}
+
+// releaseShim lets the broker finish the held provision, and waits until
+// it holds the instance.
+func releaseShim(t *testing.T, f *faultEnv) {
+	t.Helper()
+	g, _ := shimGates.Load(f)
+	close(g.(*gate).proceed)
+	waitFor(t, "the broker to finish the provision of the dead process", func() bool { return f.brokerHas("i") })
+}
+
+// undoneWhenHoldEnds releases the held provision, then waits until the
+// gateway reported the operation lost (on Redis after the call's time and
+// the challenge) and its undo deleted what the broker made.
+func undoneWhenHoldEnds(t *testing.T, f *faultEnv) {
+	t.Helper()
+	releaseShim(t, f)
+	cl := f.client(t, 0, 0)
+	waitLong(t, "the poll to report the call lost", func() bool {
+		_ = poll.send(cl, "i")
+		x := f.platforms[0].last(t)
+		return x.Status == http.StatusOK && strings.Contains(x.Body, "the gateway restarted during the broker call")
+	})
+	waitLong(t, "the undo to delete the instance", func() bool {
+		o, err := f.orphans()
+		return err == nil && len(o) == 0 && !f.brokerHas("i")
+	})
+	noUntracked(t, f, false)
+}
+
+// pauseDuringShim waits for the shim's 202, then freezes the redis-server
+// (SIGSTOP) before the broker answers.
+func pauseDuringShim(t *testing.T, f *faultEnv) {
+	t.Helper()
+	shimAnswered(t, f)
+	f.redis.Pause()
+	t.Cleanup(f.redis.Resume) // harmless when it runs
+}
+
+// resumeAfterShim resumes the paused store and waits for the outcome the
+// replica kept to reach the store.
+func resumeAfterShim(t *testing.T, f *faultEnv) {
+	t.Helper()
+	f.redis.Resume()
+	shimSettled(t, f)
+	noUntracked(t, f, true)
+}
+
+// trackedAfterPoll checks, after the poll that reported the success, that
+// the instance is at the broker and named by the inventory.
+func trackedAfterPoll(t *testing.T, f *faultEnv) {
+	t.Helper()
+	noUntracked(t, f, true)
+}
+
+// noUntracked fails t when the broker holds instance "i" and neither the
+// inventory nor the orphan queue names it, or when the platform saw it
+// succeed (seen) and the broker no longer holds it.
+func noUntracked(t *testing.T, f *faultEnv, seen bool) {
+	t.Helper()
+	has := f.brokerHas("i")
+	if seen && !has {
+		t.Error("the broker no longer holds instance i, whose success reached the platform")
+	}
+	if !has {
+		return
+	}
+	orphans, err := f.orphans()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(orphans, func(o string) bool { return strings.HasPrefix(o, "deprovision i ") }) && !f.inventoryNames("i") {
+		t.Errorf("the broker holds instance i, and neither the inventory nor the orphan queue (%q) names it", orphans)
+	}
+}
+
+// brokerHas reports whether the sample broker holds instance id (its GET
+// instance, asked in the test).
+func (f *faultEnv) brokerHas(id string) bool {
+	r := httptest.NewRequest(http.MethodGet, "/v2/service_instances/"+id, nil)
+	r.SetBasicAuth(sampleUser, samplePass)
+	r.Header.Set("X-Broker-API-Version", "2.17")
+	w := httptest.NewRecorder()
+	f.broker.ServeHTTP(w, r)
+	return w.Code == http.StatusOK
+}
+
+// inventoryNames reports whether the gateway's inventory holds instance id
+// of broker b: the process's admin API, else the store.
+func (f *faultEnv) inventoryNames(id string) bool {
+	if f.proc != nil {
+		var v map[string]any
+		return f.proc.admin("/admin/instances/b/"+id, &v) == nil
+	}
+	_, err := f.stores[0].GetInstance(context.Background(), "b", id)
+	return err == nil
+}
+
+// waitLong waits until cond holds, failing the test after shimLongWait.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(shimLongWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", shimLongWait, what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
