@@ -303,7 +303,11 @@ func (f *faultEnv) orphans() ([]string, error) {
 	var list []store.Orphan
 	var err error
 	if f.proc != nil {
-		err = f.proc.admin("/admin/orphans", &struct{ Orphans *[]store.Orphan }{&list})
+		var views []adminOrphan
+		err = f.proc.admin("/admin/orphans", &struct{ Orphans *[]adminOrphan }{&views})
+		for _, v := range views {
+			list = append(list, store.Orphan{Kind: v.Kind, InstanceID: v.InstanceID, BindingID: v.BindingID, NextAttempt: v.NextAttempt})
+		}
 	} else {
 		list, err = f.stores[0].ListOrphans(context.Background())
 	}
@@ -321,6 +325,14 @@ func (f *faultEnv) orphans() ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, err
+}
+
+// adminOrphan is what the fault table reads of GET /admin/orphans.
+type adminOrphan struct {
+	Kind        string    `json:"kind"`
+	InstanceID  string    `json:"instance_id"`
+	BindingID   string    `json:"binding_id"`
+	NextAttempt time.Time `json:"next_attempt"`
 }
 
 // calls is how many requests the broker got per endpoint name, catalog

@@ -33,8 +33,9 @@ type gatewayProc struct {
 	done                chan struct{}
 	logs                *bytes.Buffer
 	// state and broker, when set, replace the state section and add keys
-	// to the broker's (", key: value, ..."): see faults_shim_test.go.
-	state, broker string
+	// to the broker's (", key: value, ..."); timeout, when set, is the
+	// broker's (else 5s): see faults_shim_test.go.
+	state, broker, timeout string
 }
 
 // startProcess runs the gateway binary in front of brokerURL, with the
@@ -60,9 +61,9 @@ listen: {address: %q, server: %s}
 admin: {address: %q, token: %q}
 state: %s
 log: {format: json, level: warn}
-brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: 5s, transport: %s%s}]
+brokers: [{name: b, url: %q, username: sample-user, password: sample-s3cret, timeout: %s, transport: %s%s}]
 tenants: [{name: t, credentials: [{username: platform-user, password: platform-pass}], routes: [{broker: b}]}]
-`, listen, cmp.Or(suiteServer, config.DefaultListenServer), admin, processToken, state, p.brokerURL, cmp.Or(suiteTransport, config.DefaultBrokerTransport), p.broker)
+`, listen, cmp.Or(suiteServer, config.DefaultListenServer), admin, processToken, state, p.brokerURL, cmp.Or(p.timeout, "5s"), cmp.Or(suiteTransport, config.DefaultBrokerTransport), p.broker)
 	path := filepath.Join(p.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
