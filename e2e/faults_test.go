@@ -528,6 +528,22 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
 	},
 	{
+		// A malformed 201 is a failure to the platform (Cloud Controller
+		// takes it as one) and an orphan candidate: the poll must not say
+		// "succeeded" for what the undo then deletes.
+		name: "invalid JSON body (201) after the async shim's 202",
+		opts: faultOptions{asyncAfter: 50 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionIncomplete, arm: inject(samplebroker.Fault{Endpoint: "provision", Status: 201, Body: `{"dashboard_url":`, Count: 1}), during: shimAnswered, after: shimSettled,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, "its body is not a JSON object"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1},
+				inventory: []string{"instance i failed"}}},
+		},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
 		// The poll reports the timeout, and the lock stays for
 		// hold_after_timeout: the broker may still be at work.
 		name: "hang after the async shim's 202 (broker timeout)",

@@ -239,7 +239,8 @@ func (g *guard) claimShim(s, call *Scope) bool {
 
 // concludeShim records in the lock the outcome of a broker call whose
 // platform got the shim's 202, from what the platform would have got
-// (buf): "succeeded" for a success (rules.Succeeded), the broker's own
+// (buf): "succeeded" for a success (rules.Succeeded) with a JSON object
+// for a provision or bind (a malformed one fails), the broker's own
 // operation for a 202 (polls then go to the broker), else "failed" with the
 // answer's description. A call the broker did not answer in time holds
 // the lock for hold_after_timeout, as it does without the shim (the orphan
@@ -254,6 +255,12 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
 		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
+	case h.settled && !c.timedOut && malformedCreate(s.Call, buf):
+		// Cloud Controller takes such an answer as failed, and the orphan
+		// table makes it a candidate: the poll must not say "succeeded"
+		// for what the undo then deletes.
+		l.Shim.State = store.StateFailed
+		l.Shim.Description = fmt.Sprintf("the broker answered %d %s, but its body is not a JSON object", buf.status, http.StatusText(buf.status))
 	case h.settled && !c.timedOut && buf.status == http.StatusAccepted:
 		l.Shim.BrokerAsync = true
 		l.Shim.BrokerOperation = rules.ReadResponse(s.Call, buf.status, buf.body.Bytes()).Operation
@@ -287,6 +294,16 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
 		slog.String("operation", l.Operation), slog.Int("status", buf.status), slog.String("state", l.Shim.State),
 		slog.Bool("broker_async", l.Shim.BrokerAsync))
+}
+
+// malformedCreate reports whether buf is a success to a provision or bind
+// whose body is no JSON object (rules.Answer.Malformed): not a success the
+// platform can rely on, nor one the inventory records.
+func malformedCreate(c rules.Call, buf *shimWriter) bool {
+	if c.Endpoint != rules.Provision && c.Endpoint != rules.Bind {
+		return false
+	}
+	return rules.ReadResponse(c, buf.status, buf.body.Bytes()).Malformed()
 }
 
 // shimDescription is what a failed operation's poll says: the description
