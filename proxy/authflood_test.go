@@ -173,14 +173,6 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 			answers := make(chan floodAnswer, attackers)
 			var answered atomic.Int32
 			var wg sync.WaitGroup
-			for i := range attackers {
-				ip := fmt.Sprintf("127.0.0.%d", i+2)
-				wg.Go(func() {
-					a := get(t, ip, url, t1User, fmt.Sprintf("wrong-%d", i))
-					answered.Add(1)
-					answers <- a
-				})
-			}
 			defer func() { // never leave the attackers held, whatever failed
 				select {
 				case <-held.release:
@@ -189,11 +181,22 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 				}
 				wg.Wait()
 			}()
-			// Every attacker is settled: answered, comparing, or waiting
-			// for the slot.
-			waitUntil(t, "every attacker answered, hashing or waiting", func() bool {
-				return answered.Load()+held.entered.Load()+g.auth.limits.waiting.Load() == attackers
-			})
+			// One attacker at a time, each settled (answered, comparing,
+			// or waiting for the slot) before the next: a check that waits
+			// leaves max_in_flight only once it waits, so attackers sent
+			// all at once could be shed (503) on their way there, which is
+			// not what this test is about.
+			for i := range attackers {
+				ip := fmt.Sprintf("127.0.0.%d", i+2)
+				wg.Go(func() {
+					a := get(t, ip, url, t1User, fmt.Sprintf("wrong-%d", i))
+					answered.Add(1)
+					answers <- a
+				})
+				waitUntil(t, fmt.Sprintf("attacker %d answered, hashing or waiting", i+1), func() bool {
+					return answered.Load()+held.entered.Load()+g.auth.limits.waiting.Load() == int32(i+1)
+				})
+			}
 			if n := held.entered.Load(); n != 1 {
 				t.Fatalf("%d wrong passwords being compared, want 1 (the slot)", n)
 			}
