@@ -98,6 +98,13 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 	case rules.Bind:
 		err = iv.putBinding(ctx, s, req, rules.ReadResult(body), op)
 	case rules.Deprovision, rules.Unbind:
+		if op.State == store.StateInProgress {
+			// Not gone yet: the record stays, with the deletion in
+			// progress, until a poll says it succeeded; one that fails
+			// leaves the record whole.
+			err = iv.setOperation(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, op)
+			break
+		}
 		err = iv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
 	iv.failed(ctx, s.route.up.name, s.Call, err)

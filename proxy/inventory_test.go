@@ -370,3 +370,53 @@ func TestInventoryNeverKeepsSecretsInTheClear(t *testing.T) {
 		})
 	}
 }
+
+// TestAsyncDeprovisionThatFailsKeepsTheRecord: a 202 to a deprovision
+// removed the record at once, and the poll that reported the deletion
+// failed made a bare one (no service, no plan) in its place. The record
+// now stays, the deletion in progress, until a poll ends it: removed when
+// it succeeded, whole when it failed.
+func TestAsyncDeprovisionThatFailsKeepsTheRecord(t *testing.T) {
+	e := newInvEnv(t, samplebroker.Options{}, "2.17", "")
+	ctx := context.Background()
+	body := `{"service_id":"` + samplebroker.ServiceID + `","plan_id":"` + samplebroker.PlanAsyncID + `","organization_guid":"o","space_guid":"s"}`
+	asyncQuery := "&service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
+	for _, id := range []string{"i-fails", "i-goes"} {
+		if st, b := e.call(t, "2.15", "PUT", "/v2/service_instances/"+id+"?accepts_incomplete=true", body); st != http.StatusAccepted {
+			t.Fatalf("provision %s: %d %s", id, st, b)
+		}
+	}
+	e.clock.Advance(2 * time.Minute)
+	for _, id := range []string{"i-fails", "i-goes"} {
+		if st, b := e.call(t, "2.15", "GET", "/v2/service_instances/"+id+"/last_operation", ""); st != http.StatusOK || !strings.Contains(b, "succeeded") {
+			t.Fatalf("poll of the provision of %s: %d %s", id, st, b)
+		}
+	}
+	if err := e.broker.InjectFault(samplebroker.Fault{Endpoint: "deprovision", FailOperation: true, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"i-fails", "i-goes"} {
+		if st, b := e.call(t, "2.15", "DELETE", "/v2/service_instances/"+id+"?accepts_incomplete=true"+asyncQuery, ""); st != http.StatusAccepted {
+			t.Fatalf("deprovision %s: %d %s", id, st, b)
+		}
+		in, err := e.st.GetInstance(ctx, "b", id)
+		if err != nil || in.PlanID != samplebroker.PlanAsyncID || in.LastOperation.Kind != store.KindDeprovision || in.LastOperation.State != store.StateInProgress {
+			t.Fatalf("%s after the deprovision's 202: %+v, %v; want the record, its deletion in progress", id, in, err)
+		}
+	}
+	e.clock.Advance(2 * time.Minute)
+	if st, b := e.call(t, "2.15", "GET", "/v2/service_instances/i-fails/last_operation", ""); st != http.StatusOK || !strings.Contains(b, "failed") {
+		t.Fatalf("poll of the failing deprovision: %d %s", st, b)
+	}
+	in, err := e.st.GetInstance(ctx, "b", "i-fails")
+	if err != nil || in.PlanID != samplebroker.PlanAsyncID || in.ServiceID != samplebroker.ServiceID || in.LastOperation.State != store.StateFailed {
+		t.Errorf("after the failed deletion: %+v, %v; want the whole record, its deletion failed", in, err)
+	}
+	// 410 Gone ends a deprovision as "succeeded" does.
+	if st, b := e.call(t, "2.15", "GET", "/v2/service_instances/i-goes/last_operation", ""); st != http.StatusGone && (st != http.StatusOK || !strings.Contains(b, "succeeded")) {
+		t.Fatalf("poll of the deprovision: %d %s", st, b)
+	}
+	if _, err := e.st.GetInstance(ctx, "b", "i-goes"); err == nil {
+		t.Error("the instance whose deletion succeeded is still recorded")
+	}
+}
