@@ -103,39 +103,29 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	if shimmed {
 		return
 	}
-	if seen {
-		if unseenOrphans, _ := rules.OrphanUnseen(s.Call, status, ""); unseenOrphans {
-			// Whether the platform got it decides the orphan: the lock
-			// is held (a 202's as its async operation) until the
-			// answer's write tells (delivered), so no retry of the
-			// platform's can succeed and then be undone.
-			if accepted {
-				g.keepAsync(ctx, s)
-			}
-			h.delivering, h.status, h.record = true, status, record
-			return
-		}
+	if accepted {
+		g.keepAsync(ctx, s) // a 202 the platform got: its lock is the async operation
 	}
-	if record != nil {
+	switch {
+	case seen && unseen(s.Call, status):
+		// Whether the platform got it decides the orphan: the lock is
+		// held until the answer's write tells (delivered), so no retry
+		// of the platform's can succeed and then be undone.
+		h.delivering, h.status, h.record = true, status, record
+	case record != nil:
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
-		if accepted {
-			g.keepAsync(ctx, s)
-		}
 		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
-		return
+	case !accepted:
+		g.release(ctx, h.lock)
 	}
-	g.end(ctx, s, accepted)
 }
 
-// end ends the call's lock: an async operation for a 202 the platform
-// got, else released.
-func (g *guard) end(ctx context.Context, s *Scope, accepted bool) {
-	if accepted {
-		g.keepAsync(ctx, s)
-		return
-	}
-	g.release(ctx, s.lock.lock)
+// unseen reports whether a call's answer with status leaves an orphan when
+// the platform does not get it (rules.OrphanUnseen).
+func unseen(c rules.Call, status int) bool {
+	ok, _ := rules.OrphanUnseen(c, status, "")
+	return ok
 }
 
 // orphanOf reports whether a call's answer leaves an orphan candidate, and
