@@ -238,20 +238,28 @@ func parseBool(s string) (value, ok bool) {
 func yamlFields(t reflect.Type) map[string]int {
 	fields := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name, ok := yamlKey(t.Field(i)); ok {
+			fields[name] = i
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
-		}
-		fields[name] = i
 	}
 	return fields
+}
+
+// yamlKey is the yaml key of struct field f, as yaml.v3 reads it: its
+// yaml tag's name, else its lowercased name; false for an unexported
+// field or one tagged `yaml:"-"`.
+func yamlKey(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	switch name {
+	case "-":
+		return "", false
+	case "":
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
 }
 
 // kindName names what n is, for messages.

@@ -112,15 +112,9 @@ func (g schemaGen) object(t reflect.Type) schema {
 	var required []string
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
+		name, ok := yamlKey(f)
+		if !ok {
 			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
 		}
 		s, req := g.field(t, f)
 		props[name] = s
