@@ -213,12 +213,7 @@ func TestOrphanMitigatedOnceAcrossReplicas(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
+		return openStore(t, store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock)
 	}
 	a := newFaultEnv(t, faultSetup{st: open(), clock: clock})
 	b := newFaultEnv(t, faultSetup{st: open(), clock: clock})

@@ -29,14 +29,7 @@ func TestKill9DuringShimmedProvisionLeavesNoUntrackedInstance(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	state := "{backend: bolt, path: " + path + "}"
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
+	open := func() store.Store { return openStore(t, store.Config{Backend: store.BackendBolt, Path: path}, clock) }
 	stA := open()
 	a := newShimEnv(t, shimOptions{state: state, store: stA, clock: clock})
 	pending := a.send(t, "PUT", "/v2/service_instances/held1?accepts_incomplete=true", "2.15", shimProvision)
@@ -112,11 +105,7 @@ func TestKill9DuringShimmedProvisionLeavesNoUntrackedInstance(t *testing.T) {
 func TestStorePauseDuringShimmedCallKeepsTheOutcome(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t, store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock)
 	e := newShimEnv(t, shimOptions{store: st, clock: clock})
 	pending := e.send(t, "PUT", "/v2/service_instances/held1?accepts_incomplete=true", "2.15", shimProvision)
 	release := e.held(t).releaser(t)
@@ -170,12 +159,7 @@ func TestShimLostOnlyWhenItsReplicaIsGone(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock.Now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
+		return openStore(t, store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, clock)
 	}
 	a := newShimEnv(t, shimOptions{store: open(), clock: clock})
 	b := newShimEnv(t, shimOptions{store: open(), clock: clock, broker: a.broker})

@@ -310,3 +310,14 @@ func (c heldCall) releaser(t *testing.T) func() {
 	t.Cleanup(release)
 	return release
 }
+
+// openStore opens the store c on clock, closed when the test ends.
+func openStore(t *testing.T, c store.Config, clock *osbtest.Clock) store.Store {
+	t.Helper()
+	st, err := store.Open(c, clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
