@@ -428,7 +428,7 @@ var faultTable = []faultRow{
 		steps: []faultStep{
 			{call: provisionIncomplete, during: pauseDuringShim, after: resumeAfterShim,
 				want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
-			{call: poll, advance: 2 * time.Minute, after: trackedAfterPoll,
+			{call: poll, advance: 2 * time.Minute,
 				want: state{saw: saw{200, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}},
 		},
 		mitigated: &state{calls: calls{"provision": 1}},
