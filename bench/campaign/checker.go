@@ -1,0 +1,411 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The checker compares three independent views after everything drained:
+// what each platform was told (its holdings and its history), what the
+// brokers hold and logged, and what the gateways' inventory, locks and
+// orphan queue hold. Every break of the gateway's promises is a violation:
+//
+//	(a) an instance or binding a platform holds exists at its broker;
+//	(b) an instance or binding at a broker is held by a platform, or the
+//	    gateway's orphan queue names it: none remains untracked;
+//	(c) no lock remains once nothing is in flight;
+//	(d) no mutating call got a 5xx for a reason that was not the broker's
+//	    (or the state store's, while it was faulted);
+//	(e) a broker never saw two overlapping mutating calls for one instance
+//	    that the gateway's locks forbid, nor a call during an asynchronous
+//	    operation they forbid;
+//	(f) no platform got a 2xx to a mutating call, or a "succeeded" poll,
+//	    that the broker did not send, except the gateway's documented
+//	    emulations (the async shim's 202).
+
+// violation is one broken promise.
+type violation struct {
+	Rule   string // a..f
+	What   string
+	Around string // the ops and faults near it
+}
+
+func (v violation) String() string {
+	s := fmt.Sprintf("VIOLATION (%s) %s", v.Rule, v.What)
+	if v.Around != "" {
+		s += "\n" + strings.TrimRight(v.Around, "\n")
+	}
+	return s
+}
+
+// callLine is one line of a broker's call log.
+type callLine struct {
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Endpoint   string    `json:"endpoint"`
+	InstanceID string    `json:"instance_id"`
+	BindingID  string    `json:"binding_id"`
+	Status     int       `json:"status"`
+	Async      bool      `json:"async"`
+	Operation  string    `json:"operation"`
+	InFlight   []struct {
+		Endpoint  string `json:"endpoint"`
+		BindingID string `json:"binding_id"`
+	} `json:"in_flight"`
+	InProgress *struct {
+		Endpoint  string `json:"endpoint"`
+		BindingID string `json:"binding_id"`
+		Operation string `json:"operation"`
+	} `json:"in_progress"`
+}
+
+func readCallLog(path string) ([]callLine, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []callLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l callLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil { // a torn last line (a crash) is skipped
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+// gatewayView is what the gateways hold.
+type gatewayView struct {
+	inventory map[string]bool // "broker instance" and "broker instance/binding"
+	orphans   map[string]bool // the same keys
+	locks     []string
+}
+
+type adminOrphan struct {
+	Broker      string    `json:"broker"`
+	Kind        string    `json:"kind"`
+	InstanceID  string    `json:"instance_id"`
+	BindingID   string    `json:"binding_id"`
+	NextAttempt time.Time `json:"next_attempt"`
+	LastError   string    `json:"last_error"`
+}
+
+type adminLock struct {
+	Key        string    `json:"key"`
+	Kind       string    `json:"kind"`
+	Broker     string    `json:"broker"`
+	InstanceID string    `json:"instance_id"`
+	BindingID  string    `json:"binding_id"`
+	Async      bool      `json:"async"`
+	Started    time.Time `json:"started"`
+}
+
+func (c *cluster) orphans() ([]adminOrphan, error) {
+	var all []adminOrphan
+	for _, g := range c.viewReplicas() {
+		var v struct {
+			Orphans []adminOrphan `json:"orphans"`
+		}
+		if err := g.adminGet("/admin/orphans", &v); err != nil {
+			return nil, err
+		}
+		all = append(all, v.Orphans...)
+	}
+	return all, nil
+}
+
+func (c *cluster) locks() ([]adminLock, error) {
+	var all []adminLock
+	for _, g := range c.viewReplicas() {
+		var v struct {
+			Operations []adminLock `json:"operations"`
+		}
+		if err := g.adminGet("/admin/operations", &v); err != nil {
+			return nil, err
+		}
+		all = append(all, v.Operations...)
+	}
+	return all, nil
+}
+
+// viewReplicas are the replicas whose state is to be read: one when they
+// share Redis, each when each has its own file.
+func (c *cluster) viewReplicas() []*gatewayProc {
+	if c.store == "redis" {
+		return c.gateways[:1]
+	}
+	return c.gateways
+}
+
+func (c *cluster) view() (*gatewayView, error) {
+	v := &gatewayView{inventory: map[string]bool{}, orphans: map[string]bool{}}
+	for _, g := range c.viewReplicas() {
+		for _, b := range c.brokers {
+			for cursor := ""; ; {
+				var page struct {
+					Instances []struct {
+						InstanceID string `json:"instance_id"`
+					} `json:"instances"`
+					NextCursor string `json:"next_cursor"`
+				}
+				q := url.Values{"broker": {b.name}, "limit": {"500"}}
+				if cursor != "" {
+					q.Set("cursor", cursor)
+				}
+				if err := g.adminGet("/admin/instances?"+q.Encode(), &page); err != nil {
+					return nil, err
+				}
+				for _, in := range page.Instances {
+					v.inventory[b.name+" "+in.InstanceID] = true
+					var one struct {
+						Bindings []struct {
+							BindingID string `json:"binding_id"`
+						} `json:"bindings"`
+					}
+					if err := g.adminGet("/admin/instances/"+b.name+"/"+url.PathEscape(in.InstanceID), &one); err != nil {
+						return nil, err
+					}
+					for _, bd := range one.Bindings {
+						v.inventory[b.name+" "+in.InstanceID+"/"+bd.BindingID] = true
+					}
+				}
+				if page.NextCursor == "" {
+					break
+				}
+				cursor = page.NextCursor
+			}
+		}
+	}
+	list, err := c.orphans()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range list {
+		k := o.Broker + " " + o.InstanceID
+		if o.BindingID != "" {
+			k += "/" + o.BindingID
+		}
+		v.orphans[k] = true
+	}
+	ls, err := c.locks()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ls {
+		v.locks = append(v.locks, fmt.Sprintf("%s %s async=%v since %s", l.Key, l.Kind, l.Async, l.Started.Format("15:04:05.000")))
+	}
+	return v, nil
+}
+
+// brokerView is what one broker holds and logged.
+type brokerView struct {
+	instances, bindings map[string]bool
+	calls               []callLine
+}
+
+// verdict is the checker: every violation of (a) to (f).
+type verdict struct {
+	ops        []*op
+	faults     []*fault
+	held       map[string]string // platform-held instance or "instance/binding" -> broker
+	brokers    map[string]*brokerView
+	gw         *gatewayView
+	shimmed    map[string]bool // brokers with the async shim (emulate.async_after)
+	violations []violation
+}
+
+func (v *verdict) add(rule, what, instance string, from, to time.Time) {
+	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to)})
+}
+
+func instanceOf(key string) string {
+	id, _, _ := strings.Cut(key, "/")
+	return id
+}
+
+func (v *verdict) check() {
+	v.checkHoldings()
+	v.checkLocks()
+	v.check5xx()
+	v.checkOverlaps()
+	v.checkInvented()
+}
+
+// lastOpOn is the time of the last op on an instance (for the report).
+func (v *verdict) lastOpOn(instance string) time.Time {
+	var t time.Time
+	for _, o := range v.ops {
+		if o.Instance == instance && o.End.After(t) {
+			t = o.End
+		}
+	}
+	return t
+}
+
+func (v *verdict) checkHoldings() {
+	keys := make([]string, 0, len(v.held))
+	for k := range v.held {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b := v.brokers[v.held[k]]
+		at := b.instances[k]
+		if strings.Contains(k, "/") {
+			at = b.bindings[k]
+		}
+		if !at {
+			t := v.lastOpOn(instanceOf(k))
+			v.add("a", fmt.Sprintf("%s %s: a platform holds it, the broker does not", v.held[k], k), instanceOf(k), t, t)
+		}
+	}
+	for _, name := range sortedKeys(v.brokers) {
+		b := v.brokers[name]
+		for _, set := range []map[string]bool{b.instances, b.bindings} {
+			for _, k := range sortedKeys(set) {
+				if _, ok := v.held[k]; ok || v.gw.orphans[name+" "+k] {
+					continue
+				}
+				inv := "the inventory does not name it either"
+				if v.gw.inventory[name+" "+k] {
+					inv = "only the inventory names it"
+				}
+				t := v.lastOpOn(instanceOf(k))
+				v.add("b", fmt.Sprintf("%s %s: at the broker, no platform holds it and the orphan queue does not name it (%s)", name, k, inv), instanceOf(k), t, t)
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (v *verdict) checkLocks() {
+	for _, l := range v.gw.locks {
+		v.violations = append(v.violations, violation{Rule: "c", What: "a lock remains with nothing in flight: " + l})
+	}
+}
+
+// faulted reports whether a fault of one of kinds on target (any target
+// when empty) was in effect between from and to.
+func (v *verdict) faulted(target string, from, to time.Time, kinds ...string) bool {
+	for _, f := range v.faults {
+		if (target == "" || f.Target == target) && slices.Contains(kinds, f.Kind) && !f.Start.After(to) && !f.End.Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+var brokerSide = []string{fBrokerCrash, fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk, fLinkDelay, fLinkStall, fLinkCut}
+var storeSide = []string{fRedisPause, fLinkDelay, fLinkStall, fLinkCut}
+
+// check5xx is (d): a 5xx to a mutating call names the broker (and a fault
+// on the broker's side was in effect) or the state store (and a fault on
+// Redis's side was).
+func (v *verdict) check5xx() {
+	for _, o := range v.ops {
+		if !o.mutating() || o.Status < 500 {
+			continue
+		}
+		from, to := o.Start.Add(-2*time.Second), o.End.Add(time.Second)
+		d := strings.ToLower(o.Desc)
+		switch {
+		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store"):
+			if !v.faulted("redis", from.Add(-3*time.Second), to, storeSide...) {
+				v.add("d", fmt.Sprintf("%s: the state store blamed, and it was not faulted", o), o.Instance, o.Start, o.End)
+			}
+		case strings.Contains(d, "broker") || strings.Contains(d, "injected fault"):
+			if !v.faulted(o.Broker, from, to, brokerSide...) {
+				v.add("d", fmt.Sprintf("%s: the broker blamed, and nothing was wrong with it", o), o.Instance, o.Start, o.End)
+			}
+		default:
+			v.add("d", fmt.Sprintf("%s: a 5xx that names neither the broker nor the state store", o), o.Instance, o.Start, o.End)
+		}
+	}
+}
+
+var instanceLevel = map[string]bool{"provision": true, "update": true, "deprovision": true}
+
+// conflicts reports whether a call (endpoint, binding) and another on the
+// same instance may not overlap under lock_granularity binding.
+func conflicts(ep, binding, otherEp, otherBinding string) bool {
+	return instanceLevel[ep] || instanceLevel[otherEp] || binding == otherBinding
+}
+
+// checkOverlaps is (e).
+func (v *verdict) checkOverlaps() {
+	for _, name := range sortedKeys(v.brokers) {
+		for _, l := range v.brokers[name].calls {
+			for _, f := range l.InFlight {
+				if conflicts(l.Endpoint, l.BindingID, f.Endpoint, f.BindingID) {
+					v.add("e", fmt.Sprintf("%s saw %s of %s/%s at %s while %s of binding %q was in flight", name, l.Endpoint, l.InstanceID, l.BindingID,
+						l.Start.Format("15:04:05.000"), f.Endpoint, f.BindingID), l.InstanceID, l.Start, l.End)
+				}
+			}
+			if p := l.InProgress; p != nil && conflicts(l.Endpoint, l.BindingID, p.Endpoint, p.BindingID) {
+				v.add("e", fmt.Sprintf("%s saw %s of %s/%s at %s during its asynchronous %s (%s)", name, l.Endpoint, l.InstanceID, l.BindingID,
+					l.Start.Format("15:04:05.000"), p.Endpoint, p.Operation), l.InstanceID, l.Start, l.End)
+			}
+		}
+	}
+}
+
+// checkInvented is (f).
+func (v *verdict) checkInvented() {
+	for _, o := range v.ops {
+		var endpoint string
+		switch {
+		case o.mutating() && o.Status >= 200 && o.Status < 300:
+			if o.Status == 202 && v.shimmed[o.Broker] {
+				continue // the async shim's own 202: its poll is checked below
+			}
+			endpoint = o.Kind
+		case (o.Kind == "poll" || o.Kind == "poll-binding") && o.State == "succeeded":
+			endpoint = v.polled(o)
+			if endpoint == "" {
+				continue
+			}
+		default:
+			continue
+		}
+		sent := false
+		for _, l := range v.brokers[o.Broker].calls {
+			if l.Endpoint == endpoint && l.InstanceID == o.Instance && l.BindingID == o.Binding &&
+				l.Status >= 200 && l.Status < 300 && l.Start.Before(o.End) {
+				sent = true
+				break
+			}
+		}
+		if !sent {
+			v.add("f", fmt.Sprintf("%s: the platform got a success the broker never sent (no 2xx %s of it in the broker's log)", o, endpoint), o.Instance, o.Start, o.End)
+		}
+	}
+}
+
+// polled is the mutating endpoint a succeeded poll reports on: the
+// platform's last mutating call on the same resource before the poll.
+func (v *verdict) polled(p *op) string {
+	ep := ""
+	for _, o := range v.ops {
+		if o.mutating() && o.Instance == p.Instance && o.Binding == p.Binding && o.Start.Before(p.Start) && o.Status == 202 {
+			ep = o.Kind
+		}
+	}
+	return ep
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The checker is judged on histories made by hand: each rule must flag
+// what breaks it and pass what does not.
+
+var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func newVerdict() *verdict {
+	return &verdict{
+		held: map[string]string{},
+		brokers: map[string]*brokerView{
+			"modern": {instances: map[string]bool{}, bindings: map[string]bool{}},
+			"legacy": {instances: map[string]bool{}, bindings: map[string]bool{}},
+		},
+		gw:      &gatewayView{inventory: map[string]bool{}, orphans: map[string]bool{}},
+		shimmed: map[string]bool{"legacy": true},
+	}
+}
+
+func rules(v *verdict) string {
+	var s []string
+	for _, x := range v.violations {
+		s = append(s, x.Rule)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestCheckerHoldings(t *testing.T) {
+	v := newVerdict()
+	v.held["i1"], v.held["i2"], v.held["i1/b1"] = "modern", "modern", "modern"
+	v.brokers["modern"].instances["i1"] = true // i2 is missing: (a)
+	v.brokers["modern"].bindings["i1/b1"] = true
+	v.brokers["modern"].instances["i3"] = true // nobody holds it: (b)
+	v.brokers["modern"].instances["i4"] = true // the orphan queue names it: fine
+	v.gw.orphans["modern i4"] = true
+	v.brokers["legacy"].bindings["i5/b2"] = true // only the inventory: (b)
+	v.gw.inventory["legacy i5/b2"] = true
+	v.checkHoldings()
+	if got := rules(v); got != "a,b,b" {
+		t.Fatalf("rules = %q, want a,b,b:\n%v", got, v.violations)
+	}
+	if !strings.Contains(v.violations[1].What, "only the inventory names it") {
+		t.Errorf("the inventory-only holding is not said so: %s", v.violations[1].What)
+	}
+}
+
+func TestCheckerLocks(t *testing.T) {
+	v := newVerdict()
+	v.checkLocks()
+	if len(v.violations) != 0 {
+		t.Fatal(v.violations)
+	}
+	v.gw.locks = []string{"modern/i1 provision async=true"}
+	v.checkLocks()
+	if rules(v) != "c" {
+		t.Fatal(v.violations)
+	}
+}
+
+func TestChecker5xx(t *testing.T) {
+	v := newVerdict()
+	v.faults = []*fault{
+		{Kind: fBrokerCrash, Target: "modern", Start: at(10), End: at(12)},
+		{Kind: fRedisPause, Target: "redis", Start: at(30), End: at(33)},
+	}
+	v.ops = []*op{
+		{Kind: "provision", Broker: "modern", Start: at(11), End: at(11.1), Status: 502, Desc: `broker "modern" could not be reached: it refused the connection`},
+		{Kind: "provision", Broker: "modern", Start: at(20), End: at(20.1), Status: 502, Desc: `broker "modern" could not be reached`}, // no fault: (d)
+		{Kind: "bind", Broker: "legacy", Start: at(11), End: at(11.1), Status: 504, Desc: `broker "legacy" did not answer within 4s`},  // the other broker: (d)
+		{Kind: "update", Broker: "modern", Start: at(31), End: at(31.2), Status: 503, Desc: "the gateway's operation state is unavailable, so …"},
+		{Kind: "update", Broker: "modern", Start: at(50), End: at(50.2), Status: 503, Desc: "the gateway's operation state is unavailable, so …"}, // (d)
+		{Kind: "unbind", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                     // (d)
+		{Kind: "get", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                        // not mutating
+	}
+	v.check5xx()
+	if got := rules(v); got != "d,d,d,d" {
+		t.Fatalf("rules = %q, want 4 × d:\n%v", got, v.violations)
+	}
+}
+
+func TestCheckerOverlaps(t *testing.T) {
+	v := newVerdict()
+	l := func(ep, b string, others ...string) callLine {
+		c := callLine{Endpoint: ep, InstanceID: "i1", BindingID: b, Start: at(1), End: at(2)}
+		for i := 0; i+1 < len(others); i += 2 {
+			c.InFlight = append(c.InFlight, struct {
+				Endpoint  string `json:"endpoint"`
+				BindingID string `json:"binding_id"`
+			}{others[i], others[i+1]})
+		}
+		return c
+	}
+	busy := l("bind", "b3")
+	busy.InProgress = &struct {
+		Endpoint  string `json:"endpoint"`
+		BindingID string `json:"binding_id"`
+		Operation string `json:"operation"`
+	}{"provision", "", "provision-7"}
+	v.brokers["modern"].calls = []callLine{
+		l("bind", "b1", "bind", "b2"),   // two bindings side by side: allowed
+		l("bind", "b1", "unbind", "b1"), // one binding twice: (e)
+		l("update", "", "bind", "b2"),   // an update during a bind: (e)
+		l("provision", ""),              // alone: fine
+		busy,                            // during the async provision: (e)
+	}
+	v.checkOverlaps()
+	if got := rules(v); got != "e,e,e" {
+		t.Fatalf("rules = %q, want 3 × e:\n%v", got, v.violations)
+	}
+}
+
+func TestCheckerInvented(t *testing.T) {
+	v := newVerdict()
+	v.brokers["modern"].calls = []callLine{
+		{Endpoint: "provision", InstanceID: "i1", Status: 201, Start: at(1), End: at(1.1)},
+		{Endpoint: "provision", InstanceID: "i2", Status: 202, Start: at(1), End: at(1.1)},
+		{Endpoint: "bind", InstanceID: "i1", BindingID: "b1", Status: 500, Start: at(2), End: at(2.1)},
+	}
+	v.ops = []*op{
+		{Kind: "provision", Broker: "modern", Instance: "i1", Start: at(1), End: at(1.2), Status: 201},
+		{Kind: "provision", Broker: "modern", Instance: "i2", Start: at(1), End: at(1.2), Status: 202},
+		{Kind: "poll", Broker: "modern", Instance: "i2", Start: at(3), End: at(3.1), Status: 200, State: "succeeded"},
+		{Kind: "bind", Broker: "modern", Instance: "i1", Binding: "b1", Start: at(2), End: at(2.2), Status: 201},      // the broker said 500: (f)
+		{Kind: "provision", Broker: "modern", Instance: "i9", Start: at(5), End: at(5.2), Status: 200},                // never at the broker: (f)
+		{Kind: "provision", Broker: "legacy", Instance: "i3", Start: at(5), End: at(7), Status: 202},                  // the shim's own
+		{Kind: "poll", Broker: "legacy", Instance: "i3", Start: at(8), End: at(8.1), Status: 200, State: "succeeded"}, // and its poll: (f)
+	}
+	v.checkInvented()
+	if got := rules(v); got != "f,f,f" {
+		t.Fatalf("rules = %q, want 3 × f:\n%v", got, v.violations)
+	}
+}
+
+func TestPlanIsSeeded(t *testing.T) {
+	a := plan(7, 10*time.Minute, "redis", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	b := plan(7, 10*time.Minute, "redis", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	c := plan(8, 10*time.Minute, "redis", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	if len(a) < 150 || len(a) != len(b) {
+		t.Fatalf("%d and %d faults", len(a), len(b))
+	}
+	seen := map[string]bool{}
+	for i := range a {
+		if a[i].String() != b[i].String() {
+			t.Fatalf("fault %d differs with the same seed: %s vs %s", i, a[i], b[i])
+		}
+		seen[a[i].Kind] = true
+	}
+	if len(seen) != 13 {
+		t.Errorf("%d fault kinds in 10 minutes, want all 13: %v", len(seen), seen)
+	}
+	same := 0
+	for i := range min(len(a), len(c)) {
+		if a[i].String() == c[i].String() {
+			same++
+		}
+	}
+	if same > len(a)/10 {
+		t.Errorf("seeds 7 and 8 share %d of %d faults", same, len(a))
+	}
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A fault is one thing the nemesis does: planned from the seed (At, Kind,
+// Target, For, Params), then carried out (Start, End: when it began and
+// when everything it did was healed again).
+type fault struct {
+	N      int           `json:"n"`
+	At     time.Duration `json:"at"` // from the start of the run
+	Kind   string        `json:"kind"`
+	Target string        `json:"target"` // gw0, modern, legacy, redis, p3
+	For    time.Duration `json:"for"`
+	Detail string        `json:"detail,omitempty"`
+	// set while it runs
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Err   string    `json:"err,omitempty"`
+
+	endpoint string
+	status   int
+	latency  time.Duration
+	count    int
+}
+
+func (f *fault) String() string {
+	s := fmt.Sprintf("fault %d at +%s: %s %s", f.N, f.At.Round(time.Millisecond), f.Kind, f.Target)
+	if f.Detail != "" {
+		s += " " + f.Detail
+	}
+	if f.For > 0 {
+		s += fmt.Sprintf(" for %s", f.For.Round(time.Millisecond))
+	}
+	if !f.Start.IsZero() {
+		s += fmt.Sprintf(" [%s→%s]", f.Start.Format("15:04:05.000"), f.End.Format("15:04:05.000"))
+	}
+	if f.Err != "" {
+		s += " (error: " + f.Err + ")"
+	}
+	return s
+}
+
+// Fault kinds.
+const (
+	fGatewayKill  = "gateway-kill9"    // kill -9 a replica; restart it after For
+	fBrokerCrash  = "broker-kill9"     // kill -9 a broker (its state on disk); restart after For
+	fRedisPause   = "redis-sigstop"    // SIGSTOP Redis; SIGCONT after For
+	fBrokerError  = "broker-error"     // the broker answers status to count calls of endpoint
+	fBrokerSlow   = "broker-latency"   // the broker delays count calls of endpoint by latency
+	fBrokerHang   = "broker-hang"      // the broker never answers count calls of endpoint
+	fBrokerFailOp = "broker-fail-op"   // count async operations of endpoint end in "failed"
+	fBrokerJunk   = "broker-garbage"   // the broker answers a body that is not JSON
+	fLinkDelay    = "link-delay"       // every chunk through the link waits latency, for For
+	fLinkStall    = "link-stall"       // nothing passes the link for For
+	fLinkCut      = "link-reset"       // every connection through the link is reset; new ones for For
+	fHalfClose    = "client-halfclose" // the platform's next count mutating calls half-close
+	fHangUp       = "client-hangup"    // the platform's next count mutating calls hang up (RST)
+)
+
+// faultEndpoints are the broker endpoints the broker faults aim at.
+var faultEndpoints = []string{"provision", "update", "deprovision", "bind", "unbind", "last_operation", "catalog"}
+
+// plan draws the fault schedule of a run from its seed: a fault every 1-4
+// seconds (every=2.5s on average) from +3s to the end of the run.
+func plan(seed uint64, d time.Duration, store string, replicas, platforms int, brokers []string, every time.Duration) []*fault {
+	rng := rand.New(rand.NewPCG(seed, 0xfa017))
+	type kind struct {
+		name   string
+		weight int
+	}
+	kinds := []kind{{fGatewayKill, 3}, {fBrokerCrash, 3}, {fBrokerError, 3}, {fBrokerSlow, 3}, {fBrokerHang, 1},
+		{fBrokerFailOp, 2}, {fBrokerJunk, 1}, {fLinkDelay, 2}, {fLinkStall, 2}, {fLinkCut, 2}, {fHalfClose, 2}, {fHangUp, 2}}
+	if store == "redis" {
+		kinds = append(kinds, kind{fRedisPause, 3})
+	}
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo))) }
+	var out []*fault
+	for at := 3 * time.Second; ; {
+		at += dur(every*2/5, every*8/5)
+		if at >= d {
+			return out
+		}
+		w := rng.IntN(total)
+		var k string
+		for _, c := range kinds {
+			if w < c.weight {
+				k = c.name
+				break
+			}
+			w -= c.weight
+		}
+		f := &fault{N: len(out) + 1, At: at, Kind: k}
+		broker := brokers[rng.IntN(len(brokers))]
+		switch k {
+		case fGatewayKill:
+			f.Target, f.For = fmt.Sprintf("gw%d", rng.IntN(replicas)), dur(200*time.Millisecond, 2*time.Second)
+		case fBrokerCrash:
+			f.Target, f.For = broker, dur(200*time.Millisecond, 3*time.Second)
+		case fRedisPause:
+			f.Target, f.For = "redis", dur(500*time.Millisecond, 4*time.Second)
+		case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
+			f.Target = broker
+			f.endpoint = faultEndpoints[rng.IntN(len(faultEndpoints))]
+			f.count = 1 + rng.IntN(3)
+			f.For = 10 * time.Second // then cleared, if not used up
+			switch k {
+			case fBrokerError:
+				f.status = []int{500, 502, 503}[rng.IntN(3)]
+				f.Detail = fmt.Sprintf("%s→%d ×%d", f.endpoint, f.status, f.count)
+			case fBrokerSlow:
+				f.latency = dur(500*time.Millisecond, 7*time.Second)
+				f.Detail = fmt.Sprintf("%s +%s ×%d", f.endpoint, f.latency.Round(time.Millisecond), f.count)
+			case fBrokerHang:
+				f.count = 1
+				f.Detail = f.endpoint + " ×1"
+			case fBrokerFailOp:
+				f.endpoint = []string{"provision", "update", "deprovision", "bind", "unbind"}[rng.IntN(5)]
+				f.Detail = fmt.Sprintf("%s ×%d", f.endpoint, f.count)
+			case fBrokerJunk:
+				f.count, f.status = 1, []int{200, 201, 202}[rng.IntN(3)]
+				f.Detail = fmt.Sprintf("%s→%d garbage ×1", f.endpoint, f.status)
+			}
+		case fLinkDelay, fLinkStall, fLinkCut:
+			f.Target = broker
+			if store == "redis" && rng.IntN(3) == 0 {
+				f.Target = "redis"
+			}
+			switch k {
+			case fLinkDelay:
+				f.latency, f.For = dur(20*time.Millisecond, 400*time.Millisecond), dur(time.Second, 6*time.Second)
+				f.Detail = fmt.Sprintf("+%s per chunk", f.latency.Round(time.Millisecond))
+			case fLinkStall:
+				f.For = dur(300*time.Millisecond, 6*time.Second)
+			case fLinkCut:
+				f.For = dur(0, time.Second)
+			}
+		case fHalfClose, fHangUp:
+			f.Target, f.count = fmt.Sprintf("p%d", rng.IntN(platforms)), 1+rng.IntN(2)
+			f.Detail = fmt.Sprintf("×%d", f.count)
+		}
+		out = append(out, f)
+	}
+}
+
+// nemesis carries out a schedule against the cluster and the platforms.
+type nemesis struct {
+	c         *cluster
+	platforms []*platform
+	h         *history
+	logf      func(string, ...any)
+	wg        sync.WaitGroup
+}
+
+// run carries out the schedule from t0 until it ends or stop closes, then
+// waits until every fault has healed.
+func (n *nemesis) run(t0 time.Time, schedule []*fault, stop <-chan struct{}) {
+	for _, f := range schedule {
+		select {
+		case <-stop:
+			n.wg.Wait()
+			return
+		case <-time.After(time.Until(t0.Add(f.At))):
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.do(f)
+		}()
+	}
+	n.wg.Wait()
+}
+
+func (n *nemesis) broker(name string) *brokerProc {
+	for _, b := range n.c.brokers {
+		if b.name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+func (n *nemesis) linkOf(target string) *link {
+	if target == "redis" {
+		return n.c.redisLink
+	}
+	return n.broker(target).link
+}
+
+// do carries out one fault and heals it.
+func (n *nemesis) do(f *fault) {
+	f.Start = time.Now()
+	var err error
+	defer func() {
+		f.End = time.Now()
+		if err != nil {
+			f.Err = err.Error()
+		}
+		n.h.addFault(f)
+		n.logf("%s", f)
+	}()
+	switch f.Kind {
+	case fGatewayKill:
+		var g *gatewayProc
+		for _, x := range n.c.gateways {
+			if x.name == f.Target {
+				g = x
+			}
+		}
+		g.kill9()
+		time.Sleep(f.For)
+		err = g.start()
+	case fBrokerCrash:
+		b := n.broker(f.Target)
+		b.kill9()
+		time.Sleep(f.For)
+		err = b.start()
+	case fRedisPause:
+		if err = n.c.redis.signal(syscall.SIGSTOP); err == nil {
+			time.Sleep(f.For)
+			err = n.c.redis.signal(syscall.SIGCONT)
+		}
+	case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
+		b := n.broker(f.Target)
+		fj := map[string]any{"endpoint": f.endpoint, "count": f.count}
+		switch f.Kind {
+		case fBrokerError:
+			fj["status"] = f.status
+		case fBrokerSlow:
+			fj["latency"] = f.latency.String()
+		case fBrokerHang:
+			fj["hang"] = true
+		case fBrokerFailOp:
+			fj["fail_operation"] = true
+		case fBrokerJunk:
+			fj["status"], fj["body"] = f.status, "<html>Bad Gateway</html>"
+		}
+		if _, err = b.control("PUT", "fault", fj); err != nil {
+			break
+		}
+		time.Sleep(f.For)
+		// What is left of it goes; a broker that crashed meanwhile lost it.
+		_, _ = b.control("DELETE", "fault", nil)
+	case fLinkDelay:
+		l := n.linkOf(f.Target)
+		l.setDelay(f.latency)
+		time.Sleep(f.For)
+		l.setDelay(0)
+	case fLinkStall:
+		l := n.linkOf(f.Target)
+		l.setStalled(true)
+		time.Sleep(f.For)
+		l.setStalled(false)
+	case fLinkCut:
+		l := n.linkOf(f.Target)
+		l.cut(true)
+		time.Sleep(f.For)
+		l.heal()
+	case fHalfClose, fHangUp:
+		var p *platform
+		for _, x := range n.platforms {
+			if fmt.Sprintf("p%d", x.n) == f.Target {
+				p = x
+			}
+		}
+		mode := modeHalfClose
+		if f.Kind == fHangUp {
+			mode = modeHangUp
+		}
+		p.queueModes(mode, f.count)
+	}
+}
