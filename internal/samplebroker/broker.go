@@ -122,8 +122,8 @@ type Options struct {
 	CallLog io.Writer
 }
 
-// Broker is an in-memory OSB broker; it implements http.Handler. Create one
-// with New.
+// Broker is an OSB broker; it implements http.Handler. Create one with New,
+// or with Open for one that keeps its state in a file (and Close it).
 type Broker struct {
 	opts       Options
 	now        func() time.Time
