@@ -1,10 +1,21 @@
-// Command osb-sample-broker serves the in-memory sample OSB broker of
-// internal/samplebroker over plain HTTP, for demos, tests and benchmarks.
+// Command osb-sample-broker serves the sample OSB broker of
+// internal/samplebroker over plain HTTP, for demos, tests, benchmarks and
+// fault campaigns.
 //
 //	osb-sample-broker -addr 127.0.0.1:8181 -username sample -password secret
 //
 // The password defaults to $SAMPLE_BROKER_PASSWORD when set. SIGINT or
-// SIGTERM shut it down gracefully.
+// SIGTERM shut it down gracefully. Once it listens it logs "serving" with
+// the address (useful with -addr 127.0.0.1:0).
+//
+// Its state lives in memory unless -state-file names a file: then every
+// instance and binding, with their asynchronous operations, is journalled
+// there before each answer that changed it, so the broker can be killed
+// (kill -9) and restarted on the same file with nothing it answered lost.
+// -call-log names a file (created if missing, appended to) that receives
+// one JSON line per provision, update, deprovision, bind and unbind call,
+// with the calls for the same instance that overlapped it (see
+// samplebroker.CallRecord). GET /_sample/holdings answers what it holds.
 package main
 
 import (
@@ -47,6 +58,8 @@ func run(args []string) error {
 	fs.BoolVar(&opts.Lax, "lax", false, "behave like a careless broker: create twice, never answer 409 or 410, skip org/space checks")
 	fs.BoolVar(&opts.AsyncOnlyBindings, "async-only-bindings", false, "answer 422 AsyncRequired to binds and unbinds of the async plan without accepts_incomplete=true")
 	fs.DurationVar(&opts.Latency, "latency", 0, "delay added to every /v2 request")
+	fs.StringVar(&opts.StateFile, "state-file", "", "file that keeps the broker's state across a crash and restart; empty: memory only")
+	callLog := fs.String("call-log", "", "file to append a JSON line to for every mutating call; empty: none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,6 +77,22 @@ func run(args []string) error {
 		return err
 	}
 
+	if *callLog != "" {
+		// Unbuffered: each line is one write(2), so a kill -9 loses none
+		// that was written.
+		f, err := os.OpenFile(*callLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opts.CallLog = f
+	}
+	broker, err := samplebroker.Open(opts)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", *addr)
@@ -71,13 +100,14 @@ func run(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           samplebroker.New(opts),
+		Handler:           broker,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "legacy", opts.Legacy,
-		"auth", opts.Username != "", "async_delay", opts.AsyncDelay, "latency", opts.Latency)
+		"auth", opts.Username != "", "async_delay", opts.AsyncDelay, "latency", opts.Latency,
+		"state_file", opts.StateFile, "call_log", *callLog)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 

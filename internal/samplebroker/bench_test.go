@@ -115,3 +115,45 @@ func BenchmarkCatalog(b *testing.B) {
 func BenchmarkLastOperation(b *testing.B) {
 	benchmarkHotPath(b, func(_, l *http.Request) *http.Request { return l })
 }
+
+// BenchmarkProvisionDeprovision measures a synchronous provision and
+// deprovision, the mutating path, plain and with each campaign option on.
+func BenchmarkProvisionDeprovision(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		opts func(b *testing.B) Options
+	}{
+		{"plain", func(*testing.B) Options { return Options{} }},
+		{"call_log", func(*testing.B) Options { return Options{CallLog: io.Discard} }},
+		{"state_file", func(b *testing.B) Options { return Options{StateFile: b.TempDir() + "/state.jsonl"} }},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			broker, err := Open(tt.opts(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer broker.Close()
+			put := httptest.NewRequest("PUT", instancePath(id), nil)
+			del := httptest.NewRequest("DELETE", instancePath(id)+query(ServiceID, PlanSyncID), nil)
+			for _, r := range []*http.Request{put, del} {
+				r.Header.Set("X-Broker-API-Version", "2.17")
+			}
+			body := provisionBody(ServiceID, PlanSyncID, "")
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				put.Body = io.NopCloser(strings.NewReader(body))
+				broker.ServeHTTP(w, put)
+				if w.status != http.StatusCreated {
+					b.Fatalf("provision: %d", w.status)
+				}
+				w.reset()
+				broker.ServeHTTP(w, del)
+				if w.status != http.StatusOK {
+					b.Fatalf("deprovision: %d", w.status)
+				}
+			}
+		})
+	}
+}

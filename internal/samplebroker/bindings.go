@@ -103,6 +103,9 @@ func (b *Broker) bind(w http.ResponseWriter, r *http.Request, c call) error {
 	want := &binding{appGUID: req.AppGUID, params: params, creds: newCredentials(c.instanceID)}
 	sh := b.store.lock(c.instanceID)
 	rp, err := b.bindLocked(sh, req.ServiceID, want, r, c)
+	if err == nil {
+		err = b.persist(sh, c.instanceID)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		return err
@@ -156,6 +159,9 @@ func (b *Broker) unbind(w http.ResponseWriter, r *http.Request, c call) error {
 	}
 	sh := b.store.lock(c.instanceID)
 	rp, err := b.unbindLocked(sh, r, c)
+	if err == nil {
+		err = b.persist(sh, c.instanceID)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		return err

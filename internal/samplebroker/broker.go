@@ -10,11 +10,15 @@
 // Fault injection and per-endpoint request counters are reachable from Go and
 // over HTTP under /_sample/ (see ControlPrefix).
 //
-// A Broker is safe for concurrent use. Its state lives in memory only.
+// A Broker is safe for concurrent use. Its state lives in memory; with
+// Options.StateFile (see Open) it also survives a crash of the process. With
+// Options.CallLog it writes a line for every mutating call it served, with
+// the calls for the same instance that overlapped it.
 package samplebroker
 
 import (
 	"encoding/base64"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -103,10 +107,23 @@ type Options struct {
 	// MinVersion gets, as some brokers send one ("IncompatibleAPIVersion").
 	// Empty: none.
 	VersionCode string
+
+	// StateFile is the path of a file that keeps the broker's state (every
+	// instance and binding record, their asynchronous operations and the
+	// operation counter) across a crash and restart: a journal of JSON
+	// lines, appended before each answer that changed something is
+	// written, replayed and compacted by Open. Only Open accepts it; New
+	// panics when it is set. Empty: the state lives in memory only.
+	StateFile string
+
+	// CallLog, when not nil, receives one JSON line (a CallRecord) when a
+	// provision, update, deprovision, bind or unbind request ends, written
+	// with a single Write call. Nil: no log, and no cost.
+	CallLog io.Writer
 }
 
-// Broker is an in-memory OSB broker; it implements http.Handler. Create one
-// with New.
+// Broker is an OSB broker; it implements http.Handler. Create one with New,
+// or with Open for one that keeps its state in a file (and Close it).
 type Broker struct {
 	opts       Options
 	now        func() time.Time
@@ -123,10 +140,46 @@ type Broker struct {
 	faultMu sync.Mutex
 	faults  []*Fault     // guarded by faultMu
 	nFaults atomic.Int32 // len(faults), read without the lock on the hot path
+
+	journal *journal // nil without Options.StateFile
+	calls   *callLog // nil without Options.CallLog
 }
 
-// New returns a Broker with empty state. It marshals the catalog once.
+// New returns a Broker with empty state. It marshals the catalog once. It
+// panics when opts.StateFile is set: a broker with a state file is opened
+// with Open, which can report an unreadable file.
 func New(opts Options) *Broker {
+	if opts.StateFile != "" {
+		panic("samplebroker: New with Options.StateFile set; use Open")
+	}
+	return newBroker(opts)
+}
+
+// Open returns a Broker. With opts.StateFile set it replays the state that
+// file holds (a missing file is empty state), compacts it, and keeps it up
+// to date from then on; Close closes it. Without a state file it is New.
+func Open(opts Options) (*Broker, error) {
+	b := newBroker(opts)
+	if opts.StateFile == "" {
+		return b, nil
+	}
+	if err := b.openJournal(opts.StateFile); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close closes the state file, if any; a request that changes state after
+// Close gets a 500. It does not close Options.CallLog, which belongs to
+// the caller. Close is safe to call more than once.
+func (b *Broker) Close() error {
+	if b.journal == nil {
+		return nil
+	}
+	return b.journal.close()
+}
+
+func newBroker(opts Options) *Broker {
 	b := &Broker{
 		opts:       opts,
 		now:        opts.Now,
@@ -152,6 +205,9 @@ func New(opts Options) *Broker {
 		b.authHeader = "Basic " + base64.StdEncoding.EncodeToString([]byte(opts.Username+":"+opts.Password))
 	}
 	b.store.init()
+	if opts.CallLog != nil {
+		b.calls = newCallLog(opts.CallLog)
+	}
 	return b
 }
 
@@ -200,6 +256,16 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.unauthorized(w)
 		return
 	}
+	if b.calls != nil && c.ep.mutating() {
+		b.serveLogged(w, r, c, allow)
+		return
+	}
+	b.serveAuthorized(w, r, c, allow)
+}
+
+// serveAuthorized serves an authenticated /v2 request: faults, then the
+// endpoint.
+func (b *Broker) serveAuthorized(w http.ResponseWriter, r *http.Request, c call, allow string) {
 	if b.nFaults.Load() > 0 {
 		var handled bool
 		if handled, c.failOp = b.applyFault(w, r, c.ep); handled {

@@ -21,12 +21,15 @@ import (
 //	DELETE /_sample/fault  remove every fault; 204
 //	GET    /_sample/stats  requests per endpoint name, a JSON object
 //	DELETE /_sample/stats  reset the counts; 204
+//	GET    /_sample/holdings  what the broker holds now, Holdings as JSON:
+//	                       {"instances":["id",...],"bindings":["id/bid",...]}
 const ControlPrefix = "/_sample/"
 
 // Control paths.
 const (
-	controlFault = ControlPrefix + "fault"
-	controlStats = ControlPrefix + "stats"
+	controlFault    = ControlPrefix + "fault"
+	controlStats    = ControlPrefix + "stats"
+	controlHoldings = ControlPrefix + "holdings"
 )
 
 // serveControl answers the control endpoints; the caller has authenticated
@@ -38,6 +41,8 @@ func (b *Broker) serveControl(w http.ResponseWriter, r *http.Request) {
 		err = b.serveFault(w, r)
 	case controlStats:
 		err = b.serveStats(w, r)
+	case controlHoldings:
+		err = b.serveHoldings(w, r)
 	default:
 		err = osb.Errorf(http.StatusNotFound, "", "no control endpoint %s", r.URL.Path)
 	}
@@ -104,6 +109,20 @@ func (b *Broker) serveStats(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	return methodNotAllowed(w, r, "DELETE, GET")
+}
+
+func (b *Broker) serveHoldings(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return methodNotAllowed(w, r, "GET")
+	}
+	h := b.Holdings()
+	if h.Instances == nil {
+		h.Instances = []string{}
+	}
+	if h.Bindings == nil {
+		h.Bindings = []string{}
+	}
+	return writeValue(w, http.StatusOK, h)
 }
 
 // methodNotAllowed is the 405 error with its Allow header.

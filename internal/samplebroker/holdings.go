@@ -8,10 +8,10 @@ import "slices"
 type Holdings struct {
 	// Instances are the ids of the instances that are live or whose
 	// provision is still in progress, sorted.
-	Instances []string
+	Instances []string `json:"instances"`
 	// Bindings are "instance/binding" of the bindings that are live or
 	// being created, of instances in Instances, sorted.
-	Bindings []string
+	Bindings []string `json:"bindings"`
 }
 
 // Holdings reports what the broker holds now (the broker's clock settles

@@ -44,3 +44,26 @@ func TestHoldings(t *testing.T) {
 		t.Errorf("holdings after the unbind (-want +got):\n%s", diff)
 	}
 }
+
+// TestHoldingsEndpoint reads the holdings over HTTP, as the campaign's
+// checker does.
+func TestHoldingsEndpoint(t *testing.T) {
+	f := newFixture(t, Options{})
+	holdings := req{method: "GET", path: "/_sample/holdings"}
+	if r := f.must(holdings, 200); string(r.body) != `{"instances":[],"bindings":[]}`+"\n" {
+		t.Errorf("empty broker: %s", r.body)
+	}
+	f.must(provisionSync("b"), 201)
+	f.must(provisionAsync("a"), 202)
+	f.must(req{method: "PUT", path: bindingPath("b", "k"), body: bindBody(ServiceID, PlanSyncID, "")}, 201)
+	if r := f.must(holdings, 200); string(r.body) != `{"instances":["a","b"],"bindings":["b/k"]}`+"\n" {
+		t.Errorf("holdings: %s", r.body)
+	}
+	f.must(req{method: "GET", path: "/_sample/holdings", noAuth: true}, 401)
+	if r := f.must(req{method: "PUT", path: "/_sample/holdings"}, 405); r.header.Get("Allow") != "GET" {
+		t.Errorf("Allow %q", r.header.Get("Allow"))
+	}
+	if n := f.b.Count(""); n != 3 {
+		t.Errorf("%d requests counted, want 3: control requests are not", n)
+	}
+}

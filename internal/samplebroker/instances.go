@@ -48,9 +48,15 @@ type reply struct {
 	status int
 	raw    []byte // written as is when set
 	value  any    // marshalled otherwise
+	op     string // the id of the asynchronous operation a 202 stands for
 }
 
 func (rp reply) write(w http.ResponseWriter) error {
+	if rp.op != "" {
+		if cw, ok := w.(*callWriter); ok {
+			cw.op = rp.op
+		}
+	}
 	if rp.raw != nil {
 		writeJSON(w, rp.status, rp.raw)
 		return nil
@@ -64,7 +70,7 @@ func (b *Broker) accepted(o *operation, dashboard string) reply {
 	if !b.opts.Legacy {
 		v.Operation = o.id
 	}
-	return reply{status: http.StatusAccepted, value: v}
+	return reply{status: http.StatusAccepted, value: v, op: o.id}
 }
 
 // checkObject requires an optional field to be a JSON object when present.
@@ -104,6 +110,9 @@ func (b *Broker) provision(w http.ResponseWriter, r *http.Request, c call) error
 	want := &instance{plan: p, org: req.OrganizationGUID, space: req.SpaceGUID, params: params}
 	sh := b.store.lock(c.instanceID)
 	rp, err := b.provisionLocked(sh, want, r, c)
+	if err == nil {
+		err = b.persist(sh, c.instanceID)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		return err
@@ -169,6 +178,9 @@ func (b *Broker) update(w http.ResponseWriter, r *http.Request, c call) error {
 	}
 	sh := b.store.lock(c.instanceID)
 	rp, err := b.updateLocked(sh, &req, target, m, r, c)
+	if err == nil {
+		err = b.persist(sh, c.instanceID)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		return err
@@ -238,6 +250,9 @@ func (b *Broker) deprovision(w http.ResponseWriter, r *http.Request, c call) err
 	}
 	sh := b.store.lock(c.instanceID)
 	rp, err := b.deprovisionLocked(sh, r, c)
+	if err == nil {
+		err = b.persist(sh, c.instanceID)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		return err

@@ -68,6 +68,12 @@ func (e endpoint) since214() bool {
 	return e == epGetInstance || e == epGetBinding || e == epBindingLastOperation
 }
 
+// mutating reports whether the endpoint changes state: the calls the call
+// log records.
+func (e endpoint) mutating() bool {
+	return e == epProvision || e == epUpdate || e == epDeprovision || e == epBind || e == epUnbind
+}
+
 // endpointByName resolves an endpoint name (or the alias "last_operation").
 func endpointByName(name string) (endpoint, bool) {
 	if name == EndpointLastOperation {
