@@ -33,8 +33,12 @@ type guard struct {
 	now      func() time.Time
 	log      *slog.Logger
 	deadline time.Duration // default async deadline (state.operation_deadline)
-	metrics  *Metrics      // nil: none
-	inv      *inventory    // records what succeeded; nil: nothing is recorded
+	// watchAfter is the age past which a sweep polls an async operation
+	// itself (state.watch_after; see watch); zero: never.
+	watchAfter time.Duration
+	watched    watched    // when this gateway last polled each operation
+	metrics    *Metrics   // nil: none
+	inv        *inventory // records what succeeded; nil: nothing is recorded
 	// replica names this process in orphan claims, so that of several
 	// gateways sharing a store exactly one carries out each mitigation.
 	replica string
@@ -214,6 +218,11 @@ func (g *guard) sweep(ctx context.Context) {
 	}
 }
 
-// SweepOperations releases and logs expired locks once; call it
-// periodically (every state.sweep_interval).
-func (g *Gateway) SweepOperations(ctx context.Context) { g.guard.sweep(ctx) }
+// SweepOperations releases and logs expired locks once, then polls the
+// broker for the async operations older than state.watch_after and
+// settles those it says ended (watch); call it periodically (every
+// state.sweep_interval). Replicas sharing a store may all call it.
+func (g *Gateway) SweepOperations(ctx context.Context) {
+	g.guard.sweep(ctx)
+	g.watch(ctx)
+}

@@ -9,7 +9,7 @@ import (
 
 // The series an operator's alerts read beside the traffic: the build,
 // each broker up or down, when certificates expire and how orphan
-// mitigations end.
+// mitigations end, and the async operations the gateway settled itself.
 
 // mitigationResults name the result label of
 // osb_gateway_orphan_mitigations_total for each result of mitigate.
@@ -26,6 +26,7 @@ var mitigationResults = [...]struct{ result, label string }{
 type healthMetrics struct {
 	build       *prometheus.GaugeVec   // version, revision, goversion
 	mitigations *prometheus.CounterVec // broker, result
+	watched     *prometheus.CounterVec // broker, state
 	brokers     *brokerUpCollector
 	certs       *certCollector
 }
@@ -38,6 +39,9 @@ func newHealthMetrics() healthMetrics {
 		mitigations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_orphan_mitigations_total",
 			Help: `Orphan mitigation attempts by broker and result: "mitigated", "failed" (the broker did not undo it), "busy", "claimed" (another replica), "cancelled", "state_unavailable".`},
 			[]string{"broker", "result"}),
+		watched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_operations_settled_by_gateway_total",
+			Help: `Asynchronous operations no platform settled within state.watch_after that the gateway's own last_operation poll ended, by broker and state: "succeeded", "failed" or "gone".`},
+			[]string{"broker", "state"}),
 		brokers: &brokerUpCollector{desc: prometheus.NewDesc("osb_gateway_broker_up",
 			"1 when the broker is taken to be up, 0 when its circuit breaker is open or the latest fetch of its catalog failed.",
 			[]string{"broker"}, nil)},
@@ -48,7 +52,7 @@ func newHealthMetrics() healthMetrics {
 }
 
 func (h healthMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{h.build, h.mitigations, h.brokers, h.certs}
+	return []prometheus.Collector{h.build, h.mitigations, h.watched, h.brokers, h.certs}
 }
 
 // SetBuildInfo sets osb_gateway_build_info{version,revision,goversion} to
@@ -72,6 +76,15 @@ func (m *Metrics) mitigation(broker, result string) {
 			return
 		}
 	}
+}
+
+// settledByWatch counts one async operation of broker the gateway's own
+// poll ended in state (rules.PollSucceeded, PollFailed or PollGone).
+func (m *Metrics) settledByWatch(broker, state string) {
+	if m == nil {
+		return
+	}
+	m.health.watched.WithLabelValues(broker, state).Inc()
 }
 
 // ObserveBrokers makes each scrape show osb_gateway_broker_up from up,

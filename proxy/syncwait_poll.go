@@ -287,14 +287,8 @@ func (sw *syncWait) ended(ctx context.Context, a rules.Answer) {
 	// The orphan is written under the call's lock only, as every orphan
 	// is, so that no success of a platform call, which needs the lock, can
 	// have cancelled it in between.
-	if sw.orphanID != "" && sw.stillHeld(ctx) {
-		o, err := sw.g.st.GetOrphan(ctx, sw.orphanID)
-		if err == nil && o.NextAttempt.Before(neverDue) && o.LockOwner == sw.lock.Owner {
-			o.NextAttempt, o.LockOwner = sw.g.now(), ""
-			if err := sw.g.st.PutOrphan(ctx, o); err != nil {
-				return // the orphan stays due at the lock's deadline, which ends the lock too
-			}
-		}
+	if sw.orphanID != "" && sw.stillHeld(ctx) && !sw.g.dueHeldOrphan(ctx, sw.orphanID, sw.lock) {
+		return // the orphan stays due at the lock's deadline, which ends the lock too
 	}
 	sw.g.release(ctx, sw.lock)
 }

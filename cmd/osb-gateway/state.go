@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -37,19 +39,32 @@ func storeConfig(sc config.State) store.Config {
 	}}
 }
 
-// sweep releases expired operation locks every interval, and works the
-// orphan-mitigation queue every proxy.OrphanTick, until ctx ends.
+// sweep releases expired operation locks and polls the async operations
+// nobody settled (proxy.Gateway.SweepOperations) every interval, and works
+// the orphan-mitigation queue every proxy.OrphanTick, until ctx ends. A
+// sweep runs beside the queue, since its polls may wait on a slow broker:
+// a tick that finds the previous sweep still running skips it.
 func sweep(ctx context.Context, sw *proxy.Switch, interval time.Duration) {
 	locks := time.NewTicker(interval)
 	defer locks.Stop()
 	orphans := time.NewTicker(proxy.OrphanTick)
 	defer orphans.Stop()
+	var (
+		sweeping sync.WaitGroup
+		busy     atomic.Bool
+	)
+	defer sweeping.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-locks.C:
-			sw.Load().SweepOperations(ctx)
+			if busy.CompareAndSwap(false, true) {
+				sweeping.Go(func() {
+					defer busy.Store(false)
+					sw.Load().SweepOperations(ctx)
+				})
+			}
 		case <-orphans.C:
 			sw.Load().MitigateOrphans(ctx)
 		}

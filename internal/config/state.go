@@ -8,9 +8,10 @@ const (
 	DefaultStatePath         = "osb-gateway.db" // state.path
 	DefaultRedisKeyPrefix    = "osb-gateway:"   // state.redis.key_prefix
 	DefaultOperationDeadline = 7 * 24 * time.Hour
-	DefaultSweepInterval     = time.Minute // state.sweep_interval
-	DefaultConcurrencyError  = "blocking"  // brokers[].concurrency_error
-	DefaultOrphanMitigation  = "report"    // brokers[].orphan_mitigation
+	DefaultSweepInterval     = time.Minute     // state.sweep_interval
+	DefaultWatchAfter        = 5 * time.Minute // state.watch_after
+	DefaultConcurrencyError  = "blocking"      // brokers[].concurrency_error
+	DefaultOrphanMitigation  = "report"        // brokers[].orphan_mitigation
 	DefaultOrphanSchedule    = "10s,1m,5m,15m,1h,4h"
 	DefaultLockGranularity   = "binding" // brokers[].lock_granularity
 )
@@ -34,6 +35,15 @@ type State struct {
 	// SweepInterval is how often expired locks are released and logged even
 	// if nobody polls. Zero value: DefaultSweepInterval.
 	SweepInterval time.Duration `yaml:"sweep_interval" validate:"gt=0"`
+	// WatchAfter is the age past which the gateway polls an asynchronous
+	// operation's last_operation itself, at each sweep, and settles it
+	// (inventory, lock) when the broker says it ended: a platform that lost
+	// the 202 or stopped polling would otherwise leave its instance blocked
+	// until the operation's deadline. An operation still in progress is
+	// polled again after another WatchAfter. A value beyond every deadline
+	// (operation_deadline, the plans' maximum_polling_duration) turns the
+	// watch off. Zero value: DefaultWatchAfter.
+	WatchAfter time.Duration `yaml:"watch_after" validate:"gt=0"`
 }
 
 // StateRedis reaches Redis with go-redis' universal client: one address is
@@ -65,6 +75,7 @@ func (s *State) applyDefaults() {
 	}
 	setDuration(&s.OperationDeadline, DefaultOperationDeadline)
 	setDuration(&s.SweepInterval, DefaultSweepInterval)
+	setDuration(&s.WatchAfter, DefaultWatchAfter)
 }
 
 // checkState reports cross-field problems of the state section.

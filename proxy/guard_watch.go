@@ -1,0 +1,217 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// An async operation's lock holds until a platform's last_operation poll
+// reports it ended. A platform that never learned of the operation (the
+// 202 was written, then the connection reset before the platform read it:
+// a client timeout, a worker restart) or that stopped polling leaves the
+// lock to its deadline, days away, and meanwhile every call on the
+// instance, its own orphan-mitigation DELETE first, gets 400 "Another
+// operation for this service instance is in progress." The watch polls
+// such an operation itself once it is older than state.watch_after, and
+// settles it as a platform's poll would.
+
+// The watch's bounds per sweep: at most watchBatch operations, polled by
+// watchWorkers side by side, each within its broker's timeout.
+const (
+	watchBatch   = 32
+	watchWorkers = 4
+)
+
+// watched remembers when this gateway last polled each operation (by lock
+// key and owner), so that one still in progress is polled once per
+// state.watch_after, not every sweep, and the operations polled least
+// recently go first when more are due than one sweep polls.
+type watched struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
+
+// due picks, of the locks ls, at most n async operations to poll at now:
+// not the async shim's (it settles its own), started at least after ago,
+// and not polled by this gateway within after; the least recently polled
+// first, then the oldest. It notes them polled at now, and forgets the
+// operations no longer in ls.
+func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int) []store.Lock {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kept := make(map[string]time.Time, len(w.last))
+	var due []store.Lock
+	for _, l := range ls {
+		if !l.Async || l.Shim.State != "" || now.Sub(l.Started) < after {
+			continue
+		}
+		last, ok := w.last[watchID(l)]
+		if ok {
+			kept[watchID(l)] = last
+			if now.Sub(last) < after {
+				continue
+			}
+		}
+		due = append(due, l)
+	}
+	w.last = kept
+	slices.SortStableFunc(due, func(a, b store.Lock) int {
+		if c := kept[watchID(a)].Compare(kept[watchID(b)]); c != 0 {
+			return c
+		}
+		return a.Started.Compare(b.Started)
+	})
+	due = due[:min(len(due), n)]
+	for _, l := range due {
+		w.last[watchID(l)] = now
+	}
+	return due
+}
+
+// watch polls the async operations older than state.watch_after (see
+// watched.due) and settles each the broker says ended. An operation in
+// progress, a failed poll or an unconfigured broker leave the lock as it
+// is: the next sweep past another watch_after tries again, and the
+// deadline ends it in any case.
+func (g *Gateway) watch(ctx context.Context) {
+	gd := g.guard
+	if gd.watchAfter <= 0 {
+		return
+	}
+	ls, err := gd.st.List(ctx, store.ListFilter{})
+	if err != nil {
+		gd.log.LogAttrs(ctx, slog.LevelWarn, "listing async operations to poll failed; the next sweep tries again",
+			slog.String("error", err.Error()))
+		return
+	}
+	due := gd.watched.due(ls, gd.now(), gd.watchAfter, watchBatch)
+	work := make(chan store.Lock)
+	var wg sync.WaitGroup
+	for range min(watchWorkers, len(due)) {
+		wg.Go(func() {
+			for l := range work {
+				g.watchOne(ctx, l)
+			}
+		})
+	}
+	for _, l := range due {
+		work <- l
+	}
+	close(work)
+	wg.Wait()
+}
+
+// watchOne polls the operation l holds and settles it when it ended.
+func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
+	u := g.upstreams[l.Broker]
+	if u == nil {
+		return // the broker is no longer configured: the deadline ends it
+	}
+	a, err := u.pollOperation(ctx, l)
+	if err != nil {
+		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.watch_after",
+			slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
+			slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
+		return
+	}
+	if a.Ends(rules.LockedBy(l.Kind)) {
+		g.guard.settleWatched(ctx, u, l, a)
+	}
+}
+
+// pollOperation asks the broker for the state of the operation l holds:
+// GET last_operation of the instance (or binding), with the lock's
+// service_id, plan_id and operation, the broker's credentials and version,
+// as one of the gateway's own calls (metered and traced, linked to the
+// span that started the operation).
+func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answer, error) {
+	ep := rules.InstanceLastOperation
+	p := u.target.JoinPath("v2", "service_instances", l.InstanceID)
+	if l.BindingID != "" {
+		ep = rules.BindingLastOperation
+		p = p.JoinPath("service_bindings", l.BindingID)
+	}
+	p = p.JoinPath("last_operation")
+	q := url.Values{}
+	for k, v := range map[string]string{"service_id": l.ServiceID, "plan_id": l.PlanID, "operation": l.Operation} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	p.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(u.ownCall(ctx, ep, l.TraceParent), http.MethodGet, p.String(), nil)
+	if err != nil {
+		return rules.Answer{}, err
+	}
+	if u.auth != nil {
+		req.Header["Authorization"] = u.auth
+	}
+	req.Header[headerAPIVersion] = u.maxHeader
+	req.Header[headerRequestIdentity] = []string{newRequestID()}
+	res, err := u.rt.RoundTrip(req)
+	if err != nil {
+		return rules.Answer{}, u.failed(err)
+	}
+	body, err := readOwn(res)
+	if err != nil {
+		return rules.Answer{}, &withheld{said: "its answer could not be read" + cutReason(err), err: err}
+	}
+	return rules.ReadResponse(rules.Call{Endpoint: ep, InstanceID: l.InstanceID, BindingID: l.BindingID}, res.StatusCode, body), nil
+}
+
+// settleWatched settles the operation l, which the broker's answer a to
+// the gateway's own poll ended, as a platform's poll would (settlePoll):
+// the inventory records the outcome, then the lock is released. It reads
+// the lock again first and leaves it when it is no longer l's (a platform's
+// poll or another replica's watch settled it meanwhile, an operator
+// released it); a second settlement that slips in between records the same
+// outcome and releases nothing (release compares the owner). A sync_within
+// wait's orphan, which waits for this lock, is made due now, as the
+// wait's own polls would (dueHeldOrphan).
+func (g *guard) settleWatched(ctx context.Context, u *upstream, l store.Lock, a rules.Answer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	cur, err := g.st.Get(ctx, l.Key)
+	if err != nil || cur.Owner != l.Owner || !cur.Async {
+		return // settled meanwhile, or the store does not answer: the next try tells
+	}
+	c := rules.Call{Endpoint: rules.LockedBy(cur.Kind), InstanceID: cur.InstanceID, BindingID: cur.BindingID}
+	if cur.Kind == store.KindProvision || cur.Kind == store.KindBind {
+		if !g.dueHeldOrphan(ctx, orphanIDOf(u, c), cur) {
+			return // the orphan would wait for the lock's deadline: the next try
+		}
+	}
+	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, route: &route{up: u}}
+	g.inv.polled(ctx, s, cur, a) // under the lock, before it is released
+	g.release(ctx, cur)
+	g.metrics.settledByWatch(u.name, a.State)
+	g.log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
+		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
+		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),
+		slog.String("operation", cur.Operation), slog.String("state", a.State), slog.Time("started", cur.Started))
+}
+
+// dueHeldOrphan makes the orphan id due now when it waits for the lock l
+// (taken over under l's owner: a sync_within wait past its bound), whose
+// operation ended. False when the store did not take the change: the
+// orphan then stays due at the lock's deadline, which ends the lock too.
+func (g *guard) dueHeldOrphan(ctx context.Context, id string, l store.Lock) bool {
+	o, err := g.st.GetOrphan(ctx, id)
+	if err != nil || !o.NextAttempt.Before(neverDue) || o.LockOwner != l.Owner {
+		return true
+	}
+	o.NextAttempt, o.LockOwner = g.now(), ""
+	return g.st.PutOrphan(ctx, o) == nil
+}
