@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
 
 // The checker compares three independent views after everything drained:
@@ -45,25 +47,7 @@ func (v violation) String() string {
 }
 
 // callLine is one line of a broker's call log.
-type callLine struct {
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
-	Endpoint   string    `json:"endpoint"`
-	InstanceID string    `json:"instance_id"`
-	BindingID  string    `json:"binding_id"`
-	Status     int       `json:"status"`
-	Async      bool      `json:"async"`
-	Operation  string    `json:"operation"`
-	InFlight   []struct {
-		Endpoint  string `json:"endpoint"`
-		BindingID string `json:"binding_id"`
-	} `json:"in_flight"`
-	InProgress *struct {
-		Endpoint  string `json:"endpoint"`
-		BindingID string `json:"binding_id"`
-		Operation string `json:"operation"`
-	} `json:"in_progress"`
-}
+type callLine = samplebroker.CallRecord
 
 func readCallLog(path string) ([]callLine, error) {
 	f, err := os.Open(path)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
 
 // The checker is judged on histories made by hand: each rule must flag
@@ -91,19 +93,12 @@ func TestCheckerOverlaps(t *testing.T) {
 	l := func(ep, b string, others ...string) callLine {
 		c := callLine{Endpoint: ep, InstanceID: "i1", BindingID: b, Start: at(1), End: at(2)}
 		for i := 0; i+1 < len(others); i += 2 {
-			c.InFlight = append(c.InFlight, struct {
-				Endpoint  string `json:"endpoint"`
-				BindingID string `json:"binding_id"`
-			}{others[i], others[i+1]})
+			c.InFlight = append(c.InFlight, samplebroker.CallFlight{Endpoint: others[i], BindingID: others[i+1]})
 		}
 		return c
 	}
 	busy := l("bind", "b3")
-	busy.InProgress = &struct {
-		Endpoint  string `json:"endpoint"`
-		BindingID string `json:"binding_id"`
-		Operation string `json:"operation"`
-	}{"provision", "", "provision-7"}
+	busy.InProgress = &samplebroker.CallOperation{Endpoint: "provision", Operation: "provision-7"}
 	v.brokers["modern"].calls = []callLine{
 		l("bind", "b1", "bind", "b2"),   // two bindings side by side: allowed
 		l("bind", "b1", "unbind", "b1"), // one binding twice: (e)

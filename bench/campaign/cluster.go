@@ -39,7 +39,7 @@ const (
 	brokerUser     = "sample"
 	brokerPassword = "sample-campaign-secret"
 	brokerTimeout  = 4 * time.Second
-	holdAfter      = 8 * time.Second
+	holdAfter      = 15 * time.Second
 	orphanSchedule = "1s,2s,4s,8s,15s"
 )
 
@@ -341,7 +341,7 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 		}
 		c.brokers = append(c.brokers, b)
 	}
-	state := fmt.Sprintf("{backend: bolt, path: %q, operation_deadline: 2m, sweep_interval: 5s}", filepath.Join(dir, "state.db"))
+	state := fmt.Sprintf("{backend: bolt, path: %q, operation_deadline: 2m, sweep_interval: 1s, watch_after: 5s}", filepath.Join(dir, "state.db"))
 	if store == "redis" {
 		if c.redis, err = startRedis(dir); err != nil {
 			return nil, err
@@ -349,7 +349,7 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 		if c.redisLink, err = newLink("link to redis", c.redis.addr); err != nil {
 			return nil, err
 		}
-		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 5s}", c.redisLink.Addr())
+		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, watch_after: 5s}", c.redisLink.Addr())
 	}
 	for i := range replicas {
 		g := &gatewayProc{proc: proc{name: fmt.Sprintf("gw%d", i)}, i: i, bin: c.gatewayBin, listen: freeAddr(), admin: freeAddr()}

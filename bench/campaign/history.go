@@ -119,10 +119,13 @@ func around(ops []*op, faults []*fault, instance string, from, to time.Time) str
 		}
 	}
 	sort.Slice(near, func(i, j int) bool { return near[i].Start.Before(near[j].Start) })
-	if len(near) > 12 {
-		near = near[len(near)-12:]
-	}
-	for _, o := range near {
+	for i, o := range near {
+		if len(near) > 14 && i >= 4 && i < len(near)-10 {
+			if i == 4 {
+				fmt.Fprintf(&b, "      … %d more\n", len(near)-14)
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "      %s\n", o)
 	}
 	for _, f := range faults {

@@ -47,6 +47,7 @@ type options struct {
 	keep      bool
 	verbose   bool
 	bin       string // prebuilt binaries; empty: build them
+	giveUp    time.Duration
 	out       io.Writer
 }
 
@@ -70,6 +71,7 @@ func run(args []string) (int, error) {
 	fs.StringVar(&o.dir, "dir", "", "where processes keep their files and logs (default: a new temporary directory)")
 	fs.BoolVar(&o.keep, "keep", false, "keep -dir after a run without violations")
 	fs.BoolVar(&o.verbose, "v", false, "print every fault as it ends")
+	fs.DurationVar(&o.giveUp, "give-up", 3*time.Minute, "after the nemesis stops, how long platforms retry what does not end")
 	fs.StringVar(&o.bin, "bin", "", "a directory with osb-gateway and osb-sample-broker already built (default: go build them)")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
@@ -106,7 +108,7 @@ func run(args []string) (int, error) {
 		errs  []error
 	)
 	for _, r := range ciRuns {
-		r.duration, r.platforms, r.every, r.keep, r.verbose, r.bin = o.duration, o.platforms, o.every, o.keep, o.verbose, o.bin
+		r.duration, r.platforms, r.every, r.keep, r.verbose, r.bin, r.giveUp = o.duration, o.platforms, o.every, o.keep, o.verbose, o.bin, o.giveUp
 		r.out = &prefixed{prefix: "[" + r.name + "] ", w: os.Stdout}
 		wg.Add(1)
 		go func() {
@@ -238,7 +240,7 @@ func campaign(o options) (int, error) {
 	if c.redisLink != nil {
 		c.redisLink.heal()
 	}
-	giveUp := time.Now().Add(3 * time.Minute)
+	giveUp := time.Now().Add(o.giveUp)
 	for _, p := range platforms {
 		p.giveUp.Store(&giveUp)
 		p.draining.Store(true)

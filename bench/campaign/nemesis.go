@@ -141,7 +141,7 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 				f.latency, f.For = dur(20*time.Millisecond, 400*time.Millisecond), dur(time.Second, 6*time.Second)
 				f.Detail = fmt.Sprintf("+%s per chunk", f.latency.Round(time.Millisecond))
 			case fLinkStall:
-				f.For = dur(300*time.Millisecond, 6*time.Second)
+				f.For = dur(300*time.Millisecond, 4*time.Second)
 			case fLinkCut:
 				f.For = dur(0, time.Second)
 			}

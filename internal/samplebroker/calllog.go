@@ -37,8 +37,10 @@ type CallRecord struct {
 	// started; empty, never null, when there were none.
 	InFlight []CallFlight `json:"in_flight"`
 	// InProgress is the asynchronous operation still in progress (not yet
-	// due) when the request started: the instance's, or for a binding call
-	// the instance's or else that binding's. Nil (omitted) when none.
+	// due) when the request started: the instance's; for a binding call
+	// the instance's or else that binding's; for an instance call, else
+	// that of the instance's binding with the lowest id. Nil (omitted) when
+	// none.
 	InProgress *CallOperation `json:"in_progress,omitempty"`
 }
 
@@ -164,7 +166,16 @@ func (b *Broker) inProgress(c call, now time.Time) *CallOperation {
 		return &CallOperation{Endpoint: opNames[in.op.kind], Operation: in.op.id}
 	}
 	if c.bindingID == "" {
-		return nil
+		// An instance call during an asynchronous operation on one of
+		// its bindings: the binding with the lowest id is reported.
+		var found *CallOperation
+		for id, bd := range in.bindings {
+			bd.settle(now)
+			if bd.op.busy() && (found == nil || id < found.BindingID) {
+				found = &CallOperation{Endpoint: opNames[bd.op.kind], BindingID: id, Operation: bd.op.id}
+			}
+		}
+		return found
 	}
 	bd := in.bindings[c.bindingID]
 	if bd == nil {

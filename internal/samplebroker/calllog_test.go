@@ -186,6 +186,15 @@ func TestCallLogInProgress(t *testing.T) {
 	if diff := cmp.Diff(want, log.next(t), callOnly); diff != "" {
 		t.Errorf("unbind while binding (-want +got):\n%s", diff)
 	}
+
+	// An instance call meets its bindings' operations too: the gateway's
+	// locks forbid a deprovision during a bind.
+	f.must(req{method: "DELETE", path: instancePath(id) + asyncQuery(PlanAsyncID)}, 202)
+	want = CallRecord{Endpoint: EndpointDeprovision, InstanceID: id, Status: 202, Async: true, Operation: "deprovision-3",
+		InFlight: []CallFlight{}, InProgress: &CallOperation{Endpoint: EndpointBind, BindingID: bid, Operation: "bind-2"}}
+	if diff := cmp.Diff(want, log.next(t), callOnly); diff != "" {
+		t.Errorf("deprovision while binding (-want +got):\n%s", diff)
+	}
 	log.none(t)
 }
 
