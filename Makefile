@@ -9,9 +9,14 @@
 #            Kubernetes API types stay out of the gateway's go.mod); -count=1:
 #            they read files outside their module, which the test cache does
 #            not watch.
+#
+# campaign   the short fault campaign (bench/campaign -ci, about a minute and a
+#            half): real gateways, brokers and redis-server under a seeded
+#            nemesis, bolt and Redis side by side; .ci/run runs it after the
+#            tests. Longer ones: go run ./bench/campaign -duration 30m ...
 GO ?= go
 
-.PHONY: test test-race test-alloc test-std test-deploy
+.PHONY: test test-race test-alloc test-std test-deploy campaign
 test: test-race test-alloc test-std test-deploy
 
 test-race:
@@ -25,3 +30,6 @@ test-std:
 
 test-deploy:
 	cd deploy/test && $(GO) test -count=1 ./...
+
+campaign:
+	$(GO) run ./bench/campaign -ci

@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	osb "sigs.k8s.io/go-open-service-broker-client/v2"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy"
+)
+
+// The rows the fault campaign (bench/campaign, docs/faults.md#the-campaign)
+// taught: each is a violation a campaign found, kept as a row of the fault
+// table with the behaviour of its fix.
+func init() { faultTable = append(faultTable, campaignRows...) }
+
+var campaignRows = []faultRow{
+	{
+		// Campaign seed 1 (bolt): a platform hung up right after its async
+		// bind's 202 was written, so it never learned the operation and
+		// never polled; its orphan-mitigation DELETE got 400 "in
+		// progress" until the plan's maximum_polling_duration, though the
+		// broker was done in a second. The gateway now polls an async
+		// operation older than state.watch_after itself and settles it.
+		name: "campaign: the platform loses an async provision's 202 and never polls",
+		steps: []faultStep{
+			{call: hangUpFINProvisionAsync, during: hangUp,
+				want: state{saw: saw{0, "hung up (FIN)"}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: deprovisionAsync, // the platform's orphan mitigation, while the operation is young
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: deprovisionAsync, advance: 5*time.Minute + time.Second, arm: sweepOperations, // past state.watch_after: the sweep polled and settled it
+				want: state{saw: saw{202, ""}, locks: []string{"b/i deprovision async"},
+					calls: calls{"provision": 1, "instance_last_operation": 1, "deprovision": 1}}},
+			{call: poll,
+				want: state{saw: saw{410, ""}, calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 1}}}, // gone: the deletion ended
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 1}},
+		retried: []faultStep{{call: provisionAsync,
+			want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"},
+				calls: calls{"provision": 2, "instance_last_operation": 2, "deprovision": 1}}}},
+	},
+}
+
+var (
+	provisionAsyncBody = fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"organization_guid":%q,"space_guid":%q}`,
+		samplebroker.ServiceID, samplebroker.PlanAsyncID, orgGUID, spaceGUID)
+
+	// hangUpFINProvisionAsync is an async provision whose platform closes
+	// with a FIN before the answer: the gateway's write of the 202
+	// succeeds, so the gateway counts it delivered, but nobody reads it.
+	hangUpFINProvisionAsync = platformCall{"async provision, the platform hanging up with a FIN", samplebroker.EndpointProvision,
+		func(c osb.Client, id string) error {
+			return rawSend(baseOf(c), http.MethodPut, instancePath(id)+"?accepts_incomplete=true", provisionAsyncBody, hangUpFIN)
+		}}
+	deprovisionAsync = platformCall{"async deprovision", samplebroker.EndpointDeprovision, func(c osb.Client, id string) error {
+		_, err := c.DeprovisionInstance(&osb.DeprovisionRequest{InstanceID: id, AcceptsIncomplete: true, ServiceID: serviceID, PlanID: asyncPlan})
+		return err
+	}}
+)
+
+// sweepOperations runs every replica's sweep once, as its ticker would
+// every state.sweep_interval: expired locks, and the watch of async
+// operations nobody settled.
+func sweepOperations(t *testing.T, f *faultEnv) {
+	t.Helper()
+	for _, g := range f.gateways {
+		g.SweepOperations(context.Background())
+	}
+}
