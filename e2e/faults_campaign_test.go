@@ -43,7 +43,29 @@ var campaignRows = []faultRow{
 			want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"},
 				calls: calls{"provision": 2, "instance_last_operation": 2, "deprovision": 1}}}},
 	},
+	{
+		// Campaign seed 7 (Redis, 2 replicas): Redis paused while a call
+		// took its lock; the SET NX timed out (503, nothing sent to the
+		// broker), but Redis ran it when it woke, and the lock nobody held
+		// blocked the instance until its deadline (timeout + 60 s). The
+		// replica now releases, by its owner token, every lock whose
+		// acquire the store did not confirm, once the store answers.
+		name: "campaign: store paused while a call takes its lock",
+		env:  redisEnv,
+		steps: []faultStep{{call: provision, arm: pauseStore, after: resumeStore,
+			want: state{saw: saw{503, "operation state is unavailable"}}}},
+		mitigated: &state{},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+	},
 }
+
+func pauseStore(t *testing.T, f *faultEnv) {
+	f.redis.Pause()
+	t.Cleanup(f.redis.Resume) // harmless when it runs
+}
+
+func resumeStore(_ *testing.T, f *faultEnv) { f.redis.Resume() }
 
 var (
 	provisionAsyncBody = fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"organization_guid":%q,"space_guid":%q}`,

@@ -155,6 +155,14 @@ func (u *upstream) lockKey(instanceID, bindingID string) string {
 // the instance key, and Acquire alone decides.
 func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.Lock, error) {
 	if held, err := g.st.Acquire(ctx, l); err != nil {
+		if !errors.Is(err, store.ErrHeld) {
+			// No answer is not a no: a store that timed out (Redis paused)
+			// may still take the lock when it wakes, and nobody would hold
+			// it until its deadline. Its owner releases it once the store
+			// answers (the campaign's "store paused while a call takes its
+			// lock").
+			g.retry.add(pending{lock: l, unconfirmed: true, cause: err})
+		}
 		return held, err
 	}
 	if !u.bindingLocks {

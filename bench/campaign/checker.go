@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -85,12 +86,68 @@ type adminOrphan struct {
 
 type adminLock struct {
 	Key        string    `json:"key"`
+	Owner      string    `json:"owner"`
 	Kind       string    `json:"kind"`
 	Broker     string    `json:"broker"`
 	InstanceID string    `json:"instance_id"`
 	BindingID  string    `json:"binding_id"`
 	Async      bool      `json:"async"`
 	Started    time.Time `json:"started"`
+	Shim       *struct {
+		State string `json:"state"`
+	} `json:"shim"`
+}
+
+// seenLock is a lock the audit saw during the run: when it began, and the
+// last time it was still there.
+type seenLock struct {
+	adminLock
+	last time.Time
+}
+
+// lockAudit lists the gateways' locks every interval while the campaign
+// runs, so that a lock that outlives its operation is seen even when a
+// deadline ends it before the check.
+type lockAudit struct {
+	mu    sync.Mutex
+	locks map[string]*seenLock // key + owner
+}
+
+func (a *lockAudit) run(c *cluster, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ls, err := c.locks()
+		if err != nil {
+			continue // a replica down: the next tick sees it
+		}
+		now := time.Now()
+		a.mu.Lock()
+		for _, l := range ls {
+			k := l.Key + " " + l.Owner
+			if a.locks[k] == nil {
+				a.locks[k] = &seenLock{adminLock: l}
+			}
+			a.locks[k].last = now
+		}
+		a.mu.Unlock()
+	}
+}
+
+func (a *lockAudit) seen() []*seenLock {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*seenLock, 0, len(a.locks))
+	for _, l := range a.locks {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(x, y *seenLock) int { return x.Started.Compare(y.Started) })
+	return out
 }
 
 func (c *cluster) orphans() ([]adminOrphan, error) {
@@ -204,6 +261,7 @@ type verdict struct {
 	brokers    map[string]*brokerView
 	gw         *gatewayView
 	shimmed    map[string]bool // brokers with the async shim (emulate.async_after)
+	audit      []*seenLock     // every lock seen while the campaign ran
 	violations []violation
 }
 
@@ -219,6 +277,7 @@ func instanceOf(key string) string {
 func (v *verdict) check() {
 	v.checkHoldings()
 	v.checkLocks()
+	v.checkLockAges()
 	v.check5xx()
 	v.checkOverlaps()
 	v.checkInvented()
@@ -282,6 +341,39 @@ func sortedKeys[V any](m map[string]V) []string {
 func (v *verdict) checkLocks() {
 	for _, l := range v.gw.locks {
 		v.violations = append(v.violations, violation{Rule: "c", What: "a lock remains with nothing in flight: " + l})
+	}
+}
+
+// Bounds of a lock's life (checkLockAges): a call's lock lives for the call
+// (at most the broker's timeout) and, after a timeout, hold_after_timeout;
+// an async operation's until a poll (the platform's every 400 ms, or the
+// gateway's own after watch_after) sees it end.
+const (
+	syncLockBound  = brokerTimeout + holdAfter + 10*time.Second
+	asyncLockBound = time.Minute
+)
+
+// checkLockAges is (c) while the campaign runs: a lock seen older than its
+// bound, with nothing that excuses it in its life: a gateway killed (its
+// calls' locks are held to their deadlines, a lost shimmed call is
+// decided a minute later), or for an async operation a fault on its
+// broker's side or the store's (its polls fail meanwhile).
+func (v *verdict) checkLockAges() {
+	for _, l := range v.audit {
+		age := l.last.Sub(l.Started)
+		bound, excuses := syncLockBound, []string{fGatewayKill}
+		if l.Async || l.Shim != nil {
+			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause}, brokerSide...)
+		}
+		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.last, excuses...) {
+			continue
+		}
+		what := l.InstanceID
+		if l.BindingID != "" {
+			what += "/" + l.BindingID
+		}
+		v.add("c", fmt.Sprintf("%s %s: its %s lock (async %v) lived %s, longer than %s, with no fault to excuse it",
+			l.Broker, what, l.Kind, l.Async, age.Round(time.Second), bound), l.InstanceID, l.Started, l.last)
 	}
 }
 

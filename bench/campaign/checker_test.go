@@ -161,3 +161,32 @@ func TestPlanIsSeeded(t *testing.T) {
 		t.Errorf("seeds 7 and 8 share %d of %d faults", same, len(a))
 	}
 }
+
+func TestCheckerLockAges(t *testing.T) {
+	v := newVerdict()
+	lock := func(key string, async bool, from, to float64) *seenLock {
+		return &seenLock{adminLock: adminLock{Key: key, Broker: "modern", InstanceID: key, Kind: "update", Async: async, Started: at(from)}, last: at(to)}
+	}
+	v.faults = []*fault{
+		{Kind: fRedisPause, Target: "redis", Start: at(100), End: at(103)},
+		{Kind: fGatewayKill, Target: "gw0", Start: at(300), End: at(301)},
+		{Kind: fBrokerCrash, Target: "modern", Start: at(500), End: at(502)},
+	}
+	v.audit = []*seenLock{
+		lock("short", false, 0, 20),         // within a call and its hold
+		lock("phantom", false, 100, 164),    // a store pause excuses no call lock: (c)
+		lock("killed", false, 300, 364),     // a killed gateway's call lock is held to its deadline
+		lock("polled", true, 400, 450),      // an async operation, polled
+		lock("unpolled", true, 600, 700),    // nobody settled it: (c)
+		lock("broker-down", true, 490, 580), // its polls failed while the broker was down
+	}
+	v.checkLockAges()
+	if got := rules(v); got != "c,c" {
+		t.Fatalf("rules = %q, want 2 × c:\n%v", got, v.violations)
+	}
+	for i, want := range []string{"phantom", "unpolled"} {
+		if !strings.Contains(v.violations[i].What, want) {
+			t.Errorf("violation %d is %q, want one about %s", i, v.violations[i].What, want)
+		}
+	}
+}

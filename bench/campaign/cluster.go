@@ -40,7 +40,7 @@ const (
 	brokerPassword = "sample-campaign-secret"
 	brokerTimeout  = 4 * time.Second
 	holdAfter      = 15 * time.Second
-	orphanSchedule = "1s,2s,4s,8s,15s"
+	orphanSchedule = "1s,2s,3s,5s,8s"
 )
 
 // tenants are the platforms' tenants; platform i is tenants[i%len].

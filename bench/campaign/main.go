@@ -61,7 +61,7 @@ var ciRuns = []options{
 func run(args []string) (int, error) {
 	fs := flag.NewFlagSet("campaign", flag.ContinueOnError)
 	var o options
-	ci := fs.Bool("ci", false, "the CI campaign: -store bolt -seed 1 and -store redis -replicas 2 -seed 2 side by side, for -duration (default 40s here)")
+	ci := fs.Bool("ci", false, "the CI campaign: -store bolt -seed 1 and -store redis -replicas 2 -seed 2 side by side, for -duration (default 30s here)")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the platforms and the nemesis run (the drain and the check come after)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the seed of the fault schedule and of every platform's choices")
 	fs.StringVar(&o.store, "store", "bolt", "the gateways' state: bolt (one file per replica) or redis (a redis-server it starts, shared)")
@@ -88,7 +88,7 @@ func run(args []string) (int, error) {
 		return min(v, 1), nil
 	}
 	if !flagSet(fs, "duration") {
-		o.duration = 40 * time.Second
+		o.duration = 30 * time.Second
 	}
 	if o.bin == "" {
 		dir, err := os.MkdirTemp("", "osb-campaign-bin-")
@@ -224,6 +224,9 @@ func campaign(o options) (int, error) {
 		}
 	}
 	stop := make(chan struct{})
+	audit := &lockAudit{locks: map[string]*seenLock{}}
+	auditDone := make(chan struct{})
+	go audit.run(c, 2*time.Second, auditDone)
 	nemesisDone := make(chan struct{})
 	go func() { n.run(t0, schedule, stop); close(nemesisDone) }()
 	time.Sleep(o.duration)
@@ -257,12 +260,14 @@ func campaign(o options) (int, error) {
 		stuck = append(stuck, violation{Rule: "c", What: err.Error()})
 	}
 	fmt.Fprintf(out, "campaign: +%s drained; checking\n", time.Since(t0).Round(time.Second))
+	close(auditDone)
 
 	v, err := collect(c, h, platforms)
 	if err != nil {
 		return 0, err
 	}
 	v.violations = append(stuck, v.violations...)
+	v.audit = audit.seen()
 	v.check()
 	ops, faults := h.snapshot()
 	report(out, v, ops, faults)
