@@ -281,6 +281,7 @@ func (v *verdict) check() {
 	v.check5xx()
 	v.checkOverlaps()
 	v.checkInvented()
+	v.checkReads()
 }
 
 // lastOpOn is the time of the last op on an instance (for the report).
@@ -474,14 +475,13 @@ func (v *verdict) checkInvented() {
 	}
 }
 
-// polled is the mutating endpoint a succeeded poll reports on: the
-// platform's last mutating call on the same resource before the poll.
+// polled is the mutating endpoint a succeeded poll reports on: that of
+// the op whose 202 it polls.
 func (v *verdict) polled(p *op) string {
-	ep := ""
 	for _, o := range v.ops {
-		if o.mutating() && o.Instance == p.Instance && o.Binding == p.Binding && o.Start.Before(p.Start) && o.Status == 202 {
-			ep = o.Kind
+		if o.ID == p.Of {
+			return o.Kind
 		}
 	}
-	return ep
+	return ""
 }

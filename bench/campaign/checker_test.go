@@ -121,8 +121,8 @@ func TestCheckerInvented(t *testing.T) {
 	}
 	v.ops = []*op{
 		{Kind: "provision", Broker: "modern", Instance: "i1", Start: at(1), End: at(1.2), Status: 201},
-		{Kind: "provision", Broker: "modern", Instance: "i2", Start: at(1), End: at(1.2), Status: 202},
-		{Kind: "poll", Broker: "modern", Instance: "i2", Start: at(3), End: at(3.1), Status: 200, State: "succeeded"},
+		{ID: 2, Kind: "provision", Broker: "modern", Instance: "i2", Start: at(1), End: at(1.2), Status: 202},
+		{Kind: "poll", Broker: "modern", Instance: "i2", Start: at(3), End: at(3.1), Status: 200, State: "succeeded", Of: 2},
 		{Kind: "bind", Broker: "modern", Instance: "i1", Binding: "b1", Start: at(2), End: at(2.2), Status: 201},      // the broker said 500: (f)
 		{Kind: "provision", Broker: "modern", Instance: "i9", Start: at(5), End: at(5.2), Status: 200},                // never at the broker: (f)
 		{Kind: "provision", Broker: "legacy", Instance: "i3", Start: at(5), End: at(7), Status: 202},                  // the shim's own
@@ -187,6 +187,48 @@ func TestCheckerLockAges(t *testing.T) {
 	for i, want := range []string{"phantom", "unpolled"} {
 		if !strings.Contains(v.violations[i].What, want) {
 			t.Errorf("violation %d is %q, want one about %s", i, v.violations[i].What, want)
+		}
+	}
+}
+
+func TestCheckerReads(t *testing.T) {
+	type call struct {
+		id       int64
+		kind     string
+		from, to float64
+		status   int
+		state    string
+		of       int64
+	}
+	run := func(calls ...call) string {
+		v := newVerdict()
+		for _, c := range calls {
+			v.ops = append(v.ops, &op{ID: c.id, Kind: c.kind, Broker: "modern", Instance: "i1", Start: at(c.from), End: at(c.to), Status: c.status, State: c.state, Of: c.of})
+		}
+		v.checkReads()
+		return rules(v)
+	}
+	cases := []struct {
+		name  string
+		calls []call
+		want  string
+	}{
+		{"a success, then gone", []call{{1, "provision", 1, 2, 201, "", 0}, {2, "get", 3, 4, 404, "", 0}}, "g"},
+		{"a success, then there", []call{{1, "provision", 1, 2, 201, "", 0}, {2, "get", 3, 4, 200, "", 0}}, ""},
+		{"a timeout may land later", []call{{1, "provision", 1, 5, 504, "", 0}, {2, "get", 6, 7, 404, "", 0}, {3, "get", 8, 9, 200, "", 0}}, ""},
+		{"a refusal changes nothing", []call{{1, "provision", 1, 2, 400, "", 0}, {2, "get", 3, 4, 200, "", 0}}, "g"},
+		{"async: gone while in progress", []call{{1, "provision", 1, 2, 202, "", 0}, {2, "get", 2.5, 3, 404, "", 0},
+			{3, "poll", 4, 5, 200, "succeeded", 1}, {4, "get", 6, 7, 200, "", 0}}, ""},
+		{"async: gone after its success", []call{{1, "provision", 1, 2, 202, "", 0}, {2, "poll", 4, 5, 200, "succeeded", 1},
+			{3, "get", 6, 7, 404, "", 0}}, "g"},
+		{"deleted, then there", []call{{1, "provision", 1, 2, 201, "", 0}, {2, "deprovision", 10, 11, 200, "", 0},
+			{3, "get", 12, 13, 200, "", 0}}, "g"},
+		{"a delete that failed", []call{{1, "provision", 1, 2, 201, "", 0}, {2, "deprovision", 10, 11, 202, "", 0},
+			{3, "poll", 11, 12, 200, "failed", 2}, {4, "get", 12, 13, 200, "", 0}}, ""},
+	}
+	for _, c := range cases {
+		if got := run(c.calls...); got != c.want {
+			t.Errorf("%s: rules %q, want %q", c.name, got, c.want)
 		}
 	}
 }

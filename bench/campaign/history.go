@@ -22,7 +22,8 @@ type op struct {
 	Binding  string    `json:"binding,omitempty"`
 	Replica  int       `json:"replica"`
 	Mode     string    `json:"mode,omitempty"`
-	Why      string    `json:"why,omitempty"` // "orphan-mitigation", "retry", "cleanup"
+	Why      string    `json:"why,omitempty"` // "orphan-mitigation", "retry", "race"
+	Of       int64     `json:"of,omitempty"`  // a poll's: the op whose 202 it polls
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Status   int       `json:"status"`

@@ -206,7 +206,7 @@ func (p *platform) provision(rng *rand.Rand) {
 	case (a.status == 200 || a.status == 201) && a.object():
 		p.settle(in, true)
 	case a.status == 202 && a.object():
-		switch p.poll(rng, in, "", operationOf(a)) {
+		switch p.poll(rng, in, "", o, operationOf(a)) {
 		case "succeeded":
 			p.settle(in, true)
 		case "failed", "gone":
@@ -243,7 +243,7 @@ func operationOf(a answer) string {
 
 // poll polls the instance's (or binding's) last operation until it ends:
 // "succeeded", "failed", "gone" (410), or "" when the platform gave up.
-func (p *platform) poll(rng *rand.Rand, in *pinst, binding, operation string) string {
+func (p *platform) poll(rng *rand.Rand, in *pinst, binding string, of *op, operation string) string {
 	q := ids(in)
 	if operation != "" {
 		q.Set("operation", operation)
@@ -257,7 +257,7 @@ func (p *platform) poll(rng *rand.Rand, in *pinst, binding, operation string) st
 	give := time.Now().Add(pollGiveUp)
 	for time.Now().Before(give) {
 		time.Sleep(pollEvery)
-		o := &op{Broker: in.broker, Kind: kind, Instance: in.id, Binding: binding}
+		o := &op{Broker: in.broker, Kind: kind, Instance: in.id, Binding: binding, Of: of.ID}
 		a := p.send(rng, o, http.MethodGet, path, nil)
 		switch a.status {
 		case 200:
@@ -324,7 +324,7 @@ func (p *platform) delete(rng *rand.Rand, in *pinst, binding, why string) bool {
 	case 200, 410:
 		return true
 	case 202:
-		switch p.poll(rng, in, binding, operationOf(a)) {
+		switch p.poll(rng, in, binding, o, operationOf(a)) {
 		case "succeeded", "gone":
 			return true
 		}
@@ -355,7 +355,7 @@ func (p *platform) bind(rng *rand.Rand) {
 	case (a.status == 200 || a.status == 201) && a.object():
 		p.settleBinding(bd, true)
 	case a.status == 202 && a.object():
-		switch p.poll(rng, in, id, operationOf(a)) {
+		switch p.poll(rng, in, id, o, operationOf(a)) {
 		case "succeeded":
 			p.settleBinding(bd, true)
 		case "failed", "gone":
@@ -461,7 +461,7 @@ func (p *platform) update(rng *rand.Rand) {
 	}
 	a := p.send(rng, o, http.MethodPatch, "/service_instances/"+in.id+"?accepts_incomplete=true", body)
 	if a.status == 202 {
-		p.poll(rng, in, "", operationOf(a))
+		p.poll(rng, in, "", o, operationOf(a))
 	}
 	if mine {
 		p.mu.Lock()
