@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -58,7 +61,60 @@ var campaignRows = []faultRow{
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
 	},
+	{
+		// Campaign seed 8 (bolt): the gateway was killed during a bind the
+		// broker finished after the kill. The dead call's lock held to
+		// its deadline, then went; the inventory never saw the binding,
+		// so the platform's orphan-mitigation unbind got emulate.gone's
+		// 410, and the binding stayed at the broker, named by nothing.
+		// A provision's or bind's lock that reaches its deadline now
+		// leaves an orphan candidate (unless the inventory recorded its
+		// success: then the platform may hold it). The dead replica is
+		// played by a lock no gateway settles and a bind sent to the
+		// broker directly.
+		name: "campaign: kill -9 during a bind the broker finishes after the kill",
+		opts: faultOptions{gone: true},
+		steps: []faultStep{
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}},
+			{call: unbindK, arm: deadReplicaBinds, // the platform's orphan mitigation, while the dead call's lock holds
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i/k bind"}, calls: calls{"provision": 1, "bind": 1},
+					inventory: []string{"instance i succeeded"}}},
+			{call: unbindK, advance: time.Minute + 6*time.Second, arm: sweepOperations, // past the lock's deadline
+				want: state{saw: saw{410, ""}, orphans: []string{"unbind i/k queued"}, calls: calls{"provision": 1, "bind": 1},
+					inventory: []string{"instance i succeeded"}}},
+		},
+		mitigated: &state{undo: []int{200}, calls: calls{"provision": 1, "bind": 1, "unbind": 1}, inventory: []string{"instance i succeeded"}},
+		retried: []faultStep{{call: bind, // the binding the platform asks for again is its own: never undone
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "bind": 2}, inventory: []string{"binding i/k succeeded", "instance i succeeded"}}}},
+	},
 }
+
+// deadReplicaBinds leaves what a replica killed mid-bind leaves: its lock,
+// which no gateway will settle (deadline: the broker timeout, 5s, plus a
+// minute), and the binding the broker made after the kill.
+func deadReplicaBinds(t *testing.T, f *faultEnv) {
+	t.Helper()
+	now := f.clock.Now()
+	l := store.Lock{Key: store.BindingLockKey(faultBroker, "i", "k"), Owner: "killed-replica-call", Kind: store.KindBind, Tenant: "t",
+		Broker: faultBroker, InstanceID: "i", BindingID: "k", ServiceID: serviceID, PlanID: samplebroker.PlanSyncID,
+		Started: now, Deadline: now.Add(5*time.Second + time.Minute)}
+	if _, err := f.stores[0].Acquire(context.Background(), l); err != nil {
+		t.Fatalf("the dead call's lock: %v", err)
+	}
+	req := httptest.NewRequest(http.MethodPut, "/v2/service_instances/i/service_bindings/k", strings.NewReader(bindBody))
+	req.SetBasicAuth(sampleUser, samplePass)
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	rec := httptest.NewRecorder()
+	f.broker.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the broker's bind after the kill: %d %s", rec.Code, rec.Body)
+	}
+}
+
+var unbindK = platformCall{"unbind", samplebroker.EndpointUnbind, func(c osb.Client, id string) error {
+	_, err := c.Unbind(&osb.UnbindRequest{InstanceID: id, BindingID: "k", ServiceID: serviceID, PlanID: samplebroker.PlanSyncID})
+	return err
+}}
 
 func pauseStore(t *testing.T, f *faultEnv) {
 	f.redis.Pause()

@@ -210,13 +210,13 @@ func (g *guard) busy(s *Scope) *osb.Error {
 	return rules.Busy(s.Version, s.route.up.cfg.ConcurrencyError == "spec")
 }
 
-// sweep releases the locks whose deadline passed and logs each; the
-// server runs it every state.sweep_interval.
-func (g *guard) sweep(ctx context.Context) {
+// sweep releases the locks whose deadline passed, logs each and returns
+// them; the server runs it every state.sweep_interval.
+func (g *guard) sweep(ctx context.Context) []store.Lock {
 	expired, err := g.st.ExpireDue(ctx, g.now())
 	if err != nil {
 		g.log.LogAttrs(ctx, slog.LevelWarn, "sweeping expired operations failed", slog.String("error", err.Error()))
-		return
+		return nil
 	}
 	for _, l := range expired {
 		g.log.LogAttrs(ctx, slog.LevelWarn, "operation deadline passed; lock released",
@@ -224,6 +224,7 @@ func (g *guard) sweep(ctx context.Context) {
 			slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
 			slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
 	}
+	return expired
 }
 
 // SweepOperations releases and logs expired locks once, then polls the
@@ -231,6 +232,6 @@ func (g *guard) sweep(ctx context.Context) {
 // settles those it says ended (watch); call it periodically (every
 // state.sweep_interval). Replicas sharing a store may all call it.
 func (g *Gateway) SweepOperations(ctx context.Context) {
-	g.guard.sweep(ctx)
+	g.orphanExpired(ctx, g.guard.sweep(ctx))
 	g.watch(ctx)
 }

@@ -320,10 +320,10 @@ func (p *platform) delete(rng *rand.Rand, in *pinst, binding, why string) bool {
 	}
 	o := &op{Broker: in.broker, Kind: kind, Instance: in.id, Binding: binding, Why: why}
 	a := p.send(rng, o, http.MethodDelete, path, nil)
-	switch a.status {
-	case 200, 410:
+	switch {
+	case a.status == 200 || a.status == 410:
 		return true
-	case 202:
+	case a.status == 202 && a.object(): // a 202 Cloud Controller cannot parse fails the deletion
 		switch p.poll(rng, in, binding, o, operationOf(a)) {
 		case "succeeded", "gone":
 			return true
@@ -460,7 +460,7 @@ func (p *platform) update(rng *rand.Rand) {
 		o.Why = "race"
 	}
 	a := p.send(rng, o, http.MethodPatch, "/service_instances/"+in.id+"?accepts_incomplete=true", body)
-	if a.status == 202 {
+	if a.status == 202 && a.object() {
 		p.poll(rng, in, "", o, operationOf(a))
 	}
 	if mine {

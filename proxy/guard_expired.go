@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// whyExpired is why a provision or bind whose lock reached its deadline
+// is an orphan candidate.
+const whyExpired = "its call was never settled (its gateway was killed or lost mid-call) and its lock reached its deadline; the broker may have made it after that"
+
+// orphanExpired looks at the locks the sweep just released at their
+// deadline. A provision's or bind's lock ends so only when nothing settled
+// its call: the replica running it died (kill -9, a lost node) before the
+// broker answered, or at least before the answer was recorded. The broker
+// may still have made what it was asked for, after the gateway was gone,
+// and nothing tracks it: the inventory never saw it, the platform got no
+// answer (and its own orphan-mitigation DELETE may be answered 410 by
+// emulate.gone, which trusts the inventory). Such a call is an orphan
+// candidate, per orphan_mitigation, due at once (the campaign's "kill -9
+// during a bind the broker finishes after the kill"). A call whose success
+// the inventory recorded was being delivered to the platform when its
+// gateway died: it may be the platform's, so it is never undone.
+func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
+	gd := g.guard
+	for _, l := range expired {
+		if l.Async || l.Shim.State != "" || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
+			continue
+		}
+		u := g.upstreams[l.Broker]
+		if u == nil {
+			continue
+		}
+		due := gd.now()
+		if gd.inv.keeps(u) {
+			recorded, err := g.recorded(ctx, u, l)
+			switch {
+			case err != nil:
+				due = neverDue // unknown: reported, never undone
+			case recorded:
+				continue
+			}
+		} else {
+			due = neverDue // nothing tells whether the platform got it
+		}
+		o, decision := gd.newOrphan(u, l, whyExpired, due, "")
+		if decision == "" {
+			continue
+		}
+		if _, ok := gd.putCandidate(ctx, u, o, decision); !ok {
+			gd.log.LogAttrs(ctx, slog.LevelError, "orphan candidate of an expired call lost: the operation state refused it; the operator must check the broker",
+				slog.String("broker", u.name), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID))
+		}
+	}
+}
+
+// recorded reports whether the inventory holds what l's call creates.
+func (g *Gateway) recorded(ctx context.Context, u *upstream, l store.Lock) (bool, error) {
+	var err error
+	if l.Kind == store.KindBind {
+		_, err = g.guard.st.GetBinding(ctx, u.name, l.InstanceID, l.BindingID)
+	} else {
+		_, err = g.guard.st.GetInstance(ctx, u.name, l.InstanceID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
