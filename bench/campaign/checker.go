@@ -402,6 +402,10 @@ func (v *verdict) check5xx() {
 		}
 		from, to := o.Start.Add(-2*time.Second), o.End.Add(time.Second)
 		d := strings.ToLower(o.Desc)
+		if strings.Contains(d, "catalog") {
+			// A failed fetch is answered from memory until its retry.
+			from = from.Add(-catalogRetryMax)
+		}
 		switch {
 		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store"):
 			if !v.faulted("redis", from.Add(-3*time.Second), to, storeSide...) {

@@ -41,6 +41,11 @@ const (
 	brokerTimeout  = 4 * time.Second
 	holdAfter      = 15 * time.Second
 	orphanSchedule = "1s,2s,3s,5s,8s"
+	// A failed catalog fetch is remembered (503 at once) for the retry
+	// interval, doubling to the max: a fault on the broker's side that
+	// ended up to catalogRetryMax ago still explains a 503.
+	catalogRetry    = time.Second
+	catalogRetryMax = 4 * time.Second
 )
 
 // tenants are the platforms' tenants; platform i is tenants[i%len].
@@ -372,8 +377,9 @@ func (c *cluster) gatewayYAML(g *gatewayProc, state string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: {address: %q}\nadmin: {address: %q, token: %q}\nstate: %s\n", g.listen, g.admin, adminToken, state)
 	fmt.Fprintf(&b, "log: {format: json, level: warn}\ninventory: {key_file: %q}\nbrokers:\n", c.keyFile)
-	common := fmt.Sprintf("username: %s, password: %s, timeout: %s, hold_after_timeout: %s, orphan_mitigation: mitigate, orphan_schedule: %q",
-		brokerUser, brokerPassword, brokerTimeout, holdAfter, orphanSchedule)
+	common := fmt.Sprintf("username: %s, password: %s, timeout: %s, hold_after_timeout: %s, orphan_mitigation: mitigate, orphan_schedule: %q, "+
+		"catalog: {retry_interval: %s, retry_max_interval: %s}",
+		brokerUser, brokerPassword, brokerTimeout, holdAfter, orphanSchedule, catalogRetry, catalogRetryMax)
 	for _, br := range c.brokers {
 		if br.legacy {
 			fmt.Fprintf(&b, "  - {name: %s, url: \"http://%s\", %s, api_version: {min: \"2.0\", max: \"2.8\"}, inventory: {secrets: encrypted},\n"+
