@@ -78,9 +78,10 @@ func TestChecker5xx(t *testing.T) {
 		{Kind: "provision", Broker: "modern", Start: at(20), End: at(20.1), Status: 502, Desc: `broker "modern" could not be reached`}, // no fault: (d)
 		{Kind: "bind", Broker: "legacy", Start: at(11), End: at(11.1), Status: 504, Desc: `broker "legacy" did not answer within 4s`},  // the other broker: (d)
 		{Kind: "update", Broker: "modern", Start: at(31), End: at(31.2), Status: 503, Desc: "the gateway's operation state is unavailable, so …"},
-		{Kind: "update", Broker: "modern", Start: at(50), End: at(50.2), Status: 503, Desc: "the gateway's operation state is unavailable, so …"}, // (d)
-		{Kind: "unbind", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                     // (d)
-		{Kind: "get", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                        // not mutating
+		{Kind: "update", Broker: "modern", Start: at(50), End: at(50.2), Status: 503, Desc: "the gateway's operation state is unavailable, so …"},           // (d)
+		{Kind: "unbind", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                               // (d)
+		{Kind: "get", Broker: "modern", Start: at(60), End: at(60.1), Status: 500, Desc: "internal error"},                                                  // not mutating
+		{Kind: "bind", Broker: "modern", Start: at(15), End: at(15.1), Status: 503, Desc: `the catalog of broker "modern" is unavailable (none is cached)`}, // remembered from the crash
 	}
 	v.check5xx()
 	if got := rules(v); got != "d,d,d,d" {
