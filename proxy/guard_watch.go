@@ -151,15 +151,10 @@ func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answe
 	p.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(u.ownCall(ctx, ep, l.TraceParent), http.MethodGet, p.String(), nil)
+	req, err := u.ownRequest(ctx, ep, l.TraceParent, http.MethodGet, p.String())
 	if err != nil {
 		return rules.Answer{}, err
 	}
-	if u.auth != nil {
-		req.Header["Authorization"] = u.auth
-	}
-	req.Header[headerAPIVersion] = u.maxHeader
-	req.Header[headerRequestIdentity] = []string{newRequestID()}
 	res, err := u.rt.RoundTrip(req)
 	if err != nil {
 		return rules.Answer{}, u.failed(err)

@@ -299,19 +299,31 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 	p.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(u.ownCall(ctx, rules.LockedBy(o.Kind), ""), http.MethodDelete, p.String(), nil)
+	req, err := u.ownRequest(ctx, rules.LockedBy(o.Kind), "", http.MethodDelete, p.String())
 	if err != nil {
 		return 0, err
 	}
-	if u.auth != nil {
-		req.Header["Authorization"] = u.auth
-	}
-	req.Header[headerAPIVersion] = u.maxHeader
-	req.Header[headerRequestIdentity] = []string{newRequestID()}
 	res, err := u.rt.RoundTrip(req)
 	if err != nil {
 		return 0, u.failed(err)
 	}
 	res.Body.Close()
 	return res.StatusCode, nil
+}
+
+// ownRequest is a call the gateway makes to the broker on its own (an
+// orphan's undo, the watch's poll): the broker's credentials, the highest
+// version it takes and a request identity of its own, marked as the
+// gateway's in its span (ownCall).
+func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParent, method, target string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(u.ownCall(ctx, ep, traceParent), method, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	if u.auth != nil {
+		req.Header["Authorization"] = u.auth
+	}
+	req.Header[headerAPIVersion] = u.maxHeader
+	req.Header[headerRequestIdentity] = []string{newRequestID()}
+	return req, nil
 }

@@ -118,15 +118,6 @@ func (p *platform) step(rng *rand.Rand) {
 	}
 }
 
-func (p *platform) broker(name string) *brokerProc {
-	for _, b := range p.brokers {
-		if b.name == name {
-			return b
-		}
-	}
-	panic("no broker " + name)
-}
-
 // send makes one call and records it.
 func (p *platform) send(rng *rand.Rand, o *op, method, path string, body any) answer {
 	var raw []byte
