@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -87,6 +88,48 @@ var campaignRows = []faultRow{
 		retried: []faultStep{{call: bind, // the binding the platform asks for again is its own: never undone
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "bind": 2}, inventory: []string{"binding i/k succeeded", "instance i succeeded"}}}},
 	},
+	{
+		// Campaign seed 8 (bolt): the link reset the connection after the
+		// broker had taken an async unbind (202, its answer lost): the
+		// gateway answered 502 and released the lock at once, and the
+		// platform's retry reached the broker during that unbind. A call
+		// that may have reached the broker and got no answer now holds its
+		// lock for hold_after_timeout, as after a timeout; a provision or
+		// bind is an orphan candidate, due when the hold ends.
+		name: "campaign: broker connection reset after the request",
+		opts: faultOptions{timeout: 500 * time.Millisecond}, // hold_after_timeout: the same
+		steps: []faultStep{
+			{call: provision, arm: resetAfterBroker("provision"),
+				want: state{saw: saw{502, `broker "b" reset the connection before it answered`},
+					locks: []string{"b/i provision"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{200}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{
+			{call: provision, // within the hold: the broker may still be at work
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i provision"}, orphans: []string{"deprovision i queued"},
+					calls: calls{"provision": 1}}},
+			{call: provision, advance: time.Second, // the hold is over: the broker had made it
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}},
+		},
+	},
+}
+
+// resetAfterBroker makes the broker serve the next call to ep, then
+// resets the connection (SO_LINGER 0) before a byte of the answer.
+func resetAfterBroker(ep string) func(*testing.T, *faultEnv) {
+	return func(_ *testing.T, f *faultEnv) {
+		f.front.set(ep, func(w http.ResponseWriter, r *http.Request) {
+			f.front.next.ServeHTTP(httptest.NewRecorder(), r)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err) // httptest.Server's connections can be hijacked
+			}
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			conn.Close()
+		})
+	}
 }
 
 // deadReplicaBinds leaves what a replica killed mid-bind leaves: its lock,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -349,9 +350,40 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		return
 	default:
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
+		if s.guard != nil && mayHaveReached(err) {
+			// The request went out and no answer came back (a reset, a
+			// connection closed before the answer): as after a timeout,
+			// the broker may have done it, or be doing it, so a retry must
+			// not overlap it (the campaign's "broker connection reset after
+			// the request").
+			s.guard.onTimeout(r.Context(), s)
+		}
 	}
 	e.Err = err
 	s.fail(w, e)
+}
+
+// mayHaveReached reports whether a broker call that failed with err may
+// have reached the broker: anything but a failure to connect (a refused
+// or unroutable dial, a name that does not resolve, a TLS handshake the
+// broker or the gateway refused), which sends nothing.
+func mayHaveReached(err error) bool {
+	var (
+		op       *net.OpError
+		dns      *net.DNSError
+		record   tls.RecordHeaderError
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &op) && (op.Op == "dial" || op.Op == "remote error"),
+		errors.As(err, &dns), errors.As(err, &record), errors.As(err, &verify),
+		errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
+		return false
+	}
+	return true
 }
 
 // StatusClientClosed is recorded (never sent) when the platform closed the

@@ -275,10 +275,12 @@ type Broker struct {
 	// DefaultLockGranularity.
 	LockGranularity string `yaml:"lock_granularity" validate:"oneof=binding instance"`
 	// HoldAfterTimeout is how long the instance (or binding) stays locked
-	// after the gateway gave up on a broker call at Timeout: the broker may
-	// still be working on it, and a retry must not overlap it. With
-	// orphan_mitigation: mitigate, the undo of a timed-out provision or bind
-	// is sent when the hold ends, under the same lock. Zero value: Timeout.
+	// after the gateway gave up on a broker call at Timeout, or after a
+	// call got no answer once its request went out (a reset, a connection
+	// closed before the answer): the broker may have done it or still be
+	// working on it, and a retry must not overlap it. With
+	// orphan_mitigation: mitigate, the undo of such a provision or bind is
+	// sent when the hold ends, under the same lock. Zero value: Timeout.
 	HoldAfterTimeout time.Duration `yaml:"hold_after_timeout" validate:"gt=0,lte=24h"`
 	// Inventory is what the gateway keeps of the broker's instances and
 	// bindings; Emulate what it answers for the broker; Poll how it treats
