@@ -112,7 +112,41 @@ var campaignRows = []faultRow{
 				want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}},
 		},
 	},
+	{
+		// Campaign seed 8 (bolt): the legacy broker answered a deprovision
+		// 202 with a body that is not JSON (and deleted nothing). The
+		// gateway kept it as an async deletion; with no operation id to
+		// tell them apart, the poll after it (the gateway's own, as
+		// nobody could poll it) read the broker's answer about its
+		// previous operation, "succeeded", and the inventory dropped the
+		// instance: the platform's retry then got emulate.gone's 410, and
+		// the instance stayed at the broker, named by nothing. Such a 202
+		// is no operation now: the inventory keeps the record whole and
+		// the lock is held for hold_after_timeout, as after a timeout.
+		name: "campaign: a 202 that is not JSON to a deprovision",
+		opts: faultOptions{timeout: 500 * time.Millisecond}, // hold_after_timeout: the same
+		steps: []faultStep{
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}, inventory: []string{"instance i succeeded"}}},
+			{call: rawDeprovision, arm: inject(samplebroker.Fault{Endpoint: "deprovision", Status: 202, Body: "<html>Bad Gateway</html>", Count: 1}),
+				want: state{saw: saw{202, ""}, locks: []string{"b/i deprovision"}, calls: calls{"provision": 1, "deprovision": 1},
+					inventory: []string{"instance i succeeded"}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "deprovision": 1}, inventory: []string{"instance i succeeded"}},
+		retried: []faultStep{
+			{call: rawDeprovision, // within the hold
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i deprovision"}, calls: calls{"provision": 1, "deprovision": 1},
+					inventory: []string{"instance i succeeded"}}},
+			{call: rawDeprovision, advance: time.Second,
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "deprovision": 2}, inventory: []string{}}},
+		},
+	},
 }
+
+// rawDeprovision is a deprovision whose answer the platform reads as it
+// comes, JSON or not.
+var rawDeprovision = platformCall{"deprovision", samplebroker.EndpointDeprovision, func(c osb.Client, id string) error {
+	return rawSend(baseOf(c), http.MethodDelete, instancePath(id)+"?service_id="+serviceID+"&plan_id="+samplebroker.PlanSyncID, "", halfClose) // a half-close is served like any other call
+}}
 
 // resetAfterBroker makes the broker serve the next call to ep, then
 // resets the connection (SO_LINGER 0) before a byte of the answer.

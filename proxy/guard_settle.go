@@ -63,12 +63,18 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	shimmed := s.shim.shimmed()
 	gone := !shimmed && h.platform != nil && h.platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
-	accepted := seen && status == http.StatusAccepted
+	// A 202 that is not a JSON object is no operation the platform can
+	// poll (Cloud Controller fails the call): not an async operation, not
+	// a deletion in progress; whether the broker started anything is
+	// unknown, so the lock is held as after a timeout (the campaign's
+	// "202 that is not JSON to a deprovision").
+	malformed := seen && status == http.StatusAccepted && !a.Object && !shimmed
+	accepted := seen && status == http.StatusAccepted && !malformed
 	// record is the inventory record the store did not take, retried
 	// until it does, before the lock goes: what the broker made stays
 	// named (nil: recorded, or nothing to record).
 	var record func(context.Context) error
-	if seen {
+	if seen && !malformed {
 		// Under the lock, before it is released. A shimmed call's record
 		// goes to the retry queue with its outcome (concludeShim), before
 		// it: no poll reports a success the inventory does not name.
@@ -116,6 +122,8 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
 		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
+	case malformed:
+		g.hold(ctx, s)
 	case !accepted:
 		g.release(ctx, h.lock)
 	}
@@ -197,13 +205,20 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 		s.shim.timedOut = true // the shim holds the lock when the call ends
 		return h.lock.Owner
 	}
-	l := h.lock
-	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	return g.hold(ctx, s)
+}
+
+// hold keeps the call's lock for the broker's hold_after_timeout from now
+// and returns its owner.
+func (g *guard) hold(ctx context.Context, s *Scope) string {
+	h := s.lock
+	l := h.lock
+	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a broker timeout; it expires at the deadline it was taken with",
+		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.Time("deadline", h.lock.Deadline),
 			slog.String("error", err.Error()))
 	}
