@@ -140,6 +140,27 @@ var campaignRows = []faultRow{
 				want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "deprovision": 2}, inventory: []string{}}},
 		},
 	},
+	{
+		// Campaign seed 202 (Redis, 3 replicas): the undo of a timed-out
+		// provision got 202 and the orphan was dropped as mitigated; the
+		// broker's asynchronous deletion then failed, and the instance
+		// stayed, named by nothing. An undo's 202 now keeps the orphan,
+		// its deletion polled by the next attempts and sent again if it
+		// failed (proxy: TestUndoWhoseAsyncDeletionFailsIsTriedAgain
+		// follows it to the end).
+		name: "campaign: the undo's asynchronous deletion",
+		opts: faultOptions{timeout: 500 * time.Millisecond},
+		steps: []faultStep{
+			{call: provisionAsync, arm: resetAfterBroker("provision"),
+				want: state{saw: saw{502, `broker "b" reset the connection before it answered`},
+					locks: []string{"b/i provision"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{202}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{
+			{call: provisionAsync, advance: time.Second, // the broker had made it: the platform's own now, never undone
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}},
+		},
+	},
 }
 
 // rawDeprovision is a deprovision whose answer the platform reads as it

@@ -20,6 +20,7 @@ var mitigationResults = [...]struct{ result, label string }{
 	{mitigationTaken, "claimed"},
 	{mitigationGone, "cancelled"},
 	{mitigationDown, "state_unavailable"},
+	{mitigationAsync, "deleting"},
 }
 
 // healthMetrics are those series' instruments.
@@ -37,7 +38,7 @@ func newHealthMetrics() healthMetrics {
 			Help: "Always 1; the labels name the running build: version, VCS revision and Go version."},
 			[]string{"version", "revision", "goversion"}),
 		mitigations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_orphan_mitigations_total",
-			Help: `Orphan mitigation attempts by broker and result: "mitigated", "failed" (the broker did not undo it), "busy", "claimed" (another replica), "cancelled", "state_unavailable".`},
+			Help: `Orphan mitigation attempts by broker and result: "mitigated", "failed" (the broker did not undo it), "busy", "claimed" (another replica), "cancelled", "state_unavailable", "deleting" (the broker deletes it asynchronously; the next attempt polls it).`},
 			[]string{"broker", "result"}),
 		watched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_operations_settled_by_gateway_total",
 			Help: `Asynchronous operations no platform settled within state.watch_after that the gateway's own last_operation poll ended, by broker and state: "succeeded", "failed" or "gone".`},

@@ -26,12 +26,13 @@ const OrphanTick = 2 * time.Second
 
 // Results of one mitigation (mitigate), for logs and the admin API.
 const (
-	mitigated       = "mitigated"         // the broker undid it (200, 202 or 410)
+	mitigated       = "mitigated"         // the broker undid it (200 or 410, or a poll of its 202 that says it succeeded)
 	mitigationFail  = "failed"            // the broker did not; rescheduled or given up
 	mitigationBusy  = "busy"              // another operation holds the instance; tried when the claim lapses
 	mitigationTaken = "claimed"           // another gateway replica is carrying it out
 	mitigationGone  = "cancelled"         // nothing left to undo (a later success cancelled it)
 	mitigationDown  = "state unavailable" // the store did not answer; the next tick tries again
+	mitigationAsync = "deleting"          // the broker deletes it asynchronously (202); the next attempt polls it
 )
 
 // orphanID names the pending undo of one instance or binding: a repeated
@@ -179,7 +180,8 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) {
 //     cancels it while holding the lock, so a mitigation that got the lock
 //     after it finds nothing to undo;
 //  4. it sends the deprovision or unbind, then deletes the orphan (200,
-//     202 or 410) or reschedules it on orphan_schedule, and only then
+//     410, or a later attempt's poll of a 202 that says it succeeded) or
+//     reschedules it on orphan_schedule, and only then
 //     releases the lock (so no success can be cancelled in between).
 func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
 	result := g.mitigateOnce(ctx, o)
@@ -241,25 +243,71 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		}
 		return mitigationDown
 	}
+	if o.Undoing {
+		return g.followUndo(ctx, u, o)
+	}
 	return g.undoOrphan(ctx, u, o)
+}
+
+// followUndo polls the asynchronous deletion the undo of o started (see
+// store.Orphan.Undoing): the orphan goes once the broker says it
+// succeeded (or 410), another DELETE goes once it says it failed, and
+// while it is in progress (or the poll fails) the orphan is rescheduled.
+// An undo's 202 is not the end: a deletion can fail, and what it was to
+// delete would then be named by nothing (the campaign's "the undo's
+// asynchronous deletion fails").
+func (g *Gateway) followUndo(ctx context.Context, u *upstream, o store.Orphan) string {
+	a, err := u.pollOperation(ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
+		ServiceID: o.ServiceID, PlanID: o.PlanID, Operation: o.UndoOperation})
+	switch {
+	case err == nil && (a.State == rules.PollSucceeded || a.State == rules.PollGone):
+		return g.orphanGone(ctx, o, a.Status)
+	case err == nil && a.State == rules.PollFailed:
+		o.Undoing, o.UndoOperation = false, ""
+		return g.undoOrphan(ctx, u, o)
+	case err == nil:
+		err = fmt.Errorf("the broker's deletion is still in progress (last_operation answered %d %s)", a.Status, a.State)
+	}
+	g.reschedule(ctx, u, o, err)
+	return mitigationAsync
+}
+
+// orphanGone removes o, whose undo the broker confirmed with status.
+func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) string {
+	log := g.guard.log
+	if err := g.guard.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		log.LogAttrs(ctx, slog.LevelWarn, "orphan mitigated but not removed from the queue; the next try finds it gone (410)",
+			slog.String("id", o.ID), slog.String("error", err.Error()))
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
+		slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
+	return mitigated
 }
 
 // undoOrphan sends o's deprovision or unbind and records the outcome.
 func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o store.Orphan) string {
-	log := g.guard.log
-	status, err := u.undo(ctx, o)
-	if err == nil && (status == http.StatusOK || status == http.StatusAccepted || status == http.StatusGone) {
-		if err := g.guard.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			log.LogAttrs(ctx, slog.LevelWarn, "orphan mitigated but not removed from the queue; the next try finds it gone (410)",
-				slog.String("id", o.ID), slog.String("error", err.Error()))
-		}
-		log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
-			slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
-		return mitigated
-	}
-	if err == nil {
+	status, operation, err := u.undo(ctx, o)
+	switch {
+	case err == nil && (status == http.StatusOK || status == http.StatusGone):
+		return g.orphanGone(ctx, o, status)
+	case err == nil && status == http.StatusAccepted:
+		// The broker deletes it asynchronously: followed to its end by
+		// the next attempts.
+		o.Undoing, o.UndoOperation = true, operation
+		g.reschedule(ctx, u, o, errors.New("the broker accepted the deletion (202); the next attempt polls it"))
+		return mitigationAsync
+	case err == nil:
 		err = fmt.Errorf("the broker answered %d", status)
 	}
+	g.reschedule(ctx, u, o, err)
+	return mitigationFail
+}
+
+// reschedule puts o back for its next attempt on the broker's
+// orphan_schedule, or gives up on it (it stays, never due, for the
+// operator) once the schedule is spent.
+func (g *Gateway) reschedule(ctx context.Context, u *upstream, o store.Orphan, err error) {
+	log := g.guard.log
 	schedule, _ := config.ParseSchedule(u.cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
@@ -273,7 +321,6 @@ func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o store.Orphan) s
 		o.NextAttempt = g.guard.now().Add(schedule[o.Attempts-1])
 	}
 	g.putOrphan(ctx, o)
-	return mitigationFail
 }
 
 // putOrphan stores o back with its claim cleared.
@@ -286,8 +333,8 @@ func (g *Gateway) putOrphan(ctx context.Context, o store.Orphan) {
 }
 
 // undo sends the deprovision or unbind of o to the broker and returns its
-// status.
-func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
+// status and, for a 202, the broker's operation.
+func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, string, error) {
 	p := u.target.JoinPath("v2", "service_instances", o.InstanceID)
 	if o.Kind == store.KindUnbind {
 		p = p.JoinPath("service_bindings", o.BindingID)
@@ -301,14 +348,22 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, error) {
 	defer cancel()
 	req, err := u.ownRequest(ctx, rules.LockedBy(o.Kind), "", http.MethodDelete, p.String())
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	res, err := u.rt.RoundTrip(req)
 	if err != nil {
-		return 0, u.failed(err)
+		return 0, "", u.failed(err)
 	}
-	res.Body.Close()
-	return res.StatusCode, nil
+	if res.StatusCode != http.StatusAccepted {
+		res.Body.Close()
+		return res.StatusCode, "", nil
+	}
+	body, err := readOwn(res)
+	if err != nil {
+		return res.StatusCode, "", nil // accepted, its operation unread: polled without one
+	}
+	c := rules.Call{Endpoint: rules.LockedBy(o.Kind), InstanceID: o.InstanceID, BindingID: o.BindingID}
+	return res.StatusCode, rules.ReadResponse(c, res.StatusCode, body).Operation, nil
 }
 
 // ownRequest is a call the gateway makes to the broker on its own (an

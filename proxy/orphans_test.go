@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,12 +239,52 @@ func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := store.Orphan{ID: "o", Kind: tc.kind, InstanceID: "i1", BindingID: "b1", ServiceID: "s", PlanID: "p"}
-			if status, err := u.undo(context.Background(), o); status != 200 || err != nil {
+			if status, _, err := u.undo(context.Background(), o); status != 200 || err != nil {
 				t.Fatalf("undo: %d %v", status, err)
 			}
 			if got := <-queries; got != tc.want {
 				t.Errorf("accepts_incomplete=%q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUndoWhoseAsyncDeletionFailsIsTriedAgain is the campaign's "the
+// undo's asynchronous deletion fails": an undo the broker answers 202 is
+// followed to its end (the orphan stays, its deletion polled by the next
+// attempts), and a deletion that fails is sent again, until the broker
+// holds nothing.
+func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
+	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
+	ctx := context.Background()
+	q := "?accepts_incomplete=true"
+	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ia"+q, t1User, t1Pass, "2.15", strings.NewReader(provisionBody(samplebroker.PlanAsyncID, ""))); res.StatusCode != 202 {
+		t.Fatalf("provision: %d %s", res.StatusCode, body)
+	}
+	poll := "/t1/b/v2/service_instances/ia/last_operation?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
+	if res, body := do(t, "GET", gw.URL+poll, t1User, t1Pass, "2.15", nil); res.StatusCode != 200 || !strings.Contains(body, "succeeded") {
+		t.Fatalf("poll: %d %s", res.StatusCode, body)
+	}
+	o := store.Orphan{ID: "o-ia", Broker: "b", Tenant: "t1", Kind: store.KindDeprovision, InstanceID: "ia",
+		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test", Created: clock.Now(), NextAttempt: clock.Now()}
+	if err := g.guard.st.PutOrphan(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointDeprovision, FailOperation: true, Count: 1})
+	held := func() bool { return slices.Contains(broker.Holdings().Instances, "ia") }
+
+	g.MitigateOrphans(ctx) // DELETE: 202, a deletion that will fail
+	if got, _ := g.guard.st.GetOrphan(ctx, o.ID); !got.Undoing || !held() {
+		t.Fatalf("after the first undo: orphan %+v, broker holds it: %v; want it kept, being deleted", got, held())
+	}
+	clock.Advance(11 * time.Second)
+	g.MitigateOrphans(ctx) // its poll: failed; DELETE again: 202
+	if n := broker.Count(samplebroker.EndpointDeprovision); n != 2 {
+		t.Fatalf("%d deprovisions, want the failed one and the next", n)
+	}
+	clock.Advance(2 * time.Minute)
+	g.MitigateOrphans(ctx) // its poll: gone
+	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 || held() {
+		t.Errorf("orphans left %+v, broker holds it: %v; want neither", orphans, held())
 	}
 }

@@ -418,6 +418,16 @@ func TestSyncWithinTimeout(t *testing.T) {
 	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 1 {
 		t.Errorf("%d deprovisions after the operation ended, want the mitigation's", n)
 	}
+	// The broker deletes asynchronously (202): the orphan stays until a
+	// later attempt's poll sees the deletion succeed.
+	if orphans, _ := e.g.guard.st.ListOrphans(ctx); len(orphans) != 1 || !orphans[0].Undoing {
+		t.Fatalf("orphans %+v, want the one being deleted", orphans)
+	}
+	e.clock.Advance(time.Hour)
+	e.g.MitigateOrphans(ctx)
+	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 1 {
+		t.Errorf("%d deprovisions, want the one the poll followed", n)
+	}
 	if orphans, _ := e.g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
 		t.Errorf("orphans left: %+v", orphans)
 	}

@@ -306,6 +306,8 @@ type orphanRecord struct {
 	LastError      string    `json:"last_error,omitempty"`
 	LockOwner      string    `json:"lock_owner,omitempty"`
 	HoldUntil      time.Time `json:"hold_until,omitzero"`
+	Undoing        bool      `json:"undoing,omitempty"`
+	UndoOperation  string    `json:"undo_operation,omitempty"`
 	ClaimedBy      string    `json:"claimed_by,omitempty"`
 	ClaimedUntil   time.Time `json:"claimed_until,omitzero"`
 	ClaimedUntilUS int64     `json:"claimed_until_us,omitempty,string"`
@@ -316,7 +318,8 @@ func encodeOrphan(o Orphan) []byte {
 		ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
 		BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID, Reason: o.Reason,
 		Attempts: o.Attempts, NextAttempt: o.NextAttempt, Created: o.Created, LastError: o.LastError,
-		LockOwner: o.LockOwner, HoldUntil: o.HoldUntil, ClaimedBy: o.ClaimedBy, ClaimedUntil: o.ClaimedUntil,
+		LockOwner: o.LockOwner, HoldUntil: o.HoldUntil, Undoing: o.Undoing, UndoOperation: o.UndoOperation,
+		ClaimedBy: o.ClaimedBy, ClaimedUntil: o.ClaimedUntil,
 	}
 	if !o.ClaimedUntil.IsZero() {
 		r.ClaimedUntilUS = o.ClaimedUntil.UnixMicro()
@@ -337,7 +340,7 @@ func decodeOrphan(b []byte) (Orphan, error) {
 		ID: r.ID, Broker: r.Broker, Tenant: r.Tenant, Kind: r.Kind, InstanceID: r.InstanceID,
 		BindingID: r.BindingID, ServiceID: r.ServiceID, PlanID: r.PlanID, Reason: r.Reason,
 		Attempts: r.Attempts, NextAttempt: r.NextAttempt.UTC(), Created: r.Created.UTC(), LastError: r.LastError,
-		LockOwner: r.LockOwner, ClaimedBy: r.ClaimedBy,
+		LockOwner: r.LockOwner, Undoing: r.Undoing, UndoOperation: r.UndoOperation, ClaimedBy: r.ClaimedBy,
 	}
 	if !r.ClaimedUntil.IsZero() {
 		o.ClaimedUntil = r.ClaimedUntil.UTC()

@@ -265,6 +265,13 @@ type Orphan struct {
 	// creating what the undo would delete, so a 410 proves nothing and the
 	// undo does not go before it. Zero: no such call.
 	HoldUntil time.Time
+	// Undoing is set once the broker answered the undo with 202: its
+	// deletion is asynchronous, and the next attempt polls it (with
+	// UndoOperation, the broker's operation, "" when it sent none) before
+	// it sends another DELETE; the orphan goes only when the broker says
+	// the deletion succeeded (or 410).
+	Undoing       bool
+	UndoOperation string
 	// ClaimedBy names the claimant (a gateway replica) carrying the
 	// mitigation out, set by ClaimOrphan; empty when unclaimed.
 	ClaimedBy string
