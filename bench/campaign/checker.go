@@ -261,6 +261,7 @@ type verdict struct {
 	brokers    map[string]*brokerView
 	gw         *gatewayView
 	shimmed    map[string]bool // brokers with the async shim (emulate.async_after)
+	fetched    map[string]bool // brokers whose GETs the gateway answers (emulate.fetch)
 	audit      []*seenLock     // every lock seen while the campaign ran
 	violations []violation
 }

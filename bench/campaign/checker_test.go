@@ -24,6 +24,7 @@ func newVerdict() *verdict {
 		},
 		gw:      &gatewayView{inventory: map[string]bool{}, orphans: map[string]bool{}},
 		shimmed: map[string]bool{"legacy": true},
+		fetched: map[string]bool{"legacy": true},
 	}
 }
 
@@ -230,6 +231,33 @@ func TestCheckerReads(t *testing.T) {
 	for _, c := range cases {
 		if got := run(c.calls...); got != c.want {
 			t.Errorf("%s: rules %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestCheckerReadsLagAfterAStoreOutage: an emulated GET (the legacy
+// broker's, answered from the inventory) may lag what the platform was
+// told while the store is down and up to inventoryLag after; not later,
+// and never a GET the broker answers itself.
+func TestCheckerReadsLagAfterAStoreOutage(t *testing.T) {
+	for _, c := range []struct {
+		broker string
+		getAt  float64
+		want   string
+	}{
+		{"legacy", 8, ""},   // within the lag after the outage
+		{"legacy", 20, "g"}, // long after
+		{"modern", 8, "g"},  // the broker's own answer
+	} {
+		v := newVerdict()
+		v.faults = []*fault{{Kind: fRedisPause, Target: "redis", Start: at(3), End: at(5)}}
+		v.ops = []*op{
+			{ID: 1, Kind: "provision", Broker: c.broker, Instance: "i1", Start: at(1), End: at(2), Status: 201},
+			{ID: 2, Kind: "get", Broker: c.broker, Instance: "i1", Start: at(c.getAt), End: at(c.getAt + 0.1), Status: 404},
+		}
+		v.checkReads()
+		if got := rules(v); got != c.want {
+			t.Errorf("%s GET at +%vs: rules %q, want %q", c.broker, c.getAt, got, c.want)
 		}
 	}
 }

@@ -310,7 +310,7 @@ func waitQuiet(c *cluster) error {
 func collect(c *cluster, h *history, platforms []*platform) (*verdict, error) {
 	ops, faults := h.snapshot()
 	v := &verdict{ops: ops, faults: faults, held: map[string]string{}, brokers: map[string]*brokerView{},
-		shimmed: map[string]bool{"legacy": true}}
+		shimmed: map[string]bool{"legacy": true}, fetched: map[string]bool{"legacy": true}}
 	for _, p := range platforms {
 		in, bs := p.holds()
 		for k, b := range in {
