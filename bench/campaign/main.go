@@ -189,7 +189,10 @@ func campaign(o options) (int, error) {
 		fmt.Fprintln(sched, f)
 	}
 	sched.Close()
-	fmt.Fprintf(out, "campaign: %d faults planned (schedule in %s)\n", len(schedule), sched.Name())
+	fmt.Fprintf(out, "campaign: %d faults planned (also in %s):\n", len(schedule), sched.Name())
+	for _, f := range schedule {
+		fmt.Fprintf(out, "  %s\n", f)
+	}
 
 	c, err := newCluster(o.dir, o.store, o.replicas, o.bin)
 	if err != nil {
