@@ -145,9 +145,10 @@ var campaignRows = []faultRow{
 		// provision got 202 and the orphan was dropped as mitigated; the
 		// broker's asynchronous deletion then failed, and the instance
 		// stayed, named by nothing. An undo's 202 now keeps the orphan,
-		// its deletion polled by the next attempts and sent again if it
-		// failed (proxy: TestUndoWhoseAsyncDeletionFailsIsTriedAgain
-		// follows it to the end).
+		// and the lock as the deletion's async operation; the next
+		// attempts poll the deletion and send it again if it failed
+		// (proxy: TestUndoWhoseAsyncDeletionFailsIsTriedAgain follows it
+		// to the end).
 		name: "campaign: the undo's asynchronous deletion",
 		opts: faultOptions{timeout: 500 * time.Millisecond},
 		steps: []faultStep{
@@ -155,13 +156,42 @@ var campaignRows = []faultRow{
 				want: state{saw: saw{502, `broker "b" reset the connection before it answered`},
 					locks: []string{"b/i provision"}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
 		},
-		mitigated: &state{undo: []int{202}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1, "deprovision": 1}},
+		// The lock stays as the deletion's async operation: no platform
+		// call overlaps it (the 30-minute campaign's seed 1 on bolt saw an
+		// unbind reach the broker during the undo's own).
+		mitigated: &state{undo: []int{202}, locks: []string{"b/i deprovision async"}, orphans: []string{"deprovision i queued"},
+			calls: calls{"provision": 1, "deprovision": 1}},
 		retried: []faultStep{
 			{call: provisionAsync, advance: time.Second, // the broker had made it: the platform's own now, never undone
 				want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}},
 		},
 	},
+	{
+		// The 30-minute campaign (seed 1, bolt): the same for a bind: its
+		// success keeps the lock until the answer is written (whether the
+		// platform got it decides the orphan), and the delivery of a 202
+		// left the lock to be the async operation it is not, so the
+		// binding stayed locked until the call's deadline (a minute past
+		// hold_after_timeout). A malformed 202 is held, then released.
+		name: "campaign: a 202 that is not JSON to a bind",
+		opts: faultOptions{timeout: 500 * time.Millisecond},
+		steps: []faultStep{
+			{call: provision, want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}},
+			{call: rawBind, arm: inject(samplebroker.Fault{Endpoint: "bind", Status: 202, Body: "<html>Bad Gateway</html>", Count: 1}),
+				want: state{saw: saw{202, ""}, locks: []string{"b/i/k bind"}, orphans: []string{"unbind i/k queued"}, calls: calls{"provision": 1, "bind": 1}}},
+		},
+		mitigated: &state{undo: []int{410}, calls: calls{"provision": 1, "bind": 1, "unbind": 1}},
+		retried: []faultStep{
+			{call: rawBind, advance: time.Second, // the hold is over
+				want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 2}}},
+		},
+	},
 }
+
+// rawBind is a bind whose answer the platform reads as it comes.
+var rawBind = platformCall{"bind", samplebroker.EndpointBind, func(c osb.Client, id string) error {
+	return rawSend(baseOf(c), http.MethodPut, instancePath(id)+"/service_bindings/k", bindBody, halfClose)
+}}
 
 // rawDeprovision is a deprovision whose answer the platform reads as it
 // comes, JSON or not.

@@ -113,6 +113,10 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		g.keepAsync(ctx, s) // a 202 the platform got: its lock is the async operation
 	}
 	switch {
+	case malformed:
+		// First: a malformed 202 is no operation, and its lock no async
+		// one, whatever its delivery (which would keep a 202's lock).
+		g.hold(ctx, s)
 	case seen && unseen(s.Call, status):
 		// Whether the platform got it decides the orphan: the lock is
 		// held until the answer's write tells (delivered), so no retry
@@ -122,8 +126,6 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
 		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
-	case malformed:
-		g.hold(ctx, s)
 	case !accepted:
 		g.release(ctx, h.lock)
 	}

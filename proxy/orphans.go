@@ -232,10 +232,23 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		}
 		return mitigationDown
 	}
+	keep := false
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
-		gd.release(rctx, l)
+		if !keep {
+			gd.release(rctx, l)
+			return
+		}
+		// The broker deletes it asynchronously: the lock stays as that
+		// async operation (no platform call may overlap the deletion),
+		// under the owner the orphan's next attempt takes it over with;
+		// a poll that sees the deletion end releases it (the next attempt,
+		// or the watch).
+		l.Async, l.Operation, l.Deadline = true, o.UndoOperation, gd.now().Add(gd.deadline)
+		if err := gd.st.Update(rctx, l); err != nil {
+			gd.release(rctx, l)
+		}
 	}()
 	if _, err := gd.st.GetOrphan(ctx, o.ID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -243,10 +256,15 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		}
 		return mitigationDown
 	}
+	o.LockOwner = owner
+	var result string
 	if o.Undoing {
-		return g.followUndo(ctx, u, o)
+		result = g.followUndo(ctx, u, &o)
+	} else {
+		result = g.undoOrphan(ctx, u, &o)
 	}
-	return g.undoOrphan(ctx, u, o)
+	keep = result == mitigationAsync && o.Undoing
+	return result
 }
 
 // followUndo polls the asynchronous deletion the undo of o started (see
@@ -256,19 +274,20 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 // An undo's 202 is not the end: a deletion can fail, and what it was to
 // delete would then be named by nothing (the campaign's "the undo's
 // asynchronous deletion fails").
-func (g *Gateway) followUndo(ctx context.Context, u *upstream, o store.Orphan) string {
+func (g *Gateway) followUndo(ctx context.Context, u *upstream, o *store.Orphan) string {
 	a, err := u.pollOperation(ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
 		ServiceID: o.ServiceID, PlanID: o.PlanID, Operation: o.UndoOperation})
 	switch {
 	case err == nil && (a.State == rules.PollSucceeded || a.State == rules.PollGone):
-		return g.orphanGone(ctx, o, a.Status)
+		o.Undoing = false
+		return g.orphanGone(ctx, *o, a.Status)
 	case err == nil && a.State == rules.PollFailed:
 		o.Undoing, o.UndoOperation = false, ""
 		return g.undoOrphan(ctx, u, o)
 	case err == nil:
 		err = fmt.Errorf("the broker's deletion is still in progress (last_operation answered %d %s)", a.Status, a.State)
 	}
-	g.reschedule(ctx, u, o, err)
+	g.reschedule(ctx, u, *o, err)
 	return mitigationAsync
 }
 
@@ -285,21 +304,23 @@ func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) st
 }
 
 // undoOrphan sends o's deprovision or unbind and records the outcome.
-func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o store.Orphan) string {
-	status, operation, err := u.undo(ctx, o)
+func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o *store.Orphan) string {
+	status, operation, err := u.undo(ctx, *o)
 	switch {
 	case err == nil && (status == http.StatusOK || status == http.StatusGone):
-		return g.orphanGone(ctx, o, status)
+		o.Undoing = false
+		return g.orphanGone(ctx, *o, status)
 	case err == nil && status == http.StatusAccepted:
 		// The broker deletes it asynchronously: followed to its end by
 		// the next attempts.
 		o.Undoing, o.UndoOperation = true, operation
-		g.reschedule(ctx, u, o, errors.New("the broker accepted the deletion (202); the next attempt polls it"))
+		g.reschedule(ctx, u, *o, errors.New("the broker accepted the deletion (202); the next attempt polls it"))
 		return mitigationAsync
 	case err == nil:
 		err = fmt.Errorf("the broker answered %d", status)
 	}
-	g.reschedule(ctx, u, o, err)
+	o.Undoing = false
+	g.reschedule(ctx, u, *o, err)
 	return mitigationFail
 }
 
@@ -311,7 +332,9 @@ func (g *Gateway) reschedule(ctx context.Context, u *upstream, o store.Orphan, e
 	schedule, _ := config.ParseSchedule(u.cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
-	o.LockOwner = ""
+	if !o.Undoing {
+		o.LockOwner = "" // an async deletion's keeps the lock it holds (mitigateOnce)
+	}
 	if o.Attempts > len(schedule) {
 		o.NextAttempt = neverDue
 		log.LogAttrs(ctx, slog.LevelError, "orphan mitigation gave up; the operator must clean up", slog.String("id", o.ID),

@@ -277,6 +277,11 @@ func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 	if got, _ := g.guard.st.GetOrphan(ctx, o.ID); !got.Undoing || !held() {
 		t.Fatalf("after the first undo: orphan %+v, broker holds it: %v; want it kept, being deleted", got, held())
 	}
+	// The deletion's lock keeps platform calls off the instance meanwhile.
+	del := "/t1/b/v2/service_instances/ia?accepts_incomplete=true&service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
+	if res, body := do(t, "DELETE", gw.URL+del, t1User, t1Pass, "2.15", nil); res.StatusCode != 400 {
+		t.Fatalf("a platform's DELETE during the undo's deletion: %d %s, want 400", res.StatusCode, body)
+	}
 	clock.Advance(11 * time.Second)
 	g.MitigateOrphans(ctx) // its poll: failed; DELETE again: 202
 	if n := broker.Count(samplebroker.EndpointDeprovision); n != 2 {

@@ -264,6 +264,7 @@ type verdict struct {
 	fetched    map[string]bool // brokers whose GETs the gateway answers (emulate.fetch)
 	audit      []*seenLock     // every lock seen while the campaign ran
 	violations []violation
+	notes      []string // what is wrong, but not the gateway's doing
 }
 
 func (v *verdict) add(rule, what, instance string, from, to time.Time) {
@@ -320,6 +321,14 @@ func (v *verdict) checkHoldings() {
 				if _, ok := v.held[k]; ok || v.gw.orphans[name+" "+k] {
 					continue
 				}
+				if l := v.brokerLied(name, k); l != nil {
+					// The broker said it deleted it (a 2xx to the
+					// deletion, here an injected garbage answer) and did
+					// not: the broker's broken promise, not the gateway's.
+					v.notes = append(v.notes, fmt.Sprintf("%s %s: the broker answered %d to its %s at %s and still holds it (the broker's own fault)",
+						name, k, l.Status, l.Endpoint, l.Start.Format("15:04:05.000")))
+					continue
+				}
 				inv := "the inventory does not name it either"
 				if v.gw.inventory[name+" "+k] {
 					inv = "only the inventory names it"
@@ -329,6 +338,31 @@ func (v *verdict) checkHoldings() {
 			}
 		}
 	}
+}
+
+// brokerLied is the broker's last deletion of k in its call log if it
+// answered it 2xx although it still holds k (a fault made it answer
+// without deleting), else nil.
+func (v *verdict) brokerLied(broker, k string) *callLine {
+	instance, binding, _ := strings.Cut(k, "/")
+	var last *callLine
+	calls := v.brokers[broker].calls
+	for i := range calls {
+		l := &calls[i]
+		if l.InstanceID != instance || (binding != "" && l.BindingID != binding) || (binding == "" && l.BindingID != "") {
+			continue
+		}
+		last = l
+	}
+	if last == nil || (last.Endpoint != "deprovision" && last.Endpoint != "unbind") || last.Status < 200 || last.Status >= 300 {
+		return nil
+	}
+	for _, f := range v.faults {
+		if f.Target == broker && f.Kind == fBrokerJunk && !f.Start.After(last.End) && !f.End.Before(last.Start) {
+			return last
+		}
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -408,7 +442,8 @@ func (v *verdict) check5xx() {
 			from = from.Add(-catalogRetryMax)
 		}
 		switch {
-		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store"):
+		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store") ||
+			strings.Contains(d, "inventory is unavailable"):
 			if !v.faulted("redis", from.Add(-3*time.Second), to, storeSide...) {
 				v.add("d", fmt.Sprintf("%s: the state store blamed, and it was not faulted", o), o.Instance, o.Start, o.End)
 			}

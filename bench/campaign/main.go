@@ -368,6 +368,9 @@ func report(out io.Writer, v *verdict, ops []*op, faults []*fault) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, fk[k]))
 	}
 	fmt.Fprintf(out, "campaign: faults: %s\n", strings.Join(parts, ", "))
+	for _, n := range v.notes {
+		fmt.Fprintln(out, "campaign: note:", n)
+	}
 	for _, x := range v.violations {
 		fmt.Fprintln(out, x)
 	}
