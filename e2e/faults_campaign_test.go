@@ -186,6 +186,51 @@ var campaignRows = []faultRow{
 				want: state{saw: saw{201, ""}, calls: calls{"provision": 1, "bind": 2}}},
 		},
 	},
+	{
+		// The 30-minute campaign (seed 1, Redis, 2 replicas): the replica
+		// running a shimmed provision was killed as the call timed out,
+		// after it wrote the outcome (failed, held) and before its orphan
+		// candidate: polls said "failed", the lock ran out at its
+		// deadline, and the instance the broker made stayed, named by
+		// nothing. A shimmed provision's or bind's lock that reaches its
+		// deadline without a success now leaves a candidate too. The dead
+		// replica is played by the lock it leaves and a provision sent to
+		// the broker directly.
+		name: "campaign: kill -9 as a shimmed provision times out",
+		steps: []faultStep{
+			{call: poll, arm: deadShimReplica, // the outcome the dead replica wrote
+				want: state{saw: saw{200, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, advance: time.Minute + 6*time.Second, arm: sweepOperations, // past the lock's deadline
+				want: state{saw: saw{200, ""}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1, "instance_last_operation": 1}}},
+		},
+		mitigated: &state{undo: []int{200}, calls: calls{"provision": 1, "instance_last_operation": 1, "deprovision": 1}},
+		retried: []faultStep{{call: provision, // the platform's own now: never undone
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2, "instance_last_operation": 1}}}},
+	},
+}
+
+// deadShimReplica leaves what a replica killed as its shimmed provision
+// timed out leaves: the outcome it wrote (failed, the lock held), no
+// orphan candidate, and the instance the broker made.
+func deadShimReplica(t *testing.T, f *faultEnv) {
+	t.Helper()
+	now := f.clock.Now()
+	l := store.Lock{Key: store.LockKey(faultBroker, "i"), Owner: "killed-replica-call", Kind: store.KindProvision, Tenant: "t",
+		Broker: faultBroker, InstanceID: "i", ServiceID: serviceID, PlanID: samplebroker.PlanSyncID, Async: true,
+		Operation: "osb-gateway-provision-killed", Started: now, Deadline: now.Add(5*time.Second + time.Minute),
+		Shim: store.Shim{State: store.StateFailed, Description: `broker "b" did not answer within 5s`, Replica: "killed-replica",
+			CallEnds: now.Add(5 * time.Second), Hold: true}}
+	if _, err := f.stores[0].Acquire(context.Background(), l); err != nil {
+		t.Fatalf("the dead call's lock: %v", err)
+	}
+	req := httptest.NewRequest(http.MethodPut, "/v2/service_instances/i", strings.NewReader(provisionBody))
+	req.SetBasicAuth(sampleUser, samplePass)
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	rec := httptest.NewRecorder()
+	f.broker.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the broker's provision after the kill: %d %s", rec.Code, rec.Body)
+	}
 }
 
 // rawBind is a bind whose answer the platform reads as it comes.

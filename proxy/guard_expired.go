@@ -27,9 +27,18 @@ const whyExpired = "its call was never settled (its gateway was killed or lost m
 func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
 	gd := g.guard
 	for _, l := range expired {
-		if l.Async || l.Shim.State != "" || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
+		switch {
+		case l.Kind != store.KindProvision && l.Kind != store.KindBind:
 			continue
+		case l.Async && l.Shim.State == "":
+			continue // the broker's own operation: the platform's polls (or the watch) settle it
+		case l.Shim.State == store.StateSucceeded:
+			continue // the platform may have polled the success: it may be its own
 		}
+		// A call, or an async shim's call whose outcome is failed or never
+		// came: the replica that would have recorded its orphan may have
+		// died between the verdict and the candidate (the 30-minute
+		// campaign's "kill -9 as a shimmed provision times out").
 		u := g.upstreams[l.Broker]
 		if u == nil {
 			continue
@@ -57,16 +66,27 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
 	}
 }
 
-// recorded reports whether the inventory holds what l's call creates.
+// recorded reports whether the inventory holds what l's call creates as
+// a success (a record of a create in progress or failed is none).
 func (g *Gateway) recorded(ctx context.Context, u *upstream, l store.Lock) (bool, error) {
-	var err error
+	var (
+		op  store.LastOperation
+		err error
+	)
 	if l.Kind == store.KindBind {
-		_, err = g.guard.st.GetBinding(ctx, u.name, l.InstanceID, l.BindingID)
+		var b store.Binding
+		b, err = g.guard.st.GetBinding(ctx, u.name, l.InstanceID, l.BindingID)
+		op = b.LastOperation
 	} else {
-		_, err = g.guard.st.GetInstance(ctx, u.name, l.InstanceID)
+		var in store.Instance
+		in, err = g.guard.st.GetInstance(ctx, u.name, l.InstanceID)
+		op = in.LastOperation
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return op.Kind != l.Kind || op.State == "" || op.State == store.StateSucceeded, nil
 }
