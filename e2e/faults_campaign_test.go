@@ -207,6 +207,28 @@ var campaignRows = []faultRow{
 		retried: []faultStep{{call: provision, // the platform's own now: never undone
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2, "instance_last_operation": 1}}}},
 	},
+	{
+		// The 30-minute campaign (seed 1, Redis, 2 replicas): Redis paused
+		// while a platform polled an async provision; the gateway could
+		// not read the lock, so the broker's "succeeded" went through and
+		// the retry queue released the lock once Redis was back, but the
+		// inventory kept "in progress", so emulate.fetch answered 404 to
+		// an instance the platform was told exists, for as long as nothing
+		// else touched it. The retry queue now records the outcome too,
+		// under the lock, before it releases it.
+		name: "campaign: store paused during a poll that ends an operation",
+		env:  redisEnv,
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1},
+				inventory: []string{"instance i in progress"}}},
+			{call: poll, arm: pauseStore, after: resumeStore,
+				want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1},
+					inventory: []string{"instance i succeeded"}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 1}, inventory: []string{"instance i succeeded"}},
+		retried: []faultStep{{call: provisionAsync,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2, "instance_last_operation": 1}, inventory: []string{"instance i succeeded"}}}},
+	},
 }
 
 // deadShimReplica leaves what a replica killed as its shimmed provision

@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // Options are what a Gateway needs besides its configuration.
@@ -124,6 +125,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.guard.inv = inv
+	polled := func(ctx context.Context, l store.Lock, a rules.Answer) {
+		u := g.upstreams[l.Broker]
+		if u == nil {
+			return
+		}
+		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
+		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, route: &route{up: u}}, l, a)
+	}
+	g.guard.retry.polled.Store(&polled)
 	pool := NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {

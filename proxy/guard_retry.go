@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -99,6 +100,10 @@ type releaser struct {
 	stop    chan struct{}
 	// kick wakes the worker at once (tests, and a store that is back).
 	kick chan struct{}
+	// polled, when set, records in the inventory what a poll answer that
+	// ended an operation tells (settlePoll), under the lock before its
+	// release: the latest Gateway's (a releaser outlives reloads).
+	polled atomic.Pointer[func(context.Context, store.Lock, rules.Answer)]
 }
 
 func newReleaser(st store.Store, log *slog.Logger, m *Metrics) *releaser {
@@ -326,6 +331,13 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 	}
 	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !ps.answer.Ends(rules.LockedBy(l.Kind)) {
 		return nil // a newer operation, or not one this answer ends
+	}
+	if f := r.polled.Load(); f != nil {
+		// The outcome the platform was told, in the inventory before the
+		// lock goes, as a poll that saw the lock records it (the 30-minute
+		// campaign's "store paused during a poll that ends an operation":
+		// the record of a success stayed "in progress").
+		(*f)(ctx, l, ps.answer)
 	}
 	err = r.st.Release(ctx, l.Key, l.Owner)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
