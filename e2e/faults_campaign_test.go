@@ -242,16 +242,24 @@ func deadShimReplica(t *testing.T, f *faultEnv) {
 		Operation: "osb-gateway-provision-killed", Started: now, Deadline: now.Add(5*time.Second + time.Minute),
 		Shim: store.Shim{State: store.StateFailed, Description: `broker "b" did not answer within 5s`, Replica: "killed-replica",
 			CallEnds: now.Add(5 * time.Second), Hold: true}}
+	f.deadReplica(t, l, instancePath("i"), provisionBody)
+}
+
+// deadReplica leaves what a replica killed mid-call leaves: its lock l,
+// which no gateway will settle, and what the broker made of the call
+// after the kill (a PUT of body to path, sent to the broker directly).
+func (f *faultEnv) deadReplica(t *testing.T, l store.Lock, path, body string) {
+	t.Helper()
 	if _, err := f.stores[0].Acquire(context.Background(), l); err != nil {
 		t.Fatalf("the dead call's lock: %v", err)
 	}
-	req := httptest.NewRequest(http.MethodPut, "/v2/service_instances/i", strings.NewReader(provisionBody))
+	req := httptest.NewRequest(http.MethodPut, path, strings.NewReader(body))
 	req.SetBasicAuth(sampleUser, samplePass)
 	req.Header.Set("X-Broker-API-Version", "2.17")
 	rec := httptest.NewRecorder()
 	f.broker.ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated {
-		t.Fatalf("the broker's provision after the kill: %d %s", rec.Code, rec.Body)
+		t.Fatalf("the broker's PUT %s after the kill: %d %s", path, rec.Code, rec.Body)
 	}
 }
 
@@ -293,17 +301,7 @@ func deadReplicaBinds(t *testing.T, f *faultEnv) {
 	l := store.Lock{Key: store.BindingLockKey(faultBroker, "i", "k"), Owner: "killed-replica-call", Kind: store.KindBind, Tenant: "t",
 		Broker: faultBroker, InstanceID: "i", BindingID: "k", ServiceID: serviceID, PlanID: samplebroker.PlanSyncID,
 		Started: now, Deadline: now.Add(5*time.Second + time.Minute)}
-	if _, err := f.stores[0].Acquire(context.Background(), l); err != nil {
-		t.Fatalf("the dead call's lock: %v", err)
-	}
-	req := httptest.NewRequest(http.MethodPut, "/v2/service_instances/i/service_bindings/k", strings.NewReader(bindBody))
-	req.SetBasicAuth(sampleUser, samplePass)
-	req.Header.Set("X-Broker-API-Version", "2.17")
-	rec := httptest.NewRecorder()
-	f.broker.ServeHTTP(rec, req)
-	if rec.Code != http.StatusCreated {
-		t.Fatalf("the broker's bind after the kill: %d %s", rec.Code, rec.Body)
-	}
+	f.deadReplica(t, l, instancePath("i")+"/service_bindings/k", bindBody)
 }
 
 var unbindK = platformCall{"unbind", samplebroker.EndpointUnbind, func(c osb.Client, id string) error {
