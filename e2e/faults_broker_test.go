@@ -44,6 +44,10 @@ func endpointOf(r *http.Request) string {
 		return samplebroker.EndpointBind
 	case r.Method == http.MethodPut:
 		return samplebroker.EndpointProvision
+	case r.Method == http.MethodDelete && binding:
+		return samplebroker.EndpointUnbind
+	case r.Method == http.MethodDelete:
+		return samplebroker.EndpointDeprovision
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/last_operation") && !binding:
 		return samplebroker.EndpointInstanceLastOperation
 	}

@@ -229,6 +229,65 @@ var campaignRows = []faultRow{
 		retried: []faultStep{{call: provisionAsync,
 			want: state{saw: saw{200, ""}, calls: calls{"provision": 2, "instance_last_operation": 1}, inventory: []string{"instance i succeeded"}}}},
 	},
+	{
+		// The 30-minute campaign (seed 3, bolt): the gateway was killed
+		// during a provision the broker finished after the kill; the
+		// platform's DELETE came 60 ms after the dead call's lock reached
+		// its deadline, before the sweep released it, and took the key
+		// over. No orphan candidate was left (the sweep never saw the
+		// lock), emulate.gone answered 410, and the instance stayed at the
+		// broker, named by nothing. A call that takes the key over from an
+		// expired lock now does what the sweep does with it.
+		name: "campaign: a DELETE takes over an expired provision lock before the sweep",
+		opts: faultOptions{gone: true},
+		steps: []faultStep{
+			{call: deprovision, arm: deadReplicaProvisions, // the platform's orphan mitigation, while the dead call's lock holds
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i provision"}, calls: calls{"provision": 1}}},
+			{call: deprovision, advance: time.Minute + 6*time.Second, // past the lock's deadline; no sweep has run
+				want: state{saw: saw{410, ""}, orphans: []string{"deprovision i queued"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{undo: []int{200}, calls: calls{"provision": 1, "deprovision": 1}},
+		retried: []faultStep{{call: provision, // the platform's own now: never undone
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 2}}}},
+	},
+	{
+		// The 30-minute campaign (seed 3, Redis, 2 replicas): Redis paused
+		// as the broker accepted an async unbind. The 202 reached the
+		// platform, but its lock stayed the call's own (the write that
+		// makes it the async operation failed, and the retry queue only
+		// cancelled the orphan), so the platform's poll, which found the
+		// operation over, could not release it, and the binding was
+		// blocked to the call's deadline (64 s). The retry queue now
+		// makes the lock the async operation once the store is back.
+		name: "campaign: store down as an async deprovision is accepted",
+		env:  redisEnv,
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1}}},
+			{call: deprovisionAsync, during: stopStore, after: startStore,
+				want: state{saw: saw{202, ""}, locks: []string{"b/i deprovision async"},
+					calls: calls{"provision": 1, "instance_last_operation": 1, "deprovision": 1}}},
+			{call: poll, // the deletion ended: the poll releases its lock
+				want: state{saw: saw{410, ""}, calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 1}},
+		retried: []faultStep{{call: provisionAsync,
+			want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"},
+				calls: calls{"provision": 2, "instance_last_operation": 2, "deprovision": 1}}}},
+	},
+}
+
+// deadReplicaProvisions leaves what a replica killed mid-provision
+// leaves: its lock, which no gateway will settle (deadline: the broker
+// timeout, 5s, plus a minute), and the instance the broker made after the
+// kill.
+func deadReplicaProvisions(t *testing.T, f *faultEnv) {
+	t.Helper()
+	now := f.clock.Now()
+	l := store.Lock{Key: store.LockKey(faultBroker, "i"), Owner: "killed-replica-call", Kind: store.KindProvision, Tenant: "t",
+		Broker: faultBroker, InstanceID: "i", ServiceID: serviceID, PlanID: samplebroker.PlanSyncID,
+		Started: now, Deadline: now.Add(5*time.Second + time.Minute)}
+	f.deadReplica(t, l, instancePath("i"), provisionBody)
 }
 
 // deadShimReplica leaves what a replica killed as its shimmed provision

@@ -60,6 +60,11 @@ func (h *held) tell(c platformCall, id string, status int, body string) {
 			h.deleting[id] = true
 		}
 	case samplebroker.EndpointInstanceLastOperation:
+		if status == http.StatusGone && h.deleting[id] { // the deletion ended, as Cloud Controller reads it
+			h.drop(id)
+			delete(h.deleting, id)
+			return
+		}
 		if status != http.StatusOK || answer.State == nil {
 			return
 		}
@@ -102,7 +107,9 @@ func (h *held) snapshot() (instances, bindings []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id := range h.instances {
-		instances = append(instances, id)
+		if !h.deleting[id] { // a 202 to its deprovision: the platform no longer counts on it
+			instances = append(instances, id)
+		}
 	}
 	for b := range h.bindings {
 		bindings = append(bindings, b)

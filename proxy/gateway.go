@@ -134,6 +134,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, route: &route{up: u}}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
+	g.guard.tookOver = g.tookOver
 	pool := NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {

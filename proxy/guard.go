@@ -44,6 +44,9 @@ type guard struct {
 	replica string
 	// retry keeps releasing what the store refused to release.
 	retry *releaser
+	// tookOver handles an expired lock a new call took the key over from
+	// before the sweep released it (Gateway.tookOver); nil: nothing.
+	tookOver func(context.Context, store.Lock)
 }
 
 // heldLock is the lock a mutating call holds while it runs.
@@ -164,6 +167,8 @@ func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.L
 			g.retry.add(pending{lock: l, unconfirmed: true, cause: err})
 		}
 		return held, err
+	} else if held.Replaced != nil && g.tookOver != nil {
+		g.tookOver(ctx, *held.Replaced)
 	}
 	if !u.bindingLocks {
 		return store.Lock{}, nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // whyExpired is why a provision or bind whose lock reached its deadline
@@ -64,6 +65,33 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
 				slog.String("broker", u.name), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID))
 		}
 	}
+}
+
+// tookOver is what a call owes the expired lock it took the key over from
+// (store.Lock.Replaced) before the sweep released it: what the sweep does
+// (its log line and orphanExpired). Without it, a platform's DELETE that
+// came just after the deadline of a provision whose gateway was killed
+// would find nothing to undo (emulate.gone answers 410 to an instance the
+// inventory never saw), and what the broker made after the kill would be
+// tracked by nothing (the 30-minute campaign's "DELETE takes over an
+// expired lock before the sweep"). A candidate already queued for the
+// same instance or binding (by a mitigation now taking the lock, or by a
+// timeout's hold) stays as it is.
+func (g *Gateway) tookOver(ctx context.Context, l store.Lock) {
+	gd := g.guard
+	gd.log.LogAttrs(ctx, slog.LevelWarn, "operation deadline passed; lock taken over by a new call",
+		slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
+		slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
+		slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
+	u := g.upstreams[l.Broker]
+	if u == nil || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
+		return
+	}
+	id := orphanIDOf(u, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID})
+	if _, err := gd.st.GetOrphan(ctx, id); err == nil {
+		return
+	}
+	g.orphanExpired(ctx, []store.Lock{l})
 }
 
 // recorded reports whether the inventory holds what l's call creates as

@@ -41,6 +41,15 @@ type pending struct {
 	// is dropped when the lock ended or a poll settled the operation in
 	// the meantime.
 	outcome bool
+	// async, when set, makes lock (Async, Operation and Deadline set) the
+	// async operation a 202 the platform got started, written (Update)
+	// after the orphan work and the record: a poll that reports the
+	// operation's end, or the watch, then releases it, where the call's
+	// own lock would block the instance to its deadline (the 30-minute
+	// campaign's "store paused as a 202 comes"). It is dropped when the
+	// lock ended meanwhile, and by a release of the same lock queued
+	// after it.
+	async bool
 	// record, when set, writes the inventory record of a call's answer
 	// (before a shimmed call's outcome, before the lock's release).
 	record func(context.Context) error
@@ -127,6 +136,9 @@ func (r *releaser) add(p pending) {
 	if p.poll != nil {
 		what = "a poll answer ended an operation while the operation state was unavailable; its lock is released once the state answers"
 	}
+	if p.async {
+		what = "async operation not recorded yet; the call's lock is kept and made the async operation once the operation state takes it"
+	}
 	if p.outcome {
 		what = "async shim: outcome not recorded yet; this replica keeps it and retries until the operation state takes it (polls say in progress meanwhile)"
 	}
@@ -169,6 +181,12 @@ func merged(old, p pending) pending {
 	}
 	if p.record == nil {
 		p.record = old.record
+	}
+	if !p.async && old.async && (p.keep || p.outcome) {
+		p.async = true
+		if !p.outcome {
+			p.lock = old.lock
+		}
 	}
 	p.keep = p.keep || old.keep || p.outcome
 	return p
@@ -307,6 +325,13 @@ func (r *releaser) settle(ctx context.Context, p pending) error {
 	}
 	if p.outcome {
 		return r.writeOutcome(ctx, p.lock)
+	}
+	if p.async {
+		err := r.st.Update(ctx, p.lock)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
+			return nil
+		}
+		return err
 	}
 	if p.keep {
 		return nil

@@ -102,7 +102,14 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
-			g.retry.add(pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed, record: record})
+			p := pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed, record: record}
+			if accepted {
+				// The 202's lock is the async operation, written after
+				// the cancellation (the 30-minute campaign's "store
+				// paused as an async unbind is accepted").
+				p.lock, p.async = g.asyncLock(s), true
+			}
+			g.retry.add(p)
 			return
 		}
 	}
@@ -169,14 +176,23 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (orphan bool, why s
 }
 
 // keepAsync turns the call's lock into an async operation and returns it.
+// When the store does not take it, the retry queue writes it once the
+// store is back: the call's lock, with the deadline of a synchronous call,
+// would otherwise block the instance past the operation's end, which a
+// poll only sees in an async lock.
 func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
+	l := g.asyncLock(s)
+	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
+		g.metrics.StoreError("update")
+		g.retry.add(pending{lock: l, async: true, cause: err})
+	}
+	return l
+}
+
+// asyncLock is the call's lock as the async operation its 202 started.
+func (g *guard) asyncLock(s *Scope) store.Lock {
 	l := s.lock.lock
 	l.Async, l.Operation, l.Deadline = true, s.Operation, g.asyncDeadline(s, g.now())
-	if err := g.st.Update(ctx, l); err != nil {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelError, "async operation not recorded; the instance is not blocked",
-			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
-	}
 	return l
 }
 

@@ -32,13 +32,21 @@ func (s *boltStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 			holder, held = cur, true
 			return nil
 		}
-		return s.putLock(tx, cur, l)
+		if err := s.putLock(tx, cur, l); err != nil {
+			return err
+		}
+		if ok && cur.Owner != l.Owner {
+			holder = cur // expired: taken over
+		}
+		return nil
 	})
 	switch {
 	case err != nil:
 		return Lock{}, err
 	case held:
 		return holder, heldError(holder)
+	case holder.Key != "":
+		l.Replaced = &holder
 	}
 	return l, nil
 }

@@ -243,9 +243,26 @@ func testExpiry(t *testing.T, b backend) {
 	_, err = s.ForceRelease(ctx, l.Key)
 	wantErr(t, "ForceRelease at the deadline", err, ErrNotFound)
 
+	// Acquire takes the key over and says from what (Replaced), so the
+	// caller can do what the sweep would have; the stored lock has none.
 	next := testLock("i1", "owner-2", 2*time.Hour)
-	if got := mustAcquire(t, s, next); !cmp.Equal(next, got) {
-		t.Errorf("Acquire of the expired lock returned %+v, want %+v", got, next)
+	want := next
+	want.Replaced = &l
+	if got := mustAcquire(t, s, next); !cmp.Equal(want, got) {
+		t.Errorf("Acquire of the expired lock returned %+v, want %+v", got, want)
+	}
+	if got, err := s.Get(ctx, next.Key); err != nil || !cmp.Equal(next, got) {
+		t.Errorf("Get after the takeover = %+v, %v; want %+v", got, err, next)
+	}
+	if got, err := s.ExpireDue(ctx, c.Now().Add(time.Hour-time.Microsecond)); err != nil || len(got) != 0 {
+		t.Errorf("ExpireDue after the takeover = %v, %v; want none: the taken-over lock is gone", got, err)
+	}
+	// A re-acquire of one's own expired lock replaces nothing of another.
+	c.Advance(2 * time.Hour)
+	again := testLock("i1", "owner-2", 0)
+	again.Started, again.Deadline = c.Now(), c.Now().Add(time.Hour)
+	if got := mustAcquire(t, s, again); !cmp.Equal(again, got) {
+		t.Errorf("Acquire of one's own expired lock returned %+v, want %+v", got, again)
 	}
 }
 

@@ -77,7 +77,11 @@ func (m *memory) Acquire(ctx context.Context, l Lock) (Lock, error) {
 	if cur, ok := m.live(l.Key, now); ok && cur.Owner != l.Owner {
 		return cur, heldError(cur)
 	}
+	cur, taken := m.locks[l.Key]
 	m.locks[l.Key] = l
+	if taken && cur.Owner != l.Owner {
+		l.Replaced = &cur // expired: taken over
+	}
 	return l, nil
 }
 

@@ -19,17 +19,23 @@ import (
 // now the caller passes, so the store's clock decides expiry, not Redis'.
 
 // acquireScript takes KEYS[1] if it is gone, expired or already held by
-// owner; otherwise it returns the holder's record.
+// owner, and returns {0, record} when it replaced another owner's expired
+// lock; otherwise it returns {1, the holder's record}.
 // ARGV: record, owner, now µs, TTL ms.
 var acquireScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
+local took = false
 if cur then
   local ok, rec = pcall(cjson.decode, cur)
-  if ok and rec.owner ~= ARGV[2] and tonumber(rec.deadline_us) > tonumber(ARGV[3]) then
-    return cur
+  if ok and rec.owner ~= ARGV[2] then
+    if tonumber(rec.deadline_us) > tonumber(ARGV[3]) then
+      return {1, cur}
+    end
+    took = true
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+if took then return {0, cur} end
 return false
 `)
 
@@ -86,18 +92,37 @@ func (s *redisStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 	if ok {
 		return l, nil
 	}
-	cur, err := acquireScript.Run(ctx, s.client, []string{k}, rec, l.Owner, us(now), ms(ttl)).Text()
+	res, err := acquireScript.Run(ctx, s.client, []string{k}, rec, l.Owner, us(now), ms(ttl)).Slice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return l, nil
 	case err != nil:
 		return Lock{}, s.fail(ctx, "acquire script", err)
 	}
-	holder, err := decodeLock([]byte(cur))
-	if err != nil {
-		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, l.Key, err)
+	held, cur, ok := acquireReply(res)
+	if !ok {
+		return Lock{}, fmt.Errorf("%w: lock %s: acquire script answered %v", ErrUnavailable, l.Key, res)
 	}
-	return holder, heldError(holder)
+	other, err := decodeLock([]byte(cur))
+	switch {
+	case err != nil && held:
+		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, l.Key, err)
+	case held:
+		return other, heldError(other)
+	case err == nil:
+		l.Replaced = &other // expired: taken over
+	}
+	return l, nil
+}
+
+// acquireReply reads acquireScript's {flag, record}.
+func acquireReply(res []any) (held bool, rec string, ok bool) {
+	if len(res) != 2 {
+		return false, "", false
+	}
+	flag, ok1 := res[0].(int64)
+	rec, ok2 := res[1].(string)
+	return flag == 1, rec, ok1 && ok2
 }
 
 // owned runs ownedScript for key and owner: rec replaces the lock, or nil

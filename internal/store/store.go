@@ -159,6 +159,11 @@ type Lock struct {
 	// operation the gateway emulates for a broker that answers
 	// synchronously (the async shim); Operation is then the gateway's.
 	Shim Shim
+	// Replaced, set only on the lock Acquire returns, is the expired lock
+	// of another owner that Acquire took the key over from before any
+	// sweep (ExpireDue) released it: the caller then owes it what the
+	// sweep does with an expired lock. It is never stored.
+	Replaced *Lock
 }
 
 // Shim is an asynchronous operation the gateway emulates for a broker that
@@ -315,7 +320,8 @@ type Store interface {
 	Inventory
 
 	// Acquire takes l.Key for l.Owner if no live lock holds it, replacing
-	// an expired lock, and returns the lock as stored (Started filled in).
+	// an expired lock, and returns the lock as stored (Started filled in;
+	// Replaced set to the expired lock of another owner it replaced).
 	// If another owner holds a live lock on the key, Acquire returns that
 	// holder and an error wrapping ErrHeld. Acquire by the owner already
 	// holding the key replaces the lock with l and succeeds, so a retried
