@@ -61,6 +61,7 @@ func startDemo(addr, adminAddr string, asyncDelay time.Duration, l logs) (*demo,
 		"DEMO_BROKER_PASSWORD": randomSecret(),
 		"DEMO_PROD_PASSWORD":   randomSecret(),
 		"DEMO_DEV_PASSWORD":    randomSecret(),
+		"DEMO_ADMIN_TOKEN":     randomSecret(),
 	}}
 	for _, b := range []struct {
 		env    string
@@ -118,6 +119,9 @@ func (d *demo) stopBrokers() {
 // printGuide prints what an operator would run against the demo.
 func (d *demo) printGuide(w io.Writer) {
 	fmt.Fprintf(w, "osb-gateway demo: the gateway listens on %s, its admin API on %s\n\n", d.gateway, d.adminURL)
+	if d.adminURL != "" {
+		fmt.Fprintf(w, "The operator's console: open %s/ and log in with the admin token %s\n\n", d.adminURL, d.env["DEMO_ADMIN_TOKEN"])
+	}
 	fmt.Fprintln(w, "Register each route with Cloud Foundry:")
 	var first struct{ user, pass, url string }
 	for _, t := range d.cfg.Tenants {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/console"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/lean"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -95,6 +96,7 @@ type server struct {
 	level   *slog.LevelVar
 	access  *proxy.AccessLog
 	sw      *proxy.Switch
+	console *console.Console // the status pages on the admin listener; nil without one
 	main    *http.Server
 	lean    *lean.Server // serves mainLn in main's place (listen.server: lean, plain HTTP)
 	admin   *http.Server
@@ -243,6 +245,10 @@ func (s *server) adminHandler() http.Handler {
 	a.MountReloadAdmin(s.sw, s.log, func(context.Context) (proxy.Reloaded, error) { return s.reloadFrom("admin") })
 	a.MountPprof(s.sw, s.log)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
+	s.console = console.New(console.Options{View: proxy.NewView(s.sw), Gatherer: s.obs.prov.Gatherer, Log: s.log})
+	for _, p := range console.Patterns {
+		a.Handle(p, s.console)
+	}
 	return a
 }
 
@@ -289,6 +295,9 @@ func (s *server) serve() error {
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
 	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
+	if s.console != nil {
+		go s.console.Run(s.sweepCtx, 0)
+	}
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
 		slog.String("version", version), slog.String("tls", s.tls.Mode()), slog.String("server", s.serverKind())}
 	if s.httpLn != nil {

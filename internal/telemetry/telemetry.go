@@ -49,6 +49,9 @@ type Providers struct {
 	// Registerer takes the Prometheus collectors served on /metrics (the
 	// gateway's instruments); nil when metrics are disabled.
 	Registerer prometheus.Registerer
+	// Gatherer reads what Registerer took (the operator's console samples
+	// it for its charts); nil when metrics are disabled.
+	Gatherer prometheus.Gatherer
 	// Propagator reads and writes W3C trace context (traceparent,
 	// tracestate).
 	Propagator propagation.TextMapPropagator
@@ -114,7 +117,7 @@ func Setup(ctx context.Context, cfg config.Telemetry, version string, opts ...Op
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		targetInfo(res))
-	p.Registerer = reg
+	p.Registerer, p.Gatherer = reg, reg
 	p.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return p, nil
 }

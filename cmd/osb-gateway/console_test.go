@@ -1,0 +1,229 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	osbc "sigs.k8s.io/go-open-service-broker-client/v2"
+
+	"github.com/osb-gateway/osb-gateway/console"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+)
+
+// The console's world: a sample broker whose async operations never end
+// (so a provision leaves a lock), a gateway in front of it with an admin
+// token, an instance made and an async provision in progress.
+
+const (
+	consoleToken      = "console-admin-token-4f1c"
+	consoleTenantPass = "tenant-secret-9d2e"
+	consoleBrokerPass = "broker-secret-77ab"
+)
+
+const consoleConfig = `
+listen: {address: "127.0.0.1:0", shutdown_grace: 5s, shutdown_delay: 0s}
+state: {backend: memory}
+admin: {address: "127.0.0.1:0", token: ADMIN_TOKEN}
+log: {format: json, level: info}
+brokers:
+  - name: sample
+    url: BROKER_URL
+    username: sample-broker
+    password: BROKER_PASS
+tenants:
+  - name: cf-prod
+    credentials: [{username: cc, password: TENANT_PASS}]
+    routes: [{broker: sample}]
+`
+
+type consoleWorld struct {
+	srv               *server
+	admin             string // the admin listener's base URL
+	synced, inProcess string // the instance made, the instance whose provision runs
+}
+
+func startConsoleWorld(t *testing.T) *consoleWorld {
+	t.Helper()
+	b := httptest.NewServer(samplebroker.New(samplebroker.Options{Username: "sample-broker", Password: consoleBrokerPass, AsyncDelay: -1}))
+	t.Cleanup(b.Close)
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	y := strings.NewReplacer("BROKER_URL", b.URL, "TENANT_PASS", consoleTenantPass, "ADMIN_TOKEN", consoleToken,
+		"BROKER_PASS", consoleBrokerPass).Replace(consoleConfig)
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, path)
+	w := &consoleWorld{srv: s, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1"}
+	c, err := osbc.NewClient(&osbc.ClientConfiguration{Name: "cc", URL: "http://" + s.mainLn.Addr().String() + "/cf-prod/sample",
+		APIVersion: osbc.LatestAPIVersion(), AuthConfig: &osbc.AuthConfig{BasicAuthConfig: &osbc.BasicAuthConfig{Username: "cc", Password: consoleTenantPass}},
+		TimeoutSeconds: 30, EnableAlphaFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		id, plan string
+		async    bool
+	}{{w.synced, samplebroker.PlanSyncID, false}, {w.inProcess, samplebroker.PlanAsyncID, true}} {
+		if _, err := c.ProvisionInstance(&osbc.ProvisionRequest{InstanceID: p.id, ServiceID: samplebroker.ServiceID, PlanID: p.plan,
+			OrganizationGUID: "org", SpaceGUID: "space", AcceptsIncomplete: p.async}); err != nil {
+			t.Fatalf("provision %s: %v", p.id, err)
+		}
+	}
+	return w
+}
+
+// client is an HTTP client with a cookie jar that does not follow
+// redirects.
+func consoleClient(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func readAll(t *testing.T, res *http.Response) string {
+	t.Helper()
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// login logs c in and returns the session's CSRF token.
+func (w *consoleWorld) login(t *testing.T, c *http.Client) string {
+	t.Helper()
+	res, err := c.PostForm(w.admin+"/login", url.Values{"token": {consoleToken}, "who": {"alice"}, "next": {"/ui/operations"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/operations" {
+		t.Fatalf("login: %d to %q, want 303 to /ui/operations", res.StatusCode, res.Header.Get("Location"))
+	}
+	var sc *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == console.CookieName {
+			sc = c
+		}
+	}
+	if sc == nil || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/" {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/", sc)
+	}
+	page := w.get(t, c, "/ui/operations", http.StatusOK)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the operations page carries no CSRF token")
+	}
+	return m[1]
+}
+
+func (w *consoleWorld) get(t *testing.T, c *http.Client, path string, want int) string {
+	t.Helper()
+	res, err := c.Get(w.admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	if res.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d: %s", path, res.StatusCode, want, body)
+	}
+	return body
+}
+
+func TestConsoleNeedsASession(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	for _, p := range []string{"/", "/ui/operations", "/ui/instances?broker=sample"} {
+		res, err := c.Get(w.admin + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		if want := "/login?next=" + url.QueryEscape(p); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+			t.Errorf("GET %s without a session: %d to %q, want 303 to %q", p, res.StatusCode, res.Header.Get("Location"), want)
+		}
+	}
+	// A wrong token gets the form again, 401, and no cookie.
+	res, err := c.PostForm(w.admin+"/login", url.Values{"token": {"not-the-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "does not match admin.token") || len(res.Cookies()) != 0 {
+		t.Errorf("login with a wrong token: %d, cookies %v, body %q", res.StatusCode, res.Cookies(), body)
+	}
+	// A login never redirects off the listener.
+	res, err = c.PostForm(w.admin+"/login", url.Values{"token": {consoleToken}, "next": {"//evil.example/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.Header.Get("Location") != "/" {
+		t.Errorf("login with next=//evil.example/ redirects to %q, want /", res.Header.Get("Location"))
+	}
+}
+
+func TestConsoleActionsNeedTheCSRFToken(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	csrf := w.login(t, c)
+	form := url.Values{"broker": {"sample"}, "instance": {w.inProcess}, "reason": {"stuck"}}
+	res, err := c.PostForm(w.admin+"/ui/operations/release", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Fatalf("release without the CSRF token: %d %s, want 403 naming the CSRF token", res.StatusCode, body)
+	}
+	if page := w.get(t, c, "/ui/operations", http.StatusOK); !strings.Contains(page, w.inProcess) {
+		t.Fatal("the lock went without the CSRF token")
+	}
+	form.Set("csrf", csrf)
+	res, err = c.PostForm(w.admin+"/ui/operations/release", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/operations?flash=") {
+		t.Fatalf("release: %d to %q, want 303 back to the operations page with its outcome", res.StatusCode, loc)
+	}
+	page := w.get(t, c, loc, http.StatusOK)
+	if !strings.Contains(page, "Released the provision lock on instance "+w.inProcess) || strings.Contains(page, `data-key="sample/`+w.inProcess) {
+		t.Errorf("after the release the page shows:\n%s", page)
+	}
+}
+
+func TestConsoleRendersNoSecret(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	w.login(t, c)
+	for _, p := range []string{"/", "/ui/operations", "/ui/instances"} {
+		page := w.get(t, c, p, http.StatusOK)
+		for _, secret := range []string{consoleToken, consoleTenantPass, consoleBrokerPass} {
+			if strings.Contains(page, secret) {
+				t.Errorf("%s renders a secret", p)
+			}
+		}
+	}
+	if page := w.get(t, c, "/ui/instances?id=console-", http.StatusOK); !strings.Contains(page, w.synced) || !strings.Contains(page, w.inProcess) {
+		t.Errorf("the instance search by id prefix misses an instance:\n%s", page)
+	}
+	if page := w.get(t, c, "/ui/instances?plan=no-such-plan", http.StatusOK); strings.Contains(page, w.synced) {
+		t.Error("the instance search by plan shows an instance of another plan")
+	}
+}

@@ -1,0 +1,267 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// View is the narrow view of the running gateway that the operator surface
+// (package console: the status pages) works on: routes, brokers, catalogs,
+// locks, orphans and the inventory, read from the current Gateway of a
+// Switch at each call (a reload shows at once), and the actions an
+// operator takes on them. Nothing it returns holds a secret: no
+// credentials, no sealed bytes, no broker password. Safe for concurrent
+// use.
+type View struct{ sw *Switch }
+
+// NewView returns the view of the gateways sw serves.
+func NewView(sw *Switch) *View { return &View{sw: sw} }
+
+// Now is the gateway's clock (Options.Now).
+func (v *View) Now() time.Time { return v.sw.Load().guard.now() }
+
+// RouteInfo is one route: a tenant's URL prefix and the broker behind it.
+type RouteInfo struct {
+	Tenant, Prefix, Broker string
+}
+
+// Routes returns every route, by tenant then prefix.
+func (v *View) Routes() []RouteInfo {
+	cfg := v.sw.Load().cfg
+	var out []RouteInfo
+	for _, t := range cfg.Tenants {
+		for _, r := range t.Routes {
+			p := r.Prefix
+			if p == "" {
+				p = "/" + t.Name + "/" + r.Broker
+			}
+			out = append(out, RouteInfo{Tenant: t.Name, Prefix: p, Broker: r.Broker})
+		}
+	}
+	slices.SortFunc(out, func(a, b RouteInfo) int {
+		return strings.Compare(a.Tenant+"\x00"+a.Prefix, b.Tenant+"\x00"+b.Prefix)
+	})
+	return out
+}
+
+// BrokerInfo is one broker's state as the gateway sees it.
+type BrokerInfo struct {
+	Name, URL, APIVersions string
+	// Breaker is the circuit breaker's state (closed, half_open, open);
+	// "" without a breaker.
+	Breaker string
+	// InFlight and Queued are the calls holding and awaiting a slot under
+	// max_in_flight; -1 without a cap.
+	InFlight, Queued int
+	// CatalogFetched is the last successful catalog fetch (zero: none
+	// yet); CatalogError the last fetch's error ("" after a success).
+	CatalogFetched time.Time
+	CatalogError   string
+	// Catalogs is how many catalogs (by API version and platform) are
+	// cached; CatalogHits, CatalogMisses and StaleServes the cache's
+	// counters.
+	Catalogs                                int
+	CatalogHits, CatalogMisses, StaleServes int64
+}
+
+// Up reports whether the broker is taken to be up: its breaker is not
+// open and its latest catalog fetch did not fail.
+func (b BrokerInfo) Up() bool { return b.Breaker != "open" && b.CatalogError == "" }
+
+// Brokers returns every configured broker, in configuration order.
+func (v *View) Brokers() []BrokerInfo {
+	g := v.sw.Load()
+	out := make([]BrokerInfo, 0, len(g.cfg.Brokers))
+	for _, s := range g.brokerStatuses() {
+		b := BrokerInfo{Name: s.Name, URL: s.URL, APIVersions: s.APIVersion, CatalogError: s.LastError,
+			Catalogs: len(s.Catalogs), CatalogHits: s.Hits, CatalogMisses: s.Misses, StaleServes: s.StaleServes,
+			InFlight: -1, Queued: -1}
+		if s.LastFetch != nil {
+			b.CatalogFetched = *s.LastFetch
+		}
+		if s.Breaker != nil {
+			b.Breaker = s.Breaker.State
+		}
+		if s.InFlight != nil {
+			b.InFlight, b.Queued = *s.InFlight, *s.Queued
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// Operation is a lock: a call in flight or an asynchronous operation.
+type Operation struct {
+	Key, Kind, Tenant, Broker, InstanceID, BindingID, ServiceID, PlanID string
+	// Async is set once the broker answered 202; Operation is its
+	// operation string.
+	Async     bool
+	Operation string
+	// Shim is the state of the operation the gateway emulates for a
+	// synchronous broker ("" when there is none).
+	Shim              string
+	Started, Deadline time.Time
+}
+
+// Operations returns the locks, filtered by broker and tenant when set,
+// oldest first.
+func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operation, error) {
+	g := v.sw.Load()
+	locks, err := g.guard.st.List(ctx, store.ListFilter{Broker: broker, Tenant: tenant})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Operation, 0, len(locks))
+	for _, l := range locks {
+		out = append(out, Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID,
+			BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, Operation: l.Operation,
+			Shim: l.Shim.State, Started: l.Started, Deadline: l.Deadline})
+	}
+	slices.SortFunc(out, func(a, b Operation) int { return a.Started.Compare(b.Started) })
+	return out, nil
+}
+
+// Release force-releases the lock of an instance (binding ""), or of one
+// of its bindings, as DELETE /admin/operations does: who and why are
+// logged. It returns the released operation, or an error wrapping
+// store.ErrNotFound when there was none.
+func (v *View) Release(ctx context.Context, broker, instance, binding, who, reason string) (Operation, error) {
+	g := v.sw.Load()
+	if strings.TrimSpace(reason) == "" {
+		return Operation{}, errors.New("a force release needs a reason (it is logged)")
+	}
+	key := store.LockKey(broker, instance)
+	if binding != "" {
+		key = store.BindingLockKey(broker, instance, binding)
+	}
+	l, err := g.guard.st.ForceRelease(ctx, key)
+	if err != nil {
+		return Operation{}, err
+	}
+	g.guard.log.LogAttrs(ctx, slog.LevelWarn, "operation force-released by an operator",
+		slog.String("who", who), slog.String("reason", reason), slog.String("broker", broker), slog.String("instance_id", instance),
+		slog.String("binding_id", binding), slog.String("kind", l.Kind), slog.String("tenant", l.Tenant))
+	return Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID, BindingID: l.BindingID,
+		ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, Operation: l.Operation, Shim: l.Shim.State,
+		Started: l.Started, Deadline: l.Deadline}, nil
+}
+
+// OrphanInfo is an orphan candidate: something a broker may hold that no
+// platform does.
+type OrphanInfo struct {
+	ID, Broker, Tenant, Kind, InstanceID, BindingID, Reason, LastError string
+	Attempts                                                           int
+	Created, NextAttempt                                               time.Time
+	// Queued: the gateway will undo it (orphan_mitigation: mitigate);
+	// otherwise it is only reported.
+	Queued bool
+}
+
+// Orphans returns the orphan candidates, oldest first.
+func (v *View) Orphans(ctx context.Context) ([]OrphanInfo, error) {
+	g := v.sw.Load()
+	os, err := g.guard.st.ListOrphans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OrphanInfo, 0, len(os))
+	for _, o := range os {
+		out = append(out, OrphanInfo{ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
+			BindingID: o.BindingID, Reason: o.Reason, LastError: o.LastError, Attempts: o.Attempts, Created: o.Created,
+			NextAttempt: o.NextAttempt, Queued: !o.NextAttempt.Equal(neverDue)})
+	}
+	slices.SortFunc(out, func(a, b OrphanInfo) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// InstanceQuery selects instances of the inventory. Every set field must
+// match; Broker and Tenant are served by the store's indexes, Service,
+// Plan and ID (a prefix of the instance id) by a scan of at most Scan
+// records (0: 10,000).
+type InstanceQuery struct {
+	Tenant, Broker, Service, Plan, ID string
+	// Limit is how many to return at most (0: 100).
+	Limit, Scan int
+}
+
+// InstanceInfo is an instance of the inventory, without its sealed
+// parameters.
+type InstanceInfo struct {
+	Broker, InstanceID, Tenant, ServiceID, PlanID, State, LastKind string
+	Bindings                                                       int
+	Created, Updated                                               time.Time
+}
+
+// Instances searches the inventory (see InstanceQuery). Scanned reports
+// how many records were read, Truncated whether the scan stopped before
+// the end of the inventory.
+func (v *View) Instances(ctx context.Context, q InstanceQuery) (found []InstanceInfo, scanned int, truncated bool, err error) {
+	g := v.sw.Load()
+	limit, scan := q.Limit, q.Scan
+	if limit <= 0 {
+		limit = 100
+	}
+	if scan <= 0 {
+		scan = 10000
+	}
+	f := store.InstanceFilter{Broker: q.Broker, Tenant: q.Tenant}
+	cursor := ""
+	for {
+		page, next, err := g.guard.st.ListInstances(ctx, f, cursor, store.MaxListLimit)
+		if err != nil {
+			return nil, scanned, false, fmt.Errorf("listing the inventory: %w", err)
+		}
+		for _, in := range page {
+			scanned++
+			if (q.Service != "" && in.ServiceID != q.Service) || (q.Plan != "" && in.PlanID != q.Plan) ||
+				(q.ID != "" && !strings.HasPrefix(in.InstanceID, q.ID)) {
+				continue
+			}
+			info := InstanceInfo{Broker: in.Broker, InstanceID: in.InstanceID, Tenant: in.Tenant, ServiceID: in.ServiceID,
+				PlanID: in.PlanID, State: in.LastOperation.State, LastKind: in.LastOperation.Kind, Created: in.Created, Updated: in.Updated}
+			if bs, err := g.guard.st.ListBindings(ctx, in.Broker, in.InstanceID); err == nil {
+				info.Bindings = len(bs)
+			}
+			found = append(found, info)
+			if len(found) >= limit {
+				return found, scanned, next != "", nil
+			}
+		}
+		if next == "" {
+			return found, scanned, false, nil
+		}
+		if scanned >= scan {
+			return found, scanned, true, nil
+		}
+		cursor = next
+	}
+}
+
+// AdminToken checks got against admin.token in constant time; configured
+// is false while no admin.token is set (then nothing matches).
+func (v *View) AdminToken(got string) (ok, configured bool) {
+	want := v.sw.Load().cfg.Admin.Token.Reveal()
+	if want == "" {
+		return false, false
+	}
+	return tokenOK(want, got), true
+}
+
+// AdminTokenHash is the SHA-256 of admin.token, for a session to check
+// that the token it was opened with is still the one configured (a
+// rotation ends it); ok is false while none is set.
+func (v *View) AdminTokenHash() (hash [sha256.Size]byte, ok bool) {
+	want := v.sw.Load().cfg.Admin.Token.Reveal()
+	if want == "" {
+		return hash, false
+	}
+	return sha256.Sum256([]byte(want)), true
+}
