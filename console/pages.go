@@ -15,7 +15,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-// refusalWindow is how far back the overview counts refusals.
+// refusalWindow is how far back the overview counts refusals (its
+// heading says so in words).
 const refusalWindow = 15 * time.Minute
 
 type brokerRow struct {
@@ -55,7 +56,7 @@ type overviewData struct {
 func (c *Console) overview(r *http.Request, f *frame) (any, error) {
 	v := c.o.View
 	now := v.Now()
-	d := &overviewData{Routes: v.Routes(), Window: age(refusalWindow)}
+	d := &overviewData{Routes: v.Routes(), Window: "15 minutes"}
 	d.Tenants = len(names(d.Routes, func(x proxy.RouteInfo) string { return x.Tenant }))
 	for _, b := range v.Brokers() {
 		row := brokerRow{BrokerInfo: b, CatalogAge: "never fetched", InFlight: "–", Queued: "–"}

@@ -101,10 +101,10 @@ func (v *View) Brokers() []BrokerInfo {
 // Operation is a lock: a call in flight or an asynchronous operation.
 type Operation struct {
 	Key, Kind, Tenant, Broker, InstanceID, BindingID, ServiceID, PlanID string
-	// Async is set once the broker answered 202; Operation is its
-	// operation string.
-	Async     bool
-	Operation string
+	// Async is set once the broker answered 202; OperationID is its
+	// operation string (the gateway's for an emulated operation).
+	Async       bool
+	OperationID string
 	// Shim is the state of the operation the gateway emulates for a
 	// synchronous broker ("" when there is none).
 	Shim              string
@@ -122,7 +122,7 @@ func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operati
 	out := make([]Operation, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID,
-			BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, Operation: l.Operation,
+			BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, OperationID: l.Operation,
 			Shim: l.Shim.State, Started: l.Started, Deadline: l.Deadline})
 	}
 	slices.SortFunc(out, func(a, b Operation) int { return a.Started.Compare(b.Started) })
@@ -150,7 +150,7 @@ func (v *View) Release(ctx context.Context, broker, instance, binding, who, reas
 		slog.String("who", who), slog.String("reason", reason), slog.String("broker", broker), slog.String("instance_id", instance),
 		slog.String("binding_id", binding), slog.String("kind", l.Kind), slog.String("tenant", l.Tenant))
 	return Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID, BindingID: l.BindingID,
-		ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, Operation: l.Operation, Shim: l.Shim.State,
+		ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, OperationID: l.Operation, Shim: l.Shim.State,
 		Started: l.Started, Deadline: l.Deadline}, nil
 }
 

@@ -81,6 +81,27 @@ func startConsoleWorld(t *testing.T) *consoleWorld {
 	return w
 }
 
+// refuse sends a deprovision of the instance whose provision runs: the
+// gateway refuses it (operation in progress).
+func (w *consoleWorld) refuse(t *testing.T) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "http://"+w.srv.mainLn.Addr().String()+"/cf-prod/sample/v2/service_instances/"+w.inProcess+
+		"?service_id="+samplebroker.ServiceID+"&plan_id="+samplebroker.PlanAsyncID+"&accepts_incomplete=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("cc", consoleTenantPass)
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.StatusCode != http.StatusUnprocessableEntity && res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the deprovision during the provision: %d, want it refused as in progress", res.StatusCode)
+	}
+}
+
 // client is an HTTP client with a cookie jar that does not follow
 // redirects.
 func consoleClient(t *testing.T) *http.Client {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The console in a real browser: headless Chromium (Debian's chromium
+// package; .ci/run installs it) driven over the DevTools protocol. Without
+// a browser the test fails and says so; OSB_GATEWAY_SKIP_BROWSER=1 skips
+// it instead, for a machine that cannot have one. With
+// OSB_GATEWAY_SCREENSHOTS=DIR it saves a PNG of each page to DIR (the
+// screenshots in docs/console/ are made so).
+
+// browserPath finds Chromium or Chrome.
+func browserPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("OSB_GATEWAY_SKIP_BROWSER") == "1" {
+		t.Skip("no Chromium or Chrome on PATH, and OSB_GATEWAY_SKIP_BROWSER=1: the console's browser test did not run")
+	}
+	t.Fatal("the console's browser test needs Chromium or Chrome on PATH (Debian: apt-get install chromium; .ci/run installs it); " +
+		"set OSB_GATEWAY_SKIP_BROWSER=1 to skip it on a machine without one")
+	return ""
+}
+
+// browser starts a headless browser for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browserPath(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, for as long as ctx lives
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("starting the browser: %v", err)
+	}
+	// A generous bound for every step together: a slow, loaded machine
+	// waits, a hung browser fails the test instead of hanging it.
+	steps, cancelSteps := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelSteps()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return steps
+}
+
+// screenshot saves the page as name.png under OSB_GATEWAY_SCREENSHOTS.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("OSB_GATEWAY_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConsoleInABrowser(t *testing.T) {
+	w := startConsoleWorld(t)
+	ctx := browser(t)
+	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(what, sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return s
+	}
+	location := func() string {
+		t.Helper()
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Fatalf("reading the location: %v", err)
+		}
+		return loc
+	}
+	var loc string
+
+	// Without a session, a page redirects to the login.
+	run("open the operations page", chromedp.Navigate(w.admin+"/ui/operations"), chromedp.WaitVisible(chromedp.ID("#token")))
+	loc = location()
+	if !strings.HasPrefix(loc, w.admin+"/login?next=") {
+		t.Fatalf("without a session the browser is at %s, want the login", loc)
+	}
+	screenshot(t, ctx, "login")
+
+	// Log in; back to the page asked for.
+	run("log in",
+		chromedp.SendKeys(chromedp.ID("#token"), consoleToken),
+		chromedp.SendKeys(chromedp.ID("#who"), "alice"),
+		chromedp.Submit(chromedp.ID("#token")),
+		chromedp.WaitVisible(chromedp.ID("#operations")))
+	loc = location()
+	if loc != w.admin+"/ui/operations" {
+		t.Fatalf("after the login the browser is at %s, want the operations page", loc)
+	}
+	if ops := text("read the operations", "#operations"); !strings.Contains(ops, w.inProcess) || !strings.Contains(ops, "provision") {
+		t.Fatalf("the operations page does not show the provision in progress:\n%s", ops)
+	}
+	screenshot(t, ctx, "operations")
+
+	// The overview, with a chart drawn from two samples of the metrics
+	// and a refusal between them.
+	w.srv.console.Sample()
+	w.refuse(t)
+	w.srv.console.Sample()
+	run("open the overview", chromedp.Navigate(w.admin+"/"), chromedp.WaitVisible(chromedp.CSS(".cards")))
+	if body := text("read the overview", "main"); !strings.Contains(body, "brokers up") || !strings.Contains(body, "/cf-prod/sample") ||
+		!strings.Contains(body, "operations in progress") {
+		t.Fatalf("the overview does not show the routes and brokers:\n%s", body)
+	}
+	if refusals := text("read the refusals", "#refusals"); !strings.Contains(refusals, "operation in progress") {
+		t.Fatalf("the overview's refusals do not count the call refused as in progress:\n%s", refusals)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart polyline").length`)); err != nil || n == 0 {
+		t.Fatalf("the overview's charts draw no line (%d, %v)", n, err)
+	}
+	screenshot(t, ctx, "overview")
+
+	// The inventory search.
+	run("search the instances", chromedp.Navigate(w.admin+"/ui/instances?id=console-sync"), chromedp.WaitVisible(chromedp.ID("#instances")))
+	if found := text("read the instances", "#instances"); !strings.Contains(found, w.synced) || strings.Contains(found, w.inProcess) {
+		t.Fatalf("the search by id prefix shows:\n%s", found)
+	}
+	screenshot(t, ctx, "instances")
+
+	// An action from the operations page: release the lock, with a reason.
+	row := `tr[data-key="sample/` + w.inProcess + `"]`
+	run("release the lock",
+		chromedp.Navigate(w.admin+"/ui/operations"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.SendKeys(chromedp.CSS(row+` input[name="reason"]`), "stuck for the test"),
+		chromedp.Click(chromedp.CSS(row+` button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	if flash := text("read the outcome", `[role="status"]`); !strings.Contains(flash, "Released the provision lock on instance "+w.inProcess) {
+		t.Fatalf("the release said %q", flash)
+	}
+	if ops := text("read the operations", "#operations"); strings.Contains(ops, w.inProcess) {
+		t.Fatalf("the released lock is still listed:\n%s", ops)
+	}
+
+	// Log out: the pages need a login again.
+	run("log out", chromedp.Click(chromedp.CSS(`header form button`)), chromedp.WaitVisible(chromedp.ID("#token")))
+	run("open the overview", chromedp.Navigate(w.admin+"/"), chromedp.WaitVisible(chromedp.ID("#token")))
+	loc = location()
+	if !strings.HasPrefix(loc, w.admin+"/login") {
+		t.Fatalf("after the logout the browser is at %s, want the login", loc)
+	}
+}
