@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -246,25 +245,4 @@ func writeAnswer(w http.ResponseWriter, status int, v any) {
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// sameJSON reports whether two JSON values are equal as values (member
-// order and spacing aside); absent (nil) equals absent and {}.
-func sameJSON(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	if len(a) == 0 {
-		a = []byte("{}")
-	}
-	if len(b) == 0 {
-		b = []byte("{}")
-	}
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }

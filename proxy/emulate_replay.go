@@ -52,7 +52,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 		attr{"organization_guid", req.OrganizationGUID, in.OrganizationGUID},
 		attr{"space_guid", req.SpaceGUID, in.SpaceGUID},
 	)
-	if differs == "" && e.iv.sealsFor(e.u) && !sameJSON(req.Parameters, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")) {
+	if differs == "" && e.iv.sealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")) {
 		differs = "parameters"
 	}
 	if differs != "" {
@@ -85,12 +85,12 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 	differs := differ(
 		attr{"service_id", req.ServiceID, b.ServiceID},
 		attr{"plan_id", req.PlanID, b.PlanID},
-		attr{"app_guid", appGUIDOf(req), b.AppGUID},
+		attr{"app_guid", rules.AppGUID(req), b.AppGUID},
 	)
-	if differs == "" && !sameJSON(req.BindResource, b.BindResource) {
+	if differs == "" && !rules.SameJSON(req.BindResource, b.BindResource) {
 		differs = "bind_resource"
 	}
-	if differs == "" && e.iv.sealsFor(e.u) && !sameJSON(req.Parameters, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID)) {
+	if differs == "" && e.iv.sealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID)) {
 		differs = "parameters"
 	}
 	if differs != "" {

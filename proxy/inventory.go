@@ -225,7 +225,7 @@ func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Reques
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
 		VolumeMounts: res.VolumeMounts, Endpoints: res.Endpoints, ExpiresAt: res.ExpiresAt, RenewBefore: res.RenewBefore}
 	if req != nil {
-		b.ServiceID, b.PlanID, b.AppGUID, b.BindResource = req.ServiceID, req.PlanID, appGUIDOf(req), req.BindResource
+		b.ServiceID, b.PlanID, b.AppGUID, b.BindResource = req.ServiceID, req.PlanID, rules.AppGUID(req), req.BindResource
 		if err := iv.sealInto(&b.SealedParameters, u, req.Parameters, "parameters", b.InstanceID, b.BindingID); err != nil {
 			return err
 		}
@@ -324,21 +324,6 @@ func object(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
-}
-
-// appGUIDOf is the app a bind request binds: its top-level app_guid, else
-// bind_resource.app_guid; "" when neither is there.
-func appGUIDOf(req *rules.Request) string {
-	if req.AppGUID != "" {
-		return req.AppGUID
-	}
-	var br struct {
-		AppGUID string `json:"app_guid"`
-	}
-	if len(req.BindResource) == 0 || json.Unmarshal(req.BindResource, &br) != nil {
-		return ""
-	}
-	return br.AppGUID
 }
 
 // lockKind is the store's kind of a mutating endpoint's operation.

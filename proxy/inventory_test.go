@@ -155,7 +155,7 @@ func TestInventoryRecordsWhatSucceeded(t *testing.T) {
 	if bd.AppGUID != "app-1" || len(bd.SealedCredentials) == 0 || bytes.Contains(bd.SealedCredentials, answer.Credentials[1:len(answer.Credentials)-1]) {
 		t.Errorf("binding recorded as %+v", bd)
 	}
-	if got := e.g.guard.inv.open(ctx, bd.SealedCredentials, "credentials", "b", "i-1", "bd-1"); !sameJSON(got, answer.Credentials) {
+	if got := e.g.guard.inv.open(ctx, bd.SealedCredentials, "credentials", "b", "i-1", "bd-1"); !rules.SameJSON(got, answer.Credentials) {
 		t.Errorf("credentials open to %s, want %s", got, answer.Credentials)
 	}
 	if st, b := e.call(t, "2.15", "DELETE", "/v2/service_instances/i-1/service_bindings/bd-1"+invQuery, ""); st != http.StatusOK {
@@ -243,7 +243,7 @@ func TestFetchEmulatedForALegacyBroker(t *testing.T) {
 		var got, want struct{ Credentials json.RawMessage }
 		_ = json.Unmarshal([]byte(b), &got)
 		_ = json.Unmarshal([]byte(bindAnswer), &want)
-		if st != http.StatusOK || !sameJSON(got.Credentials, want.Credentials) {
+		if st != http.StatusOK || !rules.SameJSON(got.Credentials, want.Credentials) {
 			t.Errorf("GET binding at %s: %d %s (bind answered %s)", v, st, b, bindAnswer)
 		}
 		checkEmulated(t, rules.Call{Endpoint: rules.GetBinding, InstanceID: "i-1", BindingID: "bd-1"}, v, st, b)
@@ -306,7 +306,7 @@ func TestLaxBrokerMadeCorrect(t *testing.T) {
 	var c1, c2 struct{ Credentials json.RawMessage }
 	_ = json.Unmarshal([]byte(first), &c1)
 	_ = json.Unmarshal([]byte(again), &c2)
-	if st != http.StatusOK || !sameJSON(c1.Credentials, c2.Credentials) {
+	if st != http.StatusOK || !rules.SameJSON(c1.Credentials, c2.Credentials) {
 		t.Errorf("repeated bind: %d %s, first %s", st, again, first)
 	}
 	checkEmulated(t, rules.Call{Endpoint: rules.Bind, InstanceID: "i-1", BindingID: "bd-1"}, "2.15", st, again)
