@@ -109,7 +109,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("opening the in-memory state store: %w", err)
 		}
 	}
-	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, watchAfter: cfg.State.WatchAfter, metrics: opts.Metrics}
+	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
+	if rc := cfg.State.Reconcile; rc.On() {
+		g.guard.watchAfter, g.guard.watchEvery = rc.After, rc.Every-cfg.State.SweepTick()/2
+	}
 	fresh := opts.Previous == nil || opts.Previous.guard.st != st
 	if !fresh {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry

@@ -20,9 +20,14 @@ import (
 // lock to its deadline, days away, and meanwhile every call on the
 // instance, its own orphan-mitigation DELETE first, gets 400 "Another
 // operation for this service instance is in progress." The watch polls
-// such an operation itself once it is older than state.watch_after, and
-// settles it as a platform's poll would.
+// such an operation itself once it is older than state.reconcile.after,
+// again every state.reconcile.every while it is in progress, and settles it
+// as a platform's poll would.
 
+// The watch is the background reconciler (state.reconcile; state.watch_after
+// is its deprecated name): an operator's reconcile of one operation
+// (reconcile.go) polls the same way, at once.
+//
 // The watch's bounds per sweep: at most watchBatch operations, polled by
 // watchWorkers side by side, each within its broker's timeout.
 const (
@@ -32,7 +37,7 @@ const (
 
 // watched remembers when this gateway last polled each operation (by lock
 // key and owner), so that one still in progress is polled once per
-// state.watch_after, not every sweep, and the operations polled least
+// state.reconcile.every, not every sweep, and the operations polled least
 // recently go first when more are due than one sweep polls.
 type watched struct {
 	mu   sync.Mutex
@@ -42,11 +47,11 @@ type watched struct {
 func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
 
 // due picks, of the locks ls, at most n async operations to poll at now:
-// not the async shim's (it settles its own), started at least after ago,
-// and not polled by this gateway within after; the least recently polled
-// first, then the oldest. It notes them polled at now, and forgets the
-// operations no longer in ls.
-func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int) []store.Lock {
+// not the async shim's (it settles its own, and an operator's forced state
+// is one), started at least after ago, and not polled by this gateway
+// within every; the least recently polled first, then the oldest. It notes
+// them polled at now, and forgets the operations no longer in ls.
+func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration, n int) []store.Lock {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	kept := make(map[string]time.Time, len(w.last))
@@ -58,7 +63,7 @@ func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int
 		last, ok := w.last[watchID(l)]
 		if ok {
 			kept[watchID(l)] = last
-			if now.Sub(last) < after {
+			if now.Sub(last) < every {
 				continue
 			}
 		}
@@ -78,11 +83,11 @@ func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int
 	return due
 }
 
-// watch polls the async operations older than state.watch_after (see
+// watch polls the async operations older than state.reconcile.after (see
 // watched.due) and settles each the broker says ended. An operation in
 // progress, a failed poll or an unconfigured broker leave the lock as it
-// is: the next sweep past another watch_after tries again, and the
-// deadline ends it in any case.
+// is: the next sweep past another state.reconcile.every tries again, and
+// the deadline ends it in any case.
 func (g *Gateway) watch(ctx context.Context) {
 	gd := g.guard
 	if gd.watchAfter <= 0 {
@@ -94,7 +99,7 @@ func (g *Gateway) watch(ctx context.Context) {
 			slog.String("error", err.Error()))
 		return
 	}
-	due := gd.watched.due(ls, gd.now(), gd.watchAfter, watchBatch)
+	due := gd.watched.due(ls, gd.now(), gd.watchAfter, gd.watchEvery, watchBatch)
 	work := make(chan store.Lock)
 	var wg sync.WaitGroup
 	for range min(watchWorkers, len(due)) {
@@ -119,7 +124,7 @@ func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 	}
 	a, err := u.pollOperation(ctx, l)
 	if err != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.watch_after",
+		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
 			slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
 			slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
 		return

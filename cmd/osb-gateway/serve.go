@@ -288,7 +288,7 @@ func (s *server) serve() error {
 	}
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
-	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
+	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepTick())
 	attrs := []any{slog.String("listen", s.mainLn.Addr().String()), slog.String("config", s.path),
 		slog.String("version", version), slog.String("tls", s.tls.Mode()), slog.String("server", s.serverKind())}
 	if s.httpLn != nil {
