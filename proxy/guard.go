@@ -39,9 +39,9 @@ type guard struct {
 	// this gateway's polls of one operation (state.reconcile.every less
 	// half a sweep tick, so that a tick a little early still polls).
 	watchAfter, watchEvery time.Duration
-	watched    watched    // when this gateway last polled each operation
-	metrics    *Metrics   // nil: none
-	inv        *inventory // records what succeeded; nil: nothing is recorded
+	watched                watched    // when this gateway last polled each operation
+	metrics                *Metrics   // nil: none
+	inv                    *inventory // records what succeeded; nil: nothing is recorded
 	// replica names this process in orphan claims, so that of several
 	// gateways sharing a store exactly one carries out each mitigation.
 	replica string
