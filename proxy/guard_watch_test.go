@@ -276,7 +276,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		}
 		update := e.locks(t)[0]
 		// The watch polled the provision before the platform settled it.
-		e.g.guard.settleWatched(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded})
+		e.g.guard.settleOwn(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if ls := e.locks(t); len(ls) != 1 || ls[0].Owner != update.Owner {
 			t.Fatalf("locks after a stale settlement: %+v, want the update's", ls)
 		}
@@ -296,7 +296,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		b.g.SweepOperations(ctx)
 		polled := a.polls()
 		a.g.SweepOperations(ctx)
-		a.g.guard.settleWatched(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded})
+		a.g.guard.settleOwn(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if n := a.polls() - polled; n != 0 {
 			t.Errorf("replica a polled %d times after b settled the bind", n)
 		}
