@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -26,6 +25,7 @@ type operationStatus struct {
 //	GET    /admin/operations?broker=&tenant=     locks and async operations, with age and deadline
 //	DELETE /admin/operations/{broker}/{instance} force release (?reason=…, logged with who and why)
 //	DELETE /admin/operations/{broker}/{instance}/{binding} force release of a binding's lock
+//	POST   /admin/operations/{broker}/{instance}[/{binding}]/reconcile  poll or force its state (admin_reconcile.go)
 //	GET    /admin/orphans                        orphan candidates, queued and given up
 //	POST   /admin/orphans/{orphan}/retry         try an orphan's mitigation now
 func (a *Admin) MountOperationsAdmin(sw *Switch, log *slog.Logger) {
@@ -33,6 +33,7 @@ func (a *Admin) MountOperationsAdmin(sw *Switch, log *slog.Logger) {
 	a.handleControl("GET /admin/operations", listOperations)
 	a.handleControl("DELETE /admin/operations/{broker}/{instance}", releaseOperation)
 	a.handleControl("DELETE /admin/operations/{broker}/{instance}/{binding}", releaseOperation)
+	a.mountReconcile()
 	a.handleControl("GET /admin/orphans", func(r *http.Request, g *Gateway) (any, string, error) {
 		orphans, err := g.guard.st.ListOrphans(r.Context())
 		if err != nil {
@@ -62,16 +63,9 @@ func releaseOperation(r *http.Request, g *Gateway) (any, string, error) {
 	if reason == "" {
 		return nil, "", osb.Errorf(http.StatusBadRequest, "", "a force release needs a reason: expected ?reason=… (it is logged), got none")
 	}
-	key, what := store.LockKey(r.PathValue("broker"), r.PathValue("instance")), "instance %q"
-	if b := r.PathValue("binding"); b != "" {
-		key, what = store.BindingLockKey(r.PathValue("broker"), r.PathValue("instance"), b), "binding "+strconv.Quote(b)+" of instance %q"
-	}
-	l, err := g.guard.st.ForceRelease(r.Context(), key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, "", osb.Errorf(http.StatusNotFound, "", "no operation in progress on "+what+" of broker %q", r.PathValue("instance"), r.PathValue("broker"))
-	case err != nil:
-		return nil, "", storeError("releasing the operation", err)
+	l, err := g.releaseOperation(r.Context(), r.PathValue("broker"), r.PathValue("instance"), r.PathValue("binding"), operator(r), reason)
+	if err != nil {
+		return nil, "", err // audited when it released (reconcile.go)
 	}
 	did := fmt.Sprintf("force-released the %s lock of tenant %q (async %t, held since %s) because %q",
 		l.Kind, l.Tenant, l.Async, l.Started.UTC().Format(time.RFC3339), reason)

@@ -33,6 +33,8 @@ var adminRoutes = []string{
 	"GET /admin/operations",
 	"DELETE /admin/operations/{broker}/{instance}",
 	"DELETE /admin/operations/{broker}/{instance}/{binding}",
+	"POST /admin/operations/{broker}/{instance}/reconcile",
+	"POST /admin/operations/{broker}/{instance}/{binding}/reconcile",
 	"GET /admin/orphans",
 	"POST /admin/orphans/{orphan}/retry",
 	"GET /admin/instances",

@@ -79,6 +79,7 @@ type Gateway struct {
 	protect       *protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*brokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
+	own           ownLog // where the gateway's own actions are written (reconcile.go)
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -109,7 +110,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("opening the in-memory state store: %w", err)
 		}
 	}
-	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, watchAfter: cfg.State.WatchAfter, metrics: opts.Metrics}
+	g.own = ownLog{audit: opts.Audit, access: opts.AccessLog, log: opts.Logger}
+	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
+	if rc := cfg.State.Reconcile; rc.On() {
+		g.guard.watchAfter, g.guard.watchEvery = rc.After, rc.Every-cfg.State.SweepTick()/2
+	}
 	fresh := opts.Previous == nil || opts.Previous.guard.st != st
 	if !fresh {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry

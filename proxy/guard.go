@@ -34,11 +34,14 @@ type guard struct {
 	log      *slog.Logger
 	deadline time.Duration // default async deadline (state.operation_deadline)
 	// watchAfter is the age past which a sweep polls an async operation
-	// itself (state.watch_after; see watch); zero: never.
-	watchAfter time.Duration
-	watched    watched    // when this gateway last polled each operation
-	metrics    *Metrics   // nil: none
-	inv        *inventory // records what succeeded; nil: nothing is recorded
+	// itself (state.reconcile.after; see watch); zero: never (the
+	// reconciler is off). watchEvery is the least time between two of
+	// this gateway's polls of one operation (state.reconcile.every less
+	// half a sweep tick, so that a tick a little early still polls).
+	watchAfter, watchEvery time.Duration
+	watched                watched    // when this gateway last polled each operation
+	metrics                *Metrics   // nil: none
+	inv                    *inventory // records what succeeded; nil: nothing is recorded
 	// replica names this process in orphan claims, so that of several
 	// gateways sharing a store exactly one carries out each mitigation.
 	replica string
@@ -232,10 +235,12 @@ func (g *guard) sweep(ctx context.Context) []store.Lock {
 	return expired
 }
 
-// SweepOperations releases and logs expired locks once, then polls the
-// broker for the async operations older than state.watch_after and
-// settles those it says ended (watch); call it periodically (every
-// state.sweep_interval). Replicas sharing a store may all call it.
+// SweepOperations releases and logs expired locks once, then, when the
+// background reconciler is on, polls the broker for the async operations
+// older than state.reconcile.after (not polled within
+// state.reconcile.every) and settles those it says ended (watch); call it
+// periodically (every state.SweepTick()). Replicas sharing a store may all
+// call it.
 func (g *Gateway) SweepOperations(ctx context.Context) {
 	g.orphanExpired(ctx, g.guard.sweep(ctx))
 	g.watch(ctx)

@@ -20,9 +20,14 @@ import (
 // lock to its deadline, days away, and meanwhile every call on the
 // instance, its own orphan-mitigation DELETE first, gets 400 "Another
 // operation for this service instance is in progress." The watch polls
-// such an operation itself once it is older than state.watch_after, and
-// settles it as a platform's poll would.
+// such an operation itself once it is older than state.reconcile.after,
+// again every state.reconcile.every while it is in progress, and settles it
+// as a platform's poll would.
 
+// The watch is the background reconciler (state.reconcile; state.watch_after
+// is its deprecated name): an operator's reconcile of one operation
+// (reconcile.go) polls the same way, at once.
+//
 // The watch's bounds per sweep: at most watchBatch operations, polled by
 // watchWorkers side by side, each within its broker's timeout.
 const (
@@ -32,7 +37,7 @@ const (
 
 // watched remembers when this gateway last polled each operation (by lock
 // key and owner), so that one still in progress is polled once per
-// state.watch_after, not every sweep, and the operations polled least
+// state.reconcile.every, not every sweep, and the operations polled least
 // recently go first when more are due than one sweep polls.
 type watched struct {
 	mu   sync.Mutex
@@ -42,11 +47,11 @@ type watched struct {
 func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
 
 // due picks, of the locks ls, at most n async operations to poll at now:
-// not the async shim's (it settles its own), started at least after ago,
-// and not polled by this gateway within after; the least recently polled
-// first, then the oldest. It notes them polled at now, and forgets the
-// operations no longer in ls.
-func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int) []store.Lock {
+// not the async shim's (it settles its own, and an operator's forced state
+// is one), started at least after ago, and not polled by this gateway
+// within every; the least recently polled first, then the oldest. It notes
+// them polled at now, and forgets the operations no longer in ls.
+func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration, n int) []store.Lock {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	kept := make(map[string]time.Time, len(w.last))
@@ -58,7 +63,7 @@ func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int
 		last, ok := w.last[watchID(l)]
 		if ok {
 			kept[watchID(l)] = last
-			if now.Sub(last) < after {
+			if now.Sub(last) < every {
 				continue
 			}
 		}
@@ -78,11 +83,11 @@ func (w *watched) due(ls []store.Lock, now time.Time, after time.Duration, n int
 	return due
 }
 
-// watch polls the async operations older than state.watch_after (see
+// watch polls the async operations older than state.reconcile.after (see
 // watched.due) and settles each the broker says ended. An operation in
 // progress, a failed poll or an unconfigured broker leave the lock as it
-// is: the next sweep past another watch_after tries again, and the
-// deadline ends it in any case.
+// is: the next sweep past another state.reconcile.every tries again, and
+// the deadline ends it in any case.
 func (g *Gateway) watch(ctx context.Context) {
 	gd := g.guard
 	if gd.watchAfter <= 0 {
@@ -94,7 +99,7 @@ func (g *Gateway) watch(ctx context.Context) {
 			slog.String("error", err.Error()))
 		return
 	}
-	due := gd.watched.due(ls, gd.now(), gd.watchAfter, watchBatch)
+	due := gd.watched.due(ls, gd.now(), gd.watchAfter, gd.watchEvery, watchBatch)
 	work := make(chan store.Lock)
 	var wg sync.WaitGroup
 	for range min(watchWorkers, len(due)) {
@@ -111,22 +116,23 @@ func (g *Gateway) watch(ctx context.Context) {
 	wg.Wait()
 }
 
-// watchOne polls the operation l holds and settles it when it ended.
+// watchOne polls the operation l holds and settles it when it ended, as
+// the reconciler's own call (audited, with an access line).
 func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 	u := g.upstreams[l.Broker]
 	if u == nil {
 		return // the broker is no longer configured: the deadline ends it
 	}
-	a, err := u.pollOperation(ctx, l)
-	if err != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.watch_after",
+	start, id := g.guard.now(), newRequestID()
+	ctx = withOperator(ctx, Reconciler, id)
+	a, perr := u.pollOperation(ctx, l)
+	res, err := g.settleReconciled(ctx, u, l, a, perr, false)
+	if perr != nil {
+		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
 			slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
-			slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
-		return
+			slog.String("binding_id", l.BindingID), slog.String("error", perr.Error()))
 	}
-	if a.Ends(rules.LockedBy(l.Kind)) {
-		g.guard.settleWatched(ctx, u, l, a)
-	}
+	g.ownRecord(ctx, ownAction{action: "reconcile", who: Reconciler, requestID: id, lock: l, start: start, method: http.MethodGet, res: res, err: err})
 }
 
 // pollOperation asks the broker for the state of the operation l holds:
@@ -166,26 +172,28 @@ func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answe
 	return rules.ReadResponse(rules.Call{Endpoint: ep, InstanceID: l.InstanceID, BindingID: l.BindingID}, res.StatusCode, body), nil
 }
 
-// settleWatched settles the operation l, which the broker's answer a to
-// the gateway's own poll ended, as a platform's poll would (settlePoll):
-// the inventory records the outcome, then the lock is released. It reads
-// the lock again first and leaves it when it is no longer l's (a platform's
-// poll or another replica's watch settled it meanwhile, an operator
-// released it); a second settlement that slips in between records the same
-// outcome and releases nothing (release compares the owner). A sync_within
-// wait's orphan, which waits for this lock, is made due now, as the
-// wait's own polls would (dueHeldOrphan).
-func (g *guard) settleWatched(ctx context.Context, u *upstream, l store.Lock, a rules.Answer) {
+// settleOwn settles the operation l, which the broker's answer a to the
+// gateway's own poll ended (or an operator's forced state), as a
+// platform's poll would (settlePoll): the inventory records the outcome,
+// then the lock is released. It reads the lock again first and leaves it
+// when it is no longer l's (a platform's poll or another replica's
+// reconciler settled it meanwhile, an operator released it), or no async
+// operation unless sync (an operator's forced reconcile); a second
+// settlement that slips in between records the same outcome and releases
+// nothing (release compares the owner). A sync_within wait's orphan, which
+// waits for this lock, is made due now, as the wait's own polls would
+// (dueHeldOrphan). It reports whether it settled l.
+func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rules.Answer, sync bool) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	cur, err := g.st.Get(ctx, l.Key)
-	if err != nil || cur.Owner != l.Owner || !cur.Async {
-		return // settled meanwhile, or the store does not answer: the next try tells
+	if err != nil || cur.Owner != l.Owner || (!cur.Async && !sync) {
+		return false // settled meanwhile, or the store does not answer: the next try tells
 	}
 	c := rules.Call{Endpoint: rules.LockedBy(cur.Kind), InstanceID: cur.InstanceID, BindingID: cur.BindingID}
 	if cur.Kind == store.KindProvision || cur.Kind == store.KindBind {
 		if !g.dueHeldOrphan(ctx, orphanIDOf(u, c), cur) {
-			return // the orphan would wait for the lock's deadline: the next try
+			return false // the orphan would wait for the lock's deadline: the next try
 		}
 	}
 	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, route: &route{up: u}}
@@ -195,7 +203,9 @@ func (g *guard) settleWatched(ctx context.Context, u *upstream, l store.Lock, a 
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
 		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
 		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),
-		slog.String("operation", cur.Operation), slog.String("state", a.State), slog.Time("started", cur.Started))
+		slog.String("operation", cur.Operation), slog.String("state", a.State), slog.Time("started", cur.Started),
+		slog.String("who", operatorFrom(ctx)))
+	return true
 }
 
 // dueHeldOrphan makes the orphan id due now when it waits for the lock l

@@ -63,7 +63,7 @@ func newWatchEnv(t *testing.T, ws watchSetup) *faultEnv {
 		ws.brokerURL = bs.URL
 	}
 	if ws.watchAfter == "" {
-		ws.watchAfter = config.DefaultWatchAfter.String()
+		ws.watchAfter = config.DefaultReconcileAfter.String()
 	}
 	vars := map[string]string{"URL": ws.brokerURL, "WATCH": ws.watchAfter}
 	cfg, err := config.Parse([]byte(watchYAML), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }})
@@ -133,7 +133,7 @@ func (e *faultEnv) lastOperation(t *testing.T, bindingID string) (store.LastOper
 // inventory and releases the lock; the platform's DELETE then goes
 // through.
 func TestLostAsyncAnswerDoesNotBlockOrphanMitigation(t *testing.T) {
-	const watchAfter = config.DefaultWatchAfter
+	const watchAfter = config.DefaultReconcileAfter
 	for _, tc := range []struct {
 		name string
 		// lost makes the call whose 202 the platform loses.
@@ -255,7 +255,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		e := newWatchEnv(t, watchSetup{})
 		e.provisioned(t)
 		polled := e.polls()
-		e.clock.Advance(config.DefaultWatchAfter + time.Second)
+		e.clock.Advance(config.DefaultReconcileAfter + time.Second)
 		e.g.SweepOperations(ctx)
 		if n := e.polls() - polled; n != 0 {
 			t.Errorf("the gateway polled a settled operation %d times", n)
@@ -276,7 +276,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		}
 		update := e.locks(t)[0]
 		// The watch polled the provision before the platform settled it.
-		e.g.guard.settleWatched(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded})
+		e.g.guard.settleOwn(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if ls := e.locks(t); len(ls) != 1 || ls[0].Owner != update.Owner {
 			t.Fatalf("locks after a stale settlement: %+v, want the update's", ls)
 		}
@@ -292,11 +292,11 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 			t.Fatalf("async bind: %d %s", code, body)
 		}
 		stale := a.locks(t)[0]
-		a.clock.Advance(config.DefaultWatchAfter + time.Second)
+		a.clock.Advance(config.DefaultReconcileAfter + time.Second)
 		b.g.SweepOperations(ctx)
 		polled := a.polls()
 		a.g.SweepOperations(ctx)
-		a.g.guard.settleWatched(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded})
+		a.g.guard.settleOwn(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if n := a.polls() - polled; n != 0 {
 			t.Errorf("replica a polled %d times after b settled the bind", n)
 		}
@@ -339,18 +339,18 @@ func TestWatchedDue(t *testing.T) {
 	}
 	var w watched
 	now := t0.Add(after + 2*time.Second)
-	if got, want := keys(w.due(ls, now, after, 2)), []string{"a", "b"}; !slices.Equal(got, want) {
+	if got, want := keys(w.due(ls, now, after, after, 2)), []string{"a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("first sweep: %v, want the oldest %v", got, want)
 	}
 	now = now.Add(time.Minute)
-	if got, want := keys(w.due(ls, now, after, 2)), []string{"c", "young"}; !slices.Equal(got, want) {
+	if got, want := keys(w.due(ls, now, after, after, 2)), []string{"c", "young"}; !slices.Equal(got, want) {
 		t.Errorf("second sweep: %v, want those not polled yet %v", got, want)
 	}
 	now = now.Add(after)
-	if got, want := keys(w.due(ls, now, after, 3)), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+	if got, want := keys(w.due(ls, now, after, after, 3)), []string{"a", "b", "c"}; !slices.Equal(got, want) {
 		t.Errorf("after watch_after: %v, want the least recently polled %v", got, want)
 	}
-	if got := keys(w.due(ls[:1], now.Add(after), after, 3)); !slices.Equal(got, []string{"young"}) || len(w.last) != 1 {
+	if got := keys(w.due(ls[:1], now.Add(after), after, after, 3)); !slices.Equal(got, []string{"young"}) || len(w.last) != 1 {
 		t.Errorf("with one lock left: %v, remembered %d, want [young] and 1", got, len(w.last))
 	}
 }

@@ -41,7 +41,7 @@ func newHealthMetrics() healthMetrics {
 			Help: `Orphan mitigation attempts by broker and result: "mitigated", "failed" (the broker did not undo it), "busy", "claimed" (another replica), "cancelled", "state_unavailable", "deleting" (the broker deletes it asynchronously; the next attempt polls it).`},
 			[]string{"broker", "result"}),
 		watched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_operations_settled_by_gateway_total",
-			Help: `Asynchronous operations no platform settled within state.watch_after that the gateway's own last_operation poll ended, by broker and state: "succeeded", "failed" or "gone".`},
+			Help: `Asynchronous operations no platform settled that the gateway's own last_operation poll ended (the background reconciler past state.reconcile.after, or an operator's reconcile), by broker and state: "succeeded", "failed" or "gone".`},
 			[]string{"broker", "state"}),
 		brokers: &brokerUpCollector{desc: prometheus.NewDesc("osb_gateway_broker_up",
 			"1 when the broker is taken to be up, 0 when its circuit breaker is open or the latest fetch of its catalog failed.",

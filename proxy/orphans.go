@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -390,7 +391,7 @@ func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, string, error
 }
 
 // ownRequest is a call the gateway makes to the broker on its own (an
-// orphan's undo, the watch's poll): the broker's credentials, the highest
+// orphan's undo, a reconcile's poll): the broker's credentials, the highest
 // version it takes and a request identity of its own, marked as the
 // gateway's in its span (ownCall).
 func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParent, method, target string) (*http.Request, error) {
@@ -402,6 +403,6 @@ func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParen
 		req.Header["Authorization"] = u.auth
 	}
 	req.Header[headerAPIVersion] = u.maxHeader
-	req.Header[headerRequestIdentity] = []string{newRequestID()}
+	req.Header[headerRequestIdentity] = []string{cmp.Or(ownRequestID(ctx), newRequestID())} // a reconcile's own (withOperator)
 	return req, nil
 }

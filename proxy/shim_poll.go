@@ -73,6 +73,9 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 		return
 	}
 	s.Emulated = EmulatedShim
+	if l.Shim.Replica == forcedReplica {
+		s.Emulated = EmulatedForced // an operator's forced state (reconcile.go)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {

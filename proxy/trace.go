@@ -329,6 +329,12 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		semconv.ServerAddress(req.URL.Hostname()),
 		attribute.String("osb.broker", broker),
 	)
+	if s != nil && s.own { // marked as the gateway's own call, and who asked for it (reconcile.go)
+		span.SetAttributes(attribute.String("osb.origin", originGateway))
+		if who := operatorFrom(req.Context()); who != "" {
+			span.SetAttributes(attribute.String("osb.operator", who))
+		}
+	}
 	if s != nil {
 		if tmpl := s.Call.Endpoint.Template(); tmpl != "" {
 			span.SetAttributes(semconv.URLTemplate(tmpl))

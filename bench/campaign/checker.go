@@ -383,7 +383,7 @@ func (v *verdict) checkLocks() {
 // Bounds of a lock's life (checkLockAges): a call's lock lives for the call
 // (at most the broker's timeout) and, after a timeout, hold_after_timeout;
 // an async operation's until a poll (the platform's every 400 ms, or the
-// gateway's own after watch_after) sees it end.
+// gateway's own after state.reconcile.after) sees it end.
 const (
 	syncLockBound  = brokerTimeout + holdAfter + 10*time.Second
 	asyncLockBound = time.Minute

@@ -346,7 +346,7 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 		}
 		c.brokers = append(c.brokers, b)
 	}
-	state := fmt.Sprintf("{backend: bolt, path: %q, operation_deadline: 2m, sweep_interval: 1s, watch_after: 5s}", filepath.Join(dir, "state.db"))
+	state := fmt.Sprintf("{backend: bolt, path: %q, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", filepath.Join(dir, "state.db"))
 	if store == "redis" {
 		if c.redis, err = startRedis(dir); err != nil {
 			return nil, err
@@ -354,7 +354,7 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 		if c.redisLink, err = newLink("link to redis", c.redis.addr); err != nil {
 			return nil, err
 		}
-		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, watch_after: 5s}", c.redisLink.Addr())
+		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", c.redisLink.Addr())
 	}
 	for i := range replicas {
 		g := &gatewayProc{proc: proc{name: fmt.Sprintf("gw%d", i)}, i: i, bin: c.gatewayBin, listen: freeAddr(), admin: freeAddr()}

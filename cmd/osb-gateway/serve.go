@@ -294,7 +294,7 @@ func (s *server) serve() error {
 	}
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
-	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepInterval)
+	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepTick())
 	if s.console != nil {
 		go s.console.Run(s.sweepCtx, 0)
 	}

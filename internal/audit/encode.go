@@ -136,6 +136,9 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 	}
 	dst = appendOmitEmpty(dst, `,"poll_shield":`, r.PollShield)
 	dst = appendOmitEmpty(dst, `,"protection":`, r.Protection)
+	dst = appendOmitEmpty(dst, `,"origin":`, r.Origin)
+	dst = appendOmitEmpty(dst, `,"action":`, r.Action)
+	dst = appendOmitEmpty(dst, `,"operator":`, r.Operator)
 	if len(r.ParameterKeys) > 0 {
 		dst = append(dst, `,"parameter_keys":[`...)
 		for i, k := range r.ParameterKeys {

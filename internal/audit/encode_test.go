@@ -273,7 +273,7 @@ func TestEncoderKnowsEveryField(t *testing.T) {
 			"instance_id,omitempty binding_id,omitempty service_id,omitempty plan_id,omitempty identity,omitempty " +
 			"api_version,omitempty accepts_incomplete,omitempty status duration_ms outcome operation,omitempty " +
 			"error,omitempty findings,omitempty blocked orphan_mitigation,omitempty bridged,omitempty " +
-			"from_cache,omitempty poll_shield,omitempty protection,omitempty parameter_keys,omitempty key_id,omitempty " +
+			"from_cache,omitempty poll_shield,omitempty protection,omitempty origin,omitempty action,omitempty operator,omitempty parameter_keys,omitempty key_id,omitempty " +
 			"prev_hash hash,omitempty"},
 		{Identity{}, "platform user_id,omitempty username,omitempty undecodable,omitempty"},
 		{Error{}, "code,omitempty description,omitempty"},

@@ -75,7 +75,10 @@ type Record struct {
 	// Status is the status sent to the platform (499: it went away first).
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
-	// Outcome is forwarded, blocked, rejected, served_from_cache or failed.
+	// Outcome is forwarded, blocked, rejected, served_from_cache or failed;
+	// for an action the gateway took itself (Origin "gateway"), what came
+	// of it: "settled succeeded", "still in progress", "gone", "poll
+	// failed", "forced failed", "released", …
 	Outcome string `json:"outcome"`
 	// Operation is the broker's operation of an asynchronous call.
 	Operation string `json:"operation,omitempty"`
@@ -98,6 +101,19 @@ type Record struct {
 	// Protection names the protection that answered instead of the broker
 	// ("rate_limit", "overload", …); empty when none did.
 	Protection string `json:"protection,omitempty"`
+	// Origin is "gateway" for a record of an action the gateway took
+	// itself rather than a platform call: an operator's reconcile, forced
+	// state or release of an operation, or the background reconciler's
+	// poll. Empty for a platform call.
+	Origin string `json:"origin,omitempty"`
+	// Action is what the gateway did on its own (Origin "gateway"):
+	// "reconcile" (a last_operation poll of its own), "force" (a final
+	// state an operator set) or "release" (a lock an operator released).
+	Action string `json:"action,omitempty"`
+	// Operator names who asked for the action: the admin caller (its
+	// X-Operator header and address), the console's user, or
+	// "reconciler" for the background reconciler. Never a token.
+	Operator string `json:"operator,omitempty"`
 	// ParameterKeys are the top-level keys of the request's "parameters"
 	// (audit.parameters: keys), never their values.
 	ParameterKeys []string `json:"parameter_keys,omitempty"`

@@ -42,7 +42,7 @@ func TestLoadFull(t *testing.T) {
 		Auth:      Auth{BcryptConcurrency: 3, BcryptQueue: 12, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
 		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning},
 		Reload:    Reload{Watch: ptr(false), Debounce: 2 * time.Second},
-		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second, WatchAfter: DefaultWatchAfter,
+		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second, Reconcile: StateReconcile{Enabled: ptr(true), After: DefaultReconcileAfter, Every: DefaultReconcileEvery},
 			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
 		Tenants: []Tenant{{
 			Name:                 "cf-prod",

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Defaults of the state section and of per-broker guard settings.
 const (
@@ -9,7 +12,9 @@ const (
 	DefaultRedisKeyPrefix    = "osb-gateway:"   // state.redis.key_prefix
 	DefaultOperationDeadline = 7 * 24 * time.Hour
 	DefaultSweepInterval     = time.Minute     // state.sweep_interval
-	DefaultWatchAfter        = 5 * time.Minute // state.watch_after
+	DefaultReconcileAfter    = 5 * time.Minute // state.reconcile.after (state.watch_after, its deprecated alias)
+	DefaultReconcileEvery    = 5 * time.Minute // state.reconcile.every
+	DefaultReconcileEnabled  = true            // state.reconcile.enabled
 	DefaultConcurrencyError  = "blocking"      // brokers[].concurrency_error
 	DefaultOrphanMitigation  = "report"        // brokers[].orphan_mitigation
 	DefaultOrphanSchedule    = "10s,1m,5m,15m,1h,4h"
@@ -35,15 +40,51 @@ type State struct {
 	// SweepInterval is how often expired locks are released and logged even
 	// if nobody polls. Zero value: DefaultSweepInterval.
 	SweepInterval time.Duration `yaml:"sweep_interval" validate:"gt=0"`
-	// WatchAfter is the age past which the gateway polls an asynchronous
-	// operation's last_operation itself, at each sweep, and settles it
-	// (inventory, lock) when the broker says it ended: a platform that lost
-	// the 202 or stopped polling would otherwise leave its instance blocked
-	// until the operation's deadline. An operation still in progress is
-	// polled again after another WatchAfter. A value beyond every deadline
-	// (operation_deadline, the plans' maximum_polling_duration) turns the
-	// watch off. Zero value: DefaultWatchAfter.
-	WatchAfter time.Duration `yaml:"watch_after" validate:"gt=0"`
+	// Reconcile is the background reconciler: the gateway's own polls of
+	// the async operations no platform settled.
+	Reconcile StateReconcile `yaml:"reconcile"`
+	// WatchAfter is the deprecated name of Reconcile.After (the reconciler
+	// was called the watch): when set and Reconcile.After is not, it is
+	// Reconcile.After, and Reconcile.Every too when that is not set either
+	// (the watch polled an operation again after another watch_after).
+	// Setting both it and Reconcile.After is an error. Zero value: unset.
+	WatchAfter time.Duration `yaml:"watch_after" validate:"gte=0"`
+}
+
+// StateReconcile is the background reconciler (state.reconcile). A
+// platform that lost an async operation's 202, or stopped polling it,
+// leaves its instance blocked until the operation's deadline, days away;
+// the reconciler polls the broker's last_operation for such an operation
+// itself once it is older than After, again every Every while the broker
+// says it is in progress, and settles it (inventory, lock) as a platform's
+// poll would once the broker says it ended.
+type StateReconcile struct {
+	// Enabled turns the background reconciler on; unset:
+	// DefaultReconcileEnabled. Operators can reconcile one operation
+	// (POST /admin/operations/.../reconcile) whatever it says.
+	Enabled *bool `yaml:"enabled"`
+	// After is the age past which an async operation is polled. Zero
+	// value: state.watch_after when set, else DefaultReconcileAfter.
+	After time.Duration `yaml:"after" validate:"gte=0"`
+	// Every is how often the reconciler runs, and so how often an
+	// operation still in progress is polled again; a lock whose broker
+	// finished is settled within one Every once it is older than After.
+	// Zero value: state.watch_after when set, else DefaultReconcileEvery.
+	Every time.Duration `yaml:"every" validate:"gte=0"`
+}
+
+// On reports whether the background reconciler runs
+// (DefaultReconcileEnabled when Enabled is unset).
+func (r StateReconcile) On() bool { return r.Enabled == nil || *r.Enabled }
+
+// SweepTick is how often the gateway sweeps its locks: every
+// state.sweep_interval, or every state.reconcile.every when the reconciler
+// runs and that is shorter, so that it runs within each Every.
+func (s State) SweepTick() time.Duration {
+	if s.Reconcile.On() && s.Reconcile.Every > 0 && s.Reconcile.Every < s.SweepInterval {
+		return s.Reconcile.Every
+	}
+	return s.SweepInterval
 }
 
 // StateRedis reaches Redis with go-redis' universal client: one address is
@@ -75,11 +116,23 @@ func (s *State) applyDefaults() {
 	}
 	setDuration(&s.OperationDeadline, DefaultOperationDeadline)
 	setDuration(&s.SweepInterval, DefaultSweepInterval)
-	setDuration(&s.WatchAfter, DefaultWatchAfter)
+	if s.Reconcile.Enabled == nil {
+		on := DefaultReconcileEnabled
+		s.Reconcile.Enabled = &on
+	}
+	// Only where state.watch_after would not be overruled (checkState
+	// reports both set): its value stays for that check.
+	if s.Reconcile.After == 0 {
+		setDuration(&s.Reconcile.After, cmp.Or(s.WatchAfter, DefaultReconcileAfter))
+	}
+	setDuration(&s.Reconcile.Every, cmp.Or(s.WatchAfter, DefaultReconcileEvery))
 }
 
 // checkState reports cross-field problems of the state section.
 func checkState(c *Config, probs *Problems) {
+	if c.State.WatchAfter != 0 && c.State.Reconcile.After != c.State.WatchAfter {
+		probs.addf("state.watch_after", "is the deprecated name of state.reconcile.after: set one of them, not both")
+	}
 	if c.State.Backend == "redis" {
 		if len(c.State.Redis.Addrs) == 0 {
 			probs.addf("state.redis.addrs", "is required with backend redis")
