@@ -105,6 +105,7 @@ func New(o Options) *Console {
 	c.mux.HandleFunc("GET /ui/operations", c.page("operations", c.operations))
 	c.mux.HandleFunc("GET /ui/instances", c.page("instances", c.instances))
 	c.mux.HandleFunc("POST /ui/operations/release", c.action(c.release))
+	c.mux.HandleFunc("POST /ui/operations/reconcile", c.action(c.reconcile))
 	c.mux.HandleFunc("GET /login", c.loginPage)
 	c.mux.HandleFunc("POST /login", c.loginPost)
 	c.mux.HandleFunc("POST /logout", c.logout)

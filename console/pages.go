@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -223,7 +224,6 @@ type operationsData struct {
 	Kinds, Ages                 []string
 	Ops                         []operationRow
 	Orphans                     []orphanRow
-	CanReconcile                bool
 	AgeChart                    template.HTML
 }
 
@@ -298,17 +298,50 @@ func (c *Console) release(r *http.Request, who string) (string, string, error) {
 		return back, "", errors.New("a release needs a reason: it is logged with your name")
 	}
 	o, err := c.o.View.Release(r.Context(), broker, instance, binding, who, reason)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return back, "", fmt.Errorf("no operation in progress on instance %q of broker %q any more", instance, broker)
-	case err != nil:
-		return back, "", stateError("releasing the operation", err)
+	if err != nil {
+		return back, "", actionError(err)
 	}
 	what := "instance " + instance
 	if binding != "" {
 		what = "binding " + binding + " of instance " + instance
 	}
 	return back, fmt.Sprintf("Released the %s lock on %s of broker %s.", o.Kind, what, broker), nil
+}
+
+// reconcile polls the broker for an operation's state, or forces one,
+// from the operations page.
+func (c *Console) reconcile(r *http.Request, who string) (string, string, error) {
+	f := r.PostForm
+	req := proxy.ReconcileRequest{Broker: f.Get("broker"), InstanceID: f.Get("instance"), BindingID: f.Get("binding"), Who: who}
+	if f.Get("action") == "force" {
+		req.State, req.Description = f.Get("state"), strings.TrimSpace(f.Get("description"))
+	}
+	res, err := c.o.View.Reconcile(r.Context(), req)
+	if err != nil {
+		return "/ui/operations", "", actionError(err)
+	}
+	what := "instance " + req.InstanceID
+	if req.BindingID != "" {
+		what = "binding " + req.BindingID + " of instance " + req.InstanceID
+	}
+	msg := fmt.Sprintf("Reconciled %s of broker %s: %s", what, req.Broker, res.Outcome)
+	if res.Answer != "" {
+		msg += " (" + res.Answer + ")"
+	}
+	if res.Released {
+		msg += "; the lock is released"
+	}
+	return "/ui/operations", msg + ".", nil
+}
+
+// actionError is what an action's page says of err: an OSB error's
+// description (it names what was expected), else a generic line.
+func actionError(err error) error {
+	var e *osb.Error
+	if errors.As(err, &e) && e.Description != "" {
+		return errors.New(e.Description)
+	}
+	return stateError("the action", err)
 }
 
 type instancesData struct {

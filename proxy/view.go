@@ -3,9 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -130,28 +128,23 @@ func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operati
 }
 
 // Release force-releases the lock of an instance (binding ""), or of one
-// of its bindings, as DELETE /admin/operations does: who and why are
-// logged. It returns the released operation, or an error wrapping
-// store.ErrNotFound when there was none.
+// of its bindings, as DELETE /admin/operations does: one audit record
+// names who and why (Gateway.ReleaseOperation). It returns the released
+// operation; errors are *osb.Error (404: no such lock).
 func (v *View) Release(ctx context.Context, broker, instance, binding, who, reason string) (Operation, error) {
-	g := v.sw.Load()
-	if strings.TrimSpace(reason) == "" {
-		return Operation{}, errors.New("a force release needs a reason (it is logged)")
-	}
-	key := store.LockKey(broker, instance)
-	if binding != "" {
-		key = store.BindingLockKey(broker, instance, binding)
-	}
-	l, err := g.guard.st.ForceRelease(ctx, key)
+	l, err := v.sw.Load().releaseOperation(ctx, broker, instance, binding, who, reason)
 	if err != nil {
 		return Operation{}, err
 	}
-	g.guard.log.LogAttrs(ctx, slog.LevelWarn, "operation force-released by an operator",
-		slog.String("who", who), slog.String("reason", reason), slog.String("broker", broker), slog.String("instance_id", instance),
-		slog.String("binding_id", binding), slog.String("kind", l.Kind), slog.String("tenant", l.Tenant))
 	return Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID, BindingID: l.BindingID,
 		ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, OperationID: l.Operation, Shim: l.Shim.State,
 		Started: l.Started, Deadline: l.Deadline}, nil
+}
+
+// Reconcile polls the broker for one operation's state and settles its
+// lock by the answer, or forces a final state (Gateway.Reconcile).
+func (v *View) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
+	return v.sw.Load().Reconcile(ctx, req)
 }
 
 // OrphanInfo is an orphan candidate: something a broker may hold that no

@@ -154,8 +154,32 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "instances")
 
-	// An action from the operations page: release the lock, with a reason.
+	// Actions from the operations page: reconcile the operation (the
+	// broker says it is still in progress), force its final state, then
+	// release the lock, with a reason.
 	row := `tr[data-key="sample/` + w.inProcess + `"]`
+	run("reconcile the operation",
+		chromedp.Navigate(w.admin+"/ui/operations"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.Click(chromedp.CSS(row+` button[value="poll"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	if flash := text("read the outcome", `[role="status"]`); !strings.Contains(flash, "Reconciled instance "+w.inProcess+" of broker sample: still in progress") {
+		t.Fatalf("the reconcile said %q", flash)
+	}
+	screenshot(t, ctx, "reconciled")
+	run("force a final state",
+		chromedp.Navigate(w.admin+"/ui/operations"), // a page without the last outcome
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.SetValue(chromedp.CSS(row+` select[name="state"]`), "failed"),
+		chromedp.SendKeys(chromedp.CSS(row+` input[name="description"]`), "given up by the operator"),
+		chromedp.Click(chromedp.CSS(row+` button[value="force"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	if flash := text("read the outcome", `[role="status"]`); !strings.Contains(flash, "forced failed") {
+		t.Fatalf("forcing the state said %q", flash)
+	}
+	if shim := text("read the operations", row); !strings.Contains(shim, "shim failed") {
+		t.Fatalf("the forced operation's row says:\n%s", shim)
+	}
 	run("release the lock",
 		chromedp.Navigate(w.admin+"/ui/operations"),
 		chromedp.WaitVisible(chromedp.CSS(row)),

@@ -53,7 +53,7 @@ type consoleWorld struct {
 
 func startConsoleWorld(t *testing.T) *consoleWorld {
 	t.Helper()
-	b := httptest.NewServer(samplebroker.New(samplebroker.Options{Username: "sample-broker", Password: consoleBrokerPass, AsyncDelay: -1}))
+	b := httptest.NewServer(samplebroker.New(samplebroker.Options{Username: "sample-broker", Password: consoleBrokerPass, AsyncDelay: time.Hour}))
 	t.Cleanup(b.Close)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	y := strings.NewReplacer("BROKER_URL", b.URL, "TENANT_PASS", consoleTenantPass, "ADMIN_TOKEN", consoleToken,
