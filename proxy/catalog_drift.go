@@ -461,3 +461,48 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) error {
 	}
 	return nil
 }
+
+// CatalogDriftAgainst compares each broker's catalog as g's cache holds it
+// (fetched by LintCatalogs or WarmCatalogs, at the version those fetch)
+// with the accepted catalog in st, weighing the changes against st's
+// inventory as a fetch does, and returns a report per configured broker
+// (no items where a broker's catalog was not fetched, or st holds no
+// accepted catalog for it: a note says so). It writes nothing: osb-gateway
+// check reads a gateway's store with it. Errors are st's.
+func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]DriftReport, error) {
+	t := &driftTracker{cfg: g.cfg, st: st, inv: g.guard.inv, now: g.guard.now, log: g.guard.log, accepted: map[string]acceptedIndex{}}
+	out := make([]DriftReport, 0, len(g.cfg.Brokers))
+	for i := range g.cfg.Brokers {
+		b := &g.cfg.Brokers[i]
+		u := g.upstreams[b.Name]
+		rec, err := st.GetCatalogs(ctx, b.Name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		d := DriftReport{Broker: b.Name, AcceptedHash: rec.Accepted.Hash, AcceptedAt: rec.Accepted.At, AcceptedBy: rec.AcceptedBy,
+			OnDrift: g.cfg.DriftMode(b), Items: []DriftItem{}}
+		e, ok := g.catalogs.entries.Peek(catalogKey{broker: b.Name, version: u.warmVersion().String()})
+		switch {
+		case !ok:
+			d.Notes = append(d.Notes, "the broker's catalog was not fetched: nothing to compare")
+		case rec.Accepted.Hash == "":
+			d.Notes = append(d.Notes, "the state store holds no accepted catalog of the broker yet (the gateway accepts the first one it fetches)")
+		default:
+			d.LatestHash, d.LatestAt, d.CheckedAt = catalogHash(e.body), e.fetched, t.now()
+			if d.LatestHash == rec.Accepted.Hash {
+				break
+			}
+			acc, err := t.acceptedIndex(b.Name, rec.Accepted)
+			if err != nil {
+				return nil, err
+			}
+			items, notes, err := t.assess(ctx, u, rules.CatalogChanges(acc, e.index))
+			if err != nil {
+				return nil, err
+			}
+			d.Items, d.Notes = append(d.Items, items...), notes
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
