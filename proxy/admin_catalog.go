@@ -43,6 +43,8 @@ type catalogStatus struct {
 //
 //	GET  /admin/brokers                           each broker of the current configuration with its cache counters and cached catalogs, its cap and its breaker
 //	POST /admin/brokers/{broker}/catalog/refresh  fetch the broker's catalogs again now, whatever the backoff after failed fetches, and answer with the result
+//
+// and the catalog drift routes (admin_drift.go).
 func (a *Admin) MountCatalogAdmin(sw *Switch, log *slog.Logger) {
 	a.bind(sw, log)
 	a.handleControl("GET /admin/brokers", func(r *http.Request, g *Gateway) (any, string, error) {
@@ -62,6 +64,7 @@ func (a *Admin) MountCatalogAdmin(sw *Switch, log *slog.Logger) {
 		}
 		return g.brokerStatus(u), fmt.Sprintf("refreshed %d catalogs", len(entries)), nil
 	})
+	a.mountDriftAdmin()
 }
 
 func (g *Gateway) brokerStatuses() []brokerStatus {

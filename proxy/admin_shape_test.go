@@ -66,6 +66,8 @@ func TestAdminAnswersAreSnakeCase(t *testing.T) {
 		{"GET", "/admin/instances/b/i1"},
 		{"GET", "/admin/bindings/expiring"},
 		{"POST", "/admin/brokers/b/catalog/refresh"},
+		{"GET", "/admin/catalogs/drift"},
+		{"POST", "/admin/catalogs/b/accept"},
 		{"DELETE", "/admin/operations/b/i1?reason=test"},
 		{"GET", "/admin/nothing"},
 		{"GET", "/healthz"},

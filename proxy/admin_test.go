@@ -30,6 +30,8 @@ const testAdminToken = "a-long-enough-admin-token"
 var adminRoutes = []string{
 	"GET /admin/brokers",
 	"POST /admin/brokers/{broker}/catalog/refresh",
+	"GET /admin/catalogs/drift",
+	"POST /admin/catalogs/{broker}/accept",
 	"GET /admin/operations",
 	"DELETE /admin/operations/{broker}/{instance}",
 	"DELETE /admin/operations/{broker}/{instance}/{binding}",

@@ -47,6 +47,8 @@ type CatalogCache struct {
 
 	mu    sync.Mutex
 	stats map[string]*catalogStats // by broker name
+
+	drift atomic.Pointer[driftTracker] // the Gateway built last's (catalog_drift.go); nil: no drift tracking
 }
 
 type catalogKey struct {
@@ -264,6 +266,7 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 	}
 	c.failures.Remove(f.key)
 	c.refusals.Remove(f.key)
+	e = c.observeDrift(ctx, f, e) // the accepted catalog in its place while held
 	c.put(e)
 	return e, nil
 }

@@ -199,6 +199,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, b := range cfg.Brokers {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
 	}
+	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := proxies(cfg.Listen.TrustedProxyPrefixes())
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope

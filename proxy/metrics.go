@@ -81,6 +81,7 @@ type Metrics struct {
 	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
 	health        healthMetrics         // build, brokers up, certificates, orphan mitigations (metrics_health.go)
 	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
+	drift         *prometheus.GaugeVec  // catalog drift items by broker and kind (metrics_drift.go)
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -169,12 +170,13 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 		Help: "Audit records that could not be written."})
 	m.protect = newProtectMetrics()
 	m.health = newHealthMetrics()
+	m.drift = newDriftGauge()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed, m.drift} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

@@ -110,6 +110,8 @@ func TestMetricsSeries(t *testing.T) {
 		`osb_gateway_shed_total{broker="strict",class="mutations",tenant="t1"} 0`,
 		`osb_gateway_shed_total{broker="strict",class="reads",tenant="t1"} 0`,
 		`target_info{`,
+		// Zero from the start for every broker and drift kind.
+		`osb_gateway_catalog_drift{broker="strict",kind="plan_removed"} 0`,
 		"# TYPE osb_gateway_catalog_stale_total counter",
 		`go_goroutines `,
 	} {
@@ -125,7 +127,8 @@ func TestMetricsSeries(t *testing.T) {
 	}
 	labels := regexp.MustCompile(`(?m)^osb_gateway_[a-z_]+\{([^}]*)\}`)
 	allowed := map[string]bool{"tenant": true, "broker": true, "endpoint": true, "status_class": true, "code": true, "rule": true,
-		"direction": true, "decision": true, "op": true, "answer": true, "result": true, "le": true, "class": true, "limit": true}
+		"direction": true, "decision": true, "op": true, "answer": true, "result": true, "le": true, "class": true, "limit": true,
+		"kind": true} // kind: one of rules.DriftKinds
 	for _, m := range labels.FindAllStringSubmatch(text, -1) {
 		for _, pair := range regexp.MustCompile(`([a-z_]+)="`).FindAllStringSubmatch(m[1], -1) {
 			if !allowed[pair[1]] {

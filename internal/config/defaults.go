@@ -48,6 +48,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Catalog.RequireWarm {
 		c.Catalog.Warm = true
 	}
+	if c.Catalog.OnDrift == "" {
+		c.Catalog.OnDrift = DefaultOnDrift
+	}
 	for i := range c.Tenants {
 		c.Tenants[i].applyDefaults()
 	}

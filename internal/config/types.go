@@ -166,7 +166,25 @@ type Catalog struct {
 	// RequireWarm makes /readyz answer 503 until every broker's catalog was
 	// fetched once (implies Warm).
 	RequireWarm bool `yaml:"require_warm"`
+	// OnDrift is what a fetched catalog that drifted from the broker's
+	// accepted one (a plan or service removed, or made unbindable or not
+	// updatable, under live instances; an id changed under a name; a schema
+	// the stored parameters no longer pass) does: OnDriftServe serves it
+	// and reports the drift, OnDriftHold keeps serving the accepted catalog
+	// until an operator accepts the new one. Zero value: DefaultOnDrift.
+	OnDrift string `yaml:"on_drift" validate:"oneof=serve hold"`
 }
+
+// Values of catalog.on_drift and brokers[].catalog.on_drift.
+const (
+	// OnDriftServe serves a catalog that drifted and reports the drift.
+	OnDriftServe = "serve"
+	// OnDriftHold keeps serving the last accepted catalog (the last one
+	// that stranded nothing) until an operator accepts the new one.
+	OnDriftHold = "hold"
+	// DefaultOnDrift is catalog.on_drift's default.
+	DefaultOnDrift = OnDriftServe
+)
 
 // Tenant is one platform (for example one Cloud Foundry foundation).
 type Tenant struct {
@@ -368,6 +386,21 @@ type BrokerCatalog struct {
 	// RetryMaxInterval caps the doubled wait. Zero value:
 	// DefaultCatalogRetryMaxInterval, or RetryInterval when that is longer.
 	RetryMaxInterval time.Duration `yaml:"retry_max_interval" validate:"gt=0,lte=24h"`
+	// OnDrift overrides catalog.on_drift for this broker: OnDriftServe or
+	// OnDriftHold. Zero value: catalog.on_drift.
+	OnDrift string `yaml:"on_drift" validate:"omitempty,oneof=serve hold"`
+}
+
+// DriftMode is what a drifted catalog of b does: its own on_drift, else
+// the catalog section's (see Catalog.OnDrift).
+func (c *Config) DriftMode(b *Broker) string {
+	if b.Catalog.OnDrift != "" {
+		return b.Catalog.OnDrift
+	}
+	if c.Catalog.OnDrift != "" {
+		return c.Catalog.OnDrift
+	}
+	return DefaultOnDrift
 }
 
 // VersionRange bounds the API versions a broker accepts. The header sent to

@@ -131,7 +131,7 @@ type Broker struct {
 	minVersion osb.Version
 	authHeader string // "Basic <base64>", "" when authentication is off
 	defs       catalogDefs
-	catalog    catalogResponse
+	catalog    atomic.Pointer[catalogResponse] // SetCatalog swaps it (catalog_swap.go)
 	lastOp     lastOpBodies
 	store      store
 	opSeq      atomic.Uint64
@@ -186,9 +186,9 @@ func newBroker(opts Options) *Broker {
 		asyncDelay: opts.AsyncDelay,
 		minVersion: opts.MinVersion,
 		defs:       newCatalogDefs(),
-		catalog:    newCatalogResponse(opts.Legacy, !opts.NotRetrievable),
 		lastOp:     newLastOpBodies(opts.Legacy),
 	}
+	b.ResetCatalog()
 	if b.now == nil {
 		b.now = time.Now
 	}

@@ -218,22 +218,22 @@ func newCatalogResponse(legacy, retrievable bool) catalogResponse {
 // serveCatalog writes the precomputed catalog, or 304 when the platform
 // already holds this version (If-None-Match, OSB 2.16).
 func (b *Broker) serveCatalog(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	if b.catalog.etag != nil {
-		h["Etag"] = b.catalog.etag
-		if inm := r.Header["If-None-Match"]; len(inm) > 0 && inm[0] == b.catalog.etag[0] {
+	h, c := w.Header(), b.catalog.Load()
+	if c.etag != nil {
+		h["Etag"] = c.etag
+		if inm := r.Header["If-None-Match"]; len(inm) > 0 && inm[0] == c.etag[0] {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
 	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = b.catalog.length
+	h["Content-Length"] = c.length
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.catalog.body)
+	_, _ = w.Write(c.body)
 }
 
 // Catalog returns a copy of the catalog document GET /v2/catalog answers
 // with, byte for byte.
 func (b *Broker) Catalog() []byte {
-	return append([]byte(nil), b.catalog.body...)
+	return append([]byte(nil), b.catalog.Load().body...)
 }

@@ -44,6 +44,7 @@ var (
 	bucketIDs           = []byte("inv_ids")
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
+	bucketCatalogs      = []byte("catalogs") // catalog records by broker (bolt_catalog.go)
 	keyVersion          = []byte("version")
 )
 
@@ -52,7 +53,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketValues, bucketIDs, bucketCounts, bucketExpiry,
+	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketCatalogs,
 }
 
 // droppedBuckets are inventory buckets of unreleased versions: a tenant

@@ -50,7 +50,7 @@ func testContract(t *testing.T, b backend) {
 		{"Closed", testClosed},
 		{"Shim", testShim},
 	}
-	for _, tc := range append(tests, testInventoryContract...) {
+	for _, tc := range append(append(tests, testInventoryContract...), testCatalogContract...) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}
 }

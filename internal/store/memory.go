@@ -22,6 +22,9 @@ type memory struct {
 	locks   map[string]Lock
 	orphans map[string]Orphan
 	brokers map[string]*memBroker // the inventory, by broker
+	// catalogs are the catalog records by broker, encoded
+	// (memory_catalog.go).
+	catalogs map[string][]byte
 }
 
 func newMemory(now func() time.Time) *memory {

@@ -318,6 +318,8 @@ type Store interface {
 	// Inventory keeps instances and bindings; its methods follow the
 	// contract above and the one on Inventory.
 	Inventory
+	// CatalogHistory keeps each broker's catalog record (catalog drift).
+	CatalogHistory
 
 	// Acquire takes l.Key for l.Owner if no live lock holds it, replacing
 	// an expired lock, and returns the lock as stored (Started filled in;

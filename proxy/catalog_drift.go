@@ -1,0 +1,380 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// Catalog drift. The state store keeps, per broker, the catalog the
+// gateway accepted and the latest it fetched (store.BrokerCatalogs). Each
+// fetch of a broker's catalog (not per platform, for brokers with
+// vary_by_platform) is compared with the accepted one (rules.
+// CatalogChanges), and the changes are weighed against the inventory: a
+// plan or service removed, or a plan made unbindable or not updatable,
+// counts only while live instances are on it; an id changed under a name
+// always counts; a changed create or update schema counts for the live
+// instances whose stored parameters passed the old schema and fail the
+// new one (only where parameters are stored: brokers[].inventory.secrets
+// encrypted). A catalog with nothing that counts becomes the accepted one
+// by itself ("the last catalog that strands nothing"); one with drift is
+// recorded as the latest, logged (one warn line per new item), counted in
+// osb_gateway_catalog_drift{broker,kind}, and served (catalog.on_drift:
+// serve) or held back (hold: the accepted catalog is served in its place)
+// until an operator accepts it (AcceptCatalog).
+//
+// The comparison runs inside the fetch, which the cache makes once per
+// catalog.ttl per broker and version (most of them in the background):
+// a store read and write, and, only when the catalog differs from the
+// accepted one in a way that may hurt, one listing of the broker's
+// instances. A platform call served from the cache pays nothing.
+
+// driftTimeout bounds the drift work of one fetch (store calls, the
+// inventory listing).
+const driftTimeout = 30 * time.Second
+
+// acceptedByGateway is BrokerCatalogs.AcceptedBy for a catalog the
+// gateway accepted itself: the first one, or one that strands nothing.
+const acceptedByGateway = "gateway"
+
+// DriftReport is one broker's catalog drift: its accepted catalog, the
+// latest fetched, and what hurts between them.
+type DriftReport struct {
+	// Broker is the configured broker name.
+	Broker string `json:"broker"`
+	// AcceptedHash and AcceptedAt name the accepted catalog (the hex
+	// SHA-256 of its bytes) and when it was accepted; AcceptedBy who
+	// accepted it ("gateway", or the operator). Empty and zero while no
+	// catalog of the broker was fetched.
+	AcceptedHash string    `json:"accepted_hash,omitempty"`
+	AcceptedAt   time.Time `json:"accepted_at,omitzero"`
+	AcceptedBy   string    `json:"accepted_by,omitempty"`
+	// LatestHash and LatestAt name the latest catalog fetched.
+	LatestHash string    `json:"latest_hash,omitempty"`
+	LatestAt   time.Time `json:"latest_at,omitzero"`
+	// Held means the gateway serves the accepted catalog in place of the
+	// latest (catalog.on_drift: hold) until an operator accepts it.
+	Held bool `json:"held"`
+	// OnDrift is the broker's catalog.on_drift: "serve" or "hold".
+	OnDrift string `json:"on_drift"`
+	// Items is what hurts, as of CheckedAt; empty: no drift.
+	Items     []DriftItem `json:"items"`
+	CheckedAt time.Time   `json:"checked_at,omitzero"`
+	// Notes say what the check could not do (schemas not checked for want
+	// of stored parameters, say).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// DriftItem is one change between a broker's accepted and latest catalog
+// that hurts the platform.
+type DriftItem struct {
+	// Kind is guid_changed, service_removed, plan_removed,
+	// made_unbindable, made_non_updatable or schema_incompatible (see the
+	// rules.Drift constants).
+	Kind string `json:"kind"`
+	// Service and Plan are the names of what changed (Plan empty for a
+	// service).
+	Service string `json:"service"`
+	Plan    string `json:"plan,omitempty"`
+	// OldID is its id in the accepted catalog, NewID in the latest (""
+	// when gone).
+	OldID string `json:"old_id"`
+	NewID string `json:"new_id,omitempty"`
+	// LiveInstances counts the inventory's instances on OldID (for
+	// schema_incompatible: those whose stored parameters fail the new
+	// schema).
+	LiveInstances int `json:"live_instances"`
+	// Detail says what changed, for a person.
+	Detail string `json:"detail"`
+}
+
+// driftTracker weighs each fetched catalog against the accepted one; the
+// catalog cache holds the one of the Gateway built last.
+type driftTracker struct {
+	cfg     *config.Config
+	st      store.Store
+	inv     *inventory
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *Metrics
+
+	mu       sync.Mutex
+	accepted map[string]acceptedIndex // by broker: the accepted catalog, decoded
+}
+
+// acceptedIndex is a broker's accepted catalog, decoded once per hash.
+type acceptedIndex struct {
+	hash string
+	ix   *rules.Index
+}
+
+// trackDrift makes g's catalog cache weigh each fetch against the
+// accepted catalogs in g's store.
+func (g *Gateway) trackDrift(now func() time.Time, log *slog.Logger, m *Metrics) {
+	t := &driftTracker{cfg: g.cfg, st: g.guard.st, inv: g.guard.inv, now: now, log: log, metrics: m,
+		accepted: map[string]acceptedIndex{}}
+	if prev := g.catalogs.drift.Load(); prev != nil && prev.st == t.st {
+		prev.mu.Lock()
+		for k, v := range prev.accepted {
+			t.accepted[k] = v
+		}
+		prev.mu.Unlock()
+	}
+	m.startDrift(g.cfg)
+	g.catalogs.drift.Store(t)
+}
+
+// catalogHash is the hex SHA-256 of a catalog's bytes.
+func catalogHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// observeDrift weighs the fetched entry e against the broker's accepted
+// catalog and returns the entry to cache and serve: e, or, while the
+// broker's catalog is held, an entry of the accepted catalog. A store
+// that fails leaves e served (logged): drift is a report, and the hold
+// cannot be judged without the store.
+func (c *CatalogCache) observeDrift(ctx context.Context, f catalogFetch, e *catalogEntry) *catalogEntry {
+	t := c.drift.Load()
+	if t == nil || f.key.platform != "" {
+		return e
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), driftTimeout)
+	defer cancel()
+	held, err := t.observe(ctx, f.up, e)
+	if errors.Is(err, store.ErrChanged) { // accepted elsewhere meanwhile: once more
+		held, err = t.observe(ctx, f.up, e)
+	}
+	if err != nil {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "catalog drift not checked; the fetched catalog is served",
+			slog.String("broker", f.up.name), slog.String("error", err.Error()))
+		return e
+	}
+	if held != nil {
+		return held
+	}
+	return e
+}
+
+// observe records e as the broker's latest catalog and returns the entry
+// to serve in its place while the broker's catalog is held (nil: serve e).
+func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry) (*catalogEntry, error) {
+	rec, err := t.st.GetCatalogs(ctx, u.name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	now, hash := t.now(), catalogHash(e.body)
+	prevAccepted, prev := rec.Accepted.Hash, rec
+	if rec.Accepted.Hash == "" || rec.Accepted.Hash == hash {
+		// The first catalog, or the accepted one again.
+		if rec.Accepted.Hash == "" {
+			rec = store.BrokerCatalogs{Broker: u.name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway}
+		}
+		rec.Latest, rec.Changes, rec.Held, rec.Notes, rec.Checked = store.KeptCatalog{Hash: hash, At: now}, nil, false, nil, now
+		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+			return nil, err
+		}
+		t.metrics.setDrift(u.name, nil)
+		return nil, nil
+	}
+	acc, err := t.acceptedIndex(u.name, rec.Accepted)
+	if err != nil {
+		return nil, err
+	}
+	items, notes, err := t.assess(ctx, u, rules.CatalogChanges(acc, e.index))
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		// Nothing stranded: the new catalog is the accepted one.
+		rec = store.BrokerCatalogs{Broker: u.name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway,
+			Latest: store.KeptCatalog{Hash: hash, At: now}, Checked: now, Notes: notes}
+		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+			return nil, err
+		}
+		t.metrics.setDrift(u.name, nil)
+		t.log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.name),
+			slog.String("accepted_hash", hash), slog.String("previous_hash", prevAccepted))
+		return nil, nil
+	}
+	hold := t.cfg.DriftMode(&u.cfg) == config.OnDriftHold
+	rec.Latest = store.KeptCatalog{Hash: hash, At: now, Body: e.body}
+	rec.Changes, rec.Checked, rec.Held, rec.Notes = toStoreChanges(items), now, hold, notes
+	if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+		return nil, err
+	}
+	t.metrics.setDrift(u.name, items)
+	t.logNew(ctx, u.name, prev, hash, items, hold)
+	if !hold {
+		return nil, nil
+	}
+	return heldEntry(e, rec.Accepted, acc), nil
+}
+
+// acceptedIndex returns the decoded accepted catalog k of broker.
+func (t *driftTracker) acceptedIndex(broker string, k store.KeptCatalog) (*rules.Index, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a, ok := t.accepted[broker]; ok && a.hash == k.Hash {
+		return a.ix, nil
+	}
+	ix, _, err := rules.NewIndex(k.Body)
+	if err != nil {
+		return nil, fmt.Errorf("the accepted catalog of broker %q (%s) does not decode: %w", broker, k.Hash, err)
+	}
+	t.accepted[broker] = acceptedIndex{hash: k.Hash, ix: ix}
+	return ix, nil
+}
+
+// logNew logs one warn line per drift item that the record before did not
+// hold for the same latest catalog.
+func (t *driftTracker) logNew(ctx context.Context, broker string, prev store.BrokerCatalogs, hash string, items []DriftItem, held bool) {
+	seen := map[store.CatalogChange]bool{}
+	if prev.Latest.Hash == hash {
+		for _, c := range prev.Changes {
+			seen[c] = true
+		}
+	}
+	for _, it := range items {
+		if seen[toStoreChange(it)] {
+			continue
+		}
+		t.log.LogAttrs(ctx, slog.LevelWarn, "catalog drift", slog.String("broker", broker), slog.String("kind", it.Kind),
+			slog.String("service", it.Service), slog.String("plan", it.Plan), slog.String("old_id", it.OldID),
+			slog.String("new_id", it.NewID), slog.Int("live_instances", it.LiveInstances), slog.String("detail", it.Detail),
+			slog.Bool("held", held), slog.String("latest_hash", hash))
+	}
+}
+
+// heldEntry is e with the accepted catalog's bytes and index in place of
+// the fetched ones: what a held broker's platforms get.
+func heldEntry(e *catalogEntry, acc store.KeptCatalog, ix *rules.Index) *catalogEntry {
+	sum := sha256.Sum256(acc.Body)
+	h := &catalogEntry{key: e.key, body: acc.Body, index: ix, contentType: e.contentType, fetched: e.fetched, expires: e.expires,
+		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: acc.At.UTC().Truncate(time.Second)}
+	h.lastModHdr = []string{h.lastModified.Format(http.TimeFormat)}
+	h.plain = newCatalogView(h.body, h.etag)
+	return h
+}
+
+// instanceTally is what assess counts in a broker's inventory.
+type instanceTally struct {
+	byPlan, byService map[string]int
+	failing           map[int]int // by index of a schema change: instances whose parameters fail the new schema only
+	unchecked         map[int]int // by index of a schema change: instances without stored parameters
+}
+
+// assess turns catalog changes into drift items: what counts against the
+// broker's inventory (see the top of this file), and notes on what could
+// not be checked.
+func (t *driftTracker) assess(ctx context.Context, u *upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {
+	if len(changes) == 0 {
+		return nil, nil, nil
+	}
+	var notes []string
+	counted := t.inv.keeps(u)
+	if !counted {
+		notes = append(notes, fmt.Sprintf("brokers[%s].inventory is off: live instances are not known, every change that may strand them is reported", u.name))
+	}
+	params := counted && t.inv.sealsFor(u)
+	tally, err := t.tally(ctx, u.name, changes, counted, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	var items []DriftItem
+	for i, c := range changes {
+		n := tally.byPlan[c.OldID]
+		if c.ByService {
+			n = tally.byService[c.OldID]
+		}
+		it := DriftItem{Kind: c.Kind, Service: c.Service, Plan: c.Plan, OldID: c.OldID, NewID: c.NewID, LiveInstances: n, Detail: c.Detail}
+		switch {
+		case c.Kind == rules.DriftGUIDChanged:
+		case c.Kind == rules.DriftSchemaIncompatible:
+			if !params {
+				if n > 0 || !counted {
+					notes = append(notes, c.Detail+"; the parameters of its instances are not stored (brokers[].inventory.secrets: encrypted with inventory.key_file keeps them), so they were not checked")
+				}
+				continue
+			}
+			if m := tally.unchecked[i]; m > 0 {
+				notes = append(notes, fmt.Sprintf("%s; %d of its instances have no stored parameters and were not checked", c.Detail, m))
+			}
+			if it.LiveInstances = tally.failing[i]; it.LiveInstances == 0 {
+				continue
+			}
+			it.Detail = fmt.Sprintf("%s: the stored parameters of %d live instances no longer pass it", c.Detail, it.LiveInstances)
+		case n == 0 && counted:
+			continue // strands nothing
+		}
+		items = append(items, it)
+	}
+	return items, notes, nil
+}
+
+// tally lists the broker's instances once: how many are on each plan and
+// service, and, with params, whose stored parameters fail a changed
+// schema they passed before.
+func (t *driftTracker) tally(ctx context.Context, broker string, changes []rules.CatalogChange, counted, params bool) (instanceTally, error) {
+	tl := instanceTally{byPlan: map[string]int{}, byService: map[string]int{}, failing: map[int]int{}, unchecked: map[int]int{}}
+	if !counted {
+		return tl, nil
+	}
+	schemaChanges := map[string][]int{} // plan id → indexes of its schema changes
+	if params {
+		for i, c := range changes {
+			if c.Kind == rules.DriftSchemaIncompatible {
+				schemaChanges[c.OldID] = append(schemaChanges[c.OldID], i)
+			}
+		}
+	}
+	cursor := ""
+	for {
+		page, next, err := t.st.ListInstances(ctx, store.InstanceFilter{Broker: broker}, cursor, store.MaxListLimit)
+		if err != nil {
+			return tl, err
+		}
+		for _, in := range page {
+			tl.byPlan[in.PlanID]++
+			tl.byService[in.ServiceID]++
+			for _, i := range schemaChanges[in.PlanID] {
+				p := t.inv.open(ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")
+				if p == nil {
+					tl.unchecked[i]++
+					continue
+				}
+				if changes[i].Old.Validate(p) == nil && changes[i].New.Validate(p) != nil {
+					tl.failing[i]++
+				}
+			}
+		}
+		if next == "" {
+			return tl, nil
+		}
+		cursor = next
+	}
+}
+
+func toStoreChange(it DriftItem) store.CatalogChange {
+	return store.CatalogChange{Kind: it.Kind, Service: it.Service, Plan: it.Plan, OldID: it.OldID, NewID: it.NewID,
+		LiveInstances: it.LiveInstances, Detail: it.Detail}
+}
+
+func toStoreChanges(items []DriftItem) []store.CatalogChange {
+	out := make([]store.CatalogChange, len(items))
+	for i, it := range items {
+		out[i] = toStoreChange(it)
+	}
+	return out
+}
