@@ -95,15 +95,22 @@ func New(o Options) *Console {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	funcs := template.FuncMap{"fmtTime": fmtTime}
+	funcs := template.FuncMap{"fmtTime": fmtTime, "short": func(h string) string {
+		if len(h) > 12 {
+			return h[:12]
+		}
+		return h
+	}}
 	c.pages = map[string]*template.Template{}
-	for _, p := range []string{"overview", "operations", "instances"} {
+	for _, p := range []string{"overview", "operations", "instances", "drift"} {
 		c.pages[p] = template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}
 	c.login = template.Must(template.New("login.html").ParseFS(templateFS, "templates/login.html"))
 	c.mux.HandleFunc("GET /{$}", c.page("overview", c.overview))
 	c.mux.HandleFunc("GET /ui/operations", c.page("operations", c.operations))
 	c.mux.HandleFunc("GET /ui/instances", c.page("instances", c.instances))
+	c.mux.HandleFunc("GET /ui/drift", c.page("drift", c.drift))
+	c.mux.HandleFunc("POST /ui/drift/accept", c.action(c.accept))
 	c.mux.HandleFunc("POST /ui/operations/release", c.action(c.release))
 	c.mux.HandleFunc("POST /ui/operations/reconcile", c.action(c.reconcile))
 	c.mux.HandleFunc("GET /login", c.loginPage)
@@ -177,7 +184,8 @@ type navItem struct {
 	Here       bool
 }
 
-var nav = []navItem{{"Overview", "/", false}, {"Operations", "/ui/operations", false}, {"Instances", "/ui/instances", false}}
+var nav = []navItem{{"Overview", "/", false}, {"Operations", "/ui/operations", false}, {"Instances", "/ui/instances", false},
+	{"Catalog drift", "/ui/drift", false}}
 
 // pageFunc fills a page's data; an error is shown on the page.
 type pageFunc func(r *http.Request, f *frame) (any, error)

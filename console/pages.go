@@ -367,3 +367,24 @@ func (c *Console) instances(r *http.Request, f *frame) (any, error) {
 	}
 	return d, nil
 }
+
+type driftData struct {
+	Reports []proxy.DriftReport
+}
+
+func (c *Console) drift(r *http.Request, f *frame) (any, error) {
+	reports, err := c.o.View.CatalogDrift(r.Context())
+	if err != nil {
+		return &driftData{}, actionError(err)
+	}
+	return &driftData{Reports: reports}, nil
+}
+
+// accept makes a broker's latest catalog the accepted one.
+func (c *Console) accept(r *http.Request, who string) (string, string, error) {
+	broker := r.PostForm.Get("broker")
+	if err := c.o.View.AcceptCatalog(r.Context(), broker, who); err != nil {
+		return "/ui/drift", "", actionError(err)
+	}
+	return "/ui/drift", fmt.Sprintf("Accepted the latest catalog of broker %s: the platforms get it now.", broker), nil
+}

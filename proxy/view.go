@@ -258,3 +258,14 @@ func (v *View) AdminTokenHash() (hash [sha256.Size]byte, ok bool) {
 	}
 	return sha256.Sum256([]byte(want)), true
 }
+
+// CatalogDrift returns each broker's catalog drift (Gateway.CatalogDrift).
+func (v *View) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
+	return v.sw.Load().CatalogDrift(ctx)
+}
+
+// AcceptCatalog makes a broker's latest catalog the accepted one
+// (Gateway.AcceptCatalog).
+func (v *View) AcceptCatalog(ctx context.Context, broker, who string) error {
+	return v.sw.Load().AcceptCatalog(ctx, broker, who)
+}

@@ -193,6 +193,24 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the released lock is still listed:\n%s", ops)
 	}
 
+	// Catalog drift: the broker drops the plan of a live instance; the
+	// page names it, and accepting the change clears it.
+	w.dropSyncPlan(t)
+	run("open the drift", chromedp.Navigate(w.admin+"/ui/drift"), chromedp.WaitVisible(chromedp.ID("#drift")))
+	if drift := text("read the drift", "#drift"); !strings.Contains(drift, "plan_removed") || !strings.Contains(drift, "1 item") {
+		t.Fatalf("the drift page does not show the removed plan under the live instance:\n%s", drift)
+	}
+	screenshot(t, ctx, "drift")
+	run("accept the catalog",
+		chromedp.Click(chromedp.CSS(`tr[data-broker="sample"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	if flash := text("read the outcome", `[role="status"]`); !strings.Contains(flash, "Accepted the latest catalog of broker sample") {
+		t.Fatalf("the accept said %q", flash)
+	}
+	if drift := text("read the drift", "#drift"); strings.Contains(drift, "plan_removed") {
+		t.Fatalf("the drift is still shown after the accept:\n%s", drift)
+	}
+
 	// Log out: the pages need a login again.
 	run("log out", chromedp.Click(chromedp.CSS(`header form button`)), chromedp.WaitVisible(chromedp.ID("#token")))
 	run("open the overview", chromedp.Navigate(w.admin+"/"), chromedp.WaitVisible(chromedp.ID("#token")))

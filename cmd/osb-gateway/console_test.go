@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -47,13 +48,15 @@ tenants:
 
 type consoleWorld struct {
 	srv               *server
+	broker            *samplebroker.Broker
 	admin             string // the admin listener's base URL
 	synced, inProcess string // the instance made, the instance whose provision runs
 }
 
 func startConsoleWorld(t *testing.T) *consoleWorld {
 	t.Helper()
-	b := httptest.NewServer(samplebroker.New(samplebroker.Options{Username: "sample-broker", Password: consoleBrokerPass, AsyncDelay: time.Hour}))
+	sb := samplebroker.New(samplebroker.Options{Username: "sample-broker", Password: consoleBrokerPass, AsyncDelay: time.Hour})
+	b := httptest.NewServer(sb)
 	t.Cleanup(b.Close)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	y := strings.NewReplacer("BROKER_URL", b.URL, "TENANT_PASS", consoleTenantPass, "ADMIN_TOKEN", consoleToken,
@@ -62,7 +65,7 @@ func startConsoleWorld(t *testing.T) *consoleWorld {
 		t.Fatal(err)
 	}
 	s := startServer(t, path)
-	w := &consoleWorld{srv: s, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1"}
+	w := &consoleWorld{srv: s, broker: sb, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1"}
 	c, err := osbc.NewClient(&osbc.ClientConfiguration{Name: "cc", URL: "http://" + s.mainLn.Addr().String() + "/cf-prod/sample",
 		APIVersion: osbc.LatestAPIVersion(), AuthConfig: &osbc.AuthConfig{BasicAuthConfig: &osbc.BasicAuthConfig{Username: "cc", Password: consoleTenantPass}},
 		TimeoutSeconds: 30, EnableAlphaFeatures: true})
@@ -99,6 +102,46 @@ func (w *consoleWorld) refuse(t *testing.T) {
 	readAll(t, res)
 	if res.StatusCode != http.StatusUnprocessableEntity && res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("the deprovision during the provision: %d, want it refused as in progress", res.StatusCode)
+	}
+}
+
+// dropSyncPlan makes the broker advertise its catalog without the sync
+// plan, under the live instance on it, and makes the gateway fetch it
+// (the admin API's refresh).
+func (w *consoleWorld) dropSyncPlan(t *testing.T) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(w.broker.Catalog(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range doc["services"].([]any) {
+		svc := s.(map[string]any)
+		var kept []any
+		for _, p := range svc["plans"].([]any) {
+			if p.(map[string]any)["id"] != samplebroker.PlanSyncID {
+				kept = append(kept, p)
+			}
+		}
+		svc["plans"] = kept
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.broker.SetCatalog(b); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, w.admin+"/admin/brokers/sample/catalog/refresh", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, res); res.StatusCode != http.StatusOK {
+		t.Fatalf("refreshing the catalog: %d %s", res.StatusCode, body)
 	}
 }
 
