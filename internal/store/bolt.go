@@ -44,6 +44,7 @@ var (
 	bucketIDs           = []byte("inv_ids")
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
+	bucketUsage         = []byte("inv_usage")
 	keyVersion          = []byte("version")
 )
 
@@ -52,7 +53,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketValues, bucketIDs, bucketCounts, bucketExpiry,
+	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketUsage,
 }
 
 // droppedBuckets are inventory buckets of unreleased versions: a tenant
@@ -68,7 +69,7 @@ var droppedBuckets = [][]byte{[]byte("inv_tenants"), []byte("inv_instances"), []
 
 // inventoryBuckets are the inventory's buckets of today, which Open
 // deletes beside droppedBuckets.
-var inventoryBuckets = [][]byte{bucketValues, bucketIDs, bucketCounts, bucketExpiry}
+var inventoryBuckets = [][]byte{bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketUsage}
 
 // boltVersion is the layout above; a file with another version is refused.
 const boltVersion = "1"

@@ -22,10 +22,12 @@ type memory struct {
 	locks   map[string]Lock
 	orphans map[string]Orphan
 	brokers map[string]*memBroker // the inventory, by broker
+	usage   map[memUsageKey]struct{}
 }
 
 func newMemory(now func() time.Time) *memory {
-	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}, brokers: map[string]*memBroker{}}
+	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}, brokers: map[string]*memBroker{},
+		usage: map[memUsageKey]struct{}{}}
 }
 
 // begin checks ctx and takes the mutex; the caller must call m.mu.Unlock
