@@ -234,9 +234,11 @@ func (g *guard) sweep(ctx context.Context) []store.Lock {
 
 // SweepOperations releases and logs expired locks once, then polls the
 // broker for the async operations older than state.watch_after and
-// settles those it says ended (watch); call it periodically (every
+// settles those it says ended (watch), and purges the usage records past
+// inventory.usage_retention (PurgeUsage); call it periodically (every
 // state.sweep_interval). Replicas sharing a store may all call it.
 func (g *Gateway) SweepOperations(ctx context.Context) {
 	g.orphanExpired(ctx, g.guard.sweep(ctx))
 	g.watch(ctx)
+	_, _ = g.PurgeUsage(ctx) // logged; the next sweep tries again
 }
