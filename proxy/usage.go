@@ -207,7 +207,13 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 // whose From is not before To is a 400 *osb.Error; a store failure is
 // returned as it came (ErrUnavailable: answer 503).
 func (g *Gateway) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
-	q, err := q.resolve(g.guard.now())
+	return ReportUsage(ctx, g.guard.st, q, g.guard.now())
+}
+
+// ReportUsage is Gateway.Usage over the store st, with now the time a
+// zero q.To stands for: for a command that opens the state store itself.
+func ReportUsage(ctx context.Context, st store.Store, q UsageQuery, now time.Time) (UsageReport, error) {
+	q, err := q.resolve(now)
 	if err != nil {
 		return UsageReport{}, err
 	}
@@ -240,7 +246,7 @@ func (g *Gateway) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) 
 			}
 		}
 	}
-	if err := sc.run(ctx, g.guard.st); err != nil {
+	if err := sc.run(ctx, st); err != nil {
 		return UsageReport{}, err
 	}
 	for k, n := range sc.bindings {

@@ -8,6 +8,7 @@
 //	osb-gateway hash-password [-cost 10]         bcrypt a password read from standard input
 //	osb-gateway audit verify|query ...           check the audit log's hash chain, search it
 //	osb-gateway inventory export|import ...      write the inventory as JSON lines, store JSON lines in it
+//	osb-gateway usage [-from T] [-to T] ...      the usage report (instance-hours, bindings) as CSV or JSON
 //	osb-gateway schema                           print the JSON Schema of gateway.yaml
 //	osb-gateway version                          print the version and build information
 //
@@ -54,6 +55,8 @@ commands:
   inventory      export or import the inventory as JSON lines (import adopts a broker's existing
                  instances): inventory export [-config F] [-o FILE], inventory import [-config F]
                  [-replace] [-dry-run] FILE|-; with state.backend bolt, stop the gateway first
+  usage          the usage report of [from, to) per tenant, broker, service and plan: usage
+                 [-config F] [-from T] [-to T] [-format csv|json] [-tenant T] [-broker B]
   schema         print the JSON Schema of gateway.yaml (for editors and the Helm chart)
   version        print the version, the VCS revision and the Go version it was built with
 
@@ -101,6 +104,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runAudit(args, stdout, stderr)
 	case "inventory":
 		return runInventory(args, stdin, stdout, stderr)
+	case "usage":
+		return runUsage(args, stdout, stderr)
 	case "schema":
 		return runSchema(args, stdout, stderr)
 	case "version":
