@@ -238,10 +238,12 @@ func (g *guard) sweep(ctx context.Context) []store.Lock {
 // SweepOperations releases and logs expired locks once, then, when the
 // background reconciler is on, polls the broker for the async operations
 // older than state.reconcile.after (not polled within
-// state.reconcile.every) and settles those it says ended (watch); call it
-// periodically (every state.SweepTick()). Replicas sharing a store may all
-// call it.
+// state.reconcile.every) and settles those it says ended (watch), and
+// purges the usage records past inventory.usage_retention (PurgeUsage);
+// call it periodically (every state.SweepTick()). Replicas sharing a store
+// may all call it.
 func (g *Gateway) SweepOperations(ctx context.Context) {
 	g.orphanExpired(ctx, g.guard.sweep(ctx))
 	g.watch(ctx)
+	_, _ = g.PurgeUsage(ctx) // logged; the next sweep tries again
 }

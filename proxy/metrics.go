@@ -78,6 +78,7 @@ type Metrics struct {
 	state         *stateCollector       // the store errors, locks held and operations in progress
 	catalogs      *catalogCollector     // the catalog cache counters
 	expiring      *expiringCollector    // the bindings expiring soon
+	instances     *instancesCollector   // the live instances per plan (metrics_instances.go)
 	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
 	health        healthMetrics         // build, brokers up, certificates, orphan mitigations (metrics_health.go)
 	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
@@ -138,6 +139,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector(), brokerProtect: newBrokerProtectMetrics()}
 	m.state.now = now
 	m.expiring = newExpiringCollector(now, m.state.errs)
+	m.instances = newInstancesCollector(now, m.state.errs)
 	m.routes.Store(&map[routeKey]*routeSeries{})
 	m.brokers.Store(&map[string]*brokerSeries{})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_requests_total",
@@ -176,7 +178,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.protect.limited, m.protect.shed, m.drift} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.drift} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

@@ -9,6 +9,7 @@
 //	osb-gateway audit verify|query ...           check the audit log's hash chain, search it
 //	osb-gateway inventory export|import ...      write the inventory as JSON lines, store JSON lines in it
 //	osb-gateway operations list|reconcile|release ...  list, reconcile or release operation locks (admin API)
+//	osb-gateway usage [-from T] [-to T] ...      the usage report (instance-hours, bindings) as CSV or JSON
 //	osb-gateway schema                           print the JSON Schema of gateway.yaml
 //	osb-gateway version                          print the version and build information
 //
@@ -58,6 +59,8 @@ commands:
   operations     list, reconcile or release a running gateway's operation locks through its admin API:
                  operations list, operations reconcile [-state S -description D] BROKER INSTANCE [BINDING],
                  operations release -reason R BROKER INSTANCE [BINDING]
+  usage          the usage report of [from, to) per tenant, broker, service and plan: usage
+                 [-config F] [-from T] [-to T] [-format csv|json] [-tenant T] [-broker B]
   schema         print the JSON Schema of gateway.yaml (for editors and the Helm chart)
   version        print the version, the VCS revision and the Go version it was built with
 
@@ -107,6 +110,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runInventory(args, stdin, stdout, stderr)
 	case "operations":
 		return runOperations(args, stdout, stderr)
+	case "usage":
+		return runUsage(args, stdout, stderr)
 	case "schema":
 		return runSchema(args, stdout, stderr)
 	case "version":

@@ -99,6 +99,9 @@ func (o *observability) observe(s *server) {
 	m.ObserveExpiring(func(ctx context.Context) (map[string]int, error) {
 		return s.sw.Load().CountExpiringBindings(ctx)
 	})
+	m.ObserveInstances(func(ctx context.Context) ([]proxy.InstanceCount, error) {
+		return s.sw.Load().CountInstances(ctx)
+	})
 	m.ObserveCertificates(func() []proxy.CertExpiry {
 		if s.tls == nil {
 			return nil

@@ -242,6 +242,7 @@ func (s *server) adminHandler() http.Handler {
 	a.MountCatalogAdmin(s.sw, s.log)
 	a.MountOperationsAdmin(s.sw, s.log)
 	a.MountInventoryAdmin(s.sw, s.log)
+	a.MountUsageAdmin(s.sw, s.log)
 	a.MountReloadAdmin(s.sw, s.log, func(context.Context) (proxy.Reloaded, error) { return s.reloadFrom("admin") })
 	a.MountPprof(s.sw, s.log)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())

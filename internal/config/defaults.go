@@ -38,6 +38,7 @@ func (c *Config) ApplyDefaults() {
 	c.State.applyDefaults()
 	c.Reload.applyDefaults()
 	setDuration(&c.Inventory.ExpiryWarning, DefaultExpiryWarning)
+	setDuration(&c.Inventory.UsageRetention, DefaultUsageRetention)
 	c.Auth.applyDefaults()
 	if c.Catalog.MaxEntries == 0 {
 		c.Catalog.MaxEntries = DefaultCatalogMaxEntries

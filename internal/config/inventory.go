@@ -9,6 +9,9 @@ const (
 	// DefaultExpiryWarning is inventory.expiry_warning: bindings whose
 	// expires_at falls within it are listed and counted as expiring.
 	DefaultExpiryWarning = 7 * 24 * time.Hour
+	// DefaultUsageRetention is inventory.usage_retention: how long the
+	// usage records of deleted instances and bindings are kept.
+	DefaultUsageRetention = 400 * 24 * time.Hour
 	// DefaultInventorySecrets is brokers[].inventory.secrets.
 	DefaultInventorySecrets = SecretsNone
 	// DefaultPollMaxInterval caps brokers[].poll.min_interval when it
@@ -37,6 +40,11 @@ type Inventory struct {
 	// ExpiryWarning is how far ahead a binding's expires_at counts as
 	// expiring (admin list and metric). Zero value: DefaultExpiryWarning.
 	ExpiryWarning time.Duration `yaml:"expiry_warning" validate:"gt=0"`
+	// UsageRetention is how long the usage report keeps what it needs of
+	// deleted instances and bindings (and of plans an instance left): the
+	// records whose end is older are purged at a sweep. A report reaching
+	// further back misses them. Zero value: DefaultUsageRetention.
+	UsageRetention time.Duration `yaml:"usage_retention" validate:"gt=0"`
 }
 
 // BrokerInventory is what the gateway keeps of one broker's instances and

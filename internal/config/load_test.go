@@ -40,7 +40,7 @@ func TestLoadFull(t *testing.T) {
 		Catalog:   Catalog{MaxEntries: 100, MaxBytes: 8 << 20, Warm: true, OnDrift: OnDriftHold},
 		Telemetry: defaultTelemetry(), Audit: defaultAudit(),
 		Auth:      Auth{BcryptConcurrency: 3, BcryptQueue: 12, Failures: AuthFailures{Rate: 0.5, Burst: 4, MaxAddresses: 500}, FailureCacheTTL: 30 * time.Second},
-		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning},
+		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning, UsageRetention: DefaultUsageRetention},
 		Reload:    Reload{Watch: ptr(false), Debounce: 2 * time.Second},
 		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second, Reconcile: StateReconcile{Enabled: ptr(true), After: DefaultReconcileAfter, Every: DefaultReconcileEvery},
 			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},

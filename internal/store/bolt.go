@@ -45,6 +45,7 @@ var (
 	bucketCounts        = []byte("inv_counts")
 	bucketExpiry        = []byte("inv_expiry")
 	bucketCatalogs      = []byte("catalogs") // catalog records by broker (bolt_catalog.go)
+	bucketUsage         = []byte("inv_usage")
 	keyVersion          = []byte("version")
 )
 
@@ -53,7 +54,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketCatalogs,
+	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketCatalogs, bucketUsage,
 }
 
 // droppedBuckets are inventory buckets of unreleased versions: a tenant
@@ -69,7 +70,7 @@ var droppedBuckets = [][]byte{[]byte("inv_tenants"), []byte("inv_instances"), []
 
 // inventoryBuckets are the inventory's buckets of today, which Open
 // deletes beside droppedBuckets.
-var inventoryBuckets = [][]byte{bucketValues, bucketIDs, bucketCounts, bucketExpiry}
+var inventoryBuckets = [][]byte{bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketUsage}
 
 // boltVersion is the layout above; a file with another version is refused.
 const boltVersion = "1"

@@ -357,6 +357,9 @@ func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, err
 	}
 	err = s.write(ctx, func(tx *bolt.Tx) error {
 		writeFills(tx)
+		if err := replanTx(tx, in, s.now()); err != nil {
+			return err
+		}
 		_, err := putInstanceTx(tx, in, rec, true)
 		return err
 	})
@@ -419,6 +422,13 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 			return err
 		}
 		if gone, err = m.sortedBindings(broker); err != nil {
+			return err
+		}
+		used, err := deletedUsage(broker, instanceID, v.instance, gone, s.now())
+		if err != nil {
+			return err
+		}
+		if err := putUsageTx(tx, used...); err != nil {
 			return err
 		}
 		for _, n := range v.bindings {
@@ -525,6 +535,13 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 			return err
 		}
 		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), old); err != nil {
+			return err
+		}
+		bd, err := decodeBinding(broker, instanceID, bindingID, old)
+		if err != nil {
+			return err
+		}
+		if err := putUsageTx(tx, bindingUsage(bd, s.now())); err != nil {
 			return err
 		}
 		if err := t.values.Delete(seqKey(v.bindings[i])); err != nil {

@@ -25,10 +25,12 @@ type memory struct {
 	// catalogs are the catalog records by broker, encoded
 	// (memory_catalog.go).
 	catalogs map[string][]byte
+	usage    map[memUsageKey]struct{}
 }
 
 func newMemory(now func() time.Time) *memory {
-	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}, brokers: map[string]*memBroker{}}
+	return &memory{now: now, locks: map[string]Lock{}, orphans: map[string]Orphan{}, brokers: map[string]*memBroker{},
+		usage: map[memUsageKey]struct{}{}}
 }
 
 // begin checks ctx and takes the mutex; the caller must call m.mu.Unlock

@@ -121,7 +121,15 @@ func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error)
 		return Instance{}, err
 	}
 	defer m.mu.Unlock()
-	m.broker(in.Broker, true).putInstance(in.InstanceID, rec, true)
+	b := m.broker(in.Broker, true)
+	r, replan, err := replanUsage(b.instances[in.InstanceID], in, m.now())
+	if err != nil {
+		return Instance{}, err
+	}
+	b.putInstance(in.InstanceID, rec, true)
+	if replan {
+		m.addUsage(r)
+	}
 	return in, nil
 }
 
@@ -194,6 +202,11 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 	if err != nil { // a record that does not decode: delete nothing
 		return nil, err
 	}
+	used, err := deletedUsage(broker, instanceID, rec, gone, m.now())
+	if err != nil {
+		return nil, err
+	}
+	m.addUsage(used...)
 	if ok {
 		b.countTenant(rec, -1)
 		delete(b.instances, instanceID)
@@ -270,6 +283,11 @@ func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingI
 	if !ok {
 		return noBinding(broker, instanceID, bindingID)
 	}
+	gone, err := decodeBinding(broker, instanceID, bindingID, of[i].rec)
+	if err != nil {
+		return err
+	}
+	m.addUsage(bindingUsage(gone, m.now()))
 	b.nbindings--
 	if len(of) == 1 {
 		delete(b.bindings, instanceID)

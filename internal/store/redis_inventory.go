@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -139,17 +137,21 @@ const (
 
 // putInstanceScript stores ARGV[2] as instance ARGV[1] with tenant ARGV[3]
 // unless it exists and ARGV[4] is not "1"; it returns 1 if it stored, 0
-// if it kept the existing record. The instance's bindings stay. KEYS: ix, n.
+// if it kept the existing record, or, with ARGV[5] "1", the instance
+// record it replaced ("" for none) instead of 1, for the usage record of a
+// plan change. The instance's bindings stay. KEYS: ix, n.
 var putInstanceScript = redis.NewScript(memberLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
 local rest = ''
+local was = ''
 if old then
   local inst, at = instOf(old, #id)
   if #inst > 0 then
     if ARGV[4] ~= '1' then return 0 end
     count(KEYS[2], tenantOf(inst), -1)
     count(KEYS[2], '\0i', -1)
+    was = inst
   end
   rest = string.sub(old, at)
   redis.call('ZREM', KEYS[1], old)
@@ -157,6 +159,7 @@ end
 redis.call('ZADD', KEYS[1], 0, id .. '\0' .. p24(#ARGV[2]) .. ARGV[2] .. rest)
 count(KEYS[2], ARGV[3], 1)
 count(KEYS[2], '\0i', 1)
+if ARGV[5] == '1' then return was end
 return 1
 `)
 
@@ -220,14 +223,18 @@ end
 return 1
 `)
 
-// deleteBindingScript deletes binding ARGV[2] of instance ARGV[1]: 1 if
-// it was there, else 0. KEYS: ix, n, ex.
+// deleteBindingScript deletes binding ARGV[2] of instance ARGV[1] if its
+// record is ARGV[3], and adds ARGV[5] to us scored ARGV[4] (its usage
+// record): 1 if it did, 0 if the binding was not there, -1 if its record
+// is another (read again and retry). KEYS: ix, n, ex, us.
 var deleteBindingScript = redis.NewScript(memberLua + `
 local id, bid = ARGV[1], ARGV[2]
 local old = find(KEYS[1], id .. '\0')
 if not old then return 0 end
-local s, e = seek(old, #id, bid)
+local s, e, rec = seek(old, #id, bid)
 if not s then return 0 end
+if rec ~= ARGV[3] then return -1 end
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
 redis.call('ZREM', KEYS[1], old)
 local m = string.sub(old, 1, s - 1) .. string.sub(old, e + 1)
 if #m > #id + 4 then redis.call('ZADD', KEYS[1], 0, m) end
@@ -236,13 +243,18 @@ count(KEYS[2], '\0b', -1)
 return 1
 `)
 
-// deleteInstanceScript deletes instance ARGV[1] and its bindings. It
-// returns false if there was neither, else {instance record or "",
-// binding id, binding record, ...}. KEYS: ix, n, ex.
+// deleteInstanceScript deletes instance ARGV[1] and its bindings if its
+// member is ARGV[2], and adds ARGV[4], ARGV[6]... to us scored ARGV[3],
+// ARGV[5]... (their usage records). It returns false if there was
+// neither, {} if the member is another (read again and retry), else
+// {instance record or "", binding id, binding record, ...}. KEYS: ix, n,
+// ex, us.
 var deleteInstanceScript = redis.NewScript(memberLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
 if not old then return false end
+if old ~= ARGV[2] then return {} end
+for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[4], ARGV[i], ARGV[i + 1]) end
 local inst, bs = parse(old, #id)
 redis.call('ZREM', KEYS[1], old)
 if #inst > 0 then
@@ -299,13 +311,13 @@ func (s *redisStore) member(ctx context.Context, broker, instanceID string) (mem
 }
 
 // invKeys are the keys of one broker's inventory.
-type invKeys struct{ ix, n, ex string }
+type invKeys struct{ ix, n, ex, us string }
 
 var brokerTagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 func (s *redisStore) inv(broker string) invKeys {
 	p := s.prefix + "inv:{" + brokerTagEscaper.Replace(broker) + "}:"
-	return invKeys{ix: p + "ix", n: p + "n", ex: p + "ex"}
+	return invKeys{ix: p + "ix", n: p + "n", ex: p + "ex", us: p + "us"}
 }
 
 func (s *redisStore) brokersKey() string { return s.prefix + "inv:brokers" }
@@ -346,10 +358,17 @@ func (s *redisStore) PutInstance(ctx context.Context, in Instance) (Instance, er
 		return Instance{}, err
 	}
 	k := s.inv(in.Broker)
-	_, err = s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n},
-		in.InstanceID, rec, in.Tenant, replaceArg(true))
+	cmd, err := s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n},
+		in.InstanceID, rec, in.Tenant, replaceArg(true), "1")
 	if err != nil {
 		return Instance{}, s.fail(ctx, "put instance script", err)
+	}
+	was, err := cmd.Text()
+	if err != nil {
+		return Instance{}, s.fail(ctx, "put instance script", err)
+	}
+	if err := s.replan(ctx, []byte(was), in); err != nil {
+		return Instance{}, err
 	}
 	return in, nil
 }
@@ -378,15 +397,9 @@ func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID stri
 	if err := checkInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
-	k := s.inv(broker)
-	res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex}, instanceID).StringSlice()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, noInstance(broker, instanceID)
-	case err != nil:
-		return nil, s.fail(ctx, "delete instance script", err)
-	case len(res)%2 != 1:
-		return nil, fmt.Errorf("%w of instance %q", errBadMember, instanceID)
+	res, err := s.deleteInstance(ctx, broker, instanceID)
+	if err != nil {
+		return nil, err
 	}
 	m := member{id: instanceID}
 	for i := 1; i < len(res); i += 2 {
@@ -440,13 +453,5 @@ func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bind
 	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
 		return err
 	}
-	k := s.inv(broker)
-	n, err := deleteBindingScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex}, instanceID, bindingID).Int()
-	switch {
-	case err != nil:
-		return s.fail(ctx, "delete binding script", err)
-	case n == 0:
-		return noBinding(broker, instanceID, bindingID)
-	}
-	return nil
+	return s.deleteBinding(ctx, broker, instanceID, bindingID)
 }

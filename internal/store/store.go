@@ -321,6 +321,10 @@ type Store interface {
 	// CatalogHistory keeps each broker's catalog record (catalog drift).
 	CatalogHistory
 
+	// UsageStore keeps what the usage report needs of deleted instances
+	// and bindings (usage.go).
+	UsageStore
+
 	// Acquire takes l.Key for l.Owner if no live lock holds it, replacing
 	// an expired lock, and returns the lock as stored (Started filled in;
 	// Replaced set to the expired lock of another owner it replaced).

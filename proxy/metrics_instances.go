@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// Live instances per tenant, broker, service and plan:
+// osb_gateway_instances. The counts are read at scrape time, at most once
+// per InstancesRefresh and within instancesTimeout, by a listing of the
+// inventory's instances (a page at a time): the store keeps counts per
+// broker and tenant only, and a counter per plan would cost every write.
+// Scrapes between two reads show the last counts, so the listing runs
+// once a minute whatever the scrapers; a million instances take a few
+// seconds of a background read (no write waits for it).
+
+// InstancesRefresh is the longest the counts of live instances are
+// reused for.
+const InstancesRefresh = time.Minute
+
+// instancesTimeout bounds one read of the counts.
+const instancesTimeout = 30 * time.Second
+
+// InstanceCount is the number of live instances of one tenant's plan.
+type InstanceCount struct {
+	Tenant, Broker, Service, Plan string
+	Live                          int
+}
+
+// InstanceCounts returns the live instances per tenant, broker, service
+// and plan.
+type InstanceCounts func(ctx context.Context) ([]InstanceCount, error)
+
+// ObserveInstances makes scrapes show osb_gateway_instances from counts
+// (see InstancesRefresh); an error keeps the last counts shown and counts
+// as a store error of op "inventory". A later call replaces counts; nil
+// shows none.
+func (m *Metrics) ObserveInstances(counts InstanceCounts) {
+	if m == nil {
+		return
+	}
+	c := m.instances
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.at = nil, time.Time{}
+	if counts == nil {
+		c.counts.Store(nil)
+		return
+	}
+	c.counts.Store(&counts)
+}
+
+// instancesCollector shows the last counts read, reading again when they
+// are older than InstancesRefresh.
+type instancesCollector struct {
+	desc   *prometheus.Desc
+	now    func() time.Time
+	errs   *prometheus.CounterVec
+	counts atomic.Pointer[InstanceCounts]
+
+	mu   sync.Mutex
+	last []InstanceCount
+	at   time.Time
+}
+
+func newInstancesCollector(now func() time.Time, errs *prometheus.CounterVec) *instancesCollector {
+	if now == nil {
+		now = time.Now
+	}
+	return &instancesCollector{now: now, errs: errs,
+		desc: prometheus.NewDesc("osb_gateway_instances",
+			"Live service instances in the inventory, by tenant, broker, service id and plan id; read at most once a minute.",
+			[]string{"tenant", "broker", "service", "plan"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.counts.Load()
+	if counts == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= InstancesRefresh {
+		ctx, cancel := context.WithTimeout(context.Background(), instancesTimeout)
+		got, err := (*counts)(ctx)
+		cancel()
+		c.at = now
+		if err != nil {
+			c.errs.WithLabelValues("inventory").Inc()
+		} else {
+			c.last = got
+		}
+	}
+	for _, n := range c.last {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Live), n.Tenant, n.Broker, n.Service, n.Plan)
+	}
+}
+
+// CountInstances returns the live instances per tenant, broker, service
+// and plan, from a listing of the inventory (see osb_gateway_instances).
+func (g *Gateway) CountInstances(ctx context.Context) ([]InstanceCount, error) {
+	type key struct{ tenant, broker, service, plan string }
+	counts := map[key]int{}
+	cursor := ""
+	for {
+		page, next, err := g.guard.st.ListInstances(ctx, store.InstanceFilter{}, cursor, store.MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range page {
+			counts[key{in.Tenant, in.Broker, in.ServiceID, in.PlanID}]++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	out := make([]InstanceCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, InstanceCount{Tenant: k.tenant, Broker: k.broker, Service: k.service, Plan: k.plan, Live: n})
+	}
+	return out, nil
+}
