@@ -102,7 +102,13 @@ func New(o Options) *Console {
 		return h
 	}}
 	c.pages = map[string]*template.Template{}
-	for _, p := range []string{"overview", "operations", "instances", "drift"} {
+	funcs["name"] = func(names map[string]string, id string) string {
+		if n, ok := names[id]; ok {
+			return n
+		}
+		return id
+	}
+	for _, p := range []string{"overview", "operations", "instances", "drift", "usage"} {
 		c.pages[p] = template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}
 	c.login = template.Must(template.New("login.html").ParseFS(templateFS, "templates/login.html"))
@@ -110,6 +116,8 @@ func New(o Options) *Console {
 	c.mux.HandleFunc("GET /ui/operations", c.page("operations", c.operations))
 	c.mux.HandleFunc("GET /ui/instances", c.page("instances", c.instances))
 	c.mux.HandleFunc("GET /ui/drift", c.page("drift", c.drift))
+	c.mux.HandleFunc("GET /ui/usage", c.page("usage", c.usage))
+	c.mux.HandleFunc("GET /ui/usage.csv", c.usageCSV)
 	c.mux.HandleFunc("POST /ui/drift/accept", c.action(c.accept))
 	c.mux.HandleFunc("POST /ui/operations/release", c.action(c.release))
 	c.mux.HandleFunc("POST /ui/operations/reconcile", c.action(c.reconcile))
@@ -185,7 +193,7 @@ type navItem struct {
 }
 
 var nav = []navItem{{"Overview", "/", false}, {"Operations", "/ui/operations", false}, {"Instances", "/ui/instances", false},
-	{"Catalog drift", "/ui/drift", false}}
+	{"Catalog drift", "/ui/drift", false}, {"Usage", "/ui/usage", false}}
 
 // pageFunc fills a page's data; an error is shown on the page.
 type pageFunc func(r *http.Request, f *frame) (any, error)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"log/slog"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -387,4 +388,122 @@ func (c *Console) accept(r *http.Request, who string) (string, string, error) {
 		return "/ui/drift", "", actionError(err)
 	}
 	return "/ui/drift", fmt.Sprintf("Accepted the latest catalog of broker %s: the platforms get it now.", broker), nil
+}
+
+// usageSteps are at most this many points per plan on the usage chart.
+const usageSteps = 96
+
+type usageData struct {
+	From, To, Tenant, Broker string
+	Query                    string
+	BrokerNames, TenantNames []string
+	Report                   *proxy.UsageReport
+	TotalHours               float64
+	TotalBindings            int
+	Names                    map[string]string // service and plan names by id, from the routes' catalogs
+	Chart                    template.HTML
+}
+
+// usageQuery reads the usage form.
+func usageQuery(r *http.Request) (proxy.UsageQuery, error) {
+	q := r.URL.Query()
+	var uq proxy.UsageQuery
+	uq.Tenant, uq.Broker = q.Get("tenant"), q.Get("broker")
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"from", &uq.From}, {"to", &uq.To}} {
+		v := strings.TrimSpace(q.Get(f.name))
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return uq, fmt.Errorf("%s must be a time in RFC 3339 (2026-11-01T00:00:00Z), got %q", f.name, v)
+		}
+		*f.to = t
+	}
+	return uq, nil
+}
+
+func (c *Console) usage(r *http.Request, f *frame) (any, error) {
+	v := c.o.View
+	q := r.URL.Query()
+	d := &usageData{From: q.Get("from"), To: q.Get("to"), Tenant: q.Get("tenant"), Broker: q.Get("broker"), Query: r.URL.RawQuery,
+		Names: v.CatalogNames()}
+	routes := v.Routes()
+	d.BrokerNames = names(routes, func(x proxy.RouteInfo) string { return x.Broker })
+	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
+	uq, err := usageQuery(r)
+	if err != nil {
+		return d, err
+	}
+	rep, err := v.Usage(r.Context(), uq)
+	if err != nil {
+		return d, actionError(err)
+	}
+	d.Report = &rep
+	for _, row := range rep.Rows {
+		d.TotalHours += row.InstanceHours
+		d.TotalBindings += row.Bindings
+	}
+	uq.From, uq.To = rep.From, rep.To
+	step := rep.To.Sub(rep.From) / usageSteps
+	if step < time.Minute {
+		step = time.Minute
+	}
+	points, err := v.LiveInstancesSeries(r.Context(), uq, step)
+	if err != nil {
+		return d, actionError(err)
+	}
+	by := map[string]*series{}
+	var keys []string
+	for _, p := range points {
+		k := p.Broker + " " + nameOr(d.Names, p.Plan)
+		s := by[k]
+		if s == nil {
+			s = &series{name: k}
+			by[k] = s
+			keys = append(keys, k)
+		}
+		s.points = append(s.points, point{at: p.At, v: float64(p.Live)})
+	}
+	slices.Sort(keys)
+	var ss []series
+	for _, k := range keys {
+		ss = append(ss, *by[k])
+	}
+	d.Chart = lineChart("Live instances per plan", "instances", ss)
+	return d, nil
+}
+
+// usageCSV serves the usage report of the form as a CSV download.
+func (c *Console) usageCSV(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.session(w, r); !ok {
+		return
+	}
+	uq, err := usageQuery(r)
+	if err != nil {
+		osb.WriteError(w, osb.Errorf(http.StatusBadRequest, "", "%s", err.Error()))
+		return
+	}
+	rep, err := c.o.View.Usage(r.Context(), uq)
+	if err != nil {
+		osb.WriteError(w, osb.AsError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="usage-%s-%s.csv"`,
+		rep.From.UTC().Format("20060102T150405Z"), rep.To.UTC().Format("20060102T150405Z")))
+	w.Header().Set("Cache-Control", "no-store")
+	if err := rep.WriteCSV(w); err != nil {
+		c.log.LogAttrs(r.Context(), slog.LevelWarn, "console: writing the usage CSV failed", slog.String("error", err.Error()))
+	}
+}
+
+func nameOr(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return id
 }

@@ -3,10 +3,13 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"encoding/csv"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -349,4 +352,26 @@ func (g *Gateway) PurgeUsage(ctx context.Context) (int, error) {
 			slog.Int("deleted", n), slog.Time("ended_before", before))
 	}
 	return n, nil
+}
+
+// UsageCSVHeader is the first line of UsageReport.WriteCSV.
+var UsageCSVHeader = []string{"tenant", "broker", "service_id", "plan_id", "instance_hours", "instances", "bindings", "live_at_end"}
+
+// WriteCSV writes r as CSV: UsageCSVHeader, then a line per row, with
+// instance_hours in as many decimals as it takes to be exact to the
+// microsecond (osb-gateway usage, the console's download).
+func (r UsageReport) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(UsageCSVHeader); err != nil {
+		return err
+	}
+	for _, x := range r.Rows {
+		err := cw.Write([]string{x.Tenant, x.Broker, x.Service, x.Plan, strconv.FormatFloat(x.InstanceHours, 'f', -1, 64),
+			strconv.Itoa(x.Instances), strconv.Itoa(x.Bindings), strconv.Itoa(x.LiveAtEnd)})
+		if err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }

@@ -269,3 +269,37 @@ func (v *View) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
 func (v *View) AcceptCatalog(ctx context.Context, broker, who string) error {
 	return v.sw.Load().AcceptCatalog(ctx, broker, who)
 }
+
+// Usage reports instance-hours and binding counts over a period
+// (Gateway.Usage).
+func (v *View) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
+	return v.sw.Load().Usage(ctx, q)
+}
+
+// LiveInstancesSeries counts the live instances per plan at each step of a
+// period (Gateway.LiveInstancesSeries).
+func (v *View) LiveInstancesSeries(ctx context.Context, q UsageQuery, step time.Duration) ([]UsagePoint, error) {
+	return v.sw.Load().LiveInstancesSeries(ctx, q, step)
+}
+
+// CatalogNames maps the service and plan ids of the cached catalogs to
+// their names ("service" and "service/plan"), for pages that show ids
+// people would rather read as names; an id of no cached catalog is not in
+// it.
+func (v *View) CatalogNames() map[string]string {
+	c := v.sw.Load().catalogs
+	out := map[string]string{}
+	for _, k := range c.entries.Keys() {
+		e, ok := c.entries.Peek(k)
+		if !ok || e.index == nil {
+			continue
+		}
+		for _, s := range e.index.Catalog().Services {
+			out[s.ID] = s.Name
+			for _, p := range s.Plans {
+				out[p.ID] = s.Name + "/" + p.Name
+			}
+		}
+	}
+	return out
+}

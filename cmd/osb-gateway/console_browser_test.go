@@ -211,6 +211,16 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the drift is still shown after the accept:\n%s", drift)
 	}
 
+	// Usage: the two instances' plans, and a chart of them.
+	run("open the usage", chromedp.Navigate(w.admin+"/ui/usage"), chromedp.WaitVisible(chromedp.ID("#usage")))
+	if usage := text("read the usage", "#usage"); !strings.Contains(usage, "cf-prod") || !strings.Contains(usage, "sample/async") {
+		t.Fatalf("the usage page does not show the tenant's plans:\n%s", usage)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart polyline").length`)); err != nil || n == 0 {
+		t.Fatalf("the usage chart draws no line (%d, %v)", n, err)
+	}
+	screenshot(t, ctx, "usage")
+
 	// Log out: the pages need a login again.
 	run("log out", chromedp.Click(chromedp.CSS(`header form button`)), chromedp.WaitVisible(chromedp.ID("#token")))
 	run("open the overview", chromedp.Navigate(w.admin+"/"), chromedp.WaitVisible(chromedp.ID("#token")))

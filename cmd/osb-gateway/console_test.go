@@ -18,6 +18,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/console"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // The console's world: a sample broker whose async operations never end
@@ -289,5 +290,41 @@ func TestConsoleRendersNoSecret(t *testing.T) {
 	}
 	if page := w.get(t, c, "/ui/instances?plan=no-such-plan", http.StatusOK); strings.Contains(page, w.synced) {
 		t.Error("the instance search by plan shows an instance of another plan")
+	}
+}
+
+func TestConsoleUsageCSV(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	res, err := c.Get(w.admin + "/ui/usage.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the CSV without a session: %d, want a redirect to the login", res.StatusCode)
+	}
+	w.login(t, c)
+	res, err = c.Get(w.admin + "/ui/usage.csv?tenant=cf-prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv") ||
+		lines[0] != strings.Join(proxy.UsageCSVHeader, ",") || len(lines) != 3 {
+		t.Fatalf("the CSV: %d %s\n%s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "cf-prod,sample,"+samplebroker.ServiceID+",") {
+			t.Errorf("CSV line %q: want the tenant's sample plans", l)
+		}
+	}
+	res, err = c.Get(w.admin + "/ui/usage.csv?from=yesterday")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "RFC 3339") {
+		t.Errorf("a bad from: %d %s, want 400 naming RFC 3339", res.StatusCode, body)
 	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy"
@@ -27,9 +25,6 @@ bolt, stop the gateway first, or ask the running gateway (GET /admin/usage).
 exit codes: 0 done, 1 failed (the state store, a bad period), 2 usage or an
 unreadable configuration file.
 `
-
-// usageCSVHeader is the first line of the CSV report.
-var usageCSVHeader = []string{"tenant", "broker", "service_id", "plan_id", "instance_hours", "instances", "bindings", "live_at_end"}
 
 // runUsage runs "osb-gateway usage" and returns the exit code.
 func runUsage(args []string, stdout, stderr io.Writer) int {
@@ -94,17 +89,5 @@ func writeUsage(w io.Writer, rep proxy.UsageReport, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	cw := csv.NewWriter(w)
-	if err := cw.Write(usageCSVHeader); err != nil {
-		return err
-	}
-	for _, r := range rep.Rows {
-		err := cw.Write([]string{r.Tenant, r.Broker, r.Service, r.Plan, strconv.FormatFloat(r.InstanceHours, 'f', -1, 64),
-			strconv.Itoa(r.Instances), strconv.Itoa(r.Bindings), strconv.Itoa(r.LiveAtEnd)})
-		if err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
+	return rep.WriteCSV(w)
 }
