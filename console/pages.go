@@ -2,9 +2,9 @@ package console
 
 import (
 	"errors"
-	"log/slog"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
