@@ -404,28 +404,6 @@ type usageData struct {
 	Chart                    template.HTML
 }
 
-// usageQuery reads the usage form.
-func usageQuery(r *http.Request) (proxy.UsageQuery, error) {
-	q := r.URL.Query()
-	var uq proxy.UsageQuery
-	uq.Tenant, uq.Broker = q.Get("tenant"), q.Get("broker")
-	for _, f := range []struct {
-		name string
-		to   *time.Time
-	}{{"from", &uq.From}, {"to", &uq.To}} {
-		v := strings.TrimSpace(q.Get(f.name))
-		if v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return uq, fmt.Errorf("%s must be a time in RFC 3339 (2026-11-01T00:00:00Z), got %q", f.name, v)
-		}
-		*f.to = t
-	}
-	return uq, nil
-}
-
 func (c *Console) usage(r *http.Request, f *frame) (any, error) {
 	v := c.o.View
 	q := r.URL.Query()
@@ -434,9 +412,9 @@ func (c *Console) usage(r *http.Request, f *frame) (any, error) {
 	routes := v.Routes()
 	d.BrokerNames = names(routes, func(x proxy.RouteInfo) string { return x.Broker })
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
-	uq, err := usageQuery(r)
+	uq, err := proxy.ParseUsageQuery(r.URL.Query())
 	if err != nil {
-		return d, err
+		return d, actionError(err)
 	}
 	rep, err := v.Usage(r.Context(), uq)
 	if err != nil {
@@ -482,9 +460,9 @@ func (c *Console) usageCSV(w http.ResponseWriter, r *http.Request) {
 	if _, ok := c.session(w, r); !ok {
 		return
 	}
-	uq, err := usageQuery(r)
+	uq, err := proxy.ParseUsageQuery(r.URL.Query())
 	if err != nil {
-		osb.WriteError(w, osb.Errorf(http.StatusBadRequest, "", "%s", err.Error()))
+		osb.WriteError(w, osb.AsError(err))
 		return
 	}
 	rep, err := c.o.View.Usage(r.Context(), uq)

@@ -115,15 +115,6 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// sum adds the values of m.
-func sum(m map[string]float64) float64 {
-	t := 0.0
-	for _, v := range m {
-		t += v
-	}
-	return t
-}
-
 // increase is how much a counter map grew from a to b, per key; a counter
 // that went down (a restart of its process) counts from zero.
 func increase(a, b map[string]float64) map[string]float64 {

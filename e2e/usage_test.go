@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -150,23 +151,22 @@ func TestUsageScriptedDay(t *testing.T) {
 	}
 
 	// The same over HTTP, and the series.
-	a := proxy.NewAdmin(func() error { return nil })
-	a.MountUsageAdmin(proxy.NewSwitch(g), quiet)
-	admin := httptest.NewServer(a)
-	t.Cleanup(admin.Close)
+	a := admin.New(proxy.NewView(proxy.NewSwitch(g)), admin.Options{Log: quiet})
+	adminSrv := httptest.NewServer(a)
+	t.Cleanup(adminSrv.Close)
 	var got proxy.UsageReport
-	adminGet(t, admin.URL+"/admin/usage?from=2026-03-02T01:00:00Z&to=2026-03-02T20:00:00Z", http.StatusOK, &got)
+	adminGet(t, adminSrv.URL+"/admin/usage?from=2026-03-02T01:00:00Z&to=2026-03-02T20:00:00Z", http.StatusOK, &got)
 	if d := cmp.Diff(rep, got); d != "" {
 		t.Errorf("GET /admin/usage (-Gateway.Usage +HTTP):\n%s", d)
 	}
 	var refusal map[string]string
-	adminGet(t, admin.URL+"/admin/usage?from=yesterday", http.StatusBadRequest, &refusal)
+	adminGet(t, adminSrv.URL+"/admin/usage?from=yesterday", http.StatusBadRequest, &refusal)
 	if refusal["description"] == "" {
 		t.Errorf("bad from: %v", refusal)
 	}
-	adminGet(t, admin.URL+"/admin/usage?from=2026-03-02T20:00:00Z&to=2026-03-02T01:00:00Z", http.StatusBadRequest, &refusal)
+	adminGet(t, adminSrv.URL+"/admin/usage?from=2026-03-02T20:00:00Z&to=2026-03-02T01:00:00Z", http.StatusBadRequest, &refusal)
 	var series struct{ Points []proxy.UsagePoint }
-	adminGet(t, admin.URL+"/admin/usage/series?from=2026-03-02T00:00:00Z&to=2026-03-03T00:00:00Z&step=6h", http.StatusOK, &series)
+	adminGet(t, adminSrv.URL+"/admin/usage/series?from=2026-03-02T00:00:00Z&to=2026-03-03T00:00:00Z&step=6h", http.StatusOK, &series)
 	var syncLive []int
 	for _, p := range series.Points {
 		if p.Plan == sync {

@@ -176,42 +176,43 @@ func judge(s *Scope, reached bool) (failed, known bool, desc string) {
 	return false, true, ""
 }
 
-// breakerStatus is a breaker in GET /admin/brokers.
-type breakerStatus struct {
-	State          string  `json:"state"` // closed, half_open, open
-	Failures       int     `json:"failures"`
-	OpenForSeconds float64 `json:"open_for_seconds"`
-	Probes         int     `json:"probes"`
+// BreakerInfo is a broker's circuit breaker: its settings, its state and
+// the counts since its last transition.
+type BreakerInfo struct {
+	// State is closed, half_open or open.
+	State string
+	// Failures, OpenFor and Probes are the breaker's settings
+	// (brokers[].breaker).
+	Failures int
+	OpenFor  time.Duration
+	Probes   int
 	// The counts since the last transition (gobreaker.Counts).
-	Requests             uint32 `json:"requests"`
-	ConsecutiveFailures  uint32 `json:"consecutive_failures"`
-	ConsecutiveSuccesses uint32 `json:"consecutive_successes"`
-	TotalFailures        uint32 `json:"total_failures"`
-	TotalSuccesses       uint32 `json:"total_successes"`
-	Transitions          int64  `json:"transitions"`
-	// ChangedAt is the last transition; RetryAfterSeconds, while open,
-	// how long until probes are let through.
-	ChangedAt         *time.Time `json:"changed_at,omitempty"`
-	RetryAfterSeconds int64      `json:"retry_after_seconds,omitempty"`
-	LastError         string     `json:"last_error,omitempty"`
-	LastErrorAt       *time.Time `json:"last_error_at,omitempty"`
+	Requests, ConsecutiveFailures, ConsecutiveSuccesses, TotalFailures, TotalSuccesses uint32
+	Transitions                                                                        int64
+	// ChangedAt is the last transition, in UTC (zero: none yet);
+	// RetryAfterSeconds, while open, how many whole seconds until probes
+	// are let through (0 otherwise).
+	ChangedAt         time.Time
+	RetryAfterSeconds int64
+	// LastError is the last failure the breaker counted and LastErrorAt
+	// when, in UTC (zero: none).
+	LastError   string
+	LastErrorAt time.Time
 }
 
-func (b *brokerBreaker) status() *breakerStatus {
+func (b *brokerBreaker) status() *BreakerInfo {
 	st, n := b.cb.State(), b.cb.Counts()
-	bs := &breakerStatus{State: breakerStateName(st), Failures: b.cfg.Failures, OpenForSeconds: b.cfg.OpenFor.Seconds(),
+	bs := &BreakerInfo{State: breakerStateName(st), Failures: b.cfg.Failures, OpenFor: b.cfg.OpenFor,
 		Probes: b.cfg.Probes, Requests: n.Requests, ConsecutiveFailures: n.ConsecutiveFailures,
 		ConsecutiveSuccesses: n.ConsecutiveSuccesses, TotalFailures: n.TotalFailures, TotalSuccesses: n.TotalSuccesses}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bs.Transitions, bs.LastError = b.transitions, b.lastErr
 	if !b.changedAt.IsZero() {
-		t := b.changedAt.UTC()
-		bs.ChangedAt = &t
+		bs.ChangedAt = b.changedAt.UTC()
 	}
 	if !b.lastErrAt.IsZero() {
-		t := b.lastErrAt.UTC()
-		bs.LastErrorAt = &t
+		bs.LastErrorAt = b.lastErrAt.UTC()
 	}
 	if st == gobreaker.StateOpen {
 		if left := b.openedAt.Add(b.cfg.OpenFor).Sub(b.now()); left > 0 {

@@ -54,7 +54,7 @@ type protectEnv struct {
 	metrics *Metrics
 	reg     *prometheus.Registry
 	audit   *recordingWriter
-	admin   *Admin
+	admin   http.Handler
 }
 
 // newProtectEnv starts the gateway for protectYAML with the protection
@@ -92,8 +92,7 @@ func newProtectEnvWith(t *testing.T, url, protect string, edit func(*Options)) *
 	t.Cleanup(func() { e.g.Close(nil) })
 	e.gw = httptest.NewServer(e.g)
 	t.Cleanup(e.gw.Close)
-	e.admin = NewAdmin(nil)
-	e.admin.MountCatalogAdmin(NewSwitch(e.g), slog.New(slog.DiscardHandler))
+	e.admin = newAdmin(NewSwitch(e.g), slog.New(slog.DiscardHandler), nil)
 	return e
 }
 

@@ -84,8 +84,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	}
 	gs := httptest.NewServer(e.gateway)
 	t.Cleanup(gs.Close)
-	a := NewAdmin(nil)
-	a.MountCatalogAdmin(NewSwitch(e.gateway), log)
+	a := newAdmin(NewSwitch(e.gateway), log, nil)
 	as := httptest.NewServer(a)
 	t.Cleanup(as.Close)
 	e.admin = as.URL

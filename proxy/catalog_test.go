@@ -326,8 +326,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	clock := osbtest.NewClock(time.Now())
 	g, gw := catalogGateway(t, cb, clock)
 	sw := NewSwitch(g)
-	admin := NewAdmin(nil)
-	admin.MountCatalogAdmin(sw, slog.New(slog.DiscardHandler))
+	admin := newAdmin(sw, slog.New(slog.DiscardHandler), nil)
 	as := httptest.NewServer(admin)
 	defer as.Close()
 	getCatalog(t, gw, t1User, t1Pass, nil)
@@ -342,7 +341,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	}
 	_, body := adminCall(t, "GET", as.URL+"/admin/brokers", testAdminToken)
 	var list struct {
-		Brokers []brokerStatus `json:"brokers"`
+		Brokers []adminBrokerRow `json:"brokers"`
 	}
 	_ = json.Unmarshal([]byte(body), &list)
 	if len(list.Brokers) != 1 || list.Brokers[0].Hits != 2 || list.Brokers[0].Misses != 1 || len(list.Brokers[0].Catalogs) != 1 ||

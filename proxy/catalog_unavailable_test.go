@@ -255,8 +255,7 @@ func TestCatalogFetchBackoff(t *testing.T) {
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	logs := &logCounter{prefix: "catalog fetch failed"}
 	g, gw, _ := unavailableGateway(t, cb, clock, config.ModeEnforce, config.WithoutCatalogRefuse, logs)
-	admin := NewAdmin(nil)
-	admin.MountCatalogAdmin(NewSwitch(g), slog.New(slog.DiscardHandler))
+	admin := newAdmin(NewSwitch(g), slog.New(slog.DiscardHandler), nil)
 	as := httptest.NewServer(admin)
 	t.Cleanup(as.Close)
 
@@ -318,7 +317,7 @@ func TestCatalogFetchBackoff(t *testing.T) {
 
 	_, body := adminCall(t, "GET", as.URL+"/admin/brokers", testAdminToken)
 	var list struct {
-		Brokers []brokerStatus `json:"brokers"`
+		Brokers []adminBrokerRow `json:"brokers"`
 	}
 	_ = json.Unmarshal([]byte(body), &list)
 	if len(list.Brokers) != 1 || list.Brokers[0].NextFetch == nil || !list.Brokers[0].NextFetch.Equal(time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)) {

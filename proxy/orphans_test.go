@@ -117,8 +117,7 @@ func TestOrphanMitigation(t *testing.T) {
 func TestOrphanReportAndAdmin(t *testing.T) {
 	g, gw, broker, _ := orphanEnv(t, "report", nil)
 	ctx := context.Background()
-	admin := NewAdmin(nil)
-	admin.MountOperationsAdmin(NewSwitch(g), slog.New(slog.DiscardHandler))
+	admin := newAdmin(NewSwitch(g), slog.New(slog.DiscardHandler), nil)
 	as := httptest.NewServer(admin)
 	defer as.Close()
 	call := func(method, path, token string) (int, string) {

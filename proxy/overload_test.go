@@ -55,7 +55,7 @@ func TestOverloadShedsAtOnce(t *testing.T) {
 	}
 	e := newLimitsEnv(t, overloadYAML, held, nil)
 	t.Cleanup(unblock) // before the servers close, should the test stop early
-	admin := httptest.NewServer(NewAdmin(e.g.Overloaded))
+	admin := httptest.NewServer(newAdmin(NewSwitch(e.g), slog.New(slog.DiscardHandler), e.g.Overloaded))
 	t.Cleanup(admin.Close)
 	readyz := func() (int, string) {
 		res, body := do(t, "GET", admin.URL+"/readyz", "", "", "", nil)

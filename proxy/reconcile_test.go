@@ -87,8 +87,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	t.Cleanup(func() { g.Close(nil) })
 	gw := httptest.NewServer(g)
 	t.Cleanup(gw.Close)
-	a := NewAdmin(func() error { return nil })
-	a.MountOperationsAdmin(NewSwitch(g), log)
+	a := newAdmin(NewSwitch(g), log, func() error { return nil })
 	as := httptest.NewServer(a)
 	t.Cleanup(as.Close)
 	spans := func(n int) []attribute.KeyValue {

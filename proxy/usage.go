@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -374,4 +376,26 @@ func (r UsageReport) WriteCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ParseUsageQuery reads a usage query from a form or a URL's query:
+// from and to (RFC 3339; empty: the defaults of UsageQuery), tenant and
+// broker. A bad time is a 400 *osb.Error naming the field.
+func ParseUsageQuery(v url.Values) (UsageQuery, error) {
+	q := UsageQuery{Tenant: v.Get("tenant"), Broker: v.Get("broker")}
+	for _, f := range []struct {
+		name string
+		to   *time.Time
+	}{{"from", &q.From}, {"to", &q.To}} {
+		s := strings.TrimSpace(v.Get(f.name))
+		if s == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return q, osb.Errorf(http.StatusBadRequest, "", "%s must be a time in RFC 3339 (like 2024-05-01T00:00:00Z), got %q", f.name, s)
+		}
+		*f.to = t
+	}
+	return q, nil
 }

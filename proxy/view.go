@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,12 +13,14 @@ import (
 )
 
 // View is the narrow view of the running gateway that the operator surface
-// (package console: the status pages) works on: routes, brokers, catalogs,
-// locks, orphans and the inventory, read from the current Gateway of a
-// Switch at each call (a reload shows at once), and the actions an
-// operator takes on them. Nothing it returns holds a secret: no
-// credentials, no sealed bytes, no broker password. Safe for concurrent
-// use.
+// works on — package admin (the JSON admin API) and package console (the
+// status pages) reach the gateway through it and nothing else: routes,
+// brokers, catalogs and their drift, locks, orphans and the inventory,
+// read from the current Gateway of a Switch at each call (a reload shows
+// at once), and the actions an operator takes on them (refresh a catalog,
+// accept a drifted one, release or reconcile a lock, retry an orphan's
+// mitigation). Nothing it returns holds a secret: no credentials, no
+// sealed bytes, no broker password. Safe for concurrent use.
 type View struct{ sw *Switch }
 
 // NewView returns the view of the gateways sw serves.
@@ -68,6 +71,34 @@ type BrokerInfo struct {
 	// counters.
 	Catalogs                                int
 	CatalogHits, CatalogMisses, StaleServes int64
+	// CatalogNextFetch is, while a failed fetch is remembered, the
+	// earliest time the gateway fetches one of the broker's catalogs
+	// again on its own (zero otherwise).
+	CatalogNextFetch time.Time
+	// Cached are the cached catalogs, by version.
+	Cached []CachedCatalog
+	// MaxInFlight is brokers[].max_in_flight (0: no cap) and QueueTimeout
+	// its queue_timeout.
+	MaxInFlight  int
+	QueueTimeout time.Duration
+	// BreakerInfo is the circuit breaker in full; nil without one.
+	BreakerInfo *BreakerInfo
+}
+
+// CachedCatalog is one cached catalog of a broker.
+type CachedCatalog struct {
+	// Version and Platform are what it was fetched for (Platform "" for
+	// every platform).
+	Version, Platform string
+	// Bytes is the size of its body, Age the time since it was fetched
+	// and Fresh whether it is younger than its TTL, both at the time
+	// Brokers was called.
+	Bytes int
+	Age   time.Duration
+	Fresh bool
+	// ETag and LastModified are the validators the gateway answers with.
+	ETag         string
+	LastModified time.Time
 }
 
 // Up reports whether the broker is taken to be up: its breaker is not
@@ -78,20 +109,8 @@ func (b BrokerInfo) Up() bool { return b.Breaker != "open" && b.CatalogError == 
 func (v *View) Brokers() []BrokerInfo {
 	g := v.sw.Load()
 	out := make([]BrokerInfo, 0, len(g.cfg.Brokers))
-	for _, s := range g.brokerStatuses() {
-		b := BrokerInfo{Name: s.Name, URL: s.URL, APIVersions: s.APIVersion, CatalogError: s.LastError,
-			Catalogs: len(s.Catalogs), CatalogHits: s.Hits, CatalogMisses: s.Misses, StaleServes: s.StaleServes,
-			InFlight: -1, Queued: -1}
-		if s.LastFetch != nil {
-			b.CatalogFetched = *s.LastFetch
-		}
-		if s.Breaker != nil {
-			b.Breaker = s.Breaker.State
-		}
-		if s.InFlight != nil {
-			b.InFlight, b.Queued = *s.InFlight, *s.Queued
-		}
-		out = append(out, b)
+	for _, b := range g.cfg.Brokers {
+		out = append(out, g.brokerInfo(g.upstreams[b.Name]))
 	}
 	return out
 }
@@ -132,7 +151,7 @@ func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operati
 // names who and why (Gateway.ReleaseOperation). It returns the released
 // operation; errors are *osb.Error (404: no such lock).
 func (v *View) Release(ctx context.Context, broker, instance, binding, who, reason string) (Operation, error) {
-	l, err := v.sw.Load().releaseOperation(ctx, broker, instance, binding, who, reason)
+	l, err := v.ReleaseLock(ctx, broker, instance, binding, who, reason)
 	if err != nil {
 		return Operation{}, err
 	}
@@ -302,4 +321,11 @@ func (v *View) CatalogNames() map[string]string {
 		}
 	}
 	return out
+}
+
+// tokenOK compares got with want in constant time (hashed first, so the
+// time does not depend on the lengths either).
+func tokenOK(want, got string) bool {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }

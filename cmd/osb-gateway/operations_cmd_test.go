@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -30,9 +31,9 @@ func operationsEnv(t *testing.T) (gwURL, cfgPath string, st store.Store) {
 	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1})
 	bs := httptest.NewServer(broker)
 	t.Cleanup(bs.Close)
-	admin := httptest.NewUnstartedServer(nil)
+	as := httptest.NewUnstartedServer(nil)
 	y := `
-admin: {address: "` + admin.Listener.Addr().String() + `", token: "` + operationsToken + `"}
+admin: {address: "` + as.Listener.Addr().String() + `", token: "` + operationsToken + `"}
 state: {backend: memory}
 brokers: [{name: b, url: "` + bs.URL + `", username: sample, password: sample-secret}]
 tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: b}]}]
@@ -52,11 +53,9 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	}
 	t.Cleanup(func() { g.Close(nil) })
 	sw := proxy.NewSwitch(g)
-	a := proxy.NewAdmin(func() error { return nil })
-	a.MountOperationsAdmin(sw, slog.New(slog.DiscardHandler))
-	admin.Config.Handler = a
-	admin.Start()
-	t.Cleanup(admin.Close)
+	as.Config.Handler = admin.New(proxy.NewView(sw), admin.Options{Ready: func() error { return nil }, Log: slog.New(slog.DiscardHandler)})
+	as.Start()
+	t.Cleanup(as.Close)
 	gw := httptest.NewServer(g)
 	t.Cleanup(gw.Close)
 	return gw.URL, cfgPath, st

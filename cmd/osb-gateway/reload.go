@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 
+	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -52,7 +53,7 @@ func (s *server) reload() error {
 // returned: the configuration is reloaded all the same. Listener addresses
 // and timeouts need a restart; a change is logged. Every call counts in
 // osb_gateway_config_reload_total.
-func (s *server) reloadFrom(trigger string) (proxy.Reloaded, error) {
+func (s *server) reloadFrom(trigger string) (admin.Reloaded, error) {
 	s.reloads.Lock()
 	defer s.reloads.Unlock()
 	if err := s.tls.Reload(); err != nil { // listen.tls.mode files; nil in the other modes
@@ -63,13 +64,13 @@ func (s *server) reloadFrom(trigger string) (proxy.Reloaded, error) {
 	cfg, err := s.load(s.path)
 	if err != nil {
 		s.configs.Reloaded(false)
-		return proxy.Reloaded{}, err
+		return admin.Reloaded{}, err
 	}
 	old := s.sw.Load()
 	g, err := proxy.New(cfg, s.obs.options(proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old}))
 	if err != nil {
 		s.configs.Reloaded(false)
-		return proxy.Reloaded{}, err
+		return admin.Reloaded{}, err
 	}
 	if !sameListen(cfg.Listen, old.Config().Listen) || cfg.Admin != old.Config().Admin {
 		s.log.Warn("listen and admin settings changed; they take effect at the next restart")
@@ -88,7 +89,7 @@ func (s *server) reloadFrom(trigger string) (proxy.Reloaded, error) {
 	s.configs.Reloaded(true)
 	s.log.Info("configuration reloaded", slog.String("config", s.path), slog.String("trigger", trigger),
 		slog.String("hash", hash), slog.Int("tenants", len(cfg.Tenants)), slog.Int("brokers", len(cfg.Brokers)))
-	return proxy.Reloaded{Result: proxy.ReloadSuccess, ConfigHash: hash, Tenants: len(cfg.Tenants), Brokers: len(cfg.Brokers)}, nil
+	return admin.Reloaded{Result: proxy.ReloadSuccess, ConfigHash: hash, Tenants: len(cfg.Tenants), Brokers: len(cfg.Brokers)}, nil
 }
 
 // sameListen reports whether two listen sections need the same listener:

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/console"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/lean"
@@ -233,20 +234,17 @@ func (s *server) readiness() error {
 	return nil
 }
 
-// adminHandler is the admin API: health, readiness and metrics, open;
-// catalog, operation, orphan and inventory control under /admin/, behind
-// admin.token.
+// adminHandler is the admin listener's handler (package admin): health,
+// readiness and metrics, open; catalog, operation, orphan, inventory,
+// reload and profile control under /admin/, behind admin.token; the
+// console's pages beside them. Both work on the one proxy.View.
 func (s *server) adminHandler() http.Handler {
-	a := proxy.NewAdmin(s.readiness)
+	view := proxy.NewView(s.sw)
+	a := admin.New(view, admin.Options{Ready: s.readiness, Log: s.log,
+		Reload: func(context.Context) (admin.Reloaded, error) { return s.reloadFrom("admin") }})
 	a.LogAccess(s.access, nil)
-	a.MountCatalogAdmin(s.sw, s.log)
-	a.MountOperationsAdmin(s.sw, s.log)
-	a.MountInventoryAdmin(s.sw, s.log)
-	a.MountUsageAdmin(s.sw, s.log)
-	a.MountReloadAdmin(s.sw, s.log, func(context.Context) (proxy.Reloaded, error) { return s.reloadFrom("admin") })
-	a.MountPprof(s.sw, s.log)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
-	s.console = console.New(console.Options{View: proxy.NewView(s.sw), Gatherer: s.obs.prov.Gatherer, Log: s.log})
+	s.console = console.New(console.Options{View: view, Gatherer: s.obs.prov.Gatherer, Log: s.log})
 	for _, p := range console.Patterns {
 		a.Handle(p, s.console)
 	}

@@ -1,10 +1,8 @@
-package proxy
+package admin
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // The inventory's admin routes. Their answers show every field of a
@@ -38,31 +37,25 @@ type bindingView struct {
 	ExpiresInSeconds *float64 `json:"expires_in_seconds,omitempty"`
 }
 
-// viewInstance drops in's sealed bytes.
-func viewInstance(in store.Instance) instanceView {
-	v := instanceView{Instance: in, ParametersStored: len(in.SealedParameters) > 0}
-	v.SealedParameters = nil
-	return v
+// viewInstance is in as the admin routes show it.
+func viewInstance(in proxy.StoredInstance) instanceView {
+	return instanceView{Instance: in.Record, ParametersStored: in.ParametersStored}
 }
 
-// viewBinding drops b's sealed bytes.
-func viewBinding(b store.Binding) bindingView {
-	v := bindingView{Binding: b, ParametersStored: len(b.SealedParameters) > 0, CredentialsStored: len(b.SealedCredentials) > 0}
-	v.SealedParameters, v.SealedCredentials = nil, nil
-	return v
+// viewBinding is b as the admin routes show it.
+func viewBinding(b proxy.StoredBinding) bindingView {
+	return bindingView{Binding: b.Record, ParametersStored: b.ParametersStored, CredentialsStored: b.CredentialsStored}
 }
 
-// MountInventoryAdmin adds the inventory routes to a, behind the admin
-// token (see control), logging each call to log (nil: slog.Default()):
+// mountInventory adds the inventory routes:
 //
 //	GET /admin/instances?broker=&tenant=&cursor=&limit=  a page of instances, the next cursor and the total
 //	GET /admin/instances/{broker}/{instance}             one instance and its bindings
 //	GET /admin/bindings/expiring?within=&broker=&limit=  bindings whose expires_at falls within inventory.expiry_warning (or within)
-func (a *Admin) MountInventoryAdmin(sw *Switch, log *slog.Logger) {
-	a.bind(sw, log)
-	a.handleControl("GET /admin/instances", listInstances)
-	a.handleControl("GET /admin/instances/{broker}/{instance}", getInstance)
-	a.handleControl("GET /admin/bindings/expiring", listExpiring)
+func (a *Admin) mountInventory() {
+	a.handle("GET /admin/instances", listInstances)
+	a.handle("GET /admin/instances/{broker}/{instance}", getInstance)
+	a.handle("GET /admin/bindings/expiring", listExpiring)
 }
 
 // queryLimit reads ?limit= (0 when absent: the store's default).
@@ -89,14 +82,14 @@ func inventoryError(what string, err error) error {
 	return storeError(what, err)
 }
 
-func listInstances(r *http.Request, g *Gateway) (any, string, error) {
+func listInstances(r *http.Request, v *proxy.View) (any, string, error) {
 	q := r.URL.Query()
 	limit, err := queryLimit(r)
 	if err != nil {
 		return nil, "", err
 	}
 	f := store.InstanceFilter{Broker: q.Get("broker"), Tenant: q.Get("tenant")}
-	page, next, err := g.guard.st.ListInstances(r.Context(), f, q.Get("cursor"), limit)
+	page, next, err := v.ListInstances(r.Context(), f, q.Get("cursor"), limit)
 	if err != nil {
 		what := "listing the instances"
 		if q.Get("cursor") != "" {
@@ -104,7 +97,7 @@ func listInstances(r *http.Request, g *Gateway) (any, string, error) {
 		}
 		return nil, "", inventoryError(what, err)
 	}
-	total, err := g.guard.st.CountInstances(r.Context(), f)
+	total, err := v.CountInstances(r.Context(), f)
 	if err != nil {
 		return nil, "", storeError("counting the instances", err)
 	}
@@ -116,14 +109,14 @@ func listInstances(r *http.Request, g *Gateway) (any, string, error) {
 		fmt.Sprintf("listed %d of %d instances (broker %q, tenant %q)", len(out), total, f.Broker, f.Tenant), nil
 }
 
-func getInstance(r *http.Request, g *Gateway) (any, string, error) {
+func getInstance(r *http.Request, v *proxy.View) (any, string, error) {
 	broker, id := r.PathValue("broker"), r.PathValue("instance")
-	in, err := g.guard.st.GetInstance(r.Context(), broker, id)
+	in, err := v.GetInstance(r.Context(), broker, id)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, "", inventoryError("reading the instance", err)
 	}
-	bindings, err := g.guard.st.ListBindings(r.Context(), broker, id)
+	bindings, err := v.ListBindings(r.Context(), broker, id)
 	if err != nil {
 		return nil, "", inventoryError("reading the instance's bindings", err)
 	}
@@ -145,9 +138,9 @@ func getInstance(r *http.Request, g *Gateway) (any, string, error) {
 		fmt.Sprintf("read instance %q of broker %q (recorded %t) and its %d bindings", id, broker, found, len(views)), nil
 }
 
-func listExpiring(r *http.Request, g *Gateway) (any, string, error) {
+func listExpiring(r *http.Request, v *proxy.View) (any, string, error) {
 	q := r.URL.Query()
-	within := g.cfg.Inventory.ExpiryWarning
+	within := v.ExpiryWarning()
 	if s := q.Get("within"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -159,13 +152,13 @@ func listExpiring(r *http.Request, g *Gateway) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	broker, now := q.Get("broker"), g.guard.now()
+	broker, now := q.Get("broker"), v.Now()
 	before := now.Add(within)
-	found, err := g.guard.st.ExpiringBindings(r.Context(), broker, before, limit)
+	found, err := v.ExpiringBindings(r.Context(), broker, before, limit)
 	if err != nil {
 		return nil, "", inventoryError("listing the expiring bindings", err)
 	}
-	counts, err := g.guard.st.CountExpiring(r.Context(), before)
+	counts, err := v.CountExpiring(r.Context(), before)
 	if err != nil {
 		return nil, "", storeError("counting the expiring bindings", err)
 	}
@@ -179,28 +172,11 @@ func listExpiring(r *http.Request, g *Gateway) (any, string, error) {
 	out := make([]bindingView, 0, len(found))
 	for _, b := range found {
 		v := viewBinding(b)
-		left := b.ExpiresAt.Sub(now).Seconds()
+		left := b.Record.ExpiresAt.Sub(now).Seconds()
 		v.ExpiresInSeconds = &left
 		out = append(out, v)
 	}
 	return map[string]any{"bindings": out, "total": total, "truncated": total > len(out),
 			"within_seconds": within.Seconds(), "before": before.UTC()},
 		fmt.Sprintf("listed %d of %d bindings expiring within %s (broker %q)", len(out), total, within, broker), nil
-}
-
-// CountExpiringBindings returns, for every configured broker, how many of
-// its bindings in the inventory have an expires_at within
-// inventory.expiry_warning from now (or already past): the
-// osb_gateway_bindings_expiring gauge (see ObserveExpiring). A broker with
-// none is there with 0; brokers no longer configured are left out.
-func (g *Gateway) CountExpiringBindings(ctx context.Context) (map[string]int, error) {
-	counts, err := g.guard.st.CountExpiring(ctx, g.guard.now().Add(g.cfg.Inventory.ExpiryWarning))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]int, len(g.cfg.Brokers))
-	for _, b := range g.cfg.Brokers {
-		out[b.Name] = counts[b.Name]
-	}
-	return out, nil
 }

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"log/slog"
@@ -8,9 +8,10 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-// pprofAdmin serves an admin handler with only MountPprof, over a gateway
+// pprofAdmin serves an admin handler over a gateway
 // whose admin section is admin (YAML flow mapping).
 func pprofAdmin(t *testing.T, admin string) (string, *osbtest.Buffer) {
 	t.Helper()
@@ -23,14 +24,13 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close(nil) })
 	logs := &osbtest.Buffer{}
-	a := NewAdmin(nil)
-	a.MountPprof(NewSwitch(g), slog.New(slog.NewJSONHandler(logs, nil)))
+	a := New(proxy.NewView(proxy.NewSwitch(g)), Options{Log: slog.New(slog.NewJSONHandler(logs, nil))})
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
 	return srv.URL, logs

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"log/slog"
@@ -8,7 +8,20 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
+
+// maxAttrLen caps a path in a log line, as the platform listener's
+// access line caps its attributes.
+const maxAttrLen = 256
+
+// truncateTo caps s at n bytes.
+func truncateTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
 
 // LogAccess makes a write one access line per call to the admin listener,
 // in the platform listener's access log (access; nil: a's logger) with
@@ -18,7 +31,7 @@ import (
 // few seconds does not fill the log; every call under /admin/ and every
 // refusal logs at info (a 5xx at warn). The Authorization header is never
 // logged. now is the clock (nil: time.Now). Call it before serving.
-func (a *Admin) LogAccess(access *AccessLog, now func() time.Time) {
+func (a *Admin) LogAccess(access *proxy.AccessLog, now func() time.Time) {
 	if now == nil {
 		now = time.Now
 	}
@@ -42,30 +55,24 @@ func (a *Admin) serveLogged(w http.ResponseWriter, r *http.Request, h http.Handl
 	case status < 300 && !isControlPath(r.URL.Path):
 		level = slog.LevelDebug
 	}
-	fields := []accessField{
-		{key: "listener", str: "admin"},
-		{key: "method", str: r.Method},
-		{key: "path", str: truncateTo(r.URL.Path, maxAttrLen)},
-		{key: "status", num: int64(status), isN: true},
-		{key: "duration_us", num: t.Sub(start).Microseconds(), isN: true},
-		{key: "bytes", num: rec.bytes, isN: true},
-		{key: "client", str: r.RemoteAddr},
+	attrs := []slog.Attr{
+		slog.String("listener", "admin"),
+		slog.String("method", r.Method),
+		slog.String("path", truncateTo(r.URL.Path, maxAttrLen)),
+		slog.Int("status", status),
+		slog.Int64("duration_us", t.Sub(start).Microseconds()),
+		slog.Int64("bytes", rec.bytes),
+		slog.String("client", r.RemoteAddr),
 	}
 	if a.access != nil {
-		a.access.write(t, level, fields)
+		a.access.WriteAttrs(t, level, attrs...)
 		return
 	}
 	if !a.log.Handler().Enabled(r.Context(), level) {
 		return
 	}
 	rec2 := slog.NewRecord(t, level, "request", 0)
-	for _, f := range fields {
-		if f.isN {
-			rec2.AddAttrs(slog.Int64(f.key, f.num))
-		} else {
-			rec2.AddAttrs(slog.String(f.key, f.str))
-		}
-	}
+	rec2.AddAttrs(attrs...)
 	_ = a.log.Handler().Handle(r.Context(), rec2)
 }
 

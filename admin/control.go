@@ -1,36 +1,23 @@
-package proxy
+package admin
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-// controlFunc serves one /admin/ route for the gateway in force: it returns
-// the body of a 200 answer and, in a few words, what it did; or an error,
-// which becomes an OSB error answer (an error that is not an *osb.Error
-// becomes a generic 500; its text only reaches the log).
-type controlFunc func(r *http.Request, g *Gateway) (body any, did string, err error)
+// handlerFunc serves one /admin/ route over the gateway's view: it
+// returns the body of a 200 answer and, in a few words, what it did; or an
+// error, which becomes an OSB error answer (an error that is not an
+// *osb.Error becomes a generic 500; its text only reaches the log).
+type handlerFunc func(r *http.Request, v *proxy.View) (body any, did string, err error)
 
-// bind gives a the gateway and the logger of its control routes. Every
-// Mount method passes the same Switch.
-func (a *Admin) bind(sw *Switch, log *slog.Logger) {
-	if a.sw != nil && a.sw != sw {
-		panic("proxy: Admin control routes mounted from two Switches")
-	}
-	a.sw = sw
-	if log != nil {
-		a.log = log
-	}
-}
-
-// handleControl adds a control route; pattern must be under /admin/.
-func (a *Admin) handleControl(pattern string, fn controlFunc) {
+// handle adds a control route; pattern must be under /admin/.
+func (a *Admin) handle(pattern string, fn handlerFunc) {
 	a.ctl.Handle(pattern, a.control(pattern, fn))
 	a.routes = append(a.routes, pattern)
 }
@@ -40,18 +27,14 @@ func (a *Admin) handleControl(pattern string, fn controlFunc) {
 // osb.WriteError) and logs one line with the method, route, the path
 // values (broker, instance, orphan), who, the status and what happened —
 // reads at info, changes and refusals at warn. The token is never logged.
-func (a *Admin) control(pattern string, fn controlFunc) http.Handler {
+func (a *Admin) control(pattern string, fn handlerFunc) http.Handler {
 	route, wildcards := pattern, patternWildcards(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var g *Gateway
-		if a.sw != nil {
-			g = a.sw.Load()
-		}
 		var body any
 		var did string
-		err := authorize(g, r)
+		err := authorize(a.view, r)
 		if err == nil {
-			body, did, err = fn(r, g)
+			body, did, err = fn(r, a.view)
 		}
 		status, e := http.StatusOK, (*osb.Error)(nil)
 		if err != nil {
@@ -105,19 +88,19 @@ func patternWildcards(pattern string) []string {
 // adminChallenge is the WWW-Authenticate header of a 401 from /admin/.
 var adminChallenge = http.Header{"Www-Authenticate": {`Bearer realm="osb-gateway admin"`}}
 
-// authorize checks r's bearer token against g's admin.token in constant
-// time: 403 when no token is configured (or no gateway is mounted), 401
+// authorize checks r's bearer token against v's admin.token in constant
+// time: 403 when no token is configured (or there is no gateway), 401
 // when the request has none or another one.
-func authorize(g *Gateway, r *http.Request) error {
-	var want string
-	if g != nil {
-		want = g.cfg.Admin.Token.Reveal()
-	}
-	if want == "" {
-		return osb.Errorf(http.StatusForbidden, "", "admin.token is not set: the /admin/ routes are closed until the configuration sets admin.token or admin.token_file")
-	}
+func authorize(v *proxy.View, r *http.Request) error {
 	h := r.Header.Get("Authorization")
 	scheme, got, _ := strings.Cut(h, " ")
+	var ok, configured bool
+	if v != nil {
+		ok, configured = v.AdminToken(got)
+	}
+	if !configured {
+		return osb.Errorf(http.StatusForbidden, "", "admin.token is not set: the /admin/ routes are closed until the configuration sets admin.token or admin.token_file")
+	}
 	switch {
 	case h == "":
 		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
@@ -125,18 +108,11 @@ func authorize(g *Gateway, r *http.Request) error {
 	case !strings.EqualFold(scheme, "Bearer"):
 		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
 			Description: "a bearer token is required: expected Authorization: Bearer <admin.token>, got " + describeScheme(scheme)}
-	case !tokenOK(want, got):
+	case !ok:
 		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
 			Description: "the bearer token does not match admin.token"}
 	}
 	return nil
-}
-
-// tokenOK compares got with want in constant time (hashed first, so the
-// time does not depend on the lengths either).
-func tokenOK(want, got string) bool {
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // describeScheme names an Authorization scheme for an error description
@@ -158,6 +134,13 @@ func operator(r *http.Request) string {
 }
 
 // noControlRoute answers a path under /admin/ that no route serves.
-func noControlRoute(r *http.Request, _ *Gateway) (any, string, error) {
+func noControlRoute(r *http.Request, _ *proxy.View) (any, string, error) {
 	return nil, "", osb.Errorf(http.StatusNotFound, "", "no admin route for %s %s: expected one of the routes listed in the admin API section of docs/operating.md", r.Method, r.URL.Path)
+}
+
+// storeError is the answer when the state store fails: 503 naming what
+// failed; the store's own error goes to the log only.
+func storeError(what string, err error) error {
+	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+		Description: what + " failed: the state store returned an error; the cause is in the gateway's log"}
 }

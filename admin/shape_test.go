@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // snakeKey is the one style of JSON field names in admin answers.
@@ -99,7 +100,7 @@ func TestAdminAnswersAreSnakeCase(t *testing.T) {
 // unknown path and a readiness failure included, is one JSON shape, the
 // OSB error's, with the description naming what was expected.
 func TestAdminErrorsAreOSBErrors(t *testing.T) {
-	a := NewAdmin(func() error { return errors.New("draining") })
+	a := New(nil, Options{Ready: func() error { return errors.New("draining") }})
 	a.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv := httptest.NewServer(a)
 	defer srv.Close()
@@ -137,7 +138,7 @@ func TestAdminAccessLog(t *testing.T) {
 	a, url, _ := adminEnv(t, testAdminToken, nil)
 	var buf osbtest.Buffer
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a.LogAccess(NewAccessLog(&buf, "json", slog.LevelDebug), clock.Now)
+	a.LogAccess(proxy.NewAccessLog(&buf, "json", slog.LevelDebug), clock.Now)
 	adminCall(t, "GET", url+"/healthz", "")
 	adminCall(t, "GET", url+"/admin/brokers", testAdminToken)
 	adminCall(t, "GET", url+"/admin/operations", "wrong-token")

@@ -1,20 +1,19 @@
-package proxy
+package admin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // Reloaded is what POST /admin/reload answers after a reload that took.
 type Reloaded struct {
-	// Result is "success", as the result label of
+	// Result is "success" (proxy.ReloadSuccess), as the result label of
 	// osb_gateway_config_reload_total.
 	Result string `json:"result"`
 	// ConfigHash is the start of the SHA-256 of the configuration file now
@@ -24,22 +23,19 @@ type Reloaded struct {
 	Brokers    int    `json:"brokers"`
 }
 
-// ReloadFunc reloads the configuration as SIGHUP does and says what is now
-// in force, or why the running configuration stays. It must be safe for
-// concurrent use.
-type ReloadFunc func(ctx context.Context) (Reloaded, error)
-
-// MountReloadAdmin adds the reload route to a, behind the admin token (see
-// control), logging each call to log (nil: slog.Default()):
+// mountReload adds the reload route when Options.Reload is set:
 //
 //	POST /admin/reload  read the configuration file (and the password files it names) again and swap it in, as SIGHUP and the file watch do
 //
 // A file with problems is refused with 422 and every problem in the
 // description (with its line, never a secret's value); the running
 // configuration stays. Any other failure is a 500 whose cause is logged.
-func (a *Admin) MountReloadAdmin(sw *Switch, log *slog.Logger, reload ReloadFunc) {
-	a.bind(sw, log)
-	a.handleControl("POST /admin/reload", func(r *http.Request, _ *Gateway) (any, string, error) {
+func (a *Admin) mountReload() {
+	reload := a.reload
+	if reload == nil {
+		return
+	}
+	a.handle("POST /admin/reload", func(r *http.Request, _ *proxy.View) (any, string, error) {
 		res, err := reload(r.Context())
 		if err != nil {
 			return nil, "", reloadError(err)

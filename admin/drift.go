@@ -1,23 +1,24 @@
-package proxy
+package admin
 
 import (
 	"fmt"
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-// mountDriftAdmin adds the catalog drift routes (MountCatalogAdmin mounts
-// them with the other catalog routes):
+// mountDrift adds the catalog drift routes (mountCatalogs mounts them
+// with the other catalog routes):
 //
-//	GET  /admin/catalogs/drift             every broker's drift report (Gateway.CatalogDrift): {"brokers":[DriftReport...]}
-//	POST /admin/catalogs/{broker}/accept   accept the broker's latest catalog as its baseline (Gateway.AcceptCatalog); answers the broker's report
+//	GET  /admin/catalogs/drift             every broker's drift report (View.CatalogDrift): {"brokers":[DriftReport...]}
+//	POST /admin/catalogs/{broker}/accept   accept the broker's latest catalog as its baseline (View.AcceptCatalog); answers the broker's report
 //
 // The admin log line of an accept (warn) names who accepted: the X-Operator
 // header and the caller's address.
-func (a *Admin) mountDriftAdmin() {
-	a.handleControl("GET /admin/catalogs/drift", func(r *http.Request, g *Gateway) (any, string, error) {
-		reports, err := g.CatalogDrift(r.Context())
+func (a *Admin) mountDrift() {
+	a.handle("GET /admin/catalogs/drift", func(r *http.Request, v *proxy.View) (any, string, error) {
+		reports, err := v.CatalogDrift(r.Context())
 		if err != nil {
 			return nil, "", &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 				Description: "the state store did not answer for the brokers' catalogs: the drift report is kept there"}
@@ -28,12 +29,12 @@ func (a *Admin) mountDriftAdmin() {
 		}
 		return driftAnswer{Brokers: reports, Drift: n}, fmt.Sprintf("listed the drift of %d brokers: %d items", len(reports), n), nil
 	})
-	a.handleControl("POST /admin/catalogs/{broker}/accept", func(r *http.Request, g *Gateway) (any, string, error) {
+	a.handle("POST /admin/catalogs/{broker}/accept", func(r *http.Request, v *proxy.View) (any, string, error) {
 		name, who := r.PathValue("broker"), operator(r)
-		if err := g.AcceptCatalog(r.Context(), name, who); err != nil {
+		if err := v.AcceptCatalog(r.Context(), name, who); err != nil {
 			return nil, "", err
 		}
-		reports, err := g.CatalogDrift(r.Context())
+		reports, err := v.CatalogDrift(r.Context())
 		if err != nil {
 			return nil, "", &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 				Description: fmt.Sprintf("the catalog of broker %q was accepted, but the state store did not answer for its report", name)}
@@ -50,7 +51,7 @@ func (a *Admin) mountDriftAdmin() {
 // driftAnswer is the body of GET /admin/catalogs/drift.
 type driftAnswer struct {
 	// Brokers are the reports, in configuration order.
-	Brokers []DriftReport `json:"brokers"`
+	Brokers []proxy.DriftReport `json:"brokers"`
 	// Drift counts the items of all reports.
 	Drift int `json:"drift"`
 }

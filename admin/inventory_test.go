@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // adminMarker is the plaintext of every secret the inventory tests seal:
@@ -299,11 +300,11 @@ func TestAdminInventoryNeverShowsSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-		m, err := NewMetrics(p.Registerer, clock.Now)
+		m, err := proxy.NewMetrics(p.Registerer, clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.ObserveExpiring(a.sw.Load().CountExpiringBindings)
+		m.ObserveExpiring(a.gw.CountExpiringBindings)
 		metrics := scrape(t, p.MetricsHandler())
 		if !strings.Contains(metrics, `osb_gateway_bindings_expiring{broker="b"} 2`) {
 			t.Errorf("/metrics lacks the expiring bindings of broker b:\n%s", metrics)
@@ -344,7 +345,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 		t.Fatal(err)
 	}
 	gwLog := &osbtest.Buffer{}
-	g, err := New(cfg, Options{Logger: slog.New(slog.NewJSONHandler(gwLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.NewJSONHandler(gwLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,8 +353,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	gw := httptest.NewServer(g)
 	t.Cleanup(gw.Close)
 	adminLog := &osbtest.Buffer{}
-	a := NewAdmin(nil)
-	a.MountInventoryAdmin(NewSwitch(g), slog.New(slog.NewJSONHandler(adminLog, nil)))
+	a := New(proxy.NewView(proxy.NewSwitch(g)), Options{Log: slog.New(slog.NewJSONHandler(adminLog, nil))})
 	admin := httptest.NewServer(a)
 	t.Cleanup(admin.Close)
 

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // maxReconcileBody bounds the JSON body of a reconcile.
@@ -23,7 +24,7 @@ type reconcileBody struct {
 	Force       bool   `json:"force"`
 }
 
-// mountReconcile adds the reconcile routes (MountOperationsAdmin):
+// mountReconcile adds the reconcile routes (mountOperations):
 //
 //	POST /admin/operations/{broker}/{instance}/reconcile            reconcile an instance's operation
 //	POST /admin/operations/{broker}/{instance}/{binding}/reconcile  reconcile a binding's operation
@@ -32,21 +33,21 @@ type reconcileBody struct {
 // lock by its answer) or {"state":"succeeded"|"failed","description":"…"}
 // (force the state the platform's next poll reads; "release": true
 // releases the lock at once); "force": true acts on a lock that is no
-// async operation. The answer is the ReconcileResult; the caller (its
+// async operation. The answer is the proxy.ReconcileResult; the caller (its
 // X-Operator header and address) is who the audit record names.
 func (a *Admin) mountReconcile() {
-	a.handleControl("POST /admin/operations/{broker}/{instance}/reconcile", reconcileOperation)
-	a.handleControl("POST /admin/operations/{broker}/{instance}/{binding}/reconcile", reconcileOperation)
+	a.handle("POST /admin/operations/{broker}/{instance}/reconcile", reconcileOperation)
+	a.handle("POST /admin/operations/{broker}/{instance}/{binding}/reconcile", reconcileOperation)
 }
 
-func reconcileOperation(r *http.Request, g *Gateway) (any, string, error) {
+func reconcileOperation(r *http.Request, v *proxy.View) (any, string, error) {
 	var b reconcileBody
 	if err := decodeReconcileBody(r, &b); err != nil {
 		return nil, "", err
 	}
-	req := ReconcileRequest{Broker: r.PathValue("broker"), InstanceID: r.PathValue("instance"), BindingID: r.PathValue("binding"),
+	req := proxy.ReconcileRequest{Broker: r.PathValue("broker"), InstanceID: r.PathValue("instance"), BindingID: r.PathValue("binding"),
 		State: b.State, Description: b.Description, Release: b.Release, Force: b.Force, Who: operator(r)}
-	res, err := g.Reconcile(r.Context(), req)
+	res, err := v.Reconcile(r.Context(), req)
 	if err != nil {
 		return nil, "", err
 	}

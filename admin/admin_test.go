@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"bytes"
@@ -21,12 +21,13 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 const testAdminToken = "a-long-enough-admin-token"
 
-// adminRoutes are the control routes the Mount methods add; a new route
-// joins this list, the admin API section of docs/operating.md and pathValues.
+// adminRoutes are the control routes New mounts; a new route joins this
+// list, the admin API section of docs/operating.md and pathValues.
 var adminRoutes = []string{
 	"GET /admin/brokers",
 	"POST /admin/brokers/{broker}/catalog/refresh",
@@ -42,6 +43,8 @@ var adminRoutes = []string{
 	"GET /admin/instances",
 	"GET /admin/instances/{broker}/{instance}",
 	"GET /admin/bindings/expiring",
+	"GET /admin/usage",
+	"GET /admin/usage/series",
 	"POST /admin/reload",
 	"GET /admin/debug/pprof/",
 }
@@ -49,17 +52,23 @@ var adminRoutes = []string{
 // pathValues fill the wildcards of adminRoutes when a test calls them.
 var pathValues = strings.NewReplacer("{broker}", "b", "{instance}", "i1", "{orphan}", "o1")
 
+// adminUnderTest is an admin handler and the gateway it views.
+type adminUnderTest struct {
+	*Admin
+	gw *proxy.Gateway
+}
+
 // adminEnv is an admin handler mounted as serve mounts it, over a gateway
 // with one sample broker "b", admin.token set to token (none when empty)
 // and the state store st (memory when nil). It returns the admin's URL and
 // its log.
-func adminEnv(t *testing.T, token string, st store.Store) (*Admin, string, *osbtest.Buffer) {
+func adminEnv(t *testing.T, token string, st store.Store) (*adminUnderTest, string, *osbtest.Buffer) {
 	t.Helper()
 	return adminEnvAt(t, token, st, nil)
 }
 
 // adminEnvAt is adminEnv with the gateway's clock now (nil: time.Now).
-func adminEnvAt(t *testing.T, token string, st store.Store, now func() time.Time) (*Admin, string, *osbtest.Buffer) {
+func adminEnvAt(t *testing.T, token string, st store.Store, now func() time.Time) (*adminUnderTest, string, *osbtest.Buffer) {
 	t.Helper()
 	broker := samplebroker.New(samplebroker.Options{Username: "sample", Password: "sample-secret", AsyncDelay: -1})
 	bs := httptest.NewServer(broker)
@@ -77,25 +86,19 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if st == nil {
 		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Store: st, Now: now})
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Store: st, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &osbtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	sw := NewSwitch(g)
-	a := NewAdmin(nil)
-	a.MountCatalogAdmin(sw, log)
-	a.MountOperationsAdmin(sw, log)
-	a.MountInventoryAdmin(sw, log)
-	a.MountReloadAdmin(sw, log, func(context.Context) (Reloaded, error) {
-		return Reloaded{Result: ReloadSuccess, ConfigHash: "0123456789ab", Tenants: 1, Brokers: 1}, nil
-	})
-	a.MountPprof(sw, log)
+	a := New(proxy.NewView(proxy.NewSwitch(g)), Options{Log: log, Reload: func(context.Context) (Reloaded, error) {
+		return Reloaded{Result: proxy.ReloadSuccess, ConfigHash: "0123456789ab", Tenants: 1, Brokers: 1}, nil
+	}})
 	a.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up 1\n") }))
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
-	return a, srv.URL, logs
+	return &adminUnderTest{Admin: a, gw: g}, srv.URL, logs
 }
 
 // adminCall sends method url with "Authorization: Bearer token" (none when
@@ -114,12 +117,12 @@ func adminCall(t *testing.T, method, url, token string) (*http.Response, string)
 
 func TestAdmin(t *testing.T) {
 	var ready atomic.Bool
-	a := NewAdmin(func() error {
+	a := New(nil, Options{Ready: func() error {
 		if !ready.Load() {
 			return errors.New("draining")
 		}
 		return nil
-	})
+	}})
 	srv := httptest.NewServer(a)
 	defer srv.Close()
 	get := func(path string) (int, string) {
@@ -360,7 +363,7 @@ func TestAdminHandleRefusesControlRoutes(t *testing.T) {
 					t.Errorf("Handle(%q) did not panic", pattern)
 				}
 			}()
-			NewAdmin(nil).Handle(pattern, http.NotFoundHandler())
+			New(nil, Options{}).Handle(pattern, http.NotFoundHandler())
 		}()
 	}
 }

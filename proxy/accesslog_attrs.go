@@ -1,0 +1,25 @@
+package proxy
+
+import (
+	"log/slog"
+	"time"
+)
+
+// WriteAttrs writes one access line at level (dropped below the log's
+// level) with attrs in order, for a listener outside the request path
+// such as the admin listener (package admin): integer values as JSON
+// numbers, every other value as its text.
+func (a *AccessLog) WriteAttrs(t time.Time, level slog.Level, attrs ...slog.Attr) {
+	if level < a.level.Level() {
+		return
+	}
+	fields := make([]accessField, 0, len(attrs))
+	for _, at := range attrs {
+		if at.Value.Kind() == slog.KindInt64 {
+			fields = append(fields, accessField{key: at.Key, num: at.Value.Int64(), isN: true})
+			continue
+		}
+		fields = append(fields, accessField{key: at.Key, str: at.Value.String()})
+	}
+	a.write(t, level, fields)
+}
