@@ -275,7 +275,39 @@ var campaignRows = []faultRow{
 			want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"},
 				calls: calls{"provision": 2, "instance_last_operation": 2, "deprovision": 1}}}},
 	},
+	{
+		// The 30-minute campaign (seed 3, Redis, 2 replicas): a platform
+		// hung up (a reset) while the broker, slowed by a fault, took an
+		// async deprovision; its 202 came after, to nobody. The gateway
+		// released the lock, and the platform's retry reached the broker
+		// during that deletion (e). A 202 to a platform gone keeps the lock
+		// as the async operation, which the reconciler settles.
+		name: "campaign: the platform hangs up before an async deprovision's 202",
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: poll, want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1}}},
+			{call: hangUpRSTDeprovisionAsync, during: resetAndGone,
+				want: state{saw: saw{0, "hung up (reset)"}, locks: []string{"b/i deprovision async"},
+					calls: calls{"provision": 1, "instance_last_operation": 1, "deprovision": 1}}},
+			{call: deprovisionAsync, // the platform's retry, during the broker's deletion
+				want: state{saw: saw{400, proxy.InProgress}, locks: []string{"b/i deprovision async"},
+					calls: calls{"provision": 1, "instance_last_operation": 1, "deprovision": 1}}},
+			{call: deprovisionAsync, advance: 5*time.Minute + time.Second, arm: sweepOperations, // the reconciler settled it
+				want: state{saw: saw{410, ""}, calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 2}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1, "instance_last_operation": 2, "deprovision": 2}},
+		retried: []faultStep{{call: provisionAsync,
+			want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"},
+				calls: calls{"provision": 2, "instance_last_operation": 2, "deprovision": 2}}}},
+	},
 }
+
+// hangUpRSTDeprovisionAsync is an async deprovision whose platform resets
+// its connection while the broker holds the call.
+var hangUpRSTDeprovisionAsync = platformCall{"async deprovision, the platform hanging up with a reset", samplebroker.EndpointDeprovision,
+	func(c osb.Client, id string) error {
+		return rawSend(baseOf(c), http.MethodDelete, instancePath(id)+"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+asyncPlan, "", hangUpRST)
+	}}
 
 // deadReplicaProvisions leaves what a replica killed mid-provision
 // leaves: its lock, which no gateway will settle (deadline: the broker

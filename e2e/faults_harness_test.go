@@ -267,6 +267,7 @@ func (f *faultEnv) send(t *testing.T, c platformCall, via int, id string, timeou
 	// it settles before answering is settled.
 	waitFor(t, "the gateway to finish "+c.name, func() bool { return len(f.platforms[via].exchanges()) > before })
 	if _, ok := osb.IsHTTPError(err); err != nil && !ok {
+		f.held.tell(c, id, 0, "") // no answer
 		return saw{0, err.Error()}
 	}
 	x := f.platforms[via].last(t)

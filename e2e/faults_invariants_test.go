@@ -56,7 +56,7 @@ func (h *held) tell(c platformCall, id string, status int, body string) {
 		switch status {
 		case http.StatusOK, http.StatusGone:
 			h.drop(id)
-		case http.StatusAccepted:
+		case http.StatusAccepted, 0: // 0: no answer; the platform no longer counts on it
 			h.deleting[id] = true
 		}
 	case samplebroker.EndpointInstanceLastOperation:

@@ -70,6 +70,12 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	// "202 that is not JSON to a deprovision").
 	malformed := seen && status == http.StatusAccepted && !a.Object && !shimmed
 	accepted := seen && status == http.StatusAccepted && !malformed
+	// A 202 the broker sent to a platform gone before it came started an
+	// operation all the same: its lock is that async operation, which the
+	// reconciler settles (nobody else polls it), so no retry of the
+	// platform's overlaps it (the 30-minute campaign's "the platform
+	// hangs up before an async deprovision's 202").
+	unheard := gone && !a.cut && !a.refused && status == http.StatusAccepted && a.Object
 	// record is the inventory record the store did not take, retried
 	// until it does, before the lock goes: what the broker made stays
 	// named (nil: recorded, or nothing to record).
@@ -116,8 +122,8 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	if shimmed {
 		return
 	}
-	if accepted {
-		g.keepAsync(ctx, s) // a 202 the platform got: its lock is the async operation
+	if accepted || unheard {
+		g.keepAsync(ctx, s) // a 202: its lock is the async operation
 	}
 	switch {
 	case malformed:
@@ -133,7 +139,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
 		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
-	case !accepted:
+	case !accepted && !unheard:
 		g.release(ctx, h.lock)
 	}
 }
@@ -182,7 +188,7 @@ func orphanOf(c rules.Call, status int, a answer, gone bool) (orphan bool, why s
 // poll only sees in an async lock.
 func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
 	l := g.asyncLock(s)
-	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) {
+	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) && !errors.Is(err, store.ErrInvalid) {
 		g.metrics.StoreError("update")
 		g.retry.add(pending{lock: l, async: true, cause: err})
 	}
