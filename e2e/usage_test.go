@@ -15,11 +15,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
+	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
-	"github.com/osb-gateway/osb-gateway/admin"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
