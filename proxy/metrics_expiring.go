@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,35 +37,17 @@ func (m *Metrics) ObserveExpiring(counts ExpiringCounts) {
 	if m == nil {
 		return
 	}
-	c := m.expiring
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last, c.at = nil, time.Time{}
-	if counts == nil {
-		c.counts.Store(nil)
-		return
-	}
-	c.counts.Store(&counts)
+	m.expiring.reads.set(counts)
 }
 
-// expiringCollector shows the last counts read, reading again when they
-// are older than ExpiringRefresh.
+// expiringCollector shows the last counts read (cachedRead).
 type expiringCollector struct {
-	desc   *prometheus.Desc
-	now    func() time.Time
-	errs   *prometheus.CounterVec // the store errors' family
-	counts atomic.Pointer[ExpiringCounts]
-
-	mu   sync.Mutex // serializes the reads; scrapes meanwhile wait for the result
-	last map[string]int
-	at   time.Time // when last was read (or a read failed); zero: never
+	desc  *prometheus.Desc
+	reads *cachedRead[map[string]int]
 }
 
 func newExpiringCollector(now func() time.Time, errs *prometheus.CounterVec) *expiringCollector {
-	if now == nil {
-		now = time.Now
-	}
-	return &expiringCollector{now: now, errs: errs,
+	return &expiringCollector{reads: newCachedRead[map[string]int](now, ExpiringRefresh, expiringTimeout, errs, "expiring"),
 		desc: prometheus.NewDesc("osb_gateway_bindings_expiring",
 			"Bindings whose expires_at falls within inventory.expiry_warning (or is past), per broker; read at most once a minute.",
 			[]string{"broker"}, nil)}
@@ -78,26 +58,8 @@ func (c *expiringCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc 
 
 // Collect implements prometheus.Collector.
 func (c *expiringCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := c.counts.Load()
-	if counts == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= ExpiringRefresh {
-		ctx, cancel := context.WithTimeout(context.Background(), expiringTimeout)
-		got, err := (*counts)(ctx)
-		cancel()
-		// A failed read waits for the next refresh too: a store that is
-		// down is not asked again by every scrape.
-		c.at = now
-		if err != nil {
-			c.errs.WithLabelValues("expiring").Inc()
-		} else {
-			c.last = got
-		}
-	}
-	for broker, n := range c.last {
+	last, _ := c.reads.get()
+	for broker, n := range last {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), broker)
 	}
 }

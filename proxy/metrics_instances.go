@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,35 +43,17 @@ func (m *Metrics) ObserveInstances(counts InstanceCounts) {
 	if m == nil {
 		return
 	}
-	c := m.instances
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last, c.at = nil, time.Time{}
-	if counts == nil {
-		c.counts.Store(nil)
-		return
-	}
-	c.counts.Store(&counts)
+	m.instances.reads.set(counts)
 }
 
-// instancesCollector shows the last counts read, reading again when they
-// are older than InstancesRefresh.
+// instancesCollector shows the last counts read (cachedRead).
 type instancesCollector struct {
-	desc   *prometheus.Desc
-	now    func() time.Time
-	errs   *prometheus.CounterVec
-	counts atomic.Pointer[InstanceCounts]
-
-	mu   sync.Mutex
-	last []InstanceCount
-	at   time.Time
+	desc  *prometheus.Desc
+	reads *cachedRead[[]InstanceCount]
 }
 
 func newInstancesCollector(now func() time.Time, errs *prometheus.CounterVec) *instancesCollector {
-	if now == nil {
-		now = time.Now
-	}
-	return &instancesCollector{now: now, errs: errs,
+	return &instancesCollector{reads: newCachedRead[[]InstanceCount](now, InstancesRefresh, instancesTimeout, errs, "inventory"),
 		desc: prometheus.NewDesc("osb_gateway_instances",
 			"Live service instances in the inventory, by tenant, broker, service id and plan id; read at most once a minute.",
 			[]string{"tenant", "broker", "service", "plan"}, nil)}
@@ -84,24 +64,8 @@ func (c *instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc
 
 // Collect implements prometheus.Collector.
 func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := c.counts.Load()
-	if counts == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= InstancesRefresh {
-		ctx, cancel := context.WithTimeout(context.Background(), instancesTimeout)
-		got, err := (*counts)(ctx)
-		cancel()
-		c.at = now
-		if err != nil {
-			c.errs.WithLabelValues("inventory").Inc()
-		} else {
-			c.last = got
-		}
-	}
-	for _, n := range c.last {
+	last, _ := c.reads.get()
+	for _, n := range last {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Live), n.Tenant, n.Broker, n.Service, n.Plan)
 	}
 }
