@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -60,7 +62,10 @@ func driftReport(r store.BrokerCatalogs, broker, mode string) DriftReport {
 // the configuration, 409 when there is nothing to accept (no catalog
 // fetched, or the latest is the accepted one), 503 when the store fails,
 // 409 too when another accept or fetch changed the record meanwhile.
-func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) error {
+func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err error) {
+	start := g.guard.now()
+	accepted := ""
+	defer func() { g.auditAccept(ctx, broker, who, start, accepted, err) }()
 	u := g.upstreams[broker]
 	if u == nil {
 		return osb.Errorf(http.StatusNotFound, "", "no broker named %q in the configuration", broker)
@@ -89,6 +94,7 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) error {
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: fmt.Sprintf("the state store did not take the accepted catalog of broker %q", broker)}
 	}
+	accepted = rec.Accepted.Hash
 	g.guard.metrics.setDrift(broker, nil)
 	if _, err := g.catalogs.refresh(ctx, u, u.warmVersion().String()); err != nil {
 		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
@@ -140,4 +146,26 @@ func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]Dr
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// auditAccept writes the audit record of an operator's accept of a
+// broker's catalog (when the gateway audits): origin "gateway", action
+// "accept", who, and the hash accepted or the refusal.
+func (g *Gateway) auditAccept(ctx context.Context, broker, who string, start time.Time, hash string, err error) {
+	o := g.own.audit
+	if o == nil {
+		return
+	}
+	rec := &audit.Record{Time: start.UTC(), RequestID: newRequestID(), Broker: broker, Endpoint: rules.Catalog.String(),
+		Method: http.MethodPost, Status: http.StatusOK, DurationMS: float64(g.guard.now().Sub(start).Microseconds()) / 1000,
+		Outcome: "accepted " + hash, Origin: originGateway, Action: "accept", Operator: who}
+	if err != nil {
+		e := osb.AsError(err)
+		rec.Status, rec.Outcome, rec.Error = e.Status, "refused", &audit.Error{Code: e.Code, Description: e.Description}
+	}
+	if werr := o.Writer.Write(rec); werr != nil {
+		g.guard.metrics.AuditWriteError()
+		g.own.log.LogAttrs(ctx, slog.LevelError, "audit record of a catalog accept not written",
+			slog.String("broker", broker), slog.String("error", werr.Error()))
+	}
 }

@@ -296,3 +296,40 @@ func TestReleaseOperationAudited(t *testing.T) {
 		t.Errorf("audit: %+v, want one release by carol", own)
 	}
 }
+
+// An operator's accept of a catalog is one audit record too, refused or
+// done.
+func TestAcceptCatalogAudited(t *testing.T) {
+	e := newReconcileEnv(t)
+	ctx := context.Background()
+	var oe *osb.Error
+	if err := e.g.AcceptCatalog(ctx, "b", "dave"); !errors.As(err, &oe) || oe.Status != 409 {
+		t.Fatalf("accept before any fetch: %v, want 409", err)
+	}
+	u := e.g.upstreams["b"]
+	if _, err := e.g.catalogs.refresh(ctx, u, u.warmVersion().String()); err != nil {
+		t.Fatal(err)
+	}
+	// The async plan's id changes under its name: drift, whatever the
+	// inventory holds.
+	doc := strings.Replace(string(e.broker.Catalog()), samplebroker.PlanAsyncID, "b5d2c0de-0000-4000-8000-000000000001", 1)
+	if err := e.broker.SetCatalog([]byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.catalogs.refresh(ctx, u, u.warmVersion().String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.g.AcceptCatalog(ctx, "b", "dave"); err != nil {
+		t.Fatalf("accept of the changed catalog: %v", err)
+	}
+	own := e.recs.own()
+	if len(own) != 2 {
+		t.Fatalf("audit: %d records of the gateway's own, want 2 (the refusal and the accept): %+v", len(own), own)
+	}
+	if r := own[0]; r.Action != "accept" || r.Operator != "dave" || r.Status != 409 || r.Outcome != "refused" || r.Broker != "b" {
+		t.Errorf("the refused accept's record: %+v", r)
+	}
+	if r := own[1]; r.Action != "accept" || r.Operator != "dave" || r.Status != 200 || !strings.HasPrefix(r.Outcome, "accepted ") || r.Endpoint != "catalog" {
+		t.Errorf("the accept's record: %+v", r)
+	}
+}

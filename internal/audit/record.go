@@ -103,12 +103,13 @@ type Record struct {
 	Protection string `json:"protection,omitempty"`
 	// Origin is "gateway" for a record of an action the gateway took
 	// itself rather than a platform call: an operator's reconcile, forced
-	// state or release of an operation, or the background reconciler's
-	// poll. Empty for a platform call.
+	// state or release of an operation, or accept of a catalog, or the
+	// background reconciler's poll. Empty for a platform call.
 	Origin string `json:"origin,omitempty"`
 	// Action is what the gateway did on its own (Origin "gateway"):
 	// "reconcile" (a last_operation poll of its own), "force" (a final
-	// state an operator set) or "release" (a lock an operator released).
+	// state an operator set), "release" (a lock an operator released) or
+	// "accept" (a broker's latest catalog an operator accepted).
 	Action string `json:"action,omitempty"`
 	// Operator names who asked for the action: the admin caller (its
 	// X-Operator header and address), the console's user, or
