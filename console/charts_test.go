@@ -1,0 +1,81 @@
+package console
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLineChartEscapesLabels(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	svg := string(lineChart(`<script>alert(1)</script>`, "u", []series{{name: `b"><script>x</script>`,
+		points: []point{{t0, 1}, {t0.Add(time.Minute), 3}}}}))
+	if strings.Contains(svg, "<script>") {
+		t.Fatalf("a label reached the SVG unescaped:\n%s", svg)
+	}
+	if !strings.Contains(svg, "<polyline") || !strings.Contains(svg, "&lt;script&gt;") {
+		t.Fatalf("the chart lacks its line or its escaped title:\n%s", svg)
+	}
+}
+
+func TestLineChartWithoutSamples(t *testing.T) {
+	svg := string(lineChart("t", "u", nil))
+	if strings.Contains(svg, "<polyline") || !strings.Contains(svg, "not enough samples") {
+		t.Fatalf("an empty chart:\n%s", svg)
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for v, want := range map[float64]float64{0: 1, 0.3: 1, 1: 1, 1.2: 2, 3: 5, 7: 10, 10: 10, 11: 20, 230: 500, 999: 1000} {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// rates are per second between samples; a counter that went down (its
+// process restarted) counts from zero.
+func TestRates(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	samples := []sample{
+		{at: t0, requests: map[string]float64{"a": 10}},
+		{at: t0.Add(10 * time.Second), requests: map[string]float64{"a": 30, "b": 5}},
+		{at: t0.Add(20 * time.Second), requests: map[string]float64{"a": 4, "b": 5}},
+	}
+	ss := rates(samples, func(s sample) map[string]float64 { return s.requests })
+	got := map[string][]float64{}
+	for _, s := range ss {
+		for _, p := range s.points {
+			got[s.name] = append(got[s.name], p.v)
+		}
+	}
+	if a := got["a"]; len(a) != 2 || a[0] != 2 || a[1] != 0.4 {
+		t.Errorf("broker a's rates = %v, want [2 0.4]", a)
+	}
+	if b := got["b"]; len(b) != 2 || b[0] != 0.5 || b[1] != 0 {
+		t.Errorf("broker b's rates = %v, want [0.5 0]", b)
+	}
+}
+
+func TestRecentRefusals(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	kind := refusalKinds[0].kind
+	at := func(d time.Duration, n float64) sample {
+		return sample{at: t0.Add(d), refusals: map[string]map[string]float64{kind: {"b": n}}, errors5xx: map[string]float64{}}
+	}
+	// Only the window's increase counts: 3 before it, 4 within.
+	samples := []sample{at(0, 0), at(5*time.Minute, 3), at(10*time.Minute, 3), at(24*time.Minute, 7)}
+	rows := recentRefusals(samples, t0.Add(25*time.Minute))
+	if len(rows) != 1 || rows[0].Count != 4 || rows[0].Broker != "b" || rows[0].Kind != kind {
+		t.Fatalf("recent refusals = %+v, want 4 of %q at b", rows, kind)
+	}
+}
+
+func TestSafeNext(t *testing.T) {
+	for next, want := range map[string]string{"/ui/operations?x=1": "/ui/operations?x=1", "": "/", "//evil.example": "/",
+		"https://evil.example/": "/", "/\\evil": "/", "/a\r\nb": "/"} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
