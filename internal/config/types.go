@@ -314,6 +314,8 @@ type Broker struct {
 	MaxInFlight  int            `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
 	QueueTimeout *time.Duration `yaml:"queue_timeout" validate:"omitempty,gte=0,lte=10m"`
 	Breaker      *Breaker       `yaml:"breaker"`
+	// Retired retires the broker: `true` or `{answer: gone}` (retired.go).
+	Retired Retired `yaml:"retired"`
 }
 
 // Broker transports (brokers[].transport).
