@@ -226,6 +226,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withBrokerProtect(g.brokerProtect != nil),
+		withQuota(cfg, g.guard, opts.Metrics), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),

@@ -200,6 +200,9 @@ type Tenant struct {
 	// Limits are rate limits on all of the tenant's calls together, on
 	// every route (limits.go); nil: none.
 	Limits *Limits `yaml:"limits"`
+	// Quotas cap the instances the tenant holds on all its brokers
+	// (quota.go); nil: none.
+	Quotas []Quota `yaml:"quotas" validate:"dive"`
 }
 
 // Credential is one basic-auth username and password a tenant may present.
@@ -223,6 +226,9 @@ type Route struct {
 	// Limits are rate limits on the tenant's calls to this broker, on top
 	// of the tenant's own (limits.go); nil: none.
 	Limits *Limits `yaml:"limits"`
+	// Quotas cap the instances the tenant holds on this route's broker
+	// (quota.go); nil: none.
+	Quotas []Quota `yaml:"quotas" validate:"dive"`
 }
 
 // Filter selects catalog services or plans by name or id with glob
