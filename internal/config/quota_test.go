@@ -27,7 +27,7 @@ func TestQuotas(t *testing.T) {
 		probs []string
 	}{
 		{name: "tenant and route quotas",
-			doc: quotaTenant + "        quotas: [{plan: small, max_instances: 2}]\n    quotas:\n      - {service: mysql, plan: small, max_instances: 5}\n      - {max_instances: 20}\n      - {name: big, plan: large, max_instances: 0}\n" + brokers,
+			doc:  quotaTenant + "        quotas: [{plan: small, max_instances: 2}]\n    quotas:\n      - {service: mysql, plan: small, max_instances: 5}\n      - {max_instances: 20}\n      - {name: big, plan: large, max_instances: 0}\n" + brokers,
 			want: []string{"mysql/small", "*/*", "big", "*/small"}},
 		{name: "negative max_instances",
 			doc:   quotaTenant + "    quotas: [{service: mysql, max_instances: -1}]\n" + brokers,
