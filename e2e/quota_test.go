@@ -199,3 +199,6 @@ func firstAdmitted(errs []error) string {
 	}
 	return ""
 }
+
+// ptrTo returns a pointer to v (config fields such as max_instances).
+func ptrTo[T any](v T) *T { return &v }
