@@ -130,8 +130,12 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
+			if s.Call.Endpoint != rules.Provision {
+				next.ServeHTTP(w, r)
+				return
+			}
 			qs := byPrefix[s.route.prefix]
-			if s.Call.Endpoint != rules.Provision || len(qs) == 0 {
+			if len(qs) == 0 {
 				next.ServeHTTP(w, r)
 				return
 			}
