@@ -202,3 +202,51 @@ func firstAdmitted(errs []error) string {
 
 // ptrTo returns a pointer to v (config fields such as max_instances).
 func ptrTo[T any](v T) *T { return &v }
+
+// TestRouteQuota: a route's own quota counts the tenant's instances on
+// that route's broker, on top of the tenant's quotas, and its refusal
+// names it as "<broker>:<service>/<plan>".
+func TestRouteQuota(t *testing.T) {
+	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	sample := samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: asyncDelay, Now: clk.Now})
+	bs := httptest.NewServer(sample)
+	t.Cleanup(bs.Close)
+	doc := strings.Replace(quotaYAML, "routes: [{broker: sample}]", "routes: [{broker: sample, quotas: [{plan: standard, max_instances: 1}]}]", 1)
+	vars := map[string]string{"SAMPLE_URL": bs.URL, "SAMPLE_PASS": samplePass}
+	cfg, err := config.Parse([]byte(doc), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }})
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st, BrokerTransport: suiteTransport})
+	if err != nil {
+		t.Fatalf("proxy.New: %v", err)
+	}
+	t.Cleanup(func() { g.Close(nil) })
+	e := &env{url: serveGateway(t, g)}
+	c := e.client(t, prodSample, osb.Version2_14(), prodUser, prodPass)
+	provision := func(id string) error {
+		_, err := c.ProvisionInstance(&osb.ProvisionRequest{InstanceID: id, AcceptsIncomplete: true, ServiceID: samplebroker.NoBindServiceID,
+			PlanID: samplebroker.NoBindPlanID, OrganizationGUID: orgGUID, SpaceGUID: spaceGUID})
+		return err
+	}
+	if err := provision("r-1"); err != nil {
+		t.Fatalf("first provision under the route's quota of 1: %v", err)
+	}
+	if err := provision("r-1"); err != nil {
+		t.Errorf("a repeat of the provision the inventory holds is no new instance: %v", err)
+	}
+	err = provision("r-2")
+	var he osb.HTTPStatusCodeError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusUnprocessableEntity || he.Description == nil ||
+		*he.Description != `quota "sample:*/standard" of tenant "cf-prod" is reached: it admits 1 instances of plan "standard" and the tenant holds 1; delete one first, or ask the operator to raise the quota` {
+		t.Errorf("second provision: %v, want the route quota's 422", err)
+	}
+	if n := sample.Count("provision"); n != 2 {
+		t.Errorf("the broker got %d provisions, want 2 (the first and its repeat)", n)
+	}
+}
