@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -78,9 +79,10 @@ func quotaRules(cfg *config.Config) map[string][]*quotaRule {
 }
 
 func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *quotaRule {
-	lb := "quota:" + tenant
+	// The label escaped: its "/" would make the key read as a binding's.
+	lb, id := "quota:"+tenant, url.PathEscape(label)
 	return &quotaRule{tenant: tenant, label: label, service: q.Service, plan: q.Plan, max: q.Max(), brokers: brokers,
-		lock:  store.Lock{Key: store.LockKey(lb, label), Kind: quotaLockKind, Tenant: tenant, Broker: lb, InstanceID: label},
+		lock:  store.Lock{Key: store.LockKey(lb, id), Kind: quotaLockKind, Tenant: tenant, Broker: lb, InstanceID: id},
 		local: make(chan struct{}, 1)}
 }
 

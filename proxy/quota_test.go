@@ -36,8 +36,8 @@ func TestQuotaRules(t *testing.T) {
 		}
 	}
 	want := map[string][]row{
-		"/t/a": {{"db/*", 5, []string{"a", "b"}, "quota:t/db/*"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}, {"a:*/large", 1, []string{"a"}, "quota:t/a:*/large"}},
-		"/t/b": {{"db/*", 5, []string{"a", "b"}, "quota:t/db/*"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}},
+		"/t/a": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}, {"a:*/large", 1, []string{"a"}, "quota:t/a:%2A%2Flarge"}},
+		"/t/b": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("quota rules (-want +got):\n%s", diff)
