@@ -38,7 +38,7 @@ brokers:
 tenants:
   - name: cf-prod
     credentials: [{username: cf-prod-user, password: cf-prod-pass}]
-    routes: [{broker: sample}]
+    routes: [{broker: sample, services: {allow: [sample, sample-nobind]}}]
 `
 
 // swapGateway serves the current gateway of a reload sequence.
@@ -58,6 +58,9 @@ type retireEnv struct {
 	swap   *swapGateway
 	vars   map[string]string
 	osbc   osb.Client
+	// restart: reload builds the next gateway as a new process would,
+	// from nothing (no cached catalog).
+	restart bool
 }
 
 func newRetireEnv(t *testing.T) *retireEnv {
@@ -90,14 +93,16 @@ func (re *retireEnv) reload(t *testing.T, retired string) {
 		t.Fatalf("config: %v", err)
 	}
 	prev := re.swap.g.Load()
+	if re.restart {
+		prev = nil // a new process: nothing cached
+	}
 	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: re.clock.Now, Store: re.st, Previous: prev,
 		Audit: &proxy.AuditOptions{Writer: re.recs}, BrokerTransport: suiteTransport})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
 	}
-	re.swap.g.Store(g)
-	if prev != nil {
-		prev.Close(g)
+	if old := re.swap.g.Swap(g); old != nil {
+		old.Close(g)
 	}
 	t.Cleanup(func() {
 		if re.swap.g.Load() == g {
@@ -262,5 +267,29 @@ func TestRetiredBrokerGone(t *testing.T) {
 		if rec.Status != http.StatusGone || rec.Broker != "sample" || (rec.Endpoint != "unbind" && rec.Endpoint != "deprovision") {
 			t.Errorf("audit record %+v: want a 410 to an unbind or deprovision of sample", rec)
 		}
+	}
+}
+
+// TestRetiredGoneAfterRestart: a gateway started with the broker already
+// retired and gone has no catalog to serve and can fetch none; the
+// unbinds and deprovisions it answers itself need none, even on a route
+// whose service filter would need the catalog for any other call.
+func TestRetiredGoneAfterRestart(t *testing.T) {
+	re := newRetireEnv(t)
+	re.holdings(t)
+	re.server.Close()
+	re.restart = true
+	re.reload(t, "    retired: {answer: gone}")
+	c := re.osbc
+	if _, err := c.Unbind(&osb.UnbindRequest{InstanceID: "i-keep", BindingID: "b-keep", ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID}); err != nil {
+		t.Errorf("unbind: %v", err)
+	}
+	re.wantStatus(t, http.StatusGone)
+	if _, err := c.DeprovisionInstance(&osb.DeprovisionRequest{InstanceID: "i-keep", AcceptsIncomplete: true, ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID}); err != nil {
+		t.Errorf("deprovision: %v", err)
+	}
+	re.wantStatus(t, http.StatusGone)
+	if _, err := re.st.GetInstance(context.Background(), "sample", "i-keep"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("inventory: i-keep %v, want dropped", err)
 	}
 }
