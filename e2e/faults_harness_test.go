@@ -114,6 +114,8 @@ type faultOptions struct {
 	versions samplebroker.Options
 	// server is listen.server of the row's gateways; "": the suite's.
 	server string
+	// quotas are tenant t's quotas (tenants[].quotas); nil: none.
+	quotas []config.Quota
 }
 
 // serverOr is o.server, else def.
@@ -183,6 +185,7 @@ func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.
 		t.Fatalf("config: %v", err)
 	}
 	cfg.Tenants[0].Limits, cfg.Listen.MaxInFlight = o.limits, o.maxInFlight
+	cfg.Tenants[0].Quotas = o.quotas
 	if o.brokerCap > 0 {
 		var wait time.Duration
 		cfg.Brokers[0].MaxInFlight, cfg.Brokers[0].QueueTimeout = o.brokerCap, &wait

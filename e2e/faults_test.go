@@ -328,6 +328,18 @@ var faultTable = []faultRow{
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
 	},
 	{
+		// A provision under a quota counts the tenant's instances first:
+		// with the store down, it cannot, and the broker gets nothing.
+		name: "store down while counting a quota",
+		env:  redisEnv,
+		opts: faultOptions{quotas: []config.Quota{{Name: "all", MaxInstances: ptrTo(5)}}},
+		steps: []faultStep{{call: provision, arm: stopStore, after: startStore,
+			want: state{saw: saw{503, `the gateway cannot count tenant "t"'s instances against its quotas`}}}},
+		mitigated: &state{},
+		retried: []faultStep{{call: provision,
+			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+	},
+	{
 		// The inventory record and the release fail; both are retried,
 		// the record first, until the store is back: the instance the
 		// platform got stays named.

@@ -31,6 +31,9 @@ const RuleCatalogUnavailable = "request.catalog.unavailable"
 // and plan), and those the request rules check against the catalog when
 // request validation is not off. Without either, nothing is fetched.
 func needsCatalog(s *Scope) bool {
+	if s.route.up.cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
+		return false // answered by the gateway, whatever the catalog (retire.go)
+	}
 	if s.route.filter != nil {
 		return true
 	}

@@ -150,7 +150,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				continue
 			}
 		}
-		g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
+		if old := opts.Previous.upstreamOf(b.Name); old == nil || !old.sameBesidesRetired(b) {
+			g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
+		}
 		u, err := newUpstream(b, opts.Logger, pool, opts.brokerTransport, cmp.Or(opts.BrokerTransport, suiteTransport))
 		if err != nil {
 			errs = append(errs, err)
@@ -218,12 +220,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
+		withRetire(cfg),          // nil without a retired broker
 		withRateLimit(g.protect), // nil without limits
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withBrokerProtect(g.brokerProtect != nil),
+		withQuota(cfg, g.guard, opts.Metrics), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
+		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),
 		withShim(g.guard, opts.Timer),
 		withBrokerCall(g.brokerProtect != nil),

@@ -211,6 +211,8 @@ func (s *Scope) Outcome() string {
 		return OutcomeFromCache
 	case s.Protection != "":
 		return OutcomeRejected // a protection refused it, 503s of reads included
+	case s.Emulated == EmulatedRetired:
+		return OutcomeRetired
 	case s.Err == nil:
 		return OutcomeForwarded
 	}

@@ -75,7 +75,9 @@ type Record struct {
 	// Status is the status sent to the platform (499: it went away first).
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
-	// Outcome is forwarded, blocked, rejected, served_from_cache or failed;
+	// Outcome is forwarded, blocked, rejected, served_from_cache, failed
+	// or retired (a retired broker's unbind or deprovision the gateway
+	// answered 410 Gone, brokers[].retired: {answer: gone});
 	// for an action the gateway took itself (Origin "gateway"), what came
 	// of it: "settled succeeded", "still in progress", "gone", "poll
 	// failed", "forced failed", "released", …

@@ -49,6 +49,7 @@ func checkFields(c *Config, probs *Problems) {
 	checkTelemetry(c, probs)
 	checkInventory(c, probs)       // inventory.go
 	checkLimits(c, probs)          // limits.go
+	checkQuotas(c, probs)          // quota.go
 	checkProtect(c, probs)         // protect.go
 	checkRuntime(c.Runtime, probs) // runtime.go
 }

@@ -49,6 +49,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // an empty value leaves the zero value, which defaults fill
 	}
+	if v.Type() == retiredType {
+		d.retired(n, v, path)
+		return
+	}
 	if v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))

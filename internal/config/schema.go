@@ -223,6 +223,8 @@ func (g schemaGen) value(t reflect.Type) schema {
 	switch {
 	case t == durationType:
 		return anyOrEnv(schema{"type": "string", "pattern": durationPattern}, schema{"const": 0})
+	case t == retiredType:
+		return g.retiredSchema(t)
 	case t == versionType:
 		// 2.13 unquoted is a YAML number; the decoder reads its text.
 		return anyOrEnv(schema{"type": "string", "pattern": versionPattern}, schema{"type": "number"})

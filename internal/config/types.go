@@ -200,6 +200,9 @@ type Tenant struct {
 	// Limits are rate limits on all of the tenant's calls together, on
 	// every route (limits.go); nil: none.
 	Limits *Limits `yaml:"limits"`
+	// Quotas cap the instances the tenant holds on all its brokers
+	// (quota.go); nil: none.
+	Quotas []Quota `yaml:"quotas" validate:"dive"`
 }
 
 // Credential is one basic-auth username and password a tenant may present.
@@ -223,6 +226,9 @@ type Route struct {
 	// Limits are rate limits on the tenant's calls to this broker, on top
 	// of the tenant's own (limits.go); nil: none.
 	Limits *Limits `yaml:"limits"`
+	// Quotas cap the instances the tenant holds on this route's broker
+	// (quota.go); nil: none.
+	Quotas []Quota `yaml:"quotas" validate:"dive"`
 }
 
 // Filter selects catalog services or plans by name or id with glob
@@ -314,6 +320,8 @@ type Broker struct {
 	MaxInFlight  int            `yaml:"max_in_flight" validate:"gte=0,lte=100000"`
 	QueueTimeout *time.Duration `yaml:"queue_timeout" validate:"omitempty,gte=0,lte=10m"`
 	Breaker      *Breaker       `yaml:"breaker"`
+	// Retired retires the broker: `true` or `{answer: gone}` (retired.go).
+	Retired Retired `yaml:"retired"`
 }
 
 // Broker transports (brokers[].transport).

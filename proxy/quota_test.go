@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+const quotaCatalog = `{"services": [
+  {"id": "s-db", "name": "db", "description": "d", "bindable": true, "plans": [
+    {"id": "p-small", "name": "small", "description": "d"}, {"id": "p-large", "name": "large", "description": "d"}]},
+  {"id": "s-mq", "name": "mq", "description": "d", "bindable": true, "plans": [
+    {"id": "p-mq-small", "name": "small", "description": "d"}]}]}`
+
+// TestQuotaRules: each route passes its tenant's quotas, then its own,
+// with the labels and the brokers counted.
+func TestQuotaRules(t *testing.T) {
+	n := func(v int) *int { return &v }
+	cfg := &config.Config{Tenants: []config.Tenant{{Name: "t",
+		Quotas: []config.Quota{{Service: "db", MaxInstances: n(5)}, {Name: "all", MaxInstances: n(9)}},
+		Routes: []config.Route{{Broker: "a", Prefix: "/t/a", Quotas: []config.Quota{{Plan: "large", MaxInstances: n(1)}}}, {Broker: "b", Prefix: "/t/b"}}},
+		{Name: "free", Routes: []config.Route{{Broker: "a", Prefix: "/free/a"}}}}}
+	type row struct {
+		Label   string
+		Max     int
+		Brokers []string
+		Key     string
+	}
+	got := map[string][]row{}
+	for prefix, qs := range quotaRules(cfg) {
+		for _, q := range qs {
+			got[prefix] = append(got[prefix], row{q.label, q.max, q.brokers, q.lock.Key})
+		}
+	}
+	want := map[string][]row{
+		"/t/a": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}, {"a:*/large", 1, []string{"a"}, "quota:t/a:%2A%2Flarge"}},
+		"/t/b": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quota rules (-want +got):\n%s", diff)
+	}
+}
+
+// TestQuotaMatches: service and plan match by id, or by name in the
+// catalog; without a catalog, by id only.
+func TestQuotaMatches(t *testing.T) {
+	ix, _, err := rules.NewIndex([]byte(quotaCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name          string
+		service, plan string
+		noCatalog     bool
+		svcID, planID string
+		want          bool
+	}{
+		{name: "any", svcID: "s-db", planID: "p-small", want: true},
+		{name: "service by name", service: "db", svcID: "s-db", planID: "p-large", want: true},
+		{name: "service by id", service: "s-db", svcID: "s-db", planID: "p-large", want: true},
+		{name: "other service", service: "db", svcID: "s-mq", planID: "p-mq-small", want: false},
+		{name: "plan name in any service", plan: "small", svcID: "s-mq", planID: "p-mq-small", want: true},
+		{name: "service and plan", service: "db", plan: "small", svcID: "s-mq", planID: "p-mq-small", want: false},
+		{name: "service and plan by id", service: "s-db", plan: "p-small", svcID: "s-db", planID: "p-small", want: true},
+		{name: "name without catalog", service: "db", noCatalog: true, svcID: "s-db", planID: "p-small", want: false},
+		{name: "id without catalog", plan: "p-small", noCatalog: true, svcID: "s-db", planID: "p-small", want: true},
+		{name: "id the catalog lacks", service: "db", svcID: "s-gone", planID: "p-gone", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := &quotaRule{service: tt.service, plan: tt.plan}
+			use := ix
+			if tt.noCatalog {
+				use = nil
+			}
+			if got := q.matches(use, tt.svcID, tt.planID); got != tt.want {
+				t.Errorf("matches = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestQuotaRefusal: the refusal names the quota, what it admits and what
+// the tenant holds, as a 422 that Cloud Controller shows.
+func TestQuotaRefusal(t *testing.T) {
+	e := quotaRefusal(&quotaRule{tenant: "cf-prod", label: "db/small", service: "db", plan: "small", max: 5}, 5)
+	want := `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5; delete one first, or ask the operator to raise the quota`
+	if e.Status != 422 || e.Description != want {
+		t.Errorf("refusal %d %q, want 422 %q", e.Status, e.Description, want)
+	}
+}

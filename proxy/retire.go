@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// EmulatedRetired is Scope.Emulated for the 410 Gone the gateway answers
+// to an unbind or deprovision of a broker retired with answer: gone.
+const EmulatedRetired = "retired"
+
+// OutcomeRetired is the outcome of such an answer (Scope.Outcome): the
+// gateway answered for a broker that is gone, and dropped the instance or
+// binding from the inventory.
+const OutcomeRetired = "retired"
+
+// retiredStatus is what a provision or bind (and, with answer: gone, an
+// update) of a retired broker gets. 422, not 410: Cloud Controller shows a
+// 422's description to the user as the broker's error and leaves nothing
+// behind (no orphan mitigation), while a 410 to a provision or bind is an
+// answer the specification does not define for them.
+const retiredStatus = http.StatusUnprocessableEntity
+
+// anyRetired reports whether a broker of cfg is retired.
+func anyRetired(cfg *config.Config) bool {
+	for i := range cfg.Brokers {
+		if cfg.Brokers[i].Retired.On {
+			return true
+		}
+	}
+	return false
+}
+
+// withRetire refuses, after classification and before anything costs a
+// lock or a broker call, what a retired broker (brokers[].retired) no
+// longer takes: provisions and binds, and with answer: gone updates too.
+// nil when no broker is retired: the stage costs nothing then.
+func withRetire(cfg *config.Config) Middleware {
+	if !anyRetired(cfg) {
+		return nil
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			if err := retiredRefusal(s.route.up, s.Call); err != nil {
+				s.fail(w, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// retiredRefusal is the refusal of call c to u when u is retired and no
+// longer takes it; nil otherwise.
+func retiredRefusal(u *upstream, c rules.Call) error {
+	rt := u.cfg.Retired
+	if !rt.On {
+		return nil
+	}
+	name := strconv.Quote(u.name)
+	switch c.Endpoint {
+	case rules.Provision, rules.Bind:
+	case rules.Update:
+		if !rt.Gone() {
+			return nil
+		}
+		return &osb.Error{Status: retiredStatus, Description: "broker " + name +
+			" is retired and gone: an update of its instances cannot be made; delete the instance (the gateway answers for the broker) and create it on another service offering"}
+	default:
+		return nil
+	}
+	what := "create service instances"
+	if c.Endpoint == rules.Bind {
+		what = "create service bindings"
+	}
+	return &osb.Error{Status: retiredStatus, Description: "broker " + name +
+		" is retired: it takes no new request to " + what + "; the operator retired it (brokers[].retired), so use another service offering, and unbind and delete what it holds"}
+}
+
+// withRetiredGone answers, under the call's lock (after the guard), an
+// unbind or deprovision of a broker retired with answer: gone: 410 Gone
+// without calling the broker, once the inventory has dropped the binding
+// or the instance (with its bindings), so that the platform purges its
+// record and the gateway's follows. The audit stage writes the one record
+// of each such answer (outcome "retired"). A store that does not take the
+// removal gets the platform a 503 to retry, never a 410 the inventory
+// contradicts. nil when no broker is retired with answer: gone.
+func withRetiredGone(cfg *config.Config) Middleware {
+	gone := false
+	for i := range cfg.Brokers {
+		gone = gone || cfg.Brokers[i].Retired.Gone()
+	}
+	if !gone {
+		return nil
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			u := s.route.up
+			if !u.cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if err := dropRetired(r.Context(), s); err != nil {
+				s.guard.inv.metrics.StoreError("inventory")
+				s.guard.log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
+				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.name) +
+					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
+				return
+			}
+			s.Emulated = EmulatedRetired
+			writeAnswer(w, http.StatusGone, struct{}{})
+		})
+	}
+}
+
+// dropRetired removes from the inventory what the call deletes.
+func dropRetired(ctx context.Context, s *Scope) error {
+	iv := s.guard.inv
+	if !iv.keeps(s.route.up) {
+		return nil
+	}
+	return iv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+}
+
+// upstreamOf is g's upstream of the broker named, nil when g is nil or has
+// none.
+func (g *Gateway) upstreamOf(name string) *upstream {
+	if g == nil {
+		return nil
+	}
+	return g.upstreams[name]
+}
+
+// sameBesidesRetired reports whether b differs from u's settings in
+// brokers[].retired alone: a reload that retires a broker keeps its cached
+// catalog, which the platforms are then served while the broker is down.
+func (u *upstream) sameBesidesRetired(b *config.Broker) bool {
+	mine, theirs := u.cfg, *b
+	mine.Retired, theirs.Retired = config.Retired{}, config.Retired{}
+	return reflect.DeepEqual(mine, theirs)
+}
