@@ -156,6 +156,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if u.brokerAuth != nil {
+			var prev *upstream
+			if opts.Previous != nil {
+				prev = opts.Previous.upstreams[b.Name]
+			}
+			u.brokerAuth.start(opts.Metrics, prev)
+		}
 		g.upstreams[b.Name] = u
 	}
 	if len(errs) > 0 {

@@ -52,7 +52,10 @@ type upstream struct {
 	// (Options.brokerTransport): every call to the broker goes through it,
 	// proxied or the gateway's own (catalog fetch, orphan mitigation).
 	rt    http.RoundTripper
-	proxy *httputil.ReverseProxy
+	// brokerAuth sets the Authorization of a broker with more than one
+	// basic credential, a token or OAuth2 (brokerauth.go); nil: auth does.
+	brokerAuth *brokerAuth
+	proxy      *httputil.ReverseProxy
 	log   *slog.Logger
 	// pause, when set (tests), replaces the timer between the polls of
 	// an operation waited for on a platform's behalf (emulate.sync_within).
@@ -93,8 +96,14 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	u.tls = tc
 	u.transport = newBrokerTransport(b, tc, kind)
 	u.rt = u.transport
+	if a := newBrokerAuth(b, u.transport, tc, log); a != nil {
+		u.brokerAuth, u.rt = a, a
+		if a.kind != config.BrokerAuthBasic {
+			u.auth = nil // the token, set by brokerAuth
+		}
+	}
 	if wrap != nil {
-		u.rt = wrap(u.transport)
+		u.rt = wrap(u.rt)
 	}
 	u.proxy = &httputil.ReverseProxy{
 		Rewrite:        u.rewrite,
