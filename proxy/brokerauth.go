@@ -325,7 +325,9 @@ func newOAuthTokens(b *config.Broker, tc *tls.Config) *oauthTokens {
 }
 
 // raw fetches a new token on every call.
-func (o *oauthTokens) raw() oauth2.TokenSource { return tokenFunc(func() (*oauth2.Token, error) { return o.cfg.Token(o.ctx) }) }
+func (o *oauthTokens) raw() oauth2.TokenSource {
+	return tokenFunc(func() (*oauth2.Token, error) { return o.cfg.Token(o.ctx) })
+}
 
 type tokenFunc func() (*oauth2.Token, error)
 

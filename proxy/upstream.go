@@ -51,12 +51,12 @@ type upstream struct {
 	// rt is transport wrapped in the client span and the metering
 	// (Options.brokerTransport): every call to the broker goes through it,
 	// proxied or the gateway's own (catalog fetch, orphan mitigation).
-	rt    http.RoundTripper
+	rt http.RoundTripper
 	// brokerAuth sets the Authorization of a broker with more than one
 	// basic credential, a token or OAuth2 (brokerauth.go); nil: auth does.
 	brokerAuth *brokerAuth
 	proxy      *httputil.ReverseProxy
-	log   *slog.Logger
+	log        *slog.Logger
 	// pause, when set (tests), replaces the timer between the polls of
 	// an operation waited for on a platform's behalf (emulate.sync_within).
 	pause func(ctx context.Context, d time.Duration) error
