@@ -131,13 +131,13 @@ type Broker struct {
 	minVersion osb.Version
 	authHeader string // "Basic <base64>", "" when authentication is off
 	// creds, when set, replace the credentials of Options (credentials.go).
-	creds atomic.Pointer[credentials]
-	defs       catalogDefs
-	catalog    atomic.Pointer[catalogResponse] // SetCatalog swaps it (catalog_swap.go)
-	lastOp     lastOpBodies
-	store      store
-	opSeq      atomic.Uint64
-	counts     [numEndpoints]atomic.Int64
+	creds   atomic.Pointer[credentials]
+	defs    catalogDefs
+	catalog atomic.Pointer[catalogResponse] // SetCatalog swaps it (catalog_swap.go)
+	lastOp  lastOpBodies
+	store   store
+	opSeq   atomic.Uint64
+	counts  [numEndpoints]atomic.Int64
 
 	faultMu sync.Mutex
 	faults  []*Fault     // guarded by faultMu
