@@ -20,7 +20,6 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
-	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // brokerAuth is a broker's outbound authentication beyond one basic
@@ -182,7 +181,7 @@ func (a *brokerAuth) credential() ([]string, error) {
 	case config.BrokerAuthBearer:
 		return *a.bearer.Load(), nil
 	case config.BrokerAuthOAuth2:
-		return a.oauth.header(a.name)
+		return a.oauth.header()
 	}
 	return a.basic[a.using.Load()], nil
 }
@@ -206,7 +205,7 @@ func (a *brokerAuth) other(refused []string) ([]string, int, error) {
 		a.log.Info("broker refused its bearer token; the token file held a new one", "broker", a.name)
 		return h, -1, nil
 	case config.BrokerAuthOAuth2:
-		h, err := a.oauth.refresh(a.name, refused)
+		h, err := a.oauth.refresh(refused)
 		if err != nil {
 			return nil, -1, err
 		}
@@ -241,17 +240,28 @@ func (a *brokerAuth) refused(what string) error {
 	var desc string
 	switch {
 	case what == "both" && a.kind == config.BrokerAuthBasic:
-		desc = fmt.Sprintf("broker %q refused both credentials the gateway holds for it (brokers[].password and next_password): 401 to each", a.name)
+		desc = "refused both credentials the gateway holds for it (brokers[].password and next_password): 401 to each"
 	case what == "both":
-		desc = fmt.Sprintf("broker %q refused the gateway's %s token with 401, and a fresh one too", a.name, a.kind)
+		desc = fmt.Sprintf("refused the gateway's %s token with 401, and a fresh one too", a.kind)
 	case what == "":
-		desc = fmt.Sprintf("broker %q refused the gateway's %s token with 401 (brokers[].auth.token_file holds no other)", a.name, a.kind)
+		desc = fmt.Sprintf("refused the gateway's %s token with 401 (brokers[].auth.token_file holds no other)", a.kind)
 	default:
-		desc = fmt.Sprintf("broker %q refused the gateway's credential with 401, and the call was not retried: %s", a.name, what)
+		desc = "refused the gateway's credential with 401, and the call was not retried: " + what
 	}
 	a.log.Warn("broker refused the gateway's credentials", "broker", a.name, "auth", a.kind, "tried", what)
-	return &ownAnswer{e: osb.Errorf(http.StatusBadGateway, "", "%s", desc)}
+	return &authFailed{status: http.StatusBadGateway, said: desc}
 }
+
+// authFailed is a broker call that failed for the gateway's credentials:
+// the broker refused them, or no token could be had. Nothing the broker
+// did came of it. said is what a platform reads after "broker %q "
+// (upstream.errorHandler, describe); status is its answer's status.
+type authFailed struct {
+	status int
+	said   string
+}
+
+func (e *authFailed) Error() string { return e.said }
 
 // replayBody returns a reader over req's body for a second send: its
 // GetBody's, or the platform call's body the body stage buffered
@@ -335,13 +345,13 @@ func (f tokenFunc) Token() (*oauth2.Token, error) { return f() }
 
 // header is the Authorization value of a valid token, fetched when the
 // cached one is about to expire.
-func (o *oauthTokens) header(broker string) ([]string, error) {
+func (o *oauthTokens) header() ([]string, error) {
 	o.mu.Lock()
 	src := o.src
 	o.mu.Unlock()
 	tok, err := src.Token()
 	if err != nil {
-		return nil, o.failed(broker, err)
+		return nil, o.failed(err)
 	}
 	if l := o.last.Load(); l != nil && l.tok == tok {
 		return l.hdr, nil
@@ -353,7 +363,7 @@ func (o *oauthTokens) header(broker string) ([]string, error) {
 
 // refresh returns a token other than refused: the cached one if another
 // call refreshed it meanwhile, else a new one from the token endpoint.
-func (o *oauthTokens) refresh(broker string, refused []string) ([]string, error) {
+func (o *oauthTokens) refresh(refused []string) ([]string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if l := o.last.Load(); l != nil && l.hdr[0] != refused[0] && l.tok.Valid() {
@@ -361,7 +371,7 @@ func (o *oauthTokens) refresh(broker string, refused []string) ([]string, error)
 	}
 	tok, err := o.cfg.Token(o.ctx)
 	if err != nil {
-		return nil, o.failed(broker, err)
+		return nil, o.failed(err)
 	}
 	o.src = oauth2.ReuseTokenSource(tok, o.raw())
 	l := &oauthHeader{tok: tok, hdr: bearerHeader(tok.AccessToken)}
@@ -372,7 +382,7 @@ func (o *oauthTokens) refresh(broker string, refused []string) ([]string, error)
 // failed is the answer to a call for which no token could be had: 503,
 // naming the token endpoint and what it did, never its body. Nothing
 // reached the broker.
-func (o *oauthTokens) failed(broker string, err error) error {
+func (o *oauthTokens) failed(err error) error {
 	var re *oauth2.RetrieveError
 	why := "could not be reached"
 	switch {
@@ -386,6 +396,6 @@ func (o *oauthTokens) failed(broker string, err error) error {
 	case strings.Contains(err.Error(), "server response missing access_token"):
 		why = "answered without an access_token"
 	}
-	return &ownAnswer{e: osb.Errorf(http.StatusServiceUnavailable, "",
-		"broker %q was not called: the gateway could not get an OAuth2 token for it from the token endpoint %s, which %s", broker, o.endpoint, why)}
+	return &authFailed{status: http.StatusServiceUnavailable,
+		said: fmt.Sprintf("was not called: the gateway could not get an OAuth2 token for it from the token endpoint %s, which %s", o.endpoint, why)}
 }

@@ -338,10 +338,13 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	var refused *responseRefused
 	var cut *cutShort
 	var own *ownAnswer
+	var auth *authFailed
 	switch {
 	case errors.As(err, &own): // the gateway answers in the broker's place (emulate.sync_within)
 		s.fail(w, own.e)
 		return
+	case errors.As(err, &auth): // the broker refused the gateway's credentials, or no token (brokerauth.go)
+		e = osb.Errorf(auth.status, "", "broker %q %s", u.name, auth.said)
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
 	case errors.As(err, &cut):
