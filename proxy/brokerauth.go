@@ -121,6 +121,9 @@ func (a *brokerAuth) start(m *Metrics, prev *upstream) {
 	a.showCredential()
 }
 
+// rotating reports whether a holds two basic credentials (nil: false).
+func (a *brokerAuth) rotating() bool { return a != nil && a.kind == config.BrokerAuthBasic }
+
 // showCredential sets osb_gateway_broker_credential (basic rotation only).
 func (a *brokerAuth) showCredential() {
 	if a.kind != config.BrokerAuthBasic {

@@ -299,6 +299,9 @@ func (g *Gateway) Close(next *Gateway) {
 		if next != nil && next.upstreams[name] == u {
 			continue
 		}
+		if u.brokerAuth.rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].brokerAuth.rotating()) {
+			g.guard.metrics.forgetBrokerCredential(name) // the broker has no second credential any more
+		}
 		u.transport.CloseIdleConnections()
 	}
 }

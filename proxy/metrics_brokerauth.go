@@ -23,3 +23,14 @@ func (m *Metrics) brokerCredential(broker string, using int) {
 		m.brokerCred.WithLabelValues(broker, name).Set(v)
 	}
 }
+
+// forgetBrokerCredential drops broker's series, once it has no second
+// credential (or is gone).
+func (m *Metrics) forgetBrokerCredential(broker string) {
+	if m == nil {
+		return
+	}
+	for _, name := range credentialNames {
+		m.brokerCred.DeleteLabelValues(broker, name)
+	}
+}

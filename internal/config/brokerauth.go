@@ -62,8 +62,8 @@ func resolveBrokerAuth(b *Broker, baseDir, path string, probs *Problems) {
 	switch {
 	case b.NextUsername != "" && b.NextPassword == "" && b.NextPasswordFile == "":
 		probs.addf(path+".next_password", "is required when next_username is set (or set next_password_file)")
-	case next && b.Username == "" && b.NextUsername == "":
-		probs.addf(path+".next_username", "is required when the broker has no username (the next credential is basic auth)")
+	case next && b.Username == "":
+		probs.addf(path+".username", "is required with next_password: a rotation goes from one basic-auth credential (username and password) to the next")
 	case hasBcryptPrefix(b.NextPassword.Reveal()):
 		probs.addf(path+".next_password", "is a bcrypt hash, but the gateway must send the broker its real password")
 	}

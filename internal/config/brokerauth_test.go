@@ -55,7 +55,7 @@ func TestBrokerAuthKeys(t *testing.T) {
 		{"next file missing", "username: u, password: p, next_password_file: nope", "brokers[0].next_password_file", `cannot read "nope"`},
 		{"next file empty", "username: u, password: p, next_password_file: empty", "brokers[0].next_password_file", "is empty"},
 		{"next username alone", "username: u, password: p, next_username: v", "brokers[0].next_password", "is required when next_username is set"},
-		{"next without a user", "next_password: x", "brokers[0].next_username", "is required when the broker has no username"},
+		{"next without a user", "next_password: x", "brokers[0].username", "is required with next_password"},
 		{"next bcrypt", "username: u, password: p, next_password: \"" + goodHash + "\"", "brokers[0].next_password", "is a bcrypt hash"},
 		{"bearer without token_file", "auth: {type: bearer}", "brokers[0].auth.token_file", "is required with auth type bearer"},
 		{"bearer with password", "username: u, password: p, auth: {type: bearer, token_file: token}", "brokers[0].auth.type", "drop the broker's username/password"},
