@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -203,4 +204,52 @@ func gaugeValue(m *Metrics, broker, which string) float64 {
 		return -1
 	}
 	return d.GetGauge().GetValue()
+}
+
+// TestBrokerAuthReloadKeepsTheCredentialThatWorked: a reload that builds
+// the broker's upstream again starts with the credential in use before
+// when the new settings still hold it as the next one, and the gauge goes
+// when the second credential does.
+func TestBrokerAuthReloadKeepsTheCredentialThatWorked(t *testing.T) {
+	m, err := NewMetrics(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	build := func(b config.Broker, prev *upstream) *upstream {
+		b.Name, b.URL, b.Timeout = "b", "http://127.0.0.1:1", 5e9
+		u, err := newUpstream(&b, log, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.brokerAuth != nil {
+			u.brokerAuth.start(m, prev)
+		}
+		return u
+	}
+	old := build(config.Broker{Username: "u", Password: "cur", NextPassword: "next"}, nil)
+	old.brokerAuth.worked(credentialNext)
+	kept := build(config.Broker{Username: "u", Password: "cur", NextPassword: "next", Timeout: 7e9}, old)
+	if got := kept.brokerAuth.using.Load(); got != credentialNext {
+		t.Errorf("after a reload with the same credentials, using %d, want next", got)
+	}
+	moved := build(config.Broker{Username: "u", Password: "next", NextPassword: "later"}, kept)
+	if got := moved.brokerAuth.using.Load(); got != credentialCurrent {
+		t.Errorf("after next became the password, using %d, want current", got)
+	}
+	if v := gaugeValue(m, "b", "current"); v != 1 {
+		t.Errorf(`credential{which="current"} = %v, want 1`, v)
+	}
+	g := &Gateway{guard: &guard{metrics: m}, upstreams: map[string]*upstream{"b": moved}}
+	g.Close(&Gateway{guard: &guard{}, upstreams: map[string]*upstream{"b": build(config.Broker{Username: "u", Password: "next"}, moved)}})
+	if n := testutilCount(m); n != 0 {
+		t.Errorf("%d credential series left after the second credential went, want 0", n)
+	}
+}
+
+func testutilCount(m *Metrics) int {
+	ch := make(chan prometheus.Metric, 10)
+	m.brokerCred.Collect(ch)
+	close(ch)
+	return len(ch)
 }
