@@ -116,6 +116,9 @@ type faultOptions struct {
 	server string
 	// quotas are tenant t's quotas (tenants[].quotas); nil: none.
 	quotas []config.Quota
+	// brokerAuth, when set, changes the broker's credentials and auth
+	// (faults_auth_test.go).
+	brokerAuth func(t *testing.T, b *config.Broker)
 }
 
 // serverOr is o.server, else def.
@@ -192,6 +195,9 @@ func faultGatewayConfig(t *testing.T, brokerURL string, o faultOptions) *config.
 	}
 	cfg.Brokers[0].Breaker = o.breaker
 	cfg.Brokers[0].Emulate.Fetch, cfg.Brokers[0].Emulate.Gone = o.fetch, o.gone
+	if o.brokerAuth != nil {
+		o.brokerAuth(t, &cfg.Brokers[0])
+	}
 	return cfg
 }
 

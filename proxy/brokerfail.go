@@ -61,8 +61,11 @@ func (u *upstream) describe(err error) string {
 		verify    *tls.CertificateVerificationError
 		op        *net.OpError
 		dns       *net.DNSError
+		auth      *authFailed
 	)
 	switch {
+	case errors.As(err, &auth): // brokerauth.go: nothing of an address in it
+		return auth.said
 	case errors.As(err, &unknownCA):
 		return "failed the TLS handshake: its certificate is signed by an unknown authority (brokers[].tls.ca_file names the CA to trust)"
 	case errors.As(err, &hostname):

@@ -158,6 +158,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if u.brokerAuth != nil {
+			var prev *upstream
+			if opts.Previous != nil {
+				prev = opts.Previous.upstreams[b.Name]
+			}
+			u.brokerAuth.start(opts.Metrics, prev)
+		}
 		g.upstreams[b.Name] = u
 	}
 	if len(errs) > 0 {
@@ -296,6 +303,9 @@ func (g *Gateway) Close(next *Gateway) {
 	for name, u := range g.upstreams {
 		if next != nil && next.upstreams[name] == u {
 			continue
+		}
+		if u.brokerAuth.rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].brokerAuth.rotating()) {
+			g.guard.metrics.forgetBrokerCredential(name) // the broker has no second credential any more
 		}
 		u.transport.CloseIdleConnections()
 	}

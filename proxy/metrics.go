@@ -82,6 +82,7 @@ type Metrics struct {
 	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
 	health        healthMetrics         // build, brokers up, certificates, orphan mitigations (metrics_health.go)
 	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
+	brokerCred    *prometheus.GaugeVec  // the basic credential in use per broker (metrics_brokerauth.go)
 	drift         *prometheus.GaugeVec  // catalog drift items by broker and kind (metrics_drift.go)
 	quotaUsed     *prometheus.GaugeVec  // instances counted against each quota (quota.go)
 
@@ -175,12 +176,13 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.health = newHealthMetrics()
 	m.drift = newDriftGauge()
 	m.quotaUsed = newQuotaGauge()
+	m.brokerCred = newBrokerCredentialGauge()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.drift, m.quotaUsed} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.drift, m.quotaUsed, m.brokerCred} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

@@ -51,9 +51,12 @@ type upstream struct {
 	// rt is transport wrapped in the client span and the metering
 	// (Options.brokerTransport): every call to the broker goes through it,
 	// proxied or the gateway's own (catalog fetch, orphan mitigation).
-	rt    http.RoundTripper
-	proxy *httputil.ReverseProxy
-	log   *slog.Logger
+	rt http.RoundTripper
+	// brokerAuth sets the Authorization of a broker with more than one
+	// basic credential, a token or OAuth2 (brokerauth.go); nil: auth does.
+	brokerAuth *brokerAuth
+	proxy      *httputil.ReverseProxy
+	log        *slog.Logger
 	// pause, when set (tests), replaces the timer between the polls of
 	// an operation waited for on a platform's behalf (emulate.sync_within).
 	pause func(ctx context.Context, d time.Duration) error
@@ -93,8 +96,14 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	u.tls = tc
 	u.transport = newBrokerTransport(b, tc, kind)
 	u.rt = u.transport
+	if a := newBrokerAuth(b, u.transport, tc, log); a != nil {
+		u.brokerAuth, u.rt = a, a
+		if a.kind != config.BrokerAuthBasic {
+			u.auth = nil // the token, set by brokerAuth
+		}
+	}
 	if wrap != nil {
-		u.rt = wrap(u.transport)
+		u.rt = wrap(u.rt)
 	}
 	u.proxy = &httputil.ReverseProxy{
 		Rewrite:        u.rewrite,
@@ -329,10 +338,13 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	var refused *responseRefused
 	var cut *cutShort
 	var own *ownAnswer
+	var auth *authFailed
 	switch {
 	case errors.As(err, &own): // the gateway answers in the broker's place (emulate.sync_within)
 		s.fail(w, own.e)
 		return
+	case errors.As(err, &auth): // the broker refused the gateway's credentials, or no token (brokerauth.go)
+		e = osb.Errorf(auth.status, "", "broker %q %s", u.name, auth.said)
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
 	case errors.As(err, &cut):

@@ -48,6 +48,13 @@ type leakGateway struct {
 
 func startLeakGateway(t *testing.T, brokerURL, requests string) *leakGateway {
 	t.Helper()
+	return startLeakGatewayAuth(t, brokerURL, requests, "username: broker-user, password: "+leakBrokerPassword)
+}
+
+// startLeakGatewayAuth is startLeakGateway with the broker's credentials
+// (auth) as flow-mapping keys (leak_auth_test.go).
+func startLeakGatewayAuth(t *testing.T, brokerURL, requests, auth string) *leakGateway {
+	t.Helper()
 	dir := t.TempDir()
 	lg := &leakGateway{logs: &osbtest.Buffer{}, spans: &osbtest.Buffer{}, audit: filepath.Join(dir, "audit.log")}
 	y := `
@@ -57,7 +64,7 @@ state: {backend: memory}
 log: {format: json, level: debug}
 audit: {sink: file, path: "` + lg.audit + `", fsync: always}
 telemetry: {traces: {exporter: stdout, sample_ratio: 1}}
-brokers: [{name: b, url: "` + brokerURL + `", username: broker-user, password: ` + leakBrokerPassword + `,
+brokers: [{name: b, url: "` + brokerURL + `", ` + auth + `,
   api_version: {min: "2.13", max: "2.17"}, validation: {requests: ` + requests + `}}]
 tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword + `}], routes: [{broker: b}]}]
 `

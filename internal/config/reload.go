@@ -30,6 +30,7 @@ func (r *Reload) applyDefaults() {
 
 // WatchedFiles returns the files a reload reads besides the configuration
 // file: every password_file of the tenants' credentials and of the brokers,
+// the brokers' next_password_file, auth.token_file and auth.client_secret_file,
 // and admin.token_file, resolved against baseDir (the configuration file's
 // directory, as Load resolves them), without duplicates.
 // state.redis.password_file is left out: the state section needs a
@@ -54,6 +55,11 @@ func (c *Config) WatchedFiles(baseDir string) []string {
 	}
 	for _, b := range c.Brokers {
 		add(b.PasswordFile)
+		add(b.NextPasswordFile)
+		if b.Auth != nil {
+			add(b.Auth.TokenFile)
+			add(b.Auth.ClientSecretFile)
+		}
 	}
 	add(c.Admin.TokenFile)
 	return files

@@ -58,6 +58,7 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 		case hasBcryptPrefix(b.Password.Reveal()):
 			probs.addf(path+".password", "is a bcrypt hash, but the gateway must send the broker its real password")
 		}
+		resolveBrokerAuth(b, baseDir, path, probs) // brokerauth.go
 		resolveTLSFiles(&b.TLS, baseDir, path+".tls", probs)
 	}
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go

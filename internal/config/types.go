@@ -251,6 +251,17 @@ type Broker struct {
 	Username     string `yaml:"username"`
 	Password     Secret `yaml:"password"`
 	PasswordFile string `yaml:"password_file"`
+	// NextUsername, NextPassword and NextPasswordFile are a second
+	// credential for a rotation without a window: the gateway sends the
+	// one that last worked and, on a 401, retries the call once with the
+	// other (brokerauth.go in proxy). NextUsername defaults to Username.
+	NextUsername     string `yaml:"next_username"`
+	NextPassword     Secret `yaml:"next_password"`
+	NextPasswordFile string `yaml:"next_password_file"`
+	// Auth is how the gateway authenticates to the broker beyond basic
+	// auth (bearer token, OAuth2 client credentials); nil: basic with
+	// Username and Password, as without it.
+	Auth *BrokerAuth `yaml:"auth"`
 	// APIVersion is the range of X-Broker-API-Version the broker accepts.
 	APIVersion VersionRange `yaml:"api_version"`
 	// Timeout bounds a whole broker call; zero value: DefaultBrokerTimeout.

@@ -130,12 +130,14 @@ type Broker struct {
 	asyncDelay time.Duration
 	minVersion osb.Version
 	authHeader string // "Basic <base64>", "" when authentication is off
-	defs       catalogDefs
-	catalog    atomic.Pointer[catalogResponse] // SetCatalog swaps it (catalog_swap.go)
-	lastOp     lastOpBodies
-	store      store
-	opSeq      atomic.Uint64
-	counts     [numEndpoints]atomic.Int64
+	// creds, when set, replace the credentials of Options (credentials.go).
+	creds   atomic.Pointer[credentials]
+	defs    catalogDefs
+	catalog atomic.Pointer[catalogResponse] // SetCatalog swaps it (catalog_swap.go)
+	lastOp  lastOpBodies
+	store   store
+	opSeq   atomic.Uint64
+	counts  [numEndpoints]atomic.Int64
 
 	faultMu sync.Mutex
 	faults  []*Fault     // guarded by faultMu
@@ -324,6 +326,9 @@ func (b *Broker) dispatch(w http.ResponseWriter, r *http.Request, c call) error 
 // case, an Authorization header byte-identical to the expected one, costs no
 // allocation; other spellings ("basic" in lower case) are decoded.
 func (b *Broker) authorized(r *http.Request) bool {
+	if c := b.creds.Load(); c != nil {
+		return c.allows(r)
+	}
 	if b.authHeader == "" {
 		return true
 	}

@@ -1,0 +1,36 @@
+package proxy
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// newBrokerCredentialGauge is osb_gateway_broker_credential.
+func newBrokerCredentialGauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "osb_gateway_broker_credential",
+		Help: `The basic-auth credential the gateway sends a broker with two (brokers[].next_password): 1 for the one in use ("current" or "next"), 0 for the other.`},
+		[]string{"broker", "which"})
+}
+
+// brokerCredential shows that broker's credential using (credentialCurrent
+// or credentialNext) is in use.
+func (m *Metrics) brokerCredential(broker string, using int) {
+	if m == nil {
+		return
+	}
+	for i, name := range credentialNames {
+		v := 0.0
+		if i == using {
+			v = 1
+		}
+		m.brokerCred.WithLabelValues(broker, name).Set(v)
+	}
+}
+
+// forgetBrokerCredential drops broker's series, once it has no second
+// credential (or is gone).
+func (m *Metrics) forgetBrokerCredential(broker string) {
+	if m == nil {
+		return
+	}
+	for _, name := range credentialNames {
+		m.brokerCred.DeleteLabelValues(broker, name)
+	}
+}
