@@ -83,26 +83,11 @@ func twoTenants(t *testing.T) (gw *httptest.Server, b1, b2 *osbtest.Broker) {
 	return gw, b1, b2
 }
 
-// do sends a request through the real client with basic auth and version.
+// do sends a request through the real client with basic auth and version
+// (osbtest.Do).
 func do(t *testing.T, method, url, user, pass, version string, body io.Reader) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if user != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	if version != "" {
-		req.Header.Set("X-Broker-API-Version", version)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, string(b)
+	return osbtest.Do(t, method, url, user, pass, version, body)
 }
 
 // sendInBackground sends req with the default client and returns where

@@ -25,6 +25,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -33,18 +34,7 @@ import (
 // scrape fetches the Prometheus text from a metrics handler over loopback.
 func scrape(t *testing.T, h http.Handler) string {
 	t.Helper()
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("/metrics: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	return string(b)
+	return osbtest.Scrape(t, h)
 }
 
 func TestMetricsSeries(t *testing.T) {
