@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,28 +30,16 @@ const reconcileToken = "reconcile-admin-token-0123456789"
 type reconcileEnv struct {
 	*faultEnv
 	admin string
-	recs  *auditRecords
+	recs  *auditRecorder
 	log   *osbtest.Buffer
 	spans func(n int) []attribute.KeyValue
 }
 
-type auditRecords struct {
-	mu   sync.Mutex
-	list []audit.Record
-}
-
-func (r *auditRecords) Write(rec *audit.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, *rec)
-	return nil
-}
-
-func (r *auditRecords) own() []audit.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// own returns the records of the gateway's own actions (origin
+// "gateway").
+func (a *auditRecorder) own() []audit.Record {
 	var out []audit.Record
-	for _, rec := range r.list {
+	for _, rec := range a.all() {
 		if rec.Origin == originGateway {
 			out = append(out, rec)
 		}
@@ -77,7 +64,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	}
 	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
 	logs := &osbtest.Buffer{}
-	recs := &auditRecords{}
+	recs := &auditRecorder{}
 	sr, tp := traced(t)
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	g, err := New(cfg, Options{Logger: log, Now: clk.Now, Store: st, Audit: &AuditOptions{Writer: recs}, Tracing: &Tracing{Provider: tp}})
