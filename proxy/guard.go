@@ -227,12 +227,17 @@ func (g *guard) sweep(ctx context.Context) []store.Lock {
 		return nil
 	}
 	for _, l := range expired {
-		g.log.LogAttrs(ctx, slog.LevelWarn, "operation deadline passed; lock released",
-			slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
-			slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
-			slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
+		g.logExpired(ctx, "operation deadline passed; lock released", l)
 	}
 	return expired
+}
+
+// logExpired logs what, about the lock l that passed its deadline.
+func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
+	g.log.LogAttrs(ctx, slog.LevelWarn, what,
+		slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
+		slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
+		slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
 }
 
 // SweepOperations releases and logs expired locks once, then, when the

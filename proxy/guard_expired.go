@@ -79,10 +79,7 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
 // timeout's hold) stays as it is.
 func (g *Gateway) tookOver(ctx context.Context, l store.Lock) {
 	gd := g.guard
-	gd.log.LogAttrs(ctx, slog.LevelWarn, "operation deadline passed; lock taken over by a new call",
-		slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
-		slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
-		slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
+	gd.logExpired(ctx, "operation deadline passed; lock taken over by a new call", l)
 	u := g.upstreams[l.Broker]
 	if u == nil || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
 		return

@@ -138,9 +138,7 @@ func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operati
 	}
 	out := make([]Operation, 0, len(locks))
 	for _, l := range locks {
-		out = append(out, Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID,
-			BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, OperationID: l.Operation,
-			Shim: l.Shim.State, Started: l.Started, Deadline: l.Deadline})
+		out = append(out, viewOperation(l))
 	}
 	slices.SortFunc(out, func(a, b Operation) int { return a.Started.Compare(b.Started) })
 	return out, nil
@@ -155,9 +153,14 @@ func (v *View) Release(ctx context.Context, broker, instance, binding, who, reas
 	if err != nil {
 		return Operation{}, err
 	}
+	return viewOperation(l), nil
+}
+
+// viewOperation is the View's summary of the lock l.
+func viewOperation(l store.Lock) Operation {
 	return Operation{Key: l.Key, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker, InstanceID: l.InstanceID, BindingID: l.BindingID,
 		ServiceID: l.ServiceID, PlanID: l.PlanID, Async: l.Async, OperationID: l.Operation, Shim: l.Shim.State,
-		Started: l.Started, Deadline: l.Deadline}, nil
+		Started: l.Started, Deadline: l.Deadline}
 }
 
 // Reconcile polls the broker for one operation's state and settles its
