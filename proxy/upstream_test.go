@@ -140,12 +140,7 @@ func TestRequestBodyPassesUnchanged(t *testing.T) {
 }
 
 func TestBrokerUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	dead := deadURL(t)
 	b2 := osbtest.NewBroker(t, nil)
 	_, gw := testGateway(t, twoTenantYAML, env(dead, b2.URL))
 	res, body := do(t, "GET", gw.URL+"/t1/b1/v2/service_instances/x/last_operation", t1User, t1Pass, "2.14", nil)

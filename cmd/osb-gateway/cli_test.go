@@ -205,7 +205,7 @@ func TestHealth(t *testing.T) {
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
-	down := osbtest.FreeAddr(t)
+	down := osbtest.DeadAddr(t)
 	for _, tc := range []struct {
 		name   string
 		status int

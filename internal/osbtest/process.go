@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -21,6 +23,28 @@ func FreeAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// DeadAddr is a loopback address that refuses every connection for the
+// rest of the test: a socket is bound to the port but never listens, so
+// the kernel answers a connect with a reset, and no other test or process
+// can take the port meanwhile (a port closed after net.Listen could be
+// handed to someone else's server between the close and the dial).
+func DeadAddr(tb testing.TB) string {
+	tb.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
 
 // built is the gateway binary of this test process, built once.
