@@ -42,6 +42,12 @@ func withCatalog(cache *CatalogCache) Middleware {
 						return
 					}
 				}
+				if m := s.route.migration; m != nil && s.route == m.new && s.Call.Endpoint == rules.Provision {
+					if err := m.checkCatalogs(r, s, cache); err != nil {
+						s.fail(w, err)
+						return
+					}
+				}
 			}
 			next.ServeHTTP(w, r)
 		})

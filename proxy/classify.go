@@ -18,6 +18,9 @@ func withClassify() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
+			if m := s.route.migration; m != nil && err == nil {
+				err = m.migrate(r, s, call) // the broker that holds the instance
+			}
 			if err == nil {
 				err = checkVersions(call, s)
 			}

@@ -204,6 +204,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.auth.inFlight = g.protect.overload // a bcrypt check waits out of its count
+	for i := range cfg.Tenants {
+		for _, rc := range cfg.Tenants[i].Routes {
+			if rc.MigrateTo != "" {
+				newRouteMigration(routes[rc.Prefix], g.upstreams[rc.MigrateTo], g.brokerProtect[rc.MigrateTo], st, opts.Logger)
+			}
+		}
+	}
 	opts.Metrics.start(cfg)
 	for _, b := range cfg.Brokers {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start

@@ -55,7 +55,7 @@ func quotaRules(cfg *config.Config) map[string][]*quotaRule {
 		tc := &cfg.Tenants[i]
 		var all []string
 		for _, rc := range tc.Routes {
-			all = append(all, rc.Broker)
+			all = append(all, rc.Brokers()...)
 		}
 		tenantRules := make([]*quotaRule, 0, len(tc.Quotas))
 		for _, q := range tc.Quotas {
@@ -68,7 +68,7 @@ func quotaRules(cfg *config.Config) map[string][]*quotaRule {
 				if q.Name == "" {
 					label = rc.Broker + ":" + label
 				}
-				rs = append(rs, newQuotaRule(tc.Name, label, q, []string{rc.Broker}))
+				rs = append(rs, newQuotaRule(tc.Name, label, q, rc.Brokers()))
 			}
 			if len(rs) > 0 {
 				out[rc.Prefix] = rs

@@ -51,14 +51,14 @@ func (g *Gateway) QuotaWarnings(ctx context.Context) []string {
 	for i, tc := range g.cfg.Tenants {
 		var all []string
 		for _, rc := range tc.Routes {
-			all = append(all, rc.Broker)
+			all = append(all, rc.Brokers()...)
 		}
 		for j, q := range tc.Quotas {
 			check(fmt.Sprintf("tenants[%d].quotas[%d]", i, j), q, all)
 		}
 		for r, rc := range tc.Routes {
 			for j, q := range rc.Quotas {
-				check(fmt.Sprintf("tenants[%d].routes[%d].quotas[%d]", i, r, j), q, []string{rc.Broker})
+				check(fmt.Sprintf("tenants[%d].routes[%d].quotas[%d]", i, r, j), q, rc.Brokers())
 			}
 		}
 	}

@@ -23,6 +23,9 @@ type route struct {
 	// brokerProtect is the broker's cap and breaker (brokerprotect.go);
 	// nil: none.
 	brokerProtect *brokerProtection
+	// migration is the route's migrate_to (migrate.go), set on both of
+	// its routes; nil: none.
+	migration *routeMigration
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

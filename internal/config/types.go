@@ -229,6 +229,9 @@ type Route struct {
 	// Quotas cap the instances the tenant holds on this route's broker
 	// (quota.go); nil: none.
 	Quotas []Quota `yaml:"quotas" validate:"dive"`
+	// MigrateTo names a second broker that takes the route's new
+	// instances (proxy/migrate.go); empty: none.
+	MigrateTo string `yaml:"migrate_to"`
 }
 
 // Filter selects catalog services or plans by name or id with glob

@@ -1,0 +1,205 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// routeMigration is a route's migrate_to: the route's new instances go to
+// a second broker, instance by instance. The inventory says which broker
+// holds an instance, and every call for it goes there: never split per
+// request. The catalog the platform sees stays the old broker's, so the
+// new broker must carry its service and plan ids (checkCatalogs).
+type routeMigration struct {
+	// old is the route as configured (its broker holds the instances made
+	// before the migration); new is the same route (prefix, tenant, filter,
+	// limits) with the new broker's upstream and protection.
+	old, new *route
+	inv      store.Inventory
+	locks    store.Store
+	log      *slog.Logger
+	// checked is the last comparison of the two catalogs, kept until
+	// either entry changes.
+	checked atomic.Pointer[catalogCheck]
+}
+
+// catalogCheck is what the new broker's catalog lacks of the old one's,
+// as the tenant sees it: "" when nothing.
+type catalogCheck struct {
+	old, new *catalogEntry
+	missing  string
+}
+
+// newRouteMigration makes rt migrate its new instances to u.
+func newRouteMigration(rt *route, u *upstream, bp *brokerProtection, st store.Store, log *slog.Logger) *routeMigration {
+	to := *rt
+	to.up, to.brokerProtect = u, bp
+	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}
+	rt.migration, to.migration = m, m
+	return m
+}
+
+// migrate sends the call to the broker that holds its instance (owner)
+// and, when that is the new broker, negotiates the platform's version
+// again against the new broker's range. Calls without an instance (the
+// catalog) stay with the old broker.
+func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) error {
+	if call.InstanceID == "" {
+		return nil
+	}
+	to, err := m.owner(r.Context(), call)
+	if err != nil || to == m.old {
+		return err
+	}
+	up := to.up
+	n, err := rules.Negotiate(r.Header[headerAPIVersion], up.min, up.max, to.tenant.missingStatus, up.name)
+	if err != nil {
+		return err
+	}
+	s.route, s.Broker = to, up.name
+	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, r.Header[headerAPIVersion][0]
+	if n.Capped {
+		s.Forward = up.maxString
+	}
+	return nil
+}
+
+// owner is the route of the broker that holds the call's instance:
+//
+//   - the one whose inventory records it (the new one first: an instance
+//     imported under the new broker has moved there);
+//   - else the one where a lock on it is held (an operation in flight whose
+//     success is not recorded yet: a provision, or the orphan mitigation
+//     after it, must meet the operation it races);
+//   - else, for a provision, the new broker (an instance the gateway never
+//     saw); for any other call, the old one (the instances made before the
+//     migration may predate the inventory).
+//
+// A store that cannot answer is a 503: guessing could create an instance
+// twice, or tell the platform one is gone that is not.
+func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, error) {
+	id := call.InstanceID
+	for _, rt := range [2]*route{m.new, m.old} {
+		_, err := m.inv.GetInstance(ctx, rt.up.name, id)
+		switch {
+		case err == nil:
+			return rt, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, m.unavailable(err)
+		}
+	}
+	for _, rt := range [2]*route{m.new, m.old} {
+		ls, err := m.locks.List(ctx, store.ListFilter{Broker: rt.up.name, InstanceID: id})
+		if err != nil {
+			return nil, m.unavailable(err)
+		}
+		if len(ls) > 0 {
+			return rt, nil
+		}
+	}
+	if call.Endpoint == rules.Provision {
+		return m.new, nil
+	}
+	return m.old, nil
+}
+
+func (m *routeMigration) unavailable(err error) error {
+	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+		Description: fmt.Sprintf("the gateway's inventory is unavailable, so it cannot tell whether broker %q or %q (routes[].migrate_to) holds this instance; try again later",
+			m.old.up.name, m.new.up.name)}
+}
+
+// checkCatalogs refuses a provision the migration sends to the new broker
+// while the new broker's catalog lacks a service or plan id the tenant
+// sees in the old broker's catalog (the platform's catalog is the old
+// one's, so every id it shows must work at the new broker). A catalog the
+// cache cannot give is left to the validation of the new one. The
+// comparison is made once per pair of catalog versions.
+func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *CatalogCache) error {
+	ne := s.catalog // the new broker's, when the validate stage fetched it
+	if ne == nil {
+		var err error
+		if ne, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
+			return nil
+		}
+	}
+	old := m.old.up
+	n, err := rules.Negotiate(r.Header[headerAPIVersion], old.min, old.max, m.old.tenant.missingStatus, old.name)
+	if err != nil {
+		return nil
+	}
+	f := catalogFetch{up: old, key: catalogKey{broker: old.name, version: r.Header[headerAPIVersion][0]}, reqID: s.RequestID, traceParent: s.TraceParent}
+	if n.Capped {
+		f.key.version = old.maxString
+	}
+	if old.cfg.Catalog.VaryByPlatform {
+		f.identity = headerValue(r.Header, headerOriginatingIdentity)
+		f.key.platform, _, _ = strings.Cut(f.identity, " ")
+	}
+	oe, _, err := cache.get(r.Context(), f)
+	if err != nil {
+		return nil
+	}
+	c := m.checked.Load()
+	if c == nil || c.old != oe || c.new != ne {
+		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(m.old.filter, oe.index, ne.index)}
+		if prev := m.checked.Swap(c); c.missing != "" && (prev == nil || prev.missing != c.missing) {
+			m.log.LogAttrs(r.Context(), slog.LevelWarn, "migration refuses new instances: the new broker's catalog lacks ids of the old one",
+				slog.String("tenant", s.Tenant), slog.String("broker", old.name), slog.String("migrate_to", m.new.up.name),
+				slog.String("missing", c.missing))
+		}
+	}
+	if c.missing == "" {
+		return nil
+	}
+	return osb.Errorf(http.StatusUnprocessableEntity, "",
+		"new instances of this route go to broker %q (routes[].migrate_to), whose catalog must carry every service and plan id of broker %q's catalog, which the platform sees; it lacks %s",
+		m.new.up.name, old.name, c.missing)
+}
+
+// missingIDs names the services and plans of old, as the filter shows it,
+// whose ids new does not carry ("" when none).
+func missingIDs(f *catalogFilter, old, new *rules.Index) string {
+	var svcs, plans []string
+	oc := old.Catalog()
+	for i := range oc.Services {
+		sv := &oc.Services[i]
+		if !f.serviceVisible(sv) {
+			continue
+		}
+		if new.Service(sv.ID) == nil {
+			svcs = append(svcs, strconv.Quote(sv.ID)+" ("+sv.Name+")")
+			continue
+		}
+		for j := range sv.Plans {
+			p := &sv.Plans[j]
+			if !f.planVisible(sv, p) {
+				continue
+			}
+			if ns, np := new.PlanByID(p.ID); np == nil || ns.ID != sv.ID {
+				plans = append(plans, strconv.Quote(p.ID)+" ("+sv.Name+"/"+p.Name+")")
+			}
+		}
+	}
+	var parts []string
+	if len(svcs) > 0 {
+		slices.Sort(svcs)
+		parts = append(parts, "service ids "+strings.Join(svcs, ", "))
+	}
+	if len(plans) > 0 {
+		slices.Sort(plans)
+		parts = append(parts, "plan ids "+strings.Join(plans, ", "))
+	}
+	return strings.Join(parts, " and ")
+}
