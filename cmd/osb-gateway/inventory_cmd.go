@@ -21,10 +21,12 @@ commands:
                    write every record of the inventory in the state store that
                    gateway.yaml names, one JSON object per line (standard output
                    without -o)
-  import [-config FILE] [-replace] [-dry-run] FILE|-
+  import [-config FILE] [-replace] [-dry-run] [-assign BROKER] FILE|-
                    store the JSON lines of FILE (- : standard input) in that
                    inventory, 1,000 at a time; records already stored are kept
-                   unless -replace
+                   unless -replace; -assign stores every line under BROKER and
+                   drops the instance's record under the other broker of a
+                   route migrating between the two (routes[].migrate_to)
 
 Each line is {"instance":{...}} or {"binding":{...}}, the fields of
 GET /admin/instances/{broker}/{id}. Import is how an operator adopts a broker

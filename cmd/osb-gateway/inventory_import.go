@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -21,11 +23,13 @@ const maxImportLine = 8 << 20
 
 // runInventoryImport stores the JSON lines of a file in the inventory.
 func runInventoryImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("inventory import", "inventory import [-config FILE] [-replace] [-dry-run] FILE|-\n\n"+
+	fs := newFlagSet("inventory import", "inventory import [-config FILE] [-replace] [-dry-run] [-assign BROKER] FILE|-\n\n"+
 		"Stores the JSON lines of FILE (- : standard input) in the inventory (see osb-gateway inventory -h).", stderr)
 	path := fs.String("config", "gateway.yaml", "the configuration `file` naming the state store and the brokers")
 	replace := fs.Bool("replace", false, "overwrite records already stored (without it they are kept and counted as skipped)")
 	dry := fs.Bool("dry-run", false, "read and check every line, store nothing (needs no access to the state store)")
+	assign := fs.String("assign", "", "store every entry under this `broker`, whatever its line says, and drop the instance's record under "+
+		"the other broker of a route migrating between the two (routes[].migrate_to): the instance has moved")
 	if code, ok := parseFlags(fs, args, true); !ok {
 		return code
 	}
@@ -52,7 +56,11 @@ func runInventoryImport(args []string, stdin io.Reader, stdout, stderr io.Writer
 		name = "standard input"
 	}
 	ctx := context.Background()
-	imp := &importer{cfg: cfg, replace: *replace}
+	imp := &importer{cfg: cfg, replace: *replace, assign: *assign}
+	if *assign != "" && cfg.Broker(*assign) == nil {
+		fmt.Fprintf(stderr, "osb-gateway inventory import: -assign %q: no such broker in the configuration (brokers: %s)\n", *assign, strings.Join(imp.brokerNames(), ", "))
+		return exitUsage
+	}
 	if !*dry {
 		st, err := openInventory(ctx, cfg)
 		if err != nil {
@@ -73,6 +81,9 @@ func runInventoryImport(args []string, stdin io.Reader, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "imported %s: %s read; %d written, %d skipped (already stored; -replace overwrites them)\n",
 		name, read, imp.res.Written, imp.res.Skipped)
+	if imp.assign != "" {
+		fmt.Fprintf(stdout, "assigned to broker %q: %s moved from %s\n", imp.assign, plural(imp.moved, "instance record"), movedFrom(imp.cfg, imp.assign))
+	}
 	return exitOK
 }
 
@@ -81,6 +92,11 @@ type importer struct {
 	cfg     *config.Config
 	st      store.Store // nil: a dry run, batches are checked only
 	replace bool
+	// assign: every entry is stored under this broker, and the record of
+	// each instance under the brokers it moves from (movedFrom) dropped;
+	// moved counts those dropped.
+	assign string
+	moved  int
 
 	batch               []store.Entry
 	lines               []int // the line of each entry of batch
@@ -138,6 +154,12 @@ func (imp *importer) decode(text []byte) (store.Entry, error) {
 	switch {
 	case (e.Instance == nil) == (e.Binding == nil):
 		return e, errors.New(`want exactly one of "instance" and "binding"`)
+	case imp.assign != "" && e.Instance != nil:
+		e.Instance.Broker = imp.assign
+	case imp.assign != "":
+		e.Binding.Broker = imp.assign
+	}
+	switch {
 	case e.Instance != nil:
 		broker, tenant = e.Instance.Broker, e.Instance.Tenant
 		ids = []string{"instance_id", e.Instance.InstanceID}
@@ -193,6 +215,9 @@ func (imp *importer) flush(ctx context.Context) error {
 		return fmt.Errorf("storing lines %d to %d: %w (some of them may be stored; %d entries before them were; "+
 			"importing the file again is harmless)", imp.lines[0], imp.lines[len(imp.lines)-1], err, imp.stored)
 	}
+	if err := imp.move(ctx); err != nil {
+		return err
+	}
 	imp.stored += len(imp.batch)
 	imp.res.Written += res.Written
 	imp.res.Skipped += res.Skipped
@@ -247,4 +272,64 @@ func firstOf(lines []int, line int) int {
 		return lines[0]
 	}
 	return line
+}
+
+// movedFromBrokers names the brokers an instance assigned to broker moves
+// from: the other broker of each route migrating between the two.
+func movedFromBrokers(cfg *config.Config, broker string) []string {
+	var out []string
+	for _, t := range cfg.Tenants {
+		for _, rc := range t.Routes {
+			switch {
+			case rc.MigrateTo == broker && !slices.Contains(out, rc.Broker):
+				out = append(out, rc.Broker)
+			case rc.MigrateTo != "" && rc.Broker == broker && !slices.Contains(out, rc.MigrateTo):
+				out = append(out, rc.MigrateTo)
+			}
+		}
+	}
+	return out
+}
+
+// movedFrom is movedFromBrokers for a message.
+func movedFrom(cfg *config.Config, broker string) string {
+	from := movedFromBrokers(cfg, broker)
+	if len(from) == 0 {
+		return "no broker (no route migrates to or from it)"
+	}
+	return "broker " + strings.Join(quoteAll(from), ", ")
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// move drops, with -assign, the record (and bindings) of each instance of
+// the stored batch under the brokers it moves from, so that the gateway
+// sends its calls to the assigned broker and counts it once.
+func (imp *importer) move(ctx context.Context) error {
+	if imp.assign == "" || imp.st == nil {
+		return nil
+	}
+	from := movedFromBrokers(imp.cfg, imp.assign)
+	for i, e := range imp.batch {
+		if e.Instance == nil {
+			continue
+		}
+		for _, b := range from {
+			_, err := imp.st.DeleteInstance(ctx, b, e.Instance.InstanceID)
+			switch {
+			case err == nil:
+				imp.moved++
+			case !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("line %d: dropping instance %q of broker %q: %w (the lines before it were stored and moved; importing the file again is harmless)",
+					imp.lines[i], e.Instance.InstanceID, b, err)
+			}
+		}
+	}
+	return nil
 }
