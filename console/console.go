@@ -398,6 +398,21 @@ func names[T any](xs []T, key func(T) string) []string {
 	return out
 }
 
+// routeBrokers names the brokers the routes reach, migrate_to brokers
+// included, sorted.
+func routeBrokers(routes []proxy.RouteInfo) []string {
+	var out []string
+	for _, r := range routes {
+		for _, b := range []string{r.Broker, r.MigrateTo} {
+			if b != "" && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // stateError words a store failure for a page.
 func stateError(what string, err error) error {
 	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {

@@ -242,7 +242,7 @@ func (c *Console) operations(r *http.Request, f *frame) (any, error) {
 		Kinds: []string{store.KindProvision, store.KindUpdate, store.KindDeprovision, store.KindBind, store.KindUnbind}}
 	d.Filtered = d.Broker != "" || d.Tenant != "" || d.Kind != "" || d.Older != ""
 	routes := v.Routes()
-	d.BrokerNames = names(routes, func(x proxy.RouteInfo) string { return x.Broker })
+	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
 	var older time.Duration
 	for _, b := range ageBuckets {
@@ -359,7 +359,7 @@ func (c *Console) instances(r *http.Request, f *frame) (any, error) {
 	d := &instancesData{Q: proxy.InstanceQuery{Tenant: q.Get("tenant"), Broker: q.Get("broker"), Service: strings.TrimSpace(q.Get("service")),
 		Plan: strings.TrimSpace(q.Get("plan")), ID: strings.TrimSpace(q.Get("id"))}}
 	routes := v.Routes()
-	d.BrokerNames = names(routes, func(x proxy.RouteInfo) string { return x.Broker })
+	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
 	found, scanned, truncated, err := v.Instances(r.Context(), d.Q)
 	d.Found, d.Scanned, d.Truncated = found, scanned, truncated
@@ -410,7 +410,7 @@ func (c *Console) usage(r *http.Request, f *frame) (any, error) {
 	d := &usageData{From: q.Get("from"), To: q.Get("to"), Tenant: q.Get("tenant"), Broker: q.Get("broker"), Query: r.URL.RawQuery,
 		Names: v.CatalogNames()}
 	routes := v.Routes()
-	d.BrokerNames = names(routes, func(x proxy.RouteInfo) string { return x.Broker })
+	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
 	uq, err := proxy.ParseUsageQuery(r.URL.Query())
 	if err != nil {

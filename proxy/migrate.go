@@ -203,3 +203,42 @@ func missingIDs(f *catalogFilter, old, new *rules.Index) string {
 	}
 	return strings.Join(parts, " and ")
 }
+
+// MigrationProblems names each migrating route (routes[].migrate_to)
+// whose new broker's catalog lacks a service or plan id that the tenant
+// sees in the old broker's catalog: the route's provisions are refused
+// until it carries them. Catalogs are read from the cache, fetched when
+// missing, at the version the gateway fetches at; a route either of whose
+// catalogs cannot be had is left out (the fetch failure is reported on
+// its own). osb-gateway check prints them as problems.
+func (g *Gateway) MigrationProblems(ctx context.Context) []string {
+	indexOf := func(name string) *rules.Index {
+		u := g.upstreams[name]
+		if u == nil {
+			return nil
+		}
+		key := catalogKey{broker: u.name, version: u.warmVersion().String()}
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: newRequestID()}, nil)
+		if err != nil {
+			return nil
+		}
+		return e.index
+	}
+	var out []string
+	for i, t := range g.cfg.Tenants {
+		for j, rc := range t.Routes {
+			if rc.MigrateTo == "" {
+				continue
+			}
+			old, nw := indexOf(rc.Broker), indexOf(rc.MigrateTo)
+			if old == nil || nw == nil {
+				continue
+			}
+			if missing := missingIDs(newCatalogFilter(rc), old, nw); missing != "" {
+				out = append(out, fmt.Sprintf("tenants[%d].routes[%d].migrate_to: the catalog of broker %q lacks %s of broker %q's catalog, which the platform sees: the route's provisions are refused until it carries them",
+					i, j, rc.MigrateTo, missing, rc.Broker))
+			}
+		}
+	}
+	return out
+}

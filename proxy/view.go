@@ -29,9 +29,12 @@ func NewView(sw *Switch) *View { return &View{sw: sw} }
 // Now is the gateway's clock (Options.Now).
 func (v *View) Now() time.Time { return v.sw.Load().guard.now() }
 
-// RouteInfo is one route: a tenant's URL prefix and the broker behind it.
+// RouteInfo is one route: a tenant's URL prefix and the broker behind it,
+// and the broker it migrates new instances to (routes[].migrate_to; empty:
+// none).
 type RouteInfo struct {
 	Tenant, Prefix, Broker string
+	MigrateTo              string
 }
 
 // Routes returns every route, by tenant then prefix.
@@ -44,7 +47,7 @@ func (v *View) Routes() []RouteInfo {
 			if p == "" {
 				p = "/" + t.Name + "/" + r.Broker
 			}
-			out = append(out, RouteInfo{Tenant: t.Name, Prefix: p, Broker: r.Broker})
+			out = append(out, RouteInfo{Tenant: t.Name, Prefix: p, Broker: r.Broker, MigrateTo: r.MigrateTo})
 		}
 	}
 	slices.SortFunc(out, func(a, b RouteInfo) int {

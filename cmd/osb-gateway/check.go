@@ -122,6 +122,10 @@ func reportCatalogs(cfg *config.Config, path string, stdout, stderr io.Writer) i
 		errs += n
 		fmt.Fprintf(stdout, "%s: broker %q: catalog at %s fetched, %s\n", path, cl.Broker, cl.Version, plural(len(cl.Findings), "finding"))
 	}
+	for _, p := range g.MigrationProblems(ctx) { // from the catalogs just fetched
+		fmt.Fprintf(stderr, "%s: %s\n", path, p)
+		errs++
+	}
 	for _, w := range g.QuotaWarnings(ctx) { // from the catalogs just fetched
 		fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
 	}
