@@ -356,10 +356,22 @@ func TestFaultNewBrokerDownMidMigration(t *testing.T) {
 	}
 
 	me.newDown.down.Store(false)
-	me.clock.Advance(time.Hour) // past the orphan queue's first attempt
-	me.swap.g.Load().MitigateOrphans(context.Background())
+	me.clock.Advance(time.Hour) // past hold_after_timeout: the locks the resets left are gone
+	// Cloud Controller's orphan mitigation of the failed provision: the
+	// gateway's orphan queue names i-down at the new broker, so the DELETE
+	// goes there (the provision may have created it), not to the old one.
+	newDeletes := me.new.Count(samplebroker.EndpointDeprovision)
+	if err := me.deprovision("i-down"); err != nil {
+		t.Errorf("the platform's orphan mitigation of i-down: %v", err)
+	}
+	if me.new.Count(samplebroker.EndpointDeprovision) != newDeletes+1 {
+		t.Error("the orphan mitigation of a provision that failed at the new broker did not reach it")
+	}
 	if n := me.old.Count(""); n != oldBefore+1 {
 		t.Errorf("the old broker got %d calls, want the one bind of its own instance", n-oldBefore)
+	}
+	if os, err := me.st.ListOrphans(context.Background()); err != nil || len(os) != 1 || os[0].InstanceID != "i-new" {
+		t.Errorf("orphan queue after the DELETE: %+v %v, want only the failed bind's on i-new", os, err)
 	}
 	if err := me.bind("i-new", "b-1"); err != nil {
 		t.Errorf("bind once the new broker is back: %v", err)

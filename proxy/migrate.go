@@ -82,6 +82,9 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 //   - else the one where a lock on it is held (an operation in flight whose
 //     success is not recorded yet: a provision, or the orphan mitigation
 //     after it, must meet the operation it races);
+//   - else the one whose orphan queue names it (a provision that failed
+//     there in a way that may have left the instance: the platform's own
+//     orphan-mitigation DELETE must reach that broker);
 //   - else, for a provision, the new broker (an instance the gateway never
 //     saw); for any other call, the old one (the instances made before the
 //     migration may predate the inventory).
@@ -106,6 +109,15 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 		}
 		if len(ls) > 0 {
 			return rt, nil
+		}
+	}
+	for _, rt := range [2]*route{m.new, m.old} {
+		_, err := m.locks.GetOrphan(ctx, orphanID(store.KindDeprovision, rt.up.name, id, ""))
+		switch {
+		case err == nil:
+			return rt, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, m.unavailable(err)
 		}
 	}
 	if call.Endpoint == rules.Provision {

@@ -16,7 +16,7 @@ import (
 // TestMigrationOwner: which broker of a migrating route a call goes to.
 // The inventory decides (the new broker first: an instance imported under
 // it has moved), then a lock in flight (an operation whose success is not
-// recorded yet), then the call: a provision goes to the new broker,
+// recorded yet), then the orphan queue, then the call: a provision goes to the new broker,
 // anything else to the old one. An inventory that cannot be read is a
 // 503 naming both brokers, never a guess.
 func TestMigrationOwner(t *testing.T) {
@@ -52,6 +52,10 @@ func TestMigrationOwner(t *testing.T) {
 	lock("new", "locked-new", "")
 	lock("old", "locked-old", "")
 	lock("new", "binding-locked-new", "b1")
+	if err := st.PutOrphan(ctx, store.Orphan{ID: orphanID(store.KindDeprovision, "new", "orphan-new", ""), Broker: "new",
+		InstanceID: "orphan-new", Kind: store.KindDeprovision, Created: now, NextAttempt: now}); err != nil {
+		t.Fatal(err)
+	}
 	put("old", "recorded-old-locked-new")
 	lock("new", "recorded-old-locked-new", "")
 
@@ -72,6 +76,7 @@ func TestMigrationOwner(t *testing.T) {
 		{"locked-new", rules.Deprovision, nw}, // the orphan mitigation of a provision in flight
 		{"locked-old", rules.Provision, old},  // a repeat of a provision in flight before the switch
 		{"binding-locked-new", rules.Unbind, nw},
+		{"orphan-new", rules.Deprovision, nw}, // the platform's orphan mitigation of a provision that failed there
 		{"recorded-old-locked-new", rules.Update, old}, // the inventory first
 	}
 	for _, tc := range tests {
