@@ -79,7 +79,7 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 //
 //   - the one whose inventory records it (the new one first: an instance
 //     imported under the new broker has moved there);
-//   - else the one where a lock on it is held (an operation in flight whose
+//   - else the one where the instance's lock is held (an operation in flight whose
 //     success is not recorded yet: a provision, or the orphan mitigation
 //     after it, must meet the operation it races);
 //   - else the one whose orphan queue names it (a provision that failed
@@ -89,8 +89,10 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 //     saw); for any other call, the old one (the instances made before the
 //     migration may predate the inventory).
 //
-// A store that cannot answer is a 503: guessing could create an instance
-// twice, or tell the platform one is gone that is not.
+// Each look is one key (no scan): at most two inventory reads, two lock
+// reads and two orphan reads, on migrating routes only. A store that
+// cannot answer is a 503: guessing could create an instance twice, or
+// tell the platform one is gone that is not.
 func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, error) {
 	id := call.InstanceID
 	for _, rt := range [2]*route{m.new, m.old} {
@@ -103,12 +105,12 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 		}
 	}
 	for _, rt := range [2]*route{m.new, m.old} {
-		ls, err := m.locks.List(ctx, store.ListFilter{Broker: rt.up.name, InstanceID: id})
-		if err != nil {
-			return nil, m.unavailable(err)
-		}
-		if len(ls) > 0 {
+		_, err := m.locks.Get(ctx, store.LockKey(rt.up.name, id))
+		switch {
+		case err == nil:
 			return rt, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, m.unavailable(err)
 		}
 	}
 	for _, rt := range [2]*route{m.new, m.old} {

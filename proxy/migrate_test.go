@@ -51,7 +51,6 @@ func TestMigrationOwner(t *testing.T) {
 	put("new", "on-both")
 	lock("new", "locked-new", "")
 	lock("old", "locked-old", "")
-	lock("new", "binding-locked-new", "b1")
 	if err := st.PutOrphan(ctx, store.Orphan{ID: orphanID(store.KindDeprovision, "new", "orphan-new", ""), Broker: "new",
 		InstanceID: "orphan-new", Kind: store.KindDeprovision, Created: now, NextAttempt: now}); err != nil {
 		t.Fatal(err)
@@ -75,7 +74,6 @@ func TestMigrationOwner(t *testing.T) {
 		{"on-both", rules.Update, nw},
 		{"locked-new", rules.Deprovision, nw}, // the orphan mitigation of a provision in flight
 		{"locked-old", rules.Provision, old},  // a repeat of a provision in flight before the switch
-		{"binding-locked-new", rules.Unbind, nw},
 		{"orphan-new", rules.Deprovision, nw}, // the platform's orphan mitigation of a provision that failed there
 		{"recorded-old-locked-new", rules.Update, old}, // the inventory first
 	}
