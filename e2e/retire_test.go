@@ -271,9 +271,11 @@ func TestRetiredBrokerGone(t *testing.T) {
 }
 
 // TestRetiredGoneAfterRestart: a gateway started with the broker already
-// retired and gone has no catalog to serve and can fetch none; the
-// unbinds and deprovisions it answers itself need none, even on a route
-// whose service filter would need the catalog for any other call.
+// retired and gone has nothing cached and can fetch nothing; it serves the
+// catalog the state store keeps (the latest fetched, stale), so platforms
+// keep their plans; the unbinds and deprovisions it answers itself need
+// no catalog, even on a route whose service filter would need one for any
+// other call.
 func TestRetiredGoneAfterRestart(t *testing.T) {
 	re := newRetireEnv(t)
 	re.holdings(t)
@@ -281,6 +283,12 @@ func TestRetiredGoneAfterRestart(t *testing.T) {
 	re.restart = true
 	re.reload(t, "    retired: {answer: gone}")
 	c := re.osbc
+	for i := range 2 { // the kept catalog, then the same from the cache
+		if cat, err := c.GetCatalog(); err != nil || len(cat.Services) != 2 {
+			t.Errorf("catalog %d of the retired broker after a restart: %+v %v, want the kept catalog's two services the route allows", i+1, cat, err)
+		}
+		re.wantStatus(t, http.StatusOK)
+	}
 	if _, err := c.Unbind(&osb.UnbindRequest{InstanceID: "i-keep", BindingID: "b-keep", ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID}); err != nil {
 		t.Errorf("unbind: %v", err)
 	}

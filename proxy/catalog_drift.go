@@ -260,12 +260,18 @@ func (t *driftTracker) logNew(ctx context.Context, broker string, prev store.Bro
 // heldEntry is e with the accepted catalog's bytes and index in place of
 // the fetched ones: what a held broker's platforms get.
 func heldEntry(e *catalogEntry, acc store.KeptCatalog, ix *rules.Index) *catalogEntry {
-	sum := sha256.Sum256(acc.Body)
-	h := &catalogEntry{key: e.key, body: acc.Body, index: ix, contentType: e.contentType, fetched: e.fetched, expires: e.expires,
-		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: acc.At.UTC().Truncate(time.Second)}
-	h.lastModHdr = []string{h.lastModified.Format(http.TimeFormat)}
-	h.plain = newCatalogView(h.body, h.etag)
-	return h
+	return keptCatalogEntry(e.key, acc, ix, e.contentType, e.fetched, e.expires)
+}
+
+// keptCatalogEntry is an entry of a catalog the store keeps: its bytes,
+// ETag, and Last-Modified (when it was fetched or accepted).
+func keptCatalogEntry(key catalogKey, k store.KeptCatalog, ix *rules.Index, contentType []string, fetched, expires time.Time) *catalogEntry {
+	sum := sha256.Sum256(k.Body)
+	e := &catalogEntry{key: key, body: k.Body, index: ix, contentType: contentType, fetched: fetched, expires: expires,
+		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: k.At.UTC().Truncate(time.Second)}
+	e.lastModHdr = []string{e.lastModified.Format(http.TimeFormat)}
+	e.plain = newCatalogView(e.body, e.etag)
+	return e
 }
 
 // instanceTally is what assess counts in a broker's inventory.

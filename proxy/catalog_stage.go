@@ -67,7 +67,13 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 }
 
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
-	e, stale, err := cache.get(r.Context(), catalogFetchFor(r, s))
+	f := catalogFetchFor(r, s)
+	e, stale, err := cache.get(r.Context(), f)
+	if err != nil && s.route.up.cfg.Retired.On && !s.wentAway(r, err) {
+		if kept := cache.keptEntry(r.Context(), f); kept != nil {
+			e, stale, err = kept, true, nil // catalog_retired.go
+		}
+	}
 	if err != nil {
 		if s.wentAway(r, err) {
 			return

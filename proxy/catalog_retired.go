@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// keptEntry is the catalog the state store keeps for f's broker (the
+// latest fetched, which catalog drift records), as a stale entry, for a
+// retired broker that cannot be fetched and has nothing in the cache: a
+// restarted gateway serves the retired broker's catalog as the one before
+// did, so platforms keep their plans while they delete what they hold.
+// It is cached (already expired, so each fetch that follows is a retry
+// under the backoff); nil when the store keeps no catalog or fails.
+func (c *CatalogCache) keptEntry(ctx context.Context, f catalogFetch) *catalogEntry {
+	t := c.drift.Load()
+	if t == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), driftTimeout)
+	defer cancel()
+	rec, err := t.st.GetCatalogs(ctx, f.up.name)
+	if err != nil {
+		return nil
+	}
+	kept := rec.Latest
+	if len(kept.Body) == 0 && kept.Hash == rec.Accepted.Hash {
+		kept.Body = rec.Accepted.Body // the same bytes, kept once
+	}
+	if len(kept.Body) == 0 {
+		return nil
+	}
+	ix, _, err := rules.NewIndex(kept.Body)
+	if err != nil {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "the kept catalog of a retired broker does not decode", slog.String("broker", f.up.name),
+			slog.String("error", err.Error()))
+		return nil
+	}
+	e := keptCatalogEntry(f.key, kept, ix, []string{"application/json"}, kept.At, kept.At)
+	c.entries.Add(f.key, e)
+	return e
+}
