@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,15 +142,50 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			qc := quotaCall{g: g, m: m, s: s}
+			qc := &quotaCall{g: g, m: m, s: s}
 			if !qc.admit(w, r, qs) {
 				return
 			}
-			defer qc.release()
-			next.ServeHTTP(w, r)
-			qc.counted(s.Status)
+			if len(qc.held) == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			hand := &quotaHandoff{qc: qc}
+			defer func() {
+				if !hand.taken.Load() {
+					qc.release()
+				}
+			}()
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), quotaHandoffKey{}, hand)))
+			if !hand.taken.Load() {
+				qc.counted(s.Status)
+			}
 		})
 	}
+}
+
+// quotaHandoff lets the async shim take a provision's quota locks over
+// when it answers 202 while the broker call runs on: the locks are then
+// released when that call ends and its inventory record is written, not
+// with the 202, so that the next provision's count sees the instance.
+type quotaHandoff struct {
+	qc    *quotaCall
+	taken atomic.Bool
+}
+
+type quotaHandoffKey struct{}
+
+// quotaHandoffOf is the handoff of r's provision; nil without quotas.
+func quotaHandoffOf(ctx context.Context) *quotaHandoff {
+	h, _ := ctx.Value(quotaHandoffKey{}).(*quotaHandoff)
+	return h
+}
+
+// end counts and releases what the shim took over, once its broker call
+// ended with status.
+func (h *quotaHandoff) end(status int) {
+	h.qc.counted(status)
+	h.qc.release()
 }
 
 // quotaCall is one provision passing the quota stage.

@@ -50,7 +50,7 @@ tenants:
   - name: t1
     credentials: [{username: t1-user, password: t1-pass}]
     routes: [{broker: b}]
-`
+${QUOTAS}`
 
 // shimOptions are the settings of one shim test gateway.
 type shimOptions struct {
@@ -64,6 +64,8 @@ type shimOptions struct {
 	// gateway before the same broker; nil: a new one.
 	broker *gatedBroker
 	clock  *osbtest.Clock
+	// quotas is the tenant's quotas line ("    quotas: [...]"); "": none.
+	quotas string
 }
 
 // shimEnv is a gateway with the async shim before a sample broker whose
@@ -100,7 +102,7 @@ func newShimEnv(t *testing.T, o shimOptions) *shimEnv {
 		o.max = "2.17"
 	}
 	env := map[string]string{"URL": o.broker.url, "SECRETS": o.secrets, "MAX": o.max, "KEY_FILE": keyFile(t)}
-	yaml := strings.Replace(shimYAML, "${STATE}", o.state, 1) // a YAML section, not a value
+	yaml := strings.NewReplacer("${STATE}", o.state, "${QUOTAS}", o.quotas).Replace(shimYAML) // YAML sections, not values
 	cfg, err := config.Parse([]byte(yaml), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if err != nil {
 		t.Fatal(err)
