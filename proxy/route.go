@@ -23,6 +23,9 @@ type route struct {
 	// brokerProtect is the broker's cap and breaker (brokerprotect.go);
 	// nil: none.
 	brokerProtect *brokerProtection
+	// ids is the rewrite of the ids the route shows (routeids.go); nil:
+	// the broker's own.
+	ids *routeIDs
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

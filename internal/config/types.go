@@ -229,6 +229,10 @@ type Route struct {
 	// Quotas cap the instances the tenant holds on this route's broker
 	// (quota.go); nil: none.
 	Quotas []Quota `yaml:"quotas" validate:"dive"`
+	// IDs rewrites the service and plan ids the route shows, so that one
+	// platform can register the broker twice (routeids.go in proxy); nil:
+	// the broker's own ids.
+	IDs *RouteIDs `yaml:"ids"`
 }
 
 // Filter selects catalog services or plans by name or id with glob

@@ -1,0 +1,422 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
+	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/rules"
+)
+
+// routeIDs is a route's rewrite of the ids it shows (routes[].ids), so
+// that one platform can register one broker twice: the catalog's service
+// and plan ids, and each service's dashboard_client.id, become the UUIDv5
+// of the namespace and the broker's id (derive); the ids stage maps a
+// request's derived ids back to the broker's before anything else looks
+// at them, so validation, filters, the inventory, quotas, locks and audit
+// all see the broker's ids; a GET instance answer's ids are mapped
+// forward. Instance and binding ids are the platform's and pass
+// unchanged; so do ids the catalog does not derive (a registration made
+// with the broker's own ids keeps working, and an unknown id is refused
+// by validation as before).
+type routeIDs struct {
+	ns uuid.UUID
+	// key prefixes what the route's views and id tables are kept under in
+	// a catalog entry (catalogEntry.views): one per namespace, so a reload
+	// that changes it takes effect on the next request.
+	key string
+}
+
+// newRouteIDs is the rewrite of route rc; nil without routes[].ids.
+func newRouteIDs(rc config.Route) *routeIDs {
+	if rc.IDs == nil {
+		return nil
+	}
+	ns := rc.IDs.NamespaceUUID()
+	return &routeIDs{ns: ns, key: "ids\x00" + ns.String() + "\x00"}
+}
+
+// derive is the id the route shows for the broker's id.
+func (x *routeIDs) derive(id string) string {
+	return uuid.NewSHA1(x.ns, []byte(id)).String()
+}
+
+// idTable maps the ids a route shows back to the broker's: the derived id
+// of every service and plan of one catalog (filtered or not: the filters
+// judge the broker's ids afterwards).
+type idTable struct {
+	services, plans map[string]string
+}
+
+// idTable returns the table of x for e's catalog, built once per
+// namespace and kept with the entry.
+func (e *catalogEntry) idTable(x *routeIDs) *idTable {
+	key := x.key + "table"
+	if t, ok := e.views.Load(key); ok {
+		return t.(*idTable)
+	}
+	cat := e.index.Catalog()
+	t := &idTable{services: make(map[string]string, len(cat.Services)), plans: map[string]string{}}
+	for i := range cat.Services {
+		s := &cat.Services[i]
+		t.services[x.derive(s.ID)] = s.ID
+		for j := range s.Plans {
+			t.plans[x.derive(s.Plans[j].ID)] = s.Plans[j].ID
+		}
+	}
+	actual, _ := e.views.LoadOrStore(key, t)
+	return actual.(*idTable)
+}
+
+// idsView is the view v (the route's filtered, maybe advertised, view of
+// e) with the ids x derives, built once per filter, advertise and
+// namespace and kept with the entry, its ETag that of the rewritten
+// bytes.
+func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
+	key := rt.ids.key
+	if rt.up.cfg.Emulate.Advertise {
+		key += "advertise"
+	}
+	key += "\x00"
+	if rt.filter != nil {
+		key += rt.filter.key
+	}
+	if got, ok := e.views.Load(key); ok {
+		return got.(*catalogView), nil
+	}
+	body, err := deriveCatalogIDs(v.body, rt.ids)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	nv := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
+	actual, _ := e.views.LoadOrStore(key, nv)
+	return actual.(*catalogView), nil
+}
+
+// splice is one string value of a JSON document to replace.
+type splice struct {
+	start, end int
+	with       string
+}
+
+// spliced returns doc with each splice's bytes replaced by its string,
+// quoted; splices are in document order.
+func spliced(doc []byte, ss []splice) []byte {
+	out := make([]byte, 0, len(doc)+len(ss)*40)
+	at := 0
+	for _, sp := range ss {
+		out = append(out, doc[at:sp.start]...)
+		out = jsonfast.AppendString(out, sp.with)
+		at = sp.end
+	}
+	return append(out, doc[at:]...)
+}
+
+// stringMembers calls fn with the value of each string member of the
+// object at doc[open] whose key is name (as encoding/json matches keys:
+// without regard to case; every duplicate, not the last only).
+func stringMembers(doc []byte, open int, name string, fn func(start, end int, value string)) bool {
+	ms, _, ok := jsonfast.ObjectMembers(doc, open)
+	if !ok {
+		return false
+	}
+	for _, m := range ms {
+		if doc[m.ValStart] == '"' && strings.EqualFold(m.Key(doc), name) {
+			fn(m.ValStart, m.ValEnd, jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))
+		}
+	}
+	return true
+}
+
+// members returns the values of the members of the object at doc[open]
+// whose key is name (without regard to case) and whose value opens with
+// kind ('{' or '[').
+func members(doc []byte, open int, name string, kind byte) []int {
+	ms, _, ok := jsonfast.ObjectMembers(doc, open)
+	if !ok {
+		return nil
+	}
+	var out []int
+	for _, m := range ms {
+		if doc[m.ValStart] == kind && strings.EqualFold(m.Key(doc), name) {
+			out = append(out, m.ValStart)
+		}
+	}
+	return out
+}
+
+// deriveCatalogIDs rewrites a catalog's services[].id,
+// services[].plans[].id and services[].dashboard_client.id to the ids x
+// derives, every other byte as the broker sent it.
+func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
+	root := jsonfast.SkipSpace(doc, 0)
+	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
+		return nil, errors.New("the catalog is not a JSON object")
+	}
+	var ss []splice
+	derive := func(start, end int, id string) { ss = append(ss, splice{start, end, x.derive(id)}) }
+	for _, arr := range members(doc, root, "services", '[') {
+		services, _, _ := jsonfast.ArrayElements(doc, arr)
+		for _, svc := range services {
+			if doc[svc.Start] != '{' {
+				continue
+			}
+			// Visited key by key; sortSplices puts them in document order.
+			stringMembers(doc, svc.Start, "id", derive)
+			for _, dc := range members(doc, svc.Start, "dashboard_client", '{') {
+				stringMembers(doc, dc, "id", derive)
+			}
+			for _, pa := range members(doc, svc.Start, "plans", '[') {
+				plans, _, _ := jsonfast.ArrayElements(doc, pa)
+				for _, p := range plans {
+					if doc[p.Start] == '{' {
+						stringMembers(doc, p.Start, "id", derive)
+					}
+				}
+			}
+		}
+	}
+	sortSplices(ss)
+	return spliced(doc, ss), nil
+}
+
+// sortSplices puts ss in document order (they never overlap).
+func sortSplices(ss []splice) {
+	for i := 1; i < len(ss); i++ {
+		for j := i; j > 0 && ss[j].start < ss[j-1].start; j-- {
+			ss[j], ss[j-1] = ss[j-1], ss[j]
+		}
+	}
+}
+
+// withRouteIDs is the ids stage, after classify and before anything that
+// reads the call's service and plan ids (rate limits' classes need none):
+// on a route with routes[].ids, the service_id and plan_id of the query
+// and, for provision, update and bind, of the body (previous_values'
+// too) are mapped back to the broker's ids (idTable). nil when no route
+// has ids: the stage costs nothing then.
+func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
+	on := false
+	for _, rt := range routes {
+		on = on || rt.ids != nil
+	}
+	if !on {
+		return nil
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			if s.route.ids == nil || !carriesIDs(s) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+			if err != nil {
+				if s.wentAway(r, err) {
+					return
+				}
+				if !needsCatalog(s) && s.route.up.cfg.Retired.Gone() {
+					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
+					return
+				}
+				s.fail(w, idsWithoutCatalog(s, err))
+				return
+			}
+			next.ServeHTTP(w, e.idTable(s.route.ids).mapBack(r, s))
+		})
+	}
+}
+
+// carriesIDs reports whether s's call carries a service or plan id: in
+// its query, or in the body of a provision, update or bind.
+func carriesIDs(s *Scope) bool {
+	if s.Call.ServiceID != "" || s.Call.PlanID != "" {
+		return true
+	}
+	switch s.Call.Endpoint {
+	case rules.Provision, rules.Update, rules.Bind:
+		return len(s.Body) > 0
+	}
+	return false
+}
+
+// idsWithoutCatalog is the refusal of a call whose ids cannot be mapped
+// back because the broker's catalog cannot be had: forwarding the
+// platform's ids would hand the broker ids it never made.
+func idsWithoutCatalog(s *Scope, cause error) error {
+	var refusal *versionRefusal
+	if errors.As(cause, &refusal) {
+		return refusal // the broker's answer at this version (see withoutCatalog)
+	}
+	why := said(cause)
+	var oe *osb.Error
+	var hdr http.Header
+	if errors.As(cause, &oe) {
+		why, hdr = oe.Description, oe.Header
+	}
+	s.CatalogUnavailable = CatalogRefused
+	return &osb.Error{Status: http.StatusServiceUnavailable, Err: cause, Header: hdr, Description: fmt.Sprintf(
+		"the %s was not forwarded: the route of tenant %q to broker %q shows service and plan ids of its own (routes[].ids), and without the broker's catalog the gateway cannot map them back to the broker's; %s",
+		s.Call.Endpoint, s.Tenant, s.Broker, why)}
+}
+
+// mapBack returns r with the service and plan ids of its query and body
+// mapped back to the broker's, and s's Call and Body to match (r itself
+// when nothing changed; the inbound request is never modified). Ids t
+// does not know pass unchanged.
+func (t *idTable) mapBack(r *http.Request, s *Scope) *http.Request {
+	var r2 *http.Request
+	if q, changed := t.mapQuery(r.URL.RawQuery, &s.Call); changed {
+		r2 = new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.RawQuery = q
+		r2.URL = &u
+	}
+	switch s.Call.Endpoint {
+	case rules.Provision, rules.Update, rules.Bind:
+		if nb, changed := t.mapBody(s.Body); changed {
+			if r2 == nil {
+				r2 = new(http.Request)
+				*r2 = *r
+			}
+			r2.Body = io.NopCloser(bytes.NewReader(nb))
+			r2.ContentLength = int64(len(nb))
+			s.Body = nb
+		}
+	}
+	if r2 == nil {
+		return r
+	}
+	return r2
+}
+
+// mapQuery maps the service_id and plan_id parameters of a raw query
+// (classified: no ";", no malformed escape, no repeated id parameter),
+// every other byte as sent, and sets c's to match.
+func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool) {
+	svc, okSvc := t.services[c.ServiceID]
+	plan, okPlan := t.plans[c.PlanID]
+	if !okSvc && !okPlan {
+		return raw, false
+	}
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		key, err := url.QueryUnescape(k)
+		switch {
+		case err != nil:
+		case key == "service_id" && okSvc:
+			parts[i] = k + "=" + url.QueryEscape(svc)
+		case key == "plan_id" && okPlan:
+			parts[i] = k + "=" + url.QueryEscape(plan)
+		}
+	}
+	if okSvc {
+		c.ServiceID = svc
+	}
+	if okPlan {
+		c.PlanID = plan
+	}
+	return strings.Join(parts, "&"), true
+}
+
+// mapBody maps the service_id and plan_id of a request body, and those of
+// its previous_values, every duplicate and case of their keys, every
+// other byte as sent. A body that is no JSON object passes unchanged (the
+// validate stage refuses it).
+func (t *idTable) mapBody(doc []byte) ([]byte, bool) {
+	root := jsonfast.SkipSpace(doc, 0)
+	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
+		return doc, false
+	}
+	var ss []splice
+	back := func(table map[string]string) func(start, end int, id string) {
+		return func(start, end int, id string) {
+			if to, ok := table[id]; ok {
+				ss = append(ss, splice{start, end, to})
+			}
+		}
+	}
+	objects := append([]int{root}, members(doc, root, "previous_values", '{')...)
+	for _, o := range objects {
+		stringMembers(doc, o, "service_id", back(t.services))
+		stringMembers(doc, o, "plan_id", back(t.plans))
+	}
+	if len(ss) == 0 {
+		return doc, false
+	}
+	sortSplices(ss)
+	return spliced(doc, ss), true
+}
+
+// forwardAnswer maps the service_id and plan_id of a broker's 200 to GET
+// instance forward to the ids x derives (the upstream's modifyResponse
+// calls it after the answer was checked against the broker's ids), and
+// fixes its length. body is the answer as already read (nil: not read
+// yet; a body too large to check passes unchanged).
+func (x *routeIDs) forwardAnswer(res *http.Response, s *Scope, body []byte) error {
+	if s.Call.Endpoint != rules.GetInstance || res.StatusCode != http.StatusOK {
+		return nil
+	}
+	if body == nil {
+		var err error
+		if body, err = bufferResponse(res); err != nil {
+			return &cutShort{status: res.StatusCode, err: err}
+		}
+		if body == nil {
+			return nil
+		}
+	}
+	nb, changed := x.forwardBody(body)
+	if !changed {
+		return nil
+	}
+	old := res.Body
+	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(nb)), int64(len(nb))
+	old.Close() // the pooled buffer body was read into (nb is a copy)
+	res.Header["Content-Length"] = []string{strconv.Itoa(len(nb))}
+	delete(res.Header, "Etag") // it named the broker's bytes
+	return nil
+}
+
+// forwardBody maps the top-level service_id and plan_id of a JSON object
+// to the ids x derives.
+func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
+	root := jsonfast.SkipSpace(doc, 0)
+	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
+		return doc, false
+	}
+	var ss []splice
+	derive := func(start, end int, id string) { ss = append(ss, splice{start, end, x.derive(id)}) }
+	stringMembers(doc, root, "service_id", derive)
+	stringMembers(doc, root, "plan_id", derive)
+	if len(ss) == 0 {
+		return doc, false
+	}
+	sortSplices(ss)
+	return spliced(doc, ss), true
+}
+
+// forwardFetched maps the ids of a GET instance answer the emulation
+// stage builds from the inventory (instanceBody).
+func (x *routeIDs) forwardFetched(out map[string]any) {
+	for _, k := range [...]string{"service_id", "plan_id"} {
+		if id, ok := out[k].(string); ok && id != "" {
+			out[k] = x.derive(id)
+		}
+	}
+}
