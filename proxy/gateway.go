@@ -228,8 +228,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withVersion(),
 		withClassify(),
 		withRouteIDs(routes, g.catalogs), // nil without routes[].ids; before anything reads the ids: see withRouteIDs
-		withRetire(cfg),          // nil without a retired broker
-		withRateLimit(g.protect), // nil without limits
+		withRetire(cfg),                  // nil without a retired broker
+		withRateLimit(g.protect),         // nil without limits
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
