@@ -33,10 +33,13 @@ import (
 // by validation as before).
 type routeIDs struct {
 	ns uuid.UUID
-	// key prefixes what the route's views and id tables are kept under in
-	// a catalog entry (catalogEntry.views): one per namespace, so a reload
-	// that changes it takes effect on the next request.
-	key string
+	// key is what the id table of the namespace is kept under in a
+	// catalog entry (catalogEntry.views), and views the route's view, by
+	// the broker's emulate.advertise (catalogEntry.idsView): one per
+	// namespace and filter, so a reload that changes either takes effect
+	// on the next request, and costs no allocation on the hot path.
+	key   string
+	views [2]string
 }
 
 // newRouteIDs is the rewrite of route rc; nil without routes[].ids.
@@ -45,7 +48,14 @@ func newRouteIDs(rc config.Route) *routeIDs {
 		return nil
 	}
 	ns := rc.IDs.NamespaceUUID()
-	return &routeIDs{ns: ns, key: "ids\x00" + ns.String() + "\x00"}
+	x := &routeIDs{ns: ns, key: "ids\x00" + ns.String() + "\x00table"}
+	var filter string
+	if f := newCatalogFilter(rc); f != nil {
+		filter = f.key
+	}
+	x.views[0] = "ids\x00" + ns.String() + "\x00\x00" + filter
+	x.views[1] = "ids\x00" + ns.String() + "\x00advertise\x00" + filter
+	return x
 }
 
 // derive is the id the route shows for the broker's id.
@@ -63,7 +73,7 @@ type idTable struct {
 // idTable returns the table of x for e's catalog, built once per
 // namespace and kept with the entry.
 func (e *catalogEntry) idTable(x *routeIDs) *idTable {
-	key := x.key + "table"
+	key := x.key
 	if t, ok := e.views.Load(key); ok {
 		return t.(*idTable)
 	}
@@ -85,13 +95,9 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
 func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
-	key := rt.ids.key
+	key := rt.ids.views[0]
 	if rt.up.cfg.Emulate.Advertise {
-		key += "advertise"
-	}
-	key += "\x00"
-	if rt.filter != nil {
-		key += rt.filter.key
+		key = rt.ids.views[1]
 	}
 	if got, ok := e.views.Load(key); ok {
 		return got.(*catalogView), nil
@@ -125,33 +131,55 @@ func spliced(doc []byte, ss []splice) []byte {
 	return append(out, doc[at:]...)
 }
 
-// stringMembers calls fn with the value of each string member of the
-// object at doc[open] whose key is name (as encoding/json matches keys:
-// without regard to case; every duplicate, not the last only).
-func stringMembers(doc []byte, open int, name string, fn func(start, end int, value string)) bool {
-	ms, _, ok := jsonfast.ObjectMembers(doc, open)
-	if !ok {
+// memberBuf is how many members an object's scan holds on the stack.
+const memberBuf = 16
+
+// keyIs reports whether m's key is name, lower-case ASCII, as
+// encoding/json matches keys: without regard to case. Keys of ASCII
+// without escapes, the common case, are compared in place.
+func keyIs(doc []byte, m jsonfast.Member, name string) bool {
+	raw := doc[m.KeyStart+1 : m.KeyEnd-1]
+	for _, c := range raw {
+		if c >= 0x80 || c == '\\' {
+			return strings.EqualFold(m.Key(doc), name)
+		}
+	}
+	if len(raw) != len(name) {
 		return false
 	}
-	for _, m := range ms {
-		if doc[m.ValStart] == '"' && strings.EqualFold(m.Key(doc), name) {
-			fn(m.ValStart, m.ValEnd, jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))
+	for i, c := range raw {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
 		}
 	}
 	return true
 }
 
-// members returns the values of the members of the object at doc[open]
-// whose key is name (without regard to case) and whose value opens with
-// kind ('{' or '[').
-func members(doc []byte, open int, name string, kind byte) []int {
-	ms, _, ok := jsonfast.ObjectMembers(doc, open)
-	if !ok {
-		return nil
+// stringMembers calls fn with the value of each string member of the
+// object at doc[open] whose key is name (see keyIs: every duplicate, not
+// the last only).
+func stringMembers(doc []byte, open int, name string, fn func(start, end int, value string)) {
+	var buf [memberBuf]jsonfast.Member
+	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
+	for _, m := range ms {
+		if doc[m.ValStart] == '"' && keyIs(doc, m, name) {
+			fn(m.ValStart, m.ValEnd, jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))
+		}
 	}
+}
+
+// members returns the values of the members of the object at doc[open]
+// whose key is name (see keyIs) and whose value opens with kind ('{' or
+// '[').
+func members(doc []byte, open int, name string, kind byte) []int {
+	var buf [memberBuf]jsonfast.Member
+	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
 	var out []int
 	for _, m := range ms {
-		if doc[m.ValStart] == kind && strings.EqualFold(m.Key(doc), name) {
+		if doc[m.ValStart] == kind && keyIs(doc, m, name) {
 			out = append(out, m.ValStart)
 		}
 	}
@@ -313,17 +341,27 @@ func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool) {
 	if !okSvc && !okPlan {
 		return raw, false
 	}
-	parts := strings.Split(raw, "&")
-	for i, p := range parts {
+	var b strings.Builder
+	b.Grow(len(raw) + 8)
+	for rest := raw; ; {
+		p, more, found := strings.Cut(rest, "&")
 		k, _, _ := strings.Cut(p, "=")
 		key, err := url.QueryUnescape(k)
 		switch {
 		case err != nil:
+			b.WriteString(p)
 		case key == "service_id" && okSvc:
-			parts[i] = k + "=" + url.QueryEscape(svc)
+			b.WriteString(k + "=" + url.QueryEscape(svc))
 		case key == "plan_id" && okPlan:
-			parts[i] = k + "=" + url.QueryEscape(plan)
+			b.WriteString(k + "=" + url.QueryEscape(plan))
+		default:
+			b.WriteString(p)
 		}
+		if !found {
+			break
+		}
+		b.WriteByte('&')
+		rest = more
 	}
 	if okSvc {
 		c.ServiceID = svc
@@ -331,7 +369,7 @@ func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool) {
 	if okPlan {
 		c.PlanID = plan
 	}
-	return strings.Join(parts, "&"), true
+	return b.String(), true
 }
 
 // mapBody maps the service_id and plan_id of a request body, and those of
@@ -343,24 +381,39 @@ func (t *idTable) mapBody(doc []byte) ([]byte, bool) {
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
 		return doc, false
 	}
-	var ss []splice
-	back := func(table map[string]string) func(start, end int, id string) {
-		return func(start, end int, id string) {
-			if to, ok := table[id]; ok {
-				ss = append(ss, splice{start, end, to})
-			}
-		}
-	}
-	objects := append([]int{root}, members(doc, root, "previous_values", '{')...)
-	for _, o := range objects {
-		stringMembers(doc, o, "service_id", back(t.services))
-		stringMembers(doc, o, "plan_id", back(t.plans))
-	}
+	var sbuf [4]splice
+	ss := t.mapObject(doc, root, sbuf[:0], true)
 	if len(ss) == 0 {
 		return doc, false
 	}
 	sortSplices(ss)
 	return spliced(doc, ss), true
+}
+
+// mapObject appends to ss the splices that map the service_id and plan_id
+// members of the object at doc[open] back, and, with nested, those of its
+// previous_values.
+func (t *idTable) mapObject(doc []byte, open int, ss []splice, nested bool) []splice {
+	var buf [memberBuf]jsonfast.Member
+	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
+	for _, m := range ms {
+		var table map[string]string
+		switch v := doc[m.ValStart]; {
+		case v == '"' && keyIs(doc, m, "service_id"):
+			table = t.services
+		case v == '"' && keyIs(doc, m, "plan_id"):
+			table = t.plans
+		case v == '{' && nested && keyIs(doc, m, "previous_values"):
+			ss = t.mapObject(doc, m.ValStart, ss, false)
+			continue
+		default:
+			continue
+		}
+		if to, ok := table[jsonfast.Unquote(doc[m.ValStart:m.ValEnd])]; ok {
+			ss = append(ss, splice{m.ValStart, m.ValEnd, to})
+		}
+	}
+	return ss
 }
 
 // forwardAnswer maps the service_id and plan_id of a broker's 200 to GET
@@ -400,14 +453,17 @@ func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
 		return doc, false
 	}
+	var buf [memberBuf]jsonfast.Member
+	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, root)
 	var ss []splice
-	derive := func(start, end int, id string) { ss = append(ss, splice{start, end, x.derive(id)}) }
-	stringMembers(doc, root, "service_id", derive)
-	stringMembers(doc, root, "plan_id", derive)
+	for _, m := range ms {
+		if doc[m.ValStart] == '"' && (keyIs(doc, m, "service_id") || keyIs(doc, m, "plan_id")) {
+			ss = append(ss, splice{m.ValStart, m.ValEnd, x.derive(jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))})
+		}
+	}
 	if len(ss) == 0 {
 		return doc, false
 	}
-	sortSplices(ss)
 	return spliced(doc, ss), true
 }
 

@@ -511,3 +511,55 @@ tenants:
 		t.Errorf("deprovision without a catalog: %d %s, want 503 saying why", res.StatusCode, b)
 	}
 }
+
+// BenchmarkRouteIDs measures what routes[].ids costs, each row on top of
+// the scope, route fields and classify stages, the ids stage and (for the
+// catalog) the catalog stage: a route without ids ("plain") against one
+// with ("ids"), on the catalog from the cache, a poll carrying service_id
+// and plan_id, and a provision's body.
+func BenchmarkRouteIDs(b *testing.B) {
+	g := benchGateway(b)
+	if err := g.WarmCatalogs(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close(nil) })
+	tn := mustTenant(b, &g.cfg.Tenants[0])
+	plain := &route{prefix: "/t1/b1", up: g.upstreams["b1"], tenant: tn}
+	withIDs := &route{prefix: "/t1/ids", up: g.upstreams["b1"], tenant: tn, ids: newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})}
+	routes := routeTable{plain.prefix: plain, withIDs.prefix: withIDs}
+	x := withIDs.ids
+	const poll = "/v2/service_instances/i-1/last_operation"
+	const provision = "/v2/service_instances/i-1"
+	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	body := func(svc, plan string) []byte {
+		return []byte(`{"service_id":"` + svc + `","plan_id":"` + plan + `","organization_guid":"org","space_guid":"space","context":{"platform":"cloudfoundry"}}`)
+	}
+	for _, row := range []struct {
+		name, method, path, query string
+		rt                        *route
+		body                      []byte
+	}{
+		{"catalog/plain", "GET", "/v2/catalog", "", plain, nil},
+		{"catalog/ids", "GET", "/v2/catalog", "", withIDs, nil},
+		{"poll/plain", "GET", poll, "operation=op1&service_id=s1&plan_id=p1", plain, nil},
+		{"poll/ids", "GET", poll, "operation=op1&service_id=" + x.derive("s1") + "&plan_id=" + x.derive("p1"), withIDs, nil},
+		{"provision/plain", "PUT", provision, "", plain, body("s1", "p1")},
+		{"provision/ids", "PUT", provision, "", withIDs, body(x.derive("s1"), x.derive("p1"))},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			prefill := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					s := ScopeOf(w, r)
+					s.Body = row.body
+					next.ServeHTTP(w, r)
+				})
+			}
+			h := Stack(terminal, withScope(time.Now), prefillRoute(row.rt, row.path), prefill, withClassify(),
+				withRouteIDs(routes, g.catalogs), withCatalog(g.catalogs))
+			r := httptest.NewRequest(row.method, row.rt.prefix+row.path+"?"+row.query, nil)
+			r.SetBasicAuth(t1User, t1Pass)
+			r.Header.Set("X-Broker-API-Version", "2.14")
+			benchServe(b, h, r)
+		})
+	}
+}
