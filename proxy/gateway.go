@@ -227,9 +227,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
-		withRouteIDs(routes, g.catalogs),
 		withRetire(cfg),          // nil without a retired broker
 		withRateLimit(g.protect), // nil without limits
+		withRouteIDs(routes, g.catalogs),
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),

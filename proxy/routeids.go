@@ -230,12 +230,19 @@ func sortSplices(ss []splice) {
 	}
 }
 
-// withRouteIDs is the ids stage, after classify and before anything that
-// reads the call's service and plan ids (rate limits' classes need none):
-// on a route with routes[].ids, the service_id and plan_id of the query
-// and, for provision, update and bind, of the body (previous_values'
-// too) are mapped back to the broker's ids (idTable). nil when no route
-// has ids: the stage costs nothing then.
+// withRouteIDs is the ids stage, after the retire and rate-limit stages
+// (which read no service or plan id: a refusal there costs no catalog
+// lookup) and before validation, the first to read them: on a route with
+// routes[].ids, the service_id and plan_id of the query and, for
+// provision, update and bind, of the body (previous_values' too) are
+// mapped back to the broker's ids (idTable), so that every later stage —
+// validation, filters, flights, quotas, the guard's locks and orphans,
+// the inventory, audit — and the broker see the broker's ids. The
+// broker's catalog, which the mapping needs, comes from the cache; when
+// none can be had the call is refused with 503 (idsWithoutCatalog), but
+// for an unbind or deprovision the gateway answers for a broker retired
+// with answer: gone. nil when no route has ids: the stage costs nothing
+// then.
 func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 	on := false
 	for _, rt := range routes {
@@ -256,7 +263,7 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 				if s.wentAway(r, err) {
 					return
 				}
-				if !needsCatalog(s) && s.route.up.cfg.Retired.Gone() {
+				if ep := s.Call.Endpoint; s.route.up.cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
 					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
 					return
 				}

@@ -492,23 +492,39 @@ func TestRouteIDsEmulatedFetch(t *testing.T) {
 
 // TestRouteIDsWithoutCatalog: when the broker's catalog cannot be had, a
 // call whose ids a route would map back is refused with 503 saying why,
-// never forwarded with ids the broker never made.
+// never forwarded with ids the broker never made; but the unbinds and
+// deprovisions the gateway answers for a broker retired and gone get
+// their 410, whatever the ids.
 func TestRouteIDsWithoutCatalog(t *testing.T) {
-	yaml := `
+	const query = "?service_id=" + oneServiceID + "&plan_id=" + onePlanSyncID
+	for _, tc := range []struct {
+		name, retired string
+		want          int
+		says          string
+	}{
+		{"broker down", "", http.StatusServiceUnavailable,
+			`shows service and plan ids of its own (routes[].ids), and without the broker's catalog the gateway cannot map them back`},
+		{"broker retired and gone", "    retired: {answer: gone}\n", http.StatusGone, "{}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := `
 admin: {address: "off"}
 brokers:
   - name: b
     url: http://` + osbtest.DeadAddr(t) + `
     validation: {without_catalog: forward}
+` + tc.retired + `
 tenants:
   - name: t1
     credentials: [{username: t1-user, password: t1-pass}]
     routes: [{broker: b, prefix: /one, ids: {namespace: cf-one}}]
 `
-	_, gw := testGateway(t, yaml, nil)
-	res, b := do(t, "DELETE", gw.URL+"/one/v2/service_instances/i-1?service_id="+oneServiceID+"&plan_id="+onePlanSyncID, t1User, t1Pass, "2.17", nil)
-	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, `shows service and plan ids of its own (routes[].ids), and without the broker's catalog the gateway cannot map them back`) {
-		t.Errorf("deprovision without a catalog: %d %s, want 503 saying why", res.StatusCode, b)
+			_, gw := testGateway(t, yaml, nil)
+			res, b := do(t, "DELETE", gw.URL+"/one/v2/service_instances/i-1"+query, t1User, t1Pass, "2.17", nil)
+			if res.StatusCode != tc.want || !strings.Contains(b, tc.says) {
+				t.Errorf("deprovision without a catalog: %d %s, want %d saying %s", res.StatusCode, b, tc.want, tc.says)
+			}
+		})
 	}
 }
 
