@@ -185,10 +185,9 @@ func catalogIDs(t *testing.T, body string) (services, plans []string) {
 func TestRouteIDsCatalog(t *testing.T) {
 	e := newIDsEnv(t, samplebroker.Options{}, "")
 	type seen struct {
-		etag              string
-		services, plans   []string
-		body              string
-		dashboardClientID bool
+		etag            string
+		services, plans []string
+		body            string
 	}
 	look := func(prefix string) seen {
 		t.Helper()
