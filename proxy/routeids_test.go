@@ -578,3 +578,71 @@ func BenchmarkRouteIDs(b *testing.B) {
 		})
 	}
 }
+
+// FuzzRouteIDsMapBody: mapping a body back never breaks it: valid JSON
+// stays valid, decodes to the same document but for the service_id and
+// plan_id strings mapped (at the top and in previous_values), and a body
+// without a derived id passes byte for byte.
+func FuzzRouteIDsMapBody(f *testing.F) {
+	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
+	tb := &idTable{services: map[string]string{x.derive("svc"): "svc"}, plans: map[string]string{x.derive("p1"): "p1"}}
+	s, p := x.derive("svc"), x.derive("p1")
+	for _, seed := range []string{
+		`{"service_id":"` + s + `","plan_id":"` + p + `","previous_values":{"plan_id":"` + p + `"}}`,
+		`{"SERVICE_ID":"` + s + `","service\u005fid":"` + s + `","plan_id":7}`,
+		`{"previous_values":{"previous_values":{"plan_id":"` + p + `"}},"parameters":{"service_id":"` + s + `"}}`,
+		` {"plan_id" : "` + p + `" } `, `[]`, `{"a":"b"}`, `{"service_id":"\u00e9"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, changed := tb.mapBody(in)
+		if !changed {
+			if !bytes.Equal(out, in) {
+				t.Fatalf("unchanged body rewritten: %q -> %q", in, out)
+			}
+			return
+		}
+		var a, b any
+		if err := json.Unmarshal(out, &b); err != nil {
+			t.Fatalf("mapped body is no JSON: %q -> %q: %v", in, out, err)
+		}
+		if err := json.Unmarshal(in, &a); err != nil {
+			t.Fatalf("a body that is no JSON was mapped: %q", in)
+		}
+		unmap := func(v any) any {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return v
+			}
+			fix := func(m map[string]any) {
+				for k, val := range m {
+					str, ok := val.(string)
+					if !ok {
+						continue
+					}
+					switch strings.ToLower(k) {
+					case "service_id", "plan_id":
+						if str == "svc" {
+							m[k] = s
+						} else if str == "p1" {
+							m[k] = p
+						}
+					}
+				}
+			}
+			fix(m)
+			for k, pv := range m {
+				if pm, ok := pv.(map[string]any); ok && strings.EqualFold(k, "previous_values") {
+					fix(pm)
+				}
+			}
+			return m
+		}
+		ja, _ := json.Marshal(unmap(a))
+		jb, _ := json.Marshal(unmap(b))
+		if !bytes.Equal(ja, jb) {
+			t.Fatalf("mapping changed more than the ids:\n%s\n%s", ja, jb)
+		}
+	})
+}
