@@ -82,6 +82,9 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		return
 	}
 	v, err := e.viewFor(s.route.filter, s.route.up.cfg.Emulate.Advertise)
+	if err == nil && s.route.ids != nil {
+		v, err = e.idsView(v, s.route) // routes[].ids (routeids.go)
+	}
 	if err != nil {
 		s.fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
 			Description: "the catalog of broker " + strconv.Quote(s.Broker) + " could not be filtered for tenant " + strconv.Quote(s.Tenant) + ": " + err.Error()})

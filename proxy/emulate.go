@@ -114,7 +114,11 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 			e.s.fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
 			return true
 		}
-		writeAnswer(w, http.StatusOK, instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version))
+		out := instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
+		if x := e.s.route.ids; x != nil {
+			x.forwardFetched(out) // routes[].ids (routeids.go)
+		}
+		writeAnswer(w, http.StatusOK, out)
 		return true
 	}
 	// A binding recorded without its instance is one made on an instance

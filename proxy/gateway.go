@@ -197,7 +197,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc), brokerProtect: g.brokerProtect[rc.Broker]}
+			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc), brokerProtect: g.brokerProtect[rc.Broker], ids: newRouteIDs(rc)}
 		}
 	}
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
@@ -236,6 +236,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withClassify(),
 		withRetire(cfg),          // nil without a retired broker
 		withRateLimit(g.protect), // nil without limits
+		withRouteIDs(routes, g.catalogs),
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),

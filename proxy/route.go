@@ -26,6 +26,9 @@ type route struct {
 	// migration is the route's migrate_to (migrate.go), set on both of
 	// its routes; nil: none.
 	migration *routeMigration
+	// ids is the rewrite of the ids the route shows (routeids.go); nil:
+	// the broker's own.
+	ids *routeIDs
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

@@ -282,6 +282,9 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if s.guard != nil {
 		s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	}
+	if err == nil && s.route != nil && s.route.ids != nil {
+		err = s.route.ids.forwardAnswer(res, s, body) // routes[].ids (routeids.go)
+	}
 	if err == nil && s.outHeader != nil {
 		handOver(s.outHeader, res.Header)
 	}

@@ -85,7 +85,8 @@ func checkName(name, path, list string, seen map[string]int, i int, probs *Probl
 }
 
 // checkRoutes checks that each route names a broker that exists, and no
-// tenant routes to a broker twice.
+// tenant routes to a broker twice but through routes that show ids of
+// their own (checkRouteIDs).
 func checkRoutes(c *Config, probs *Problems) {
 	var known []string
 	for _, b := range c.Brokers {
@@ -104,13 +105,13 @@ func checkRoutes(c *Config, probs *Problems) {
 				probs.addf(path, "no broker is named %q (brokers: %s)", r.Broker, strings.Join(known, ", "))
 				continue
 			}
-			if first, dup := routed[r.Broker]; dup {
-				probs.addf(path, "%q is already routed by routes[%d]; a tenant reaches a broker once", r.Broker, first)
-				continue
+			if _, dup := routed[r.Broker]; dup {
+				continue // allowed only between routes with ids of their own: checkRouteIDs
 			}
 			routed[r.Broker] = j
 		}
 	}
+	checkRouteIDs(c, probs) // routeids.go
 }
 
 // checkPrefixes checks each route prefix and that no prefix equals or

@@ -86,7 +86,21 @@ func TestChecks(t *testing.T) {
 		{"route to unknown broker", func(c *Config) { c.Tenants[1].Routes[0].Broker = "redis" },
 			[]string{`tenants[1].routes[0].broker: no broker is named "redis" (brokers: mysql, pg)`}},
 		{"route to a broker twice", func(c *Config) { c.Tenants[0].Routes[1] = Route{Broker: "mysql", Prefix: "/other"} },
-			[]string{`tenants[0].routes[1].broker: "mysql" is already routed by routes[0]; a tenant reaches a broker once`}},
+			[]string{`tenants[0].routes[1].broker: "mysql" is already routed by routes[0]; a tenant reaches a broker more than once only through routes that show ids of their own (routes[].ids: {namespace: …}), at most one of them without`}},
+		{"route to a broker twice with ids", func(c *Config) {
+			c.Tenants[0].Routes[1] = Route{Broker: "mysql", Prefix: "/other", IDs: &RouteIDs{Namespace: "second"}}
+		}, nil},
+		{"route to a broker twice in one namespace", func(c *Config) {
+			c.Tenants[0].Routes[0].IDs = &RouteIDs{Namespace: "6ba7b811-9dad-11d1-80b4-00c04fd430c8"}
+			c.Tenants[0].Routes[1] = Route{Broker: "mysql", Prefix: "/other", IDs: &RouteIDs{Namespace: "{6ba7b811-9dad-11d1-80b4-00c04fd430c8}"}}
+		}, []string{`tenants[0].routes[1].ids.namespace: "{6ba7b811-9dad-11d1-80b4-00c04fd430c8}" derives the same ids as routes[0].ids.namespace "6ba7b811-9dad-11d1-80b4-00c04fd430c8", on the same broker "mysql": give each route to a broker a namespace of its own`}},
+		{"route to a broker twice, both with limits", func(c *Config) {
+			lim := &Limits{Mutations: &LimitRate{Rate: 1, Burst: 1}, Scope: LimitScopeLocal}
+			c.Tenants[0].Routes[0].Limits = lim
+			c.Tenants[0].Routes[1] = Route{Broker: "mysql", Prefix: "/other", IDs: &RouteIDs{Namespace: "second"}, Limits: lim}
+		}, []string{`tenants[0].routes[1].limits: routes[0] to broker "mysql" has limits already: a tenant's limits on a broker are kept once, so set them on one of its routes to it`}},
+		{"ids without namespace", func(c *Config) { c.Tenants[1].Routes[0].IDs = &RouteIDs{} },
+			[]string{"tenants[1].routes[0].ids.namespace: is required"}},
 		{"route without broker", func(c *Config) { c.Tenants[1].Routes[0].Broker = "" },
 			[]string{"tenants[1].routes[0].broker: is required"}},
 		{"no routes", func(c *Config) { c.Tenants[1].Routes = nil },

@@ -232,6 +232,10 @@ type Route struct {
 	// MigrateTo names a second broker that takes the route's new
 	// instances (proxy/migrate.go); empty: none.
 	MigrateTo string `yaml:"migrate_to"`
+	// IDs rewrites the service and plan ids the route shows, so that one
+	// platform can register the broker twice (routeids.go in proxy); nil:
+	// the broker's own ids.
+	IDs *RouteIDs `yaml:"ids"`
 }
 
 // Filter selects catalog services or plans by name or id with glob
