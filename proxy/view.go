@@ -30,11 +30,12 @@ func NewView(sw *Switch) *View { return &View{sw: sw} }
 func (v *View) Now() time.Time { return v.sw.Load().guard.now() }
 
 // RouteInfo is one route: a tenant's URL prefix and the broker behind it,
-// and the broker it migrates new instances to (routes[].migrate_to; empty:
-// none).
+// the broker it migrates new instances to (routes[].migrate_to; empty:
+// none), and the namespace of the ids it shows (routes[].ids; empty: the
+// broker's own).
 type RouteInfo struct {
-	Tenant, Prefix, Broker string
-	MigrateTo              string
+	Tenant, Prefix, Broker  string
+	MigrateTo, IDsNamespace string
 }
 
 // Routes returns every route, by tenant then prefix.
@@ -47,7 +48,11 @@ func (v *View) Routes() []RouteInfo {
 			if p == "" {
 				p = "/" + t.Name + "/" + r.Broker
 			}
-			out = append(out, RouteInfo{Tenant: t.Name, Prefix: p, Broker: r.Broker, MigrateTo: r.MigrateTo})
+			ri := RouteInfo{Tenant: t.Name, Prefix: p, Broker: r.Broker, MigrateTo: r.MigrateTo}
+			if r.IDs != nil {
+				ri.IDsNamespace = r.IDs.Namespace
+			}
+			out = append(out, ri)
 		}
 	}
 	slices.SortFunc(out, func(a, b RouteInfo) int {
