@@ -72,9 +72,9 @@ func TestMigrationOwner(t *testing.T) {
 		{"on-new", rules.Deprovision, nw},
 		{"on-new", rules.Unbind, nw},
 		{"on-both", rules.Update, nw},
-		{"locked-new", rules.Deprovision, nw}, // the orphan mitigation of a provision in flight
-		{"locked-old", rules.Provision, old},  // a repeat of a provision in flight before the switch
-		{"orphan-new", rules.Deprovision, nw}, // the platform's orphan mitigation of a provision that failed there
+		{"locked-new", rules.Deprovision, nw},          // the orphan mitigation of a provision in flight
+		{"locked-old", rules.Provision, old},           // a repeat of a provision in flight before the switch
+		{"orphan-new", rules.Deprovision, nw},          // the platform's orphan mitigation of a provision that failed there
 		{"recorded-old-locked-new", rules.Update, old}, // the inventory first
 	}
 	for _, tc := range tests {
