@@ -95,31 +95,22 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 // tell the platform one is gone that is not.
 func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, error) {
 	id := call.InstanceID
-	for _, rt := range [2]*route{m.new, m.old} {
-		_, err := m.inv.GetInstance(ctx, rt.up.name, id)
-		switch {
-		case err == nil:
-			return rt, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, m.unavailable(err)
-		}
+	looks := [...]func(broker string) error{
+		func(b string) error { _, err := m.inv.GetInstance(ctx, b, id); return err },
+		func(b string) error { _, err := m.locks.Get(ctx, store.LockKey(b, id)); return err },
+		func(b string) error {
+			_, err := m.locks.GetOrphan(ctx, orphanID(store.KindDeprovision, b, id, ""))
+			return err
+		},
 	}
-	for _, rt := range [2]*route{m.new, m.old} {
-		_, err := m.locks.Get(ctx, store.LockKey(rt.up.name, id))
-		switch {
-		case err == nil:
-			return rt, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, m.unavailable(err)
-		}
-	}
-	for _, rt := range [2]*route{m.new, m.old} {
-		_, err := m.locks.GetOrphan(ctx, orphanID(store.KindDeprovision, rt.up.name, id, ""))
-		switch {
-		case err == nil:
-			return rt, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, m.unavailable(err)
+	for _, look := range looks {
+		for _, rt := range [2]*route{m.new, m.old} {
+			switch err := look(rt.up.name); {
+			case err == nil:
+				return rt, nil
+			case !errors.Is(err, store.ErrNotFound):
+				return nil, m.unavailable(err)
+			}
 		}
 	}
 	if call.Endpoint == rules.Provision {

@@ -134,30 +134,6 @@ func spliced(doc []byte, ss []splice) []byte {
 // memberBuf is how many members an object's scan holds on the stack.
 const memberBuf = 16
 
-// keyIs reports whether m's key is name, lower-case ASCII, as
-// encoding/json matches keys: without regard to case. Keys of ASCII
-// without escapes, the common case, are compared in place.
-func keyIs(doc []byte, m jsonfast.Member, name string) bool {
-	raw := doc[m.KeyStart+1 : m.KeyEnd-1]
-	for _, c := range raw {
-		if c >= 0x80 || c == '\\' {
-			return strings.EqualFold(m.Key(doc), name)
-		}
-	}
-	if len(raw) != len(name) {
-		return false
-	}
-	for i, c := range raw {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != name[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // stringMembers calls fn with the value of each string member of the
 // object at doc[open] whose key is name (see keyIs: every duplicate, not
 // the last only).
@@ -165,7 +141,7 @@ func stringMembers(doc []byte, open int, name string, fn func(start, end int, va
 	var buf [memberBuf]jsonfast.Member
 	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
 	for _, m := range ms {
-		if doc[m.ValStart] == '"' && keyIs(doc, m, name) {
+		if doc[m.ValStart] == '"' && m.IsFold(doc, name) {
 			fn(m.ValStart, m.ValEnd, jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))
 		}
 	}
@@ -179,7 +155,7 @@ func members(doc []byte, open int, name string, kind byte) []int {
 	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
 	var out []int
 	for _, m := range ms {
-		if doc[m.ValStart] == kind && keyIs(doc, m, name) {
+		if doc[m.ValStart] == kind && m.IsFold(doc, name) {
 			out = append(out, m.ValStart)
 		}
 	}
@@ -406,11 +382,11 @@ func (t *idTable) mapObject(doc []byte, open int, ss []splice, nested bool) []sp
 	for _, m := range ms {
 		var table map[string]string
 		switch v := doc[m.ValStart]; {
-		case v == '"' && keyIs(doc, m, "service_id"):
+		case v == '"' && m.IsFold(doc, "service_id"):
 			table = t.services
-		case v == '"' && keyIs(doc, m, "plan_id"):
+		case v == '"' && m.IsFold(doc, "plan_id"):
 			table = t.plans
-		case v == '{' && nested && keyIs(doc, m, "previous_values"):
+		case v == '{' && nested && m.IsFold(doc, "previous_values"):
 			ss = t.mapObject(doc, m.ValStart, ss, false)
 			continue
 		default:
@@ -464,7 +440,7 @@ func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
 	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, root)
 	var ss []splice
 	for _, m := range ms {
-		if doc[m.ValStart] == '"' && (keyIs(doc, m, "service_id") || keyIs(doc, m, "plan_id")) {
+		if doc[m.ValStart] == '"' && (m.IsFold(doc, "service_id") || m.IsFold(doc, "plan_id")) {
 			ss = append(ss, splice{m.ValStart, m.ValEnd, x.derive(jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))})
 		}
 	}

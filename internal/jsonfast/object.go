@@ -130,16 +130,17 @@ func (o Object) Get(doc []byte, name string) (json.RawMessage, bool) {
 // compared in place, without allocating.
 func (o Object) LastFold(doc []byte, name string) (Member, bool) {
 	for i := len(o) - 1; i >= 0; i-- {
-		if m := o[i]; m.isFold(doc, name) {
+		if m := o[i]; m.IsFold(doc, name) {
 			return m, true
 		}
 	}
 	return Member{}, false
 }
 
-// isFold reports whether m's key is name, lower-case ASCII, without regard
-// to case (see LastFold).
-func (m Member) isFold(doc []byte, name string) bool {
+// IsFold reports whether m's key is name, lower-case ASCII, without regard
+// to case, as encoding/json matches keys (see LastFold). Keys of ASCII
+// without escapes, the common case, are compared in place.
+func (m Member) IsFold(doc []byte, name string) bool {
 	raw := doc[m.KeyStart+1 : m.KeyEnd-1]
 	for _, c := range raw {
 		if c >= utf8.RuneSelf || c == '\\' {
