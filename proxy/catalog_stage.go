@@ -57,8 +57,13 @@ func withCatalog(cache *CatalogCache) Middleware {
 // catalogFetchFor is the cache key and fetch details of the request's
 // catalog.
 func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
-	up := s.route.up
-	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: s.Forward}, reqID: s.RequestID, traceParent: s.TraceParent}
+	return catalogFetchOf(r, s, s.route.up, s.Forward)
+}
+
+// catalogFetchOf is the cache key and fetch details of up's catalog at
+// the version forward, for the request.
+func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) catalogFetch {
+	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
 	if up.cfg.Catalog.VaryByPlatform {
 		f.identity = headerValue(r.Header, headerOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")

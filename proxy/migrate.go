@@ -62,16 +62,12 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 	if err != nil || to == m.old {
 		return err
 	}
-	up := to.up
-	n, err := rules.Negotiate(r.Header[headerAPIVersion], up.min, up.max, to.tenant.missingStatus, up.name)
+	n, forward, err := negotiate(r, to)
 	if err != nil {
 		return err
 	}
-	s.route, s.Broker = to, up.name
-	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, r.Header[headerAPIVersion][0]
-	if n.Capped {
-		s.Forward = up.maxString
-	}
+	s.route, s.Broker = to, to.up.name
+	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
 	return nil
 }
 
@@ -140,19 +136,11 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 		}
 	}
 	old := m.old.up
-	n, err := rules.Negotiate(r.Header[headerAPIVersion], old.min, old.max, m.old.tenant.missingStatus, old.name)
+	_, forward, err := negotiate(r, m.old) // the version the platform's catalog was fetched at
 	if err != nil {
 		return nil
 	}
-	f := catalogFetch{up: old, key: catalogKey{broker: old.name, version: r.Header[headerAPIVersion][0]}, reqID: s.RequestID, traceParent: s.TraceParent}
-	if n.Capped {
-		f.key.version = old.maxString
-	}
-	if old.cfg.Catalog.VaryByPlatform {
-		f.identity = headerValue(r.Header, headerOriginatingIdentity)
-		f.key.platform, _, _ = strings.Cut(f.identity, " ")
-	}
-	oe, _, err := cache.get(r.Context(), f)
+	oe, _, err := cache.get(r.Context(), catalogFetchOf(r, s, old, forward))
 	if err != nil {
 		return nil
 	}

@@ -15,18 +15,29 @@ func withVersion() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			up := s.route.up
-			vals := r.Header[headerAPIVersion]
-			n, err := rules.Negotiate(vals, up.min, up.max, s.route.tenant.missingStatus, up.name)
+			n, forward, err := negotiate(r, s.route)
 			if err != nil {
 				s.fail(w, err)
 				return
 			}
-			s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, vals[0]
-			if n.Capped {
-				s.Forward = up.maxString
-			}
+			s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// negotiate negotiates r's X-Broker-API-Version against rt's broker and
+// returns the version forwarded: the platform's, capped at the broker's
+// maximum.
+func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
+	up := rt.up
+	vals := r.Header[headerAPIVersion]
+	n, err := rules.Negotiate(vals, up.min, up.max, rt.tenant.missingStatus, up.name)
+	if err != nil {
+		return n, "", err
+	}
+	if n.Capped {
+		return n, up.maxString, nil
+	}
+	return n, vals[0], nil
 }
