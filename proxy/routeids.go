@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -119,8 +121,9 @@ type splice struct {
 }
 
 // spliced returns doc with each splice's bytes replaced by its string,
-// quoted; splices are in document order.
+// quoted; ss is put in document order first (splices never overlap).
 func spliced(doc []byte, ss []splice) []byte {
+	slices.SortFunc(ss, func(a, b splice) int { return cmp.Compare(a.start, b.start) })
 	out := make([]byte, 0, len(doc)+len(ss)*40)
 	at := 0
 	for _, sp := range ss {
@@ -178,7 +181,7 @@ func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
 			if doc[svc.Start] != '{' {
 				continue
 			}
-			// Visited key by key; sortSplices puts them in document order.
+			// Visited key by key; spliced puts them in document order.
 			stringMembers(doc, svc.Start, "id", derive)
 			for _, dc := range members(doc, svc.Start, "dashboard_client", '{') {
 				stringMembers(doc, dc, "id", derive)
@@ -193,17 +196,7 @@ func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
 			}
 		}
 	}
-	sortSplices(ss)
 	return spliced(doc, ss), nil
-}
-
-// sortSplices puts ss in document order (they never overlap).
-func sortSplices(ss []splice) {
-	for i := 1; i < len(ss); i++ {
-		for j := i; j > 0 && ss[j].start < ss[j-1].start; j-- {
-			ss[j], ss[j-1] = ss[j-1], ss[j]
-		}
-	}
 }
 
 // withRouteIDs is the ids stage, after the retire and rate-limit stages
@@ -369,7 +362,6 @@ func (t *idTable) mapBody(doc []byte) ([]byte, bool) {
 	if len(ss) == 0 {
 		return doc, false
 	}
-	sortSplices(ss)
 	return spliced(doc, ss), true
 }
 
