@@ -304,7 +304,11 @@ func TestCatalogTenantViews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := cb.others.Load()
-			req, _ := http.NewRequest("PUT", gw.URL+"/"+tc.user[:2]+"/b1/v2/service_instances/i1", strings.NewReader(tc.body))
+			id := "i1"
+			if tc.user == t1User {
+				id = "i1-t1" // i1 is t2's: an instance belongs to the tenant that made it
+			}
+			req, _ := http.NewRequest("PUT", gw.URL+"/"+tc.user[:2]+"/b1/v2/service_instances/"+id, strings.NewReader(tc.body))
 			req.SetBasicAuth(tc.user, tc.pass)
 			req.Header.Set("X-Broker-API-Version", "2.16")
 			res, body := send(t, req)

@@ -109,7 +109,10 @@ func osbCall(t *testing.T, gw *httptest.Server, tenant, name string) (*http.Resp
 	if c.body != "" {
 		body = strings.NewReader(c.body)
 	}
-	return do(t, c.method, gw.URL+"/"+tenant+"/b1"+c.path, tenant+"-user", tenant+"-pass", "2.16", body)
+	// Each tenant calls on an instance of its own: an instance belongs to
+	// the tenant that made it (owner.go).
+	path := strings.Replace(c.path, "/service_instances/i1", "/service_instances/i1-"+tenant, 1)
+	return do(t, c.method, gw.URL+"/"+tenant+"/b1"+path, tenant+"-user", tenant+"-pass", "2.16", body)
 }
 
 // TestCatalogUnavailableFailsClosed is the probe's fault: with the

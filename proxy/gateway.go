@@ -217,6 +217,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := proxies(cfg.Listen.TrustedProxyPrefixes())
+	owners := newOwners(cfg, st, opts.Logger, opts.Metrics) // owner.go
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -237,12 +238,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRetire(cfg),          // nil without a retired broker
 		withRateLimit(g.protect), // nil without limits
 		withRouteIDs(routes, g.catalogs),
+		withOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withBrokerProtect(g.brokerProtect != nil),
 		withQuota(cfg, g.guard, opts.Metrics), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
+		withOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),
 		withShim(g.guard, opts.Timer),

@@ -184,6 +184,9 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 		return err
 	}
 	in.LastOperation, in.Updated = op, time.Time{}
+	if in.Tenant == "" {
+		in.Tenant = s.Tenant // adopted: a record of nobody's is the first caller's (owner.go)
+	}
 	if op.State != store.StateSucceeded {
 		_, err = iv.st.PutInstance(ctx, in)
 		return err

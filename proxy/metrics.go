@@ -182,7 +182,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.drift, m.quotaUsed, m.brokerCred} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.protect.owner, m.drift, m.quotaUsed, m.brokerCred} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

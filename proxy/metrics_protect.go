@@ -9,6 +9,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type protectMetrics struct {
 	limited *prometheus.CounterVec // tenant, broker, class, limit
 	shed    *prometheus.CounterVec // tenant, broker, class
+	owner   *prometheus.CounterVec // tenant, broker
 }
 
 func newProtectMetrics() protectMetrics {
@@ -19,7 +20,19 @@ func newProtectMetrics() protectMetrics {
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_shed_total",
 			Help: "Platform calls refused at once because listen.max_in_flight calls were in flight, by tenant, broker and class (reads or mutations)."},
 			[]string{"tenant", "broker", "class"}),
+		owner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_owner_refused_total",
+			Help: "Platform calls refused because they named a service instance another tenant owns, by the calling tenant and broker (owner.go)."},
+			[]string{"tenant", "broker"}),
 	}
+}
+
+// ownerRefused counts a call of tenant to broker refused because its
+// instance is another tenant's; nothing for a nil m.
+func (m *Metrics) ownerRefused(tenant, broker string) {
+	if m == nil {
+		return
+	}
+	m.protect.owner.WithLabelValues(tenant, broker).Inc()
 }
 
 // limitedCounter is the counter of calls of class c from tenant to broker

@@ -118,6 +118,9 @@ type Scope struct {
 	// together: see TestScopeAllocSizeClass.)
 	refusedByRules bool
 	own            bool // a broker call the gateway makes itself (upstream.ownCall), not a platform call
+	// ownerUnseen: the owner stage found no owner of the mutating call's
+	// instance; withOwnerHeld looks again under the call's lock.
+	ownerUnseen bool
 	// shim is the async shim's record of a call it may answer 202 for
 	// (shim.go); nil for other calls.
 	shim *shimCall

@@ -27,5 +27,33 @@ func Warnings(c *Config) []string {
 			}
 		}
 	}
+	out = append(out, sharedWithoutInventory(c)...)
 	return append(out, runtimeWarnings(c.Runtime)...) // runtime.go
+}
+
+// sharedWithoutInventory warns of each broker several tenants reach whose
+// inventory is disabled: the gateway cannot tell whose its instances are,
+// so it cannot keep one tenant off another's (docs/security.md).
+func sharedWithoutInventory(c *Config) []string {
+	var out []string
+	for i := range c.Brokers {
+		b := &c.Brokers[i]
+		if !b.Inventory.Disabled {
+			continue
+		}
+		var tenants []string
+		for _, t := range c.Tenants {
+			for _, r := range t.Routes {
+				if r.Broker == b.Name || r.MigrateTo == b.Name {
+					tenants = append(tenants, t.Name)
+					break
+				}
+			}
+		}
+		if len(tenants) > 1 {
+			out = append(out, fmt.Sprintf("%s.inventory.disabled: tenants %q all reach broker %q, and without its inventory the gateway cannot tell which tenant owns an instance, so any of them can reach the others' instances; keep the inventory on",
+				joinIndex("brokers", i), tenants, b.Name))
+		}
+	}
+	return out
 }

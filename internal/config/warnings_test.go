@@ -50,3 +50,25 @@ func TestWarningsNameUnreachableHeapFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestWarningsNameSharedBrokerWithoutInventory: a broker two tenants reach
+// with its inventory off cannot keep them apart; one tenant's broker, or a
+// shared one with its inventory, draws nothing.
+func TestWarningsNameSharedBrokerWithoutInventory(t *testing.T) {
+	c := &Config{
+		Brokers: []Broker{{Name: "shared"}, {Name: "own"}},
+		Tenants: []Tenant{
+			{Name: "cf", Routes: []Route{{Broker: "shared"}, {Broker: "own"}}},
+			{Name: "dev", Routes: []Route{{Broker: "shared"}}},
+		},
+	}
+	c.Brokers[1].Inventory.Disabled = true
+	if got := Warnings(c); len(got) != 0 {
+		t.Errorf("warnings with the shared broker's inventory on: %q", got)
+	}
+	c.Brokers[0].Inventory.Disabled = true
+	want := []string{`brokers[0].inventory.disabled: tenants ["cf" "dev"] all reach broker "shared", and without its inventory the gateway cannot tell which tenant owns an instance, so any of them can reach the others' instances; keep the inventory on`}
+	if diff := cmp.Diff(want, Warnings(c)); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
