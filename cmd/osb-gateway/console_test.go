@@ -337,13 +337,19 @@ func TestConsoleUsageCSV(t *testing.T) {
 // console's TestLoginNeverRedirectsOffTheListener.
 func TestConsoleLoginStaysOnTheListener(t *testing.T) {
 	w := startConsoleWorld(t)
-	c := consoleClient(t)
 	for next, want := range map[string]string{
 		"/\t/evil.example": "/", "/%09/evil.example": "/", "/\n/evil": "/", "/\r/evil": "/", "/ /evil": "/", "/%20/evil": "/",
 		"/\\evil": "/", "//evil": "/", "/%2f/evil": "/", "https://evil": "/", "/%5c%5cevil": "/", "\x00": "/", "/\u3000/evil": "/",
 		"/ui/operations?broker=sample": "/ui/operations?broker=sample",
 	} {
-		res, err := c.PostForm(w.admin+"/login", url.Values{"token": {consoleToken}, "next": {next}})
+		req, err := http.NewRequest(http.MethodPost, w.admin+"/login", strings.NewReader(url.Values{"token": {consoleToken}, "next": {next}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		// A round trip, not a client: a client refuses a Location it
+		// cannot parse before the test could see it.
+		res, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
