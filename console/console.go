@@ -10,6 +10,9 @@
 // whose form takes admin.token (and, optionally, the operator's name,
 // recorded with every action). A session is an HttpOnly, SameSite=Strict
 // cookie; every action is a POST that carries the session's CSRF token.
+// A login goes back only to a path of this listener (safeNext), reads at
+// most MaxLoginForm bytes, and shares the admin API's limit of refused
+// tokens per client address (package tokenlimit).
 // No secret is rendered: the pages read proxy.View, which holds none.
 package console
 
