@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -32,8 +33,10 @@ import (
 // registry's page with the Metrics instruments, and the console's pages)
 // are open. Every path under /admin/ is a control route: it needs the
 // bearer token admin.token (403 while none is configured, 401 without it
-// or with another), answers errors as OSB JSON errors and logs one line
-// per call. Every error the admin listener answers, an unknown path or a
+// or with another, 429 without comparing it from a client address that
+// presented too many wrong ones: package tokenlimit), answers errors as
+// OSB JSON errors and logs one line per call (one a minute per address
+// for the 429s). Every error the admin listener answers, an unknown path or a
 // readiness failure included, is an OSB JSON error written by
 // osb.WriteError; LogAccess adds an access line per call.
 type Admin struct {
@@ -51,6 +54,8 @@ type Admin struct {
 	access    *proxy.AccessLog
 	now       func() time.Time
 	logAccess bool
+	// tokens limits refused admin tokens per client address.
+	tokens *tokenlimit.Limiter
 }
 
 // Options are what New needs besides the gateway's view.
@@ -63,6 +68,10 @@ type Options struct {
 	// Reload reloads the configuration (POST /admin/reload); nil: that
 	// route is not served.
 	Reload ReloadFunc
+	// Tokens limits refused admin tokens per client address; serve shares
+	// one with the console's login, so a guess counts wherever it is made.
+	// nil: a limiter of the admin's own on the view's clock.
+	Tokens *tokenlimit.Limiter
 }
 
 // New returns the admin handler over the gateway view v, with every
@@ -74,9 +83,17 @@ type Options struct {
 // to the list below, to the adminRoutes list of the tests and to the admin
 // API section of docs/operating.md.
 func New(v *proxy.View, o Options) *Admin {
-	a := &Admin{ready: o.Ready, mux: http.NewServeMux(), ctl: http.NewServeMux(), log: slog.Default(), view: v, reload: o.Reload}
+	a := &Admin{ready: o.Ready, mux: http.NewServeMux(), ctl: http.NewServeMux(), log: slog.Default(), view: v, reload: o.Reload,
+		tokens: o.Tokens}
 	if o.Log != nil {
 		a.log = o.Log
+	}
+	if a.tokens == nil {
+		now := time.Now
+		if v != nil {
+			now = v.Now
+		}
+		a.tokens = tokenlimit.New(now)
 	}
 	a.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

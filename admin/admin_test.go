@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -158,15 +159,18 @@ func TestAdmin(t *testing.T) {
 // walks every route the Mount methods registered, and a path no route
 // serves: all answer 401 without the token or with a wrong one, and
 // something else with the right one; /healthz, /readyz and /metrics stay
-// open.
+// open. (The clock moves a minute per route, so that the wrong tokens stay
+// under the limit of refusals per address: TestAdminTokenGuessesAreLimited.)
 func TestAdminRoutesNeedTheToken(t *testing.T) {
-	a, url, logs := adminEnv(t, testAdminToken, nil)
+	clk := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, url, logs := adminEnvAt(t, testAdminToken, nil, clk.Now)
 	if diff := cmp.Diff(adminRoutes, a.routes); diff != "" {
 		t.Fatalf("registered routes (-listed +registered); list a new route in adminRoutes and docs/operating.md:\n%s", diff)
 	}
 	for _, pattern := range append(a.routes, "GET /admin/no-such-route") {
 		method, path, _ := strings.Cut(pattern, " ")
 		path = pathValues.Replace(path)
+		clk.Advance(tokenlimit.Window)
 		t.Run(pattern, func(t *testing.T) {
 			for _, tc := range []struct{ name, header string }{
 				{"no token", ""},

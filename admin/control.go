@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -32,7 +33,7 @@ func (a *Admin) control(pattern string, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body any
 		var did string
-		err := authorize(a.view, r)
+		limited, err := a.authorize(r)
 		if err == nil {
 			body, did, err = fn(r, a.view)
 		}
@@ -43,7 +44,7 @@ func (a *Admin) control(pattern string, fn handlerFunc) http.Handler {
 		}
 		// Logged before the answer is written: what was done is on record
 		// even when the client is gone.
-		a.logCall(r, route, wildcards, status, did, e)
+		a.logControl(r, route, wildcards, status, did, e, limited)
 		if e != nil {
 			osb.WriteError(w, e)
 			return
@@ -52,14 +53,28 @@ func (a *Admin) control(pattern string, fn handlerFunc) http.Handler {
 	})
 }
 
+// logControl logs a control call with logCall, except a refusal over the
+// token limit (limited) that is not the first of its minute from its
+// address: the first one logged says how many were not.
+func (a *Admin) logControl(r *http.Request, route string, wildcards []string, status int, did string, e *osb.Error, limited *tokenlimit.Refused) {
+	switch {
+	case limited == nil:
+		a.logCall(r, route, wildcards, status, did, e)
+	case limited.Log:
+		a.logCall(r, route, wildcards, status, did, e, slog.Int("refusals_not_logged", limited.Unlogged),
+			slog.String("note", "further refusals over the token limit from this address are logged once a minute"))
+	}
+}
+
 // logCall logs one admin call: reads at info, changes and refusals at
 // warn; e, when set, is the error answered, and its cause is logged.
-func (a *Admin) logCall(r *http.Request, route string, wildcards []string, status int, did string, e *osb.Error) {
+func (a *Admin) logCall(r *http.Request, route string, wildcards []string, status int, did string, e *osb.Error, more ...slog.Attr) {
 	level := slog.LevelInfo
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || status == http.StatusUnauthorized || status == http.StatusForbidden ||
+		status == http.StatusTooManyRequests {
 		level = slog.LevelWarn
 	}
-	attrs := make([]slog.Attr, 0, 9)
+	attrs := make([]slog.Attr, 0, 9+len(more))
 	attrs = append(attrs, slog.String("method", r.Method), slog.String("route", route))
 	for _, name := range wildcards {
 		attrs = append(attrs, slog.String(name, r.PathValue(name)))
@@ -68,6 +83,7 @@ func (a *Admin) logCall(r *http.Request, route string, wildcards []string, statu
 	if e != nil && e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
+	attrs = append(attrs, more...)
 	a.log.LogAttrs(r.Context(), level, "admin call", attrs...)
 }
 
@@ -88,31 +104,51 @@ func patternWildcards(pattern string) []string {
 // adminChallenge is the WWW-Authenticate header of a 401 from /admin/.
 var adminChallenge = http.Header{"Www-Authenticate": {`Bearer realm="osb-gateway admin"`}}
 
-// authorize checks r's bearer token against v's admin.token in constant
-// time: 403 when no token is configured (or there is no gateway), 401
-// when the request has none or another one.
-func authorize(v *proxy.View, r *http.Request) error {
+// authorize checks r's bearer token against admin.token in constant time:
+// 403 when no token is configured (or there is no gateway), 401 when the
+// request has none or another one. A token compared and refused counts
+// against the client address (a request without one does not: it guesses
+// nothing); an address with too many gets 429 with Retry-After and its
+// token is not compared: then limited says whether to log the refusal.
+func (a *Admin) authorize(r *http.Request) (limited *tokenlimit.Refused, err error) {
 	h := r.Header.Get("Authorization")
 	scheme, got, _ := strings.Cut(h, " ")
-	var ok, configured bool
-	if v != nil {
-		ok, configured = v.AdminToken(got)
+	configured := false
+	if a.view != nil {
+		_, configured = a.view.AdminTokenHash()
 	}
 	if !configured {
-		return osb.Errorf(http.StatusForbidden, "", "admin.token is not set: the /admin/ routes are closed until the configuration sets admin.token or admin.token_file")
+		return nil, errClosed()
 	}
 	switch {
 	case h == "":
-		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
+		return nil, &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
 			Description: "a bearer token is required: expected Authorization: Bearer <admin.token>, got no Authorization header"}
 	case !strings.EqualFold(scheme, "Bearer"):
-		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
+		return nil, &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
 			Description: "a bearer token is required: expected Authorization: Bearer <admin.token>, got " + describeScheme(scheme)}
-	case !ok:
-		return &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
-			Description: "the bearer token does not match admin.token"}
 	}
-	return nil
+	attempt, refused, ok := a.tokens.Begin(tokenlimit.Addr(r))
+	if !ok {
+		return &refused, &osb.Error{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {refused.RetryAfter()}},
+			Description: refused.Description()}
+	}
+	match, configured := a.view.AdminToken(got)
+	switch {
+	case match:
+		attempt.Succeeded()
+		return nil, nil
+	case !configured: // a reload unset it meanwhile
+		attempt.Succeeded()
+		return nil, errClosed()
+	}
+	return nil, &osb.Error{Status: http.StatusUnauthorized, Header: adminChallenge,
+		Description: "the bearer token does not match admin.token"}
+}
+
+// errClosed answers the /admin/ routes while admin.token is not set.
+func errClosed() *osb.Error {
+	return osb.Errorf(http.StatusForbidden, "", "admin.token is not set: the /admin/ routes are closed until the configuration sets admin.token or admin.token_file")
 }
 
 // describeScheme names an Authorization scheme for an error description

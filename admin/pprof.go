@@ -25,14 +25,14 @@ func (a *Admin) mountPprof() {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	profiles := http.StripPrefix("/admin", mux)
 	a.ctl.Handle(pprofPattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := authorize(a.view, r)
+		limited, err := a.authorize(r)
 		if err == nil && !a.view.Pprof() {
 			err = osb.Errorf(http.StatusNotFound, "",
 				"admin.pprof is off: the runtime profiles are served only while the configuration sets admin.pprof: true, got %s", r.URL.Path)
 		}
 		if err != nil {
 			e := osb.AsError(err)
-			a.logCall(r, pprofPattern, nil, e.Status, e.Description, e)
+			a.logControl(r, pprofPattern, nil, e.Status, e.Description, e, limited)
 			osb.WriteError(w, e)
 			return
 		}

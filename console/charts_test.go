@@ -78,4 +78,14 @@ func TestSafeNext(t *testing.T) {
 			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
 		}
 	}
+	for _, next := range offListener {
+		if got := safeNext(next); got != "/" {
+			t.Errorf("safeNext(%q) = %q, want /", next, got)
+		}
+	}
+	for _, next := range onListener {
+		if got := safeNext(next); got != next {
+			t.Errorf("safeNext(%q) = %q, want it kept", next, got)
+		}
+	}
 }

@@ -10,6 +10,9 @@
 // whose form takes admin.token (and, optionally, the operator's name,
 // recorded with every action). A session is an HttpOnly, SameSite=Strict
 // cookie; every action is a POST that carries the session's CSRF token.
+// A login goes back only to a path of this listener (safeNext), reads at
+// most MaxLoginForm bytes, and shares the admin API's limit of refused
+// tokens per client address (package tokenlimit).
 // No secret is rendered: the pages read proxy.View, which holds none.
 package console
 
@@ -25,11 +28,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -67,7 +73,24 @@ type Options struct {
 	// admin listener stands behind a proxy that terminates TLS); over TLS
 	// it is always marked.
 	Secure bool
+	// Tokens limits refused admin tokens per client address; serve shares
+	// one with the admin API's bearer token. nil: a limiter of the
+	// console's own on the view's clock.
+	Tokens *tokenlimit.Limiter
 }
+
+// Bounds of what the console reads from a request.
+const (
+	// MaxLoginForm bounds the body of POST /login: a token, a name and
+	// the page to go to. A longer one gets 413, unread.
+	MaxLoginForm = 4 << 10
+	// MaxActionForm bounds the body of an action (and of the logout),
+	// read only behind a session.
+	MaxActionForm = 16 << 10
+	// maxNext bounds the page a login goes to (longer: the home page), so
+	// that the login form that carries it stays under MaxLoginForm.
+	maxNext = 512
+)
 
 // Console is the status pages' handler. Safe for concurrent use.
 type Console struct {
@@ -78,6 +101,7 @@ type Console struct {
 	sessions *sessions
 	hist     *history
 	mux      *http.ServeMux
+	tokens   *tokenlimit.Limiter
 }
 
 // New returns the console of o.View.
@@ -91,9 +115,13 @@ func New(o Options) *Console {
 	if o.Keep <= 0 {
 		o.Keep = DefaultKeep
 	}
-	c := &Console{o: o, log: o.Log, sessions: newSessions(o.SessionTTL, o.View.Now), hist: &history{keep: o.Keep}, mux: http.NewServeMux()}
+	c := &Console{o: o, log: o.Log, sessions: newSessions(o.SessionTTL, o.View.Now), hist: &history{keep: o.Keep}, mux: http.NewServeMux(),
+		tokens: o.Tokens}
 	if c.log == nil {
 		c.log = slog.Default()
+	}
+	if c.tokens == nil {
+		c.tokens = tokenlimit.New(o.View.Now)
 	}
 	funcs := template.FuncMap{"fmtTime": fmtTime, "short": func(h string) string {
 		if len(h) > 12 {
@@ -256,7 +284,11 @@ func (c *Console) action(fn actionFunc) http.HandlerFunc {
 			osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "no console session: log in at /login first"))
 			return
 		}
-		if err := r.ParseForm(); err != nil || !se.csrfOK(r.PostForm.Get("csrf")) {
+		r, ok = readForm(w, r, MaxActionForm, "an action's form")
+		if !ok {
+			return
+		}
+		if !se.csrfOK(r.PostForm.Get("csrf")) {
 			osb.WriteError(w, osb.Errorf(http.StatusForbidden, "", "the form's CSRF token is missing or is not this session's: reload the page and try again"))
 			return
 		}
@@ -298,14 +330,37 @@ func (c *Console) renderLogin(w http.ResponseWriter, status int, msg, next strin
 	}{msg, safeNext(next), configured})
 }
 
+// loginPost checks the login form's token against admin.token. The form
+// is read up to MaxLoginForm bytes (413 past it, unread). A token compared
+// and refused counts against the client address, and an address with too
+// many gets 429 with Retry-After without its token being compared
+// (package tokenlimit): logged once a minute, not once a try.
 func (c *Console) loginPost(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		c.renderLogin(w, http.StatusBadRequest, "the login form could not be read", "")
+	r, ok := readForm(w, r, MaxLoginForm, "the login form")
+	if !ok {
 		return
 	}
 	token, who, next := r.PostForm.Get("token"), cleanName(r.PostForm.Get("who")), r.PostForm.Get("next")
-	ok, configured := c.o.View.AdminToken(token)
-	if !ok {
+	addr := tokenlimit.Addr(r)
+	hash, configured := c.o.View.AdminTokenHash()
+	var match bool
+	if configured {
+		attempt, refused, ok := c.tokens.Begin(addr)
+		if !ok {
+			if refused.Log {
+				c.log.LogAttrs(r.Context(), slog.LevelWarn, "console: login refused over the token limit", slog.String("who", who),
+					slog.String("client_addr", clientAddr(r)), slog.Int("refusals_not_logged", refused.Unlogged),
+					slog.String("note", "further refusals over the limit from this address are logged once a minute"))
+			}
+			w.Header().Set("Retry-After", refused.RetryAfter())
+			c.renderLogin(w, http.StatusTooManyRequests, refused.Description(), next)
+			return
+		}
+		if match, configured = c.o.View.AdminToken(token); match || !configured {
+			attempt.Succeeded() // right, or no longer anything to guess (a reload unset admin.token)
+		}
+	}
+	if !match {
 		c.log.LogAttrs(r.Context(), slog.LevelWarn, "console: login refused", slog.String("who", who),
 			slog.String("client_addr", clientAddr(r)), slog.Bool("token_configured", configured))
 		msg := "the token does not match admin.token"
@@ -315,16 +370,54 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusUnauthorized, msg, next)
 		return
 	}
-	hash, _ := c.o.View.AdminTokenHash()
 	id, se := c.sessions.start(hash, who)
 	http.SetCookie(w, cookie(id, se.expires, c.o.Secure || r.TLS != nil))
 	c.log.LogAttrs(r.Context(), slog.LevelInfo, "console: login", slog.String("who", who), slog.String("client_addr", clientAddr(r)))
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 
+// readForm parses r's form, reading at most max bytes of its body (what
+// names the form in the answer). A longer body gets 413 with Connection:
+// close, unread (a declared Content-Length over max is not read at all),
+// and a form that cannot be read 400; then ok is false and the answer is
+// written. The request returned carries the form; r is not changed, so
+// that the server, which still holds r's body, closes the connection
+// rather than read the rest.
+func readForm(w http.ResponseWriter, r *http.Request, max int64, what string) (_ *http.Request, ok bool) {
+	tooLarge := func() {
+		w.Header().Set("Connection", "close")
+		osb.WriteError(w, osb.Errorf(http.StatusRequestEntityTooLarge, "", "%s is at most %d bytes: got more, and it was not read", what, max))
+	}
+	if r.ContentLength > max {
+		tooLarge()
+		return nil, false
+	}
+	rr := new(http.Request)
+	*rr = *r
+	rr.Body = http.MaxBytesReader(w, r.Body, max)
+	if err := rr.ParseForm(); err != nil {
+		if _, big := errors.AsType[*http.MaxBytesError](err); big {
+			tooLarge()
+			return nil, false
+		}
+		w.Header().Set("Connection", "close")
+		osb.WriteError(w, osb.Errorf(http.StatusBadRequest, "", "%s could not be read: expected application/x-www-form-urlencoded", what))
+		return nil, false
+	}
+	return rr, true
+}
+
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	se, ok := c.sessionOf(r)
-	if ok && r.ParseForm() == nil && se.csrfOK(r.PostForm.Get("csrf")) {
+	if !ok {
+		http.SetCookie(w, cookie("", time.Unix(0, 0), c.o.Secure || r.TLS != nil))
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if r, ok = readForm(w, r, MaxActionForm, "the logout form"); !ok {
+		return
+	}
+	if se.csrfOK(r.PostForm.Get("csrf")) {
 		c.sessions.end(r)
 		c.log.LogAttrs(r.Context(), slog.LevelInfo, "console: logout", slog.String("who", se.who))
 	}
@@ -332,13 +425,52 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext is next when it is a path of this listener, else "/": the
-// login never redirects elsewhere.
+// safeNext is next when it is a path of this listener, else "/", the
+// console's home: the login never redirects elsewhere. Browsers drop tabs
+// and line breaks inside a URL and read a backslash as a slash, so
+// "/\t/evil.example" is "//evil.example" to them, another host. next is
+// kept only when it is at most maxNext bytes, all printable ASCII but
+// space and backslash, begins with "/" and not "//" (an absolute path, not
+// a host), parses as a URL without scheme, host or user, and stays so
+// (printable UTF-8 but space and backslash, not "//" first) however often
+// its percent-escapes are decoded: a proxy or a browser may decode them.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return "/"
+	const home = "/"
+	if len(next) > maxNext || !localPath(next, false) {
+		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return home
+	}
+	for s, rounds := next, 0; ; rounds++ {
+		d, err := url.PathUnescape(s)
+		switch {
+		case err != nil || !localPath(d, true) || rounds == 4: // a broken escape, or escapes of escapes
+			return home
+		case d == s:
+			return next
+		}
+		s = d
+	}
+}
+
+// localPath reports whether s begins with one "/" and has no character a
+// browser drops or reads as a slash: none but printable ASCII, space and
+// backslash excepted; decoded, printable UTF-8 but space and backslash.
+func localPath(s string, decoded bool) bool {
+	if len(s) == 0 || s[0] != '/' || len(s) > 1 && (s[1] == '/' || s[1] == '\\') {
+		return false
+	}
+	if decoded {
+		return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r == ' ' || r == '\\' || !unicode.IsPrint(r) })
+	}
+	for i := range len(s) {
+		if b := s[i]; b <= ' ' || b == '\\' || b >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanName keeps a printable operator name of at most 64 bytes.

@@ -228,4 +228,16 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !strings.HasPrefix(loc, w.admin+"/login") {
 		t.Fatalf("after the logout the browser is at %s, want the login", loc)
 	}
+
+	// A login never leaves the listener: the browser drops the tab of
+	// next=/%09/evil.example, and /\t/evil.example would be
+	// //evil.example to it (finding 5). It lands on the overview instead.
+	run("open a login that names another host", chromedp.Navigate(w.admin+"/login?next=%2F%09%2Fevil.example"), chromedp.WaitVisible(chromedp.ID("#token")))
+	landed, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := chromedp.Do(landed, chromedp.SendKeys(chromedp.ID("#token"), consoleToken), chromedp.Submit(chromedp.ID("#token")),
+		chromedp.WaitVisible(chromedp.CSS(".cards")))
+	if loc = location(); err != nil || loc != w.admin+"/" {
+		t.Fatalf("the login with next=/%%09/evil.example took the browser to %s (%v), want the overview at %s/", loc, err, w.admin)
+	}
 }

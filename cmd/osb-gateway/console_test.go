@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -326,5 +327,115 @@ func TestConsoleUsageCSV(t *testing.T) {
 	}
 	if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "RFC 3339") {
 		t.Errorf("a bad from: %d %s, want 400 naming RFC 3339", res.StatusCode, body)
+	}
+}
+
+// Finding 5, on the gateway's admin listener: a login with a next that a
+// browser reads as another host (POST /login next=/%09/evil.example
+// answered Location: /\t/evil.example, and Chromium went to
+// //evil.example) lands on the console's home instead. The full table is
+// console's TestLoginNeverRedirectsOffTheListener.
+func TestConsoleLoginStaysOnTheListener(t *testing.T) {
+	w := startConsoleWorld(t)
+	for next, want := range map[string]string{
+		"/\t/evil.example": "/", "/%09/evil.example": "/", "/\n/evil": "/", "/\r/evil": "/", "/ /evil": "/", "/%20/evil": "/",
+		"/\\evil": "/", "//evil": "/", "/%2f/evil": "/", "https://evil": "/", "/%5c%5cevil": "/", "\x00": "/", "/\u3000/evil": "/",
+		"/ui/operations?broker=sample": "/ui/operations?broker=sample",
+	} {
+		req, err := http.NewRequest(http.MethodPost, w.admin+"/login", strings.NewReader(url.Values{"token": {consoleToken}, "next": {next}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		// A round trip, not a client: a client refuses a Location it
+		// cannot parse before the test could see it.
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+			t.Errorf("login with next=%q: %d to %q, want 303 to %q", next, res.StatusCode, res.Header.Get("Location"), want)
+		}
+	}
+}
+
+// Finding 6, on the gateway's admin listener: a 10 MiB login (48 at once
+// took the gateway from 291 to 762 MiB) gets 413 and the connection is
+// closed rather than the body read. console's TestLoginBodyIsBounded
+// counts the bytes the server reads.
+func TestConsoleLoginBodyIsBounded(t *testing.T) {
+	w := startConsoleWorld(t)
+	for _, length := range []int64{10<<20 + 6, -1} {
+		req, err := http.NewRequest(http.MethodPost, w.admin+"/login",
+			io.MultiReader(strings.NewReader("token="), io.LimitReader(zeros{}, 10<<20)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = length
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("a 10 MiB login (length %d): %v", length, err)
+		}
+		body := readAll(t, res)
+		if res.StatusCode != http.StatusRequestEntityTooLarge || !res.Close || !strings.Contains(body, "at most 4096 bytes") {
+			t.Errorf("a 10 MiB login (length %d): %d, Connection: close %v, %s; want 413 and the connection closed", length, res.StatusCode, res.Close, body)
+		}
+	}
+}
+
+// zeros is an endless stream of '0'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// Finding 7, on the gateway's admin listener: the admin API's bearer
+// token and the console's login share one limit of refused tokens per
+// client address, so wrong bearer tokens close the login too (429, the
+// right token not compared). admin's TestAdminTokenGuessesAreLimited and
+// console's TestLoginTokenGuessesAreLimited drive the limit on an
+// injected clock; here the clock is real, and an attempt comes back every
+// 6 s: a run slow enough for one to come back between the steps is
+// repeated.
+func TestAdminTokenLimitIsShared(t *testing.T) {
+	w := startConsoleWorld(t)
+	bearer := func(token string) int {
+		req, err := http.NewRequest(http.MethodGet, w.admin+"/admin/brokers", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		return res.StatusCode
+	}
+	for try := 0; ; try++ {
+		refused := 0
+		for bearer(fmt.Sprintf("wrong-bearer-token-%03d", refused)) == http.StatusUnauthorized {
+			if refused++; refused > 100 {
+				t.Fatal("100 wrong bearer tokens in a row were compared, none refused unchecked")
+			}
+		}
+		limited := time.Now()
+		res, err := consoleClient(t).PostForm(w.admin+"/login", url.Values{"token": {consoleToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, res)
+		if res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "" && strings.Contains(body, "too many refused admin tokens") {
+			return
+		}
+		if time.Since(limited) < 5*time.Second || try == 2 {
+			t.Fatalf("the login with the right token after %d wrong bearer tokens: %d, want 429: %s", refused, res.StatusCode, body)
+		}
 	}
 }

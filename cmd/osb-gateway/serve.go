@@ -18,6 +18,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/lean"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
@@ -237,14 +238,17 @@ func (s *server) readiness() error {
 // adminHandler is the admin listener's handler (package admin): health,
 // readiness and metrics, open; catalog, operation, orphan, inventory,
 // reload and profile control under /admin/, behind admin.token; the
-// console's pages beside them. Both work on the one proxy.View.
+// console's pages beside them. Both work on the one proxy.View and share
+// one limit of refused admin tokens per client address: a guess counts
+// whether it is a bearer token or a login.
 func (s *server) adminHandler() http.Handler {
 	view := proxy.NewView(s.sw)
-	a := admin.New(view, admin.Options{Ready: s.readiness, Log: s.log,
+	tokens := tokenlimit.New(view.Now)
+	a := admin.New(view, admin.Options{Ready: s.readiness, Log: s.log, Tokens: tokens,
 		Reload: func(context.Context) (admin.Reloaded, error) { return s.reloadFrom("admin") }})
 	a.LogAccess(s.access, nil)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
-	s.console = console.New(console.Options{View: view, Gatherer: s.obs.prov.Gatherer, Log: s.log})
+	s.console = console.New(console.Options{View: view, Gatherer: s.obs.prov.Gatherer, Log: s.log, Tokens: tokens})
 	for _, p := range console.Patterns {
 		a.Handle(p, s.console)
 	}

@@ -3,12 +3,14 @@ package osbtest
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Send sends req with the default client and returns the answer and its
@@ -94,4 +96,16 @@ func CheckErrorGolden(tb testing.TB, path string, res *http.Response, body strin
 	if got != string(want) {
 		tb.Errorf("answer differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// ClientFrom is an HTTP client whose connections leave from the loopback
+// address ip (any of 127.0.0.0/8 reaches a loopback listener), so that a
+// test can be two clients to a limit per client address. It follows no
+// redirect.
+func ClientFrom(tb testing.TB, ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
