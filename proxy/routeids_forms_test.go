@@ -54,6 +54,13 @@ var idForms = func() []idForm {
 	}
 }()
 
+// idFormGoldens are the rows of TestRouteIDsForms whose answer is a
+// golden file: one refusal for an id in the query, one in the body.
+var idFormGoldens = map[string]string{
+	"deprovision/service_id/percent-encoded upper case in braces": "routeids_query_form",
+	"update/plan_id/urn:uuid":                                     "routeids_body_form",
+}
+
 // TestRouteIDsForms is the regression test of derived ids in another
 // case or in braces sent in a query string, which reached the broker
 // unmapped: on every endpoint that carries a service_id and plan_id, in
@@ -164,6 +171,9 @@ func TestRouteIDsForms(t *testing.T) {
 					}
 					if len(after) != 0 {
 						t.Errorf("%s: the broker got %v, want no call", name, after)
+					}
+					if g, ok := idFormGoldens[name]; ok {
+						checkGolden(t, g, res, b)
 					}
 					continue
 				}
