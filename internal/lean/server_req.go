@@ -170,12 +170,8 @@ func httpVersion(v []byte) (major, minor int, ok bool) {
 // it reads the fields: what url.ParseRequestURI refuses, with a CONNECT's
 // authority read as "http://" and it.
 func checkTarget(method, target []byte) *requestError {
-	if len(target) > 0 && target[0] == '/' {
-		if pathTargetOK(target) {
-			return nil // with no allocation
-		}
-		_, err := url.ParseRequestURI(string(target))
-		return badTarget(target, err)
+	if len(target) > 0 && target[0] == '/' && pathTargetOK(target) {
+		return nil // with no allocation
 	}
 	t := string(target)
 	if string(method) == http.MethodConnect && !strings.HasPrefix(t, "/") {
