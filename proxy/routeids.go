@@ -69,7 +69,51 @@ func (x *routeIDs) derive(id string) string {
 // of every service and plan of one catalog (filtered or not: the filters
 // judge the broker's ids afterwards).
 type idTable struct {
-	services, plans map[string]string
+	services, plans idMap
+}
+
+// idMap maps the derived ids of one kind (services or plans) back.
+type idMap struct {
+	// back maps a derived id, as the route shows it, to the broker's.
+	back map[string]string
+	// forms maps the UUID of a derived id to the id as the route shows
+	// it, to tell an id sent in another form (other).
+	forms map[uuid.UUID]string
+}
+
+func newIDMap(n int) idMap {
+	return idMap{back: make(map[string]string, n), forms: make(map[uuid.UUID]string, n)}
+}
+
+// add adds the derived id of the broker's id.
+func (m idMap) add(x *routeIDs, id string) {
+	u := uuid.NewSHA1(x.ns, []byte(id))
+	d := u.String()
+	m.back[d], m.forms[u] = id, d
+}
+
+// other returns the derived id that id names in a form other than the
+// one the route shows (lower-case hex with hyphens): in upper or mixed
+// case, in braces, after urn:uuid: (any case) or as 32 hex digits, the
+// forms uuid.Parse reads, braces checked (it takes any two bytes for
+// them). An id the route shows is no other form of it: look it up in
+// back first. No allocation for an id that parses.
+func (m idMap) other(id string) (string, bool) {
+	switch len(id) {
+	case 32, 36, 36 + 9:
+	case 36 + 2:
+		if id[0] != '{' || id[37] != '}' {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return "", false
+	}
+	d, ok := m.forms[u]
+	return d, ok
 }
 
 // idTable returns the table of x for e's catalog, built once per
@@ -80,12 +124,12 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 		return t.(*idTable)
 	}
 	cat := e.index.Catalog()
-	t := &idTable{services: make(map[string]string, len(cat.Services)), plans: map[string]string{}}
+	t := &idTable{services: newIDMap(len(cat.Services)), plans: newIDMap(0)}
 	for i := range cat.Services {
 		s := &cat.Services[i]
-		t.services[x.derive(s.ID)] = s.ID
+		t.services.add(x, s.ID)
 		for j := range s.Plans {
-			t.plans[x.derive(s.Plans[j].ID)] = s.Plans[j].ID
+			t.plans.add(x, s.Plans[j].ID)
 		}
 	}
 	actual, _ := e.views.LoadOrStore(key, t)
@@ -239,7 +283,12 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 				s.fail(w, idsWithoutCatalog(s, err))
 				return
 			}
-			next.ServeHTTP(w, e.idTable(s.route.ids).mapBack(r, s))
+			r2, miss := e.idTable(s.route.ids).mapBack(r, s)
+			if miss != nil {
+				s.fail(w, miss.refusal(s))
+				return
+			}
+			next.ServeHTTP(w, r2)
 		})
 	}
 }
@@ -277,13 +326,37 @@ func idsWithoutCatalog(s *Scope, cause error) error {
 		s.Call.Endpoint, s.Tenant, s.Broker, why)}
 }
 
+// idMiss is a service or plan id sent in another form than the route
+// shows it (idMap.other): upper case, braces, urn:uuid:. It is refused,
+// not mapped back: what the platform sent is not an id of the route's
+// catalog, and the broker never made it either.
+type idMiss struct {
+	// field names where the id came: "service_id",
+	// "previous_values.plan_id", "query parameter service_id".
+	field     string
+	got, want string
+}
+
+// refusal is the 400 a request carrying m gets, the same for an id in the
+// query and in the body.
+func (m *idMiss) refusal(s *Scope) error {
+	return &osb.Error{Status: http.StatusBadRequest, Description: fmt.Sprintf(
+		"%s must be %q, as the route of tenant %q to broker %q shows it, got %q: a route with ids of its own (routes[].ids) maps back only the ids its catalog shows, as it shows them (lower-case hex with hyphens, without braces or urn:uuid:)",
+		m.field, m.want, s.Tenant, s.Broker, m.got)}
+}
+
 // mapBack returns r with the service and plan ids of its query and body
 // mapped back to the broker's, and s's Call and Body to match (r itself
 // when nothing changed; the inbound request is never modified). Ids t
-// does not know pass unchanged.
-func (t *idTable) mapBack(r *http.Request, s *Scope) *http.Request {
+// does not know pass unchanged; an id sent in another form than the
+// route shows (idMiss) stops the mapping, and the call is refused.
+func (t *idTable) mapBack(r *http.Request, s *Scope) (*http.Request, *idMiss) {
 	var r2 *http.Request
-	if q, changed := t.mapQuery(r.URL.RawQuery, &s.Call); changed {
+	q, changed, miss := t.mapQuery(r.URL.RawQuery, &s.Call)
+	if miss != nil {
+		return r, miss
+	}
+	if changed {
 		r2 = new(http.Request)
 		*r2 = *r
 		u := *r.URL
@@ -292,7 +365,11 @@ func (t *idTable) mapBack(r *http.Request, s *Scope) *http.Request {
 	}
 	switch s.Call.Endpoint {
 	case rules.Provision, rules.Update, rules.Bind:
-		if nb, changed := t.mapBody(s.Body); changed {
+		nb, changed, miss := t.mapBody(s.Body)
+		if miss != nil {
+			return r, miss
+		}
+		if changed {
 			if r2 == nil {
 				r2 = new(http.Request)
 				*r2 = *r
@@ -303,19 +380,31 @@ func (t *idTable) mapBack(r *http.Request, s *Scope) *http.Request {
 		}
 	}
 	if r2 == nil {
-		return r
+		return r, nil
 	}
-	return r2
+	return r2, nil
 }
 
 // mapQuery maps the service_id and plan_id parameters of a raw query
 // (classified: no ";", no malformed escape, no repeated id parameter),
-// every other byte as sent, and sets c's to match.
-func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool) {
-	svc, okSvc := t.services[c.ServiceID]
-	plan, okPlan := t.plans[c.PlanID]
+// every other byte as sent, and sets c's to match; c's ids are the
+// decoded ones, so an id percent-encoded in any way is looked up as what
+// it decodes to. It changes nothing when either id is an idMiss.
+func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool, *idMiss) {
+	svc, okSvc := t.services.back[c.ServiceID]
+	plan, okPlan := t.plans.back[c.PlanID]
+	if !okSvc && c.ServiceID != "" {
+		if want, near := t.services.other(c.ServiceID); near {
+			return raw, false, &idMiss{field: "query parameter service_id", got: c.ServiceID, want: want}
+		}
+	}
+	if !okPlan && c.PlanID != "" {
+		if want, near := t.plans.other(c.PlanID); near {
+			return raw, false, &idMiss{field: "query parameter plan_id", got: c.PlanID, want: want}
+		}
+	}
 	if !okSvc && !okPlan {
-		return raw, false
+		return raw, false, nil
 	}
 	var b strings.Builder
 	b.Grow(len(raw) + 8)
@@ -345,50 +434,61 @@ func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool) {
 	if okPlan {
 		c.PlanID = plan
 	}
-	return b.String(), true
+	return b.String(), true, nil
 }
 
 // mapBody maps the service_id and plan_id of a request body, and those of
 // its previous_values, every duplicate and case of their keys, every
-// other byte as sent. A body that is no JSON object passes unchanged (the
-// validate stage refuses it).
-func (t *idTable) mapBody(doc []byte) ([]byte, bool) {
+// other byte as sent; an idMiss among them maps nothing. A body that is
+// no JSON object passes unchanged (the validate stage refuses it).
+func (t *idTable) mapBody(doc []byte) ([]byte, bool, *idMiss) {
 	root := jsonfast.SkipSpace(doc, 0)
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
-		return doc, false
+		return doc, false, nil
 	}
 	var sbuf [4]splice
-	ss := t.mapObject(doc, root, sbuf[:0], true)
-	if len(ss) == 0 {
-		return doc, false
+	ss, miss := t.mapObject(doc, root, sbuf[:0], "")
+	if miss != nil {
+		return doc, false, miss
 	}
-	return spliced(doc, ss), true
+	if len(ss) == 0 {
+		return doc, false, nil
+	}
+	return spliced(doc, ss), true, nil
 }
 
 // mapObject appends to ss the splices that map the service_id and plan_id
-// members of the object at doc[open] back, and, with nested, those of its
-// previous_values.
-func (t *idTable) mapObject(doc []byte, open int, ss []splice, nested bool) []splice {
+// members of the object at doc[open] back, and, at the top (in == ""),
+// those of its previous_values; in is the path of the object, for the
+// idMiss it returns at the first id sent in another form.
+func (t *idTable) mapObject(doc []byte, open int, ss []splice, in string) ([]splice, *idMiss) {
 	var buf [memberBuf]jsonfast.Member
 	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
 	for _, m := range ms {
-		var table map[string]string
+		var table idMap
+		var name string
 		switch v := doc[m.ValStart]; {
 		case v == '"' && m.IsFold(doc, "service_id"):
-			table = t.services
+			table, name = t.services, "service_id"
 		case v == '"' && m.IsFold(doc, "plan_id"):
-			table = t.plans
-		case v == '{' && nested && m.IsFold(doc, "previous_values"):
-			ss = t.mapObject(doc, m.ValStart, ss, false)
+			table, name = t.plans, "plan_id"
+		case v == '{' && in == "" && m.IsFold(doc, "previous_values"):
+			var miss *idMiss
+			if ss, miss = t.mapObject(doc, m.ValStart, ss, "previous_values."); miss != nil {
+				return ss, miss
+			}
 			continue
 		default:
 			continue
 		}
-		if to, ok := table[jsonfast.Unquote(doc[m.ValStart:m.ValEnd])]; ok {
+		id := jsonfast.Unquote(doc[m.ValStart:m.ValEnd])
+		if to, ok := table.back[id]; ok {
 			ss = append(ss, splice{m.ValStart, m.ValEnd, to})
+		} else if want, near := table.other(id); near {
+			return ss, &idMiss{field: in + name, got: id, want: want}
 		}
 	}
-	return ss
+	return ss, nil
 }
 
 // forwardAnswer maps the service_id and plan_id of a broker's 200 to GET

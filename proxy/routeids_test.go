@@ -296,11 +296,23 @@ func TestRouteIDsDashboardClient(t *testing.T) {
 	}
 }
 
+// testIDTable is the table of x for a catalog of the services and plans.
+func testIDTable(x *routeIDs, services, plans []string) *idTable {
+	t := &idTable{services: newIDMap(len(services)), plans: newIDMap(len(plans))}
+	for _, id := range services {
+		t.services.add(x, id)
+	}
+	for _, id := range plans {
+		t.plans.add(x, id)
+	}
+	return t
+}
+
 // TestRouteIDsRequestMapping: what the ids stage maps back, and what it
 // leaves alone, byte for byte.
 func TestRouteIDsRequestMapping(t *testing.T) {
 	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
-	tb := &idTable{services: map[string]string{x.derive("svc"): "svc"}, plans: map[string]string{x.derive("p1"): "p1", x.derive("p2"): "p2"}}
+	tb := testIDTable(x, []string{"svc"}, []string{"p1", "p2"})
 	s, p1, p2 := x.derive("svc"), x.derive("p1"), x.derive("p2")
 	bodies := []struct{ name, in, want string }{
 		{"provision", `{"service_id":"` + s + `", "plan_id" : "` + p1 + `","parameters":{"plan_id":"` + p1 + `"}}`,
@@ -313,14 +325,14 @@ func TestRouteIDsRequestMapping(t *testing.T) {
 		{"not JSON", `{"service_id":"` + s + `"`, `{"service_id":"` + s + `"`},
 	}
 	for _, b := range bodies {
-		got, _ := tb.mapBody([]byte(b.in))
+		got, _, _ := tb.mapBody([]byte(b.in))
 		if string(got) != b.want {
 			t.Errorf("%s: got %s, want %s", b.name, got, b.want)
 		}
 	}
 	sc := &Scope{}
 	sc.Call.ServiceID, sc.Call.PlanID = s, "raw-plan"
-	q, changed := tb.mapQuery("accepts_incomplete=true&service_id="+s+"&plan_id=raw-plan&operation=op%201", &sc.Call)
+	q, changed, _ := tb.mapQuery("accepts_incomplete=true&service_id="+s+"&plan_id=raw-plan&operation=op%201", &sc.Call)
 	if want := "accepts_incomplete=true&service_id=svc&plan_id=raw-plan&operation=op%201"; !changed || q != want || sc.Call.ServiceID != "svc" || sc.Call.PlanID != "raw-plan" {
 		t.Errorf("query: %q (%v), call %q %q; want %q", q, changed, sc.Call.ServiceID, sc.Call.PlanID, want)
 	}
@@ -585,18 +597,18 @@ func BenchmarkRouteIDs(b *testing.B) {
 // without a derived id passes byte for byte.
 func FuzzRouteIDsMapBody(f *testing.F) {
 	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
-	tb := &idTable{services: map[string]string{x.derive("svc"): "svc"}, plans: map[string]string{x.derive("p1"): "p1"}}
+	tb := testIDTable(x, []string{"svc"}, []string{"p1"})
 	s, p := x.derive("svc"), x.derive("p1")
 	for _, seed := range []string{
 		`{"service_id":"` + s + `","plan_id":"` + p + `","previous_values":{"plan_id":"` + p + `"}}`,
 		`{"SERVICE_ID":"` + s + `","service\u005fid":"` + s + `","plan_id":7}`,
 		`{"previous_values":{"previous_values":{"plan_id":"` + p + `"}},"parameters":{"service_id":"` + s + `"}}`,
-		` {"plan_id" : "` + p + `" } `, `[]`, `{"a":"b"}`, `{"service_id":"\u00e9"}`,
+		` {"plan_id" : "` + p + `" } `, `[]`, `{"service_id":"{` + s + `}","plan_id":"` + strings.ToUpper(p) + `"}`, `{"a":"b"}`, `{"service_id":"\u00e9"}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, changed := tb.mapBody(in)
+		out, changed, _ := tb.mapBody(in)
 		if !changed {
 			if !bytes.Equal(out, in) {
 				t.Fatalf("unchanged body rewritten: %q -> %q", in, out)

@@ -323,6 +323,7 @@ type serverConn struct {
 	hungUp     bool // the watch saw the client go away
 	inRequest  bool // a request runs: arm may arm
 	linger     bool // close with closeWriteAndWait: the client may still be sending
+	afterPOST  bool // the last request was a POST: CR and LF may come before the next (dropPostCRLF)
 	interrupts bool // the request's end interrupts the watch
 
 	headBuf, pendBuf []byte // the responses' buffers, reused

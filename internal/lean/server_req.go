@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/textproto"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,7 @@ func (c *serverConn) readRequest() (*http.Request, *requestError) {
 		return nil, rerr
 	}
 	req.RemoteAddr = c.remote
+	c.afterPOST = req.Method == http.MethodPost
 	if err := c.setBody(req); err != nil {
 		return nil, err
 	}
@@ -65,6 +67,12 @@ func (c *serverConn) readRequest() (*http.Request, *requestError) {
 func (c *serverConn) readHead(limit int) (head []byte, consumed int, rerr *requestError) {
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
+		if c.afterPOST {
+			if !c.dropPostCRLF(buf) {
+				return nil, 0, errClosed
+			}
+			continue
+		}
 		if end := headEnd(buf); end >= 0 {
 			if end > limit {
 				return nil, 0, refused(http.StatusRequestHeaderFieldsTooLarge, "the request's head is longer than %d bytes", limit-4096)
@@ -104,26 +112,112 @@ func (c *serverConn) readHead(limit int) (head []byte, consumed int, rerr *reque
 	}
 }
 
+// dropPostCRLF drops the CR and LF bytes among the first four after a
+// POST, as net/http's server does (RFC 9112 §2.2: some clients send a
+// CRLF after a POST's body), once buf, the buffered bytes, tells how many
+// there are: else it waits for one more byte. false: the connection ended.
+func (c *serverConn) dropPostCRLF(buf []byte) bool {
+	n := 0
+	for n < len(buf) && n < 4 && (buf[n] == '\r' || buf[n] == '\n') {
+		n++
+	}
+	if n == len(buf) && n < 4 {
+		_, err := c.br.Peek(len(buf) + 1)
+		return err == nil
+	}
+	c.afterPOST = false
+	_, _ = c.br.Discard(n)
+	return true
+}
+
 // splitRequestLine returns the offsets of the two spaces of a request
-// line (METHOD TARGET VERSION), or its refusal: a line of another shape,
-// as an HTTP/0.9 request's "GET /", is a 400.
+// line, cut at its first two spaces (METHOD TARGET VERSION) as net/http's
+// server cuts it, or its refusal, with net/http's checks of the line
+// before the target's (checkTarget), in its order and with its status
+// (400): the shape (an HTTP/0.9 "GET /", a line of tabs or an empty line
+// has none), the method (a token) and the version's syntax (HTTP/d.d;
+// "GET / " has an empty one, "GET / HTTP/1.1 x" and "GET  / HTTP/1.1"
+// malformed ones). Whether the server supports the version is parse's.
 func splitRequestLine(line []byte) (sp1, sp2 int, rerr *requestError) {
 	sp1 = bytes.IndexByte(line, ' ')
-	if sp1 < 0 {
+	if sp1 >= 0 {
+		sp2 = bytes.IndexByte(line[sp1+1:], ' ')
+	}
+	if sp1 < 0 || sp2 < 0 {
 		return 0, 0, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
 	}
-	sp2 = bytes.IndexByte(line[sp1+1:], ' ')
-	if sp2 < 0 {
-		return 0, 0, refused(http.StatusBadRequest, "malformed request line %q: want METHOD TARGET HTTP/1.1", clip(line))
+	sp2 += sp1 + 1
+	if method := line[:sp1]; len(method) == 0 || !tokenBytes(method) {
+		return 0, 0, refused(http.StatusBadRequest, "invalid method %q in request line %q: want a token such as GET", clip(method), clip(line))
 	}
-	return sp1, sp2 + sp1 + 1, nil
+	if _, _, ok := httpVersion(line[sp2+1:]); !ok {
+		return 0, 0, refused(http.StatusBadRequest, "malformed HTTP version %q in request line %q: want HTTP/1.1 or HTTP/1.0", clip(line[sp2+1:]), clip(line))
+	}
+	return sp1, sp2, nil
+}
+
+// httpVersion is http.ParseHTTPVersion on bytes: "HTTP/" and a digit,
+// a dot and a digit.
+func httpVersion(v []byte) (major, minor int, ok bool) {
+	if len(v) != len("HTTP/1.1") || string(v[:5]) != "HTTP/" || v[6] != '.' ||
+		v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+		return 0, 0, false
+	}
+	return int(v[5] - '0'), int(v[7] - '0'), true
+}
+
+// checkTarget refuses a request target as net/http's server does before
+// it reads the fields: what url.ParseRequestURI refuses, with a CONNECT's
+// authority read as "http://" and it.
+func checkTarget(method, target []byte) *requestError {
+	if len(target) > 0 && target[0] == '/' && pathTargetOK(target) {
+		return nil // with no allocation
+	}
+	t := string(target)
+	if string(method) == http.MethodConnect && !strings.HasPrefix(t, "/") {
+		t = "http://" + t
+	}
+	if _, err := url.ParseRequestURI(t); err != nil {
+		return badTarget(target, err)
+	}
+	return nil
+}
+
+// pathTargetOK reports whether url.ParseRequestURI takes target, which
+// starts with "/": no control byte in it, and each "%" of its path
+// followed by two hex digits (a query's escapes are not checked). Those
+// are the only errors it has for such a target (FuzzCheckTarget).
+func pathTargetOK(target []byte) bool {
+	inPath := true
+	for i := 0; i < len(target); i++ {
+		switch c := target[i]; {
+		case c < ' ' || c == 0x7f:
+			return false
+		case c == '?':
+			inPath = false
+		case c == '%' && inPath:
+			if i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func badTarget(target []byte, err error) *requestError {
+	return refused(http.StatusBadRequest, "invalid request target %q: want a path such as /v2/catalog (%v)", clip(target), err)
 }
 
 // badFirstLine refuses a head whose request line is whole in buf and
-// malformed, before the rest of the head comes, as net/http reads the
-// request line first: a client that sent "GET /\r\n" and waits gets its
-// 400 at once rather than at the header timeout. nil when the line is
-// not whole yet, or well formed.
+// malformed, before the rest of the head comes, as net/http reads and
+// checks the request line first (splitRequestLine, checkTarget): a client
+// that sent "GET /\r\n" or "GET / \r\n" and waits gets its 400 at once
+// rather than at the header timeout. nil when the line is not whole yet,
+// or well formed.
 func badFirstLine(buf []byte) *requestError {
 	i := bytes.IndexByte(buf, '\n')
 	if i < 0 {
@@ -133,8 +227,11 @@ func badFirstLine(buf []byte) *requestError {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	_, _, rerr := splitRequestLine(line)
-	return rerr
+	sp1, sp2, rerr := splitRequestLine(line)
+	if rerr != nil {
+		return rerr
+	}
+	return checkTarget(line[:sp1], line[sp1+1:sp2])
 }
 
 // headEnd returns the length of the head at the start of buf, through
@@ -197,32 +294,14 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 		return nil, rerr
 	}
 	method, target, proto := line[:sp1], line[sp1+1:sp2], line[sp2+1:]
-	switch string(proto) {
-	case "HTTP/1.1":
-		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
-	case "HTTP/1.0":
-		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.0", 1, 0
-	default:
-		major, minor, ok := http.ParseHTTPVersion(string(proto))
-		if ok && major == 1 {
-			// A later 1.x is served as 1.1 (RFC 9112 §2.3), as net/http
-			// does (the fuzzer found HTTP/1.3 refused).
-			req.Proto, req.ProtoMajor, req.ProtoMinor = p.str(off+sp2+1, off+len(line)), 1, minor
-			break
-		}
-		if ok {
-			return nil, refused(http.StatusHTTPVersionNotSupported, "HTTP version %q is not supported: want HTTP/1.1 or HTTP/1.0", clip(proto))
-		}
-		return nil, refused(http.StatusBadRequest, "malformed HTTP version %q: want HTTP/1.1 or HTTP/1.0", clip(proto))
-	}
-	if len(method) == 0 || !tokenBytes(method) {
-		return nil, refused(http.StatusBadRequest, "invalid method %q", clip(method))
-	}
 	req.Method = commonMethod(method)
 	if req.Method == "" {
 		req.Method = p.str(off, off+sp1)
 	}
 	if req.Method == http.MethodConnect {
+		if rerr := checkTarget(method, target); rerr != nil {
+			return nil, rerr // net/http's 400 comes first
+		}
 		return nil, refused(http.StatusMethodNotAllowed, "CONNECT is not served: this is an Open Service Broker API gateway")
 	}
 	req.RequestURI = p.str(off+sp1+1, off+sp2)
@@ -230,9 +309,26 @@ func (p *reqParser) parse() (*http.Request, *requestError) {
 	// form of any scheme, too: "p:" came from the fuzzer).
 	u, err := parseTarget(req.RequestURI, &r.url)
 	if err != nil {
-		return nil, refused(http.StatusBadRequest, "invalid request target %q: want a path such as /v2/catalog (%v)", clip(target), err)
+		return nil, badTarget(target, err)
 	}
 	req.URL = u
+	// The version's syntax is splitRequestLine's; whether it is served
+	// is checked after the target, as net/http checks it (after the
+	// fields, too: a version it refuses then gets 505 before them here).
+	switch string(proto) {
+	case "HTTP/1.1":
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.1", 1, 1
+	case "HTTP/1.0":
+		req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/1.0", 1, 0
+	default:
+		major, minor, _ := httpVersion(proto)
+		if major != 1 {
+			return nil, refused(http.StatusHTTPVersionNotSupported, "HTTP version %q is not supported: want HTTP/1.1 or HTTP/1.0", clip(proto))
+		}
+		// A later 1.x is served as 1.1 (RFC 9112 §2.3), as net/http
+		// does (the fuzzer found HTTP/1.3 refused).
+		req.Proto, req.ProtoMajor, req.ProtoMinor = p.str(off+sp2+1, off+len(line)), 1, minor
+	}
 
 	fields := bytes.Count(p.head[p.pos:], []byte{'\n'})
 	values := r.vals[:]

@@ -152,6 +152,27 @@ var rawCases = []rawCase{
 	{name: "bad method", parts: []string{"G(T / HTTP/1.1\r\nHost: gw\r\n\r\n"}},
 	{name: "double space in request line", parts: []string{"GET  / HTTP/1.1\r\nHost: gw\r\n\r\n"}},
 	{name: "leading empty line", parts: []string{"\r\n" + get}},
+	// Malformed request lines (see malformedLines, each sent alone too).
+	{name: "trailing space, no version", parts: []string{"GET / \r\nHost: gw\r\n\r\n"}},
+	{name: "a word after the version", parts: []string{"GET / HTTP/1.1 extra\r\nHost: gw\r\n\r\n"}},
+	{name: "tabs for spaces", parts: []string{"GET\t/\tHTTP/1.1\r\nHost: gw\r\n\r\n"}},
+	{name: "leading space", parts: []string{" GET / HTTP/1.1\r\nHost: gw\r\n\r\n"}},
+	{name: "leading bare LF", parts: []string{"\n" + get}},
+	// After a POST net/http drops up to 4 CR and LF bytes before the next
+	// request line (RFC 9112 §2.2: old clients send a CRLF after a body).
+	{name: "CRLF after a POST's body", parts: []string{post + "\r\n" + get}, finals: 2},
+	{name: "LF after a POST's body, then a POST", parts: []string{post + "\n" + post + "\r\n\r\n" + get}, finals: 3},
+	{name: "five CRLF bytes after a POST's body", parts: []string{post + "\r\n\r\n\n" + get}, finals: 2},
+	{name: "CRLF after a PUT's body", parts: []string{strings.Replace(post, "POST", "PUT", 1) + "\r\n" + get}, finals: 2},
+	{name: "CR before CRLF", parts: []string{"GET / HTTP/1.1\r\r\nHost: gw\r\n\r\n"}},
+	{name: "relative target, HTTP/2.0", parts: []string{"GET v2 HTTP/2.0\r\nHost: gw\r\n\r\n"}},
+	{name: "CONNECT to a bad authority", parts: []string{"CONNECT [::1 HTTP/1.1\r\nHost: gw\r\n\r\n"}},
+	// Well-formed lines on their own: neither server answers before the
+	// rest of the head has come.
+	{name: "lower-case method, head in two writes", parts: []string{"get /v2/catalog HTTP/1.1\r\n", "Host: gw\r\n\r\n"}},
+	{name: "HTTP/1.3, head in two writes", parts: []string{"GET / HTTP/1.3\r\n", "Host: gw\r\n\r\n"}},
+	{name: "escaped target, head in two writes", parts: []string{"GET /v2/%63atalog?a=%20 HTTP/1.1\r\n", "Host: gw\r\n\r\n"}},
+	{name: "absolute target, head in two writes", parts: []string{"GET http://gw/v2/catalog HTTP/1.1\r\n", "Host: gw\r\n\r\n"}},
 
 	// Answers: the handlers' behaviours, framed by each server.
 	{name: "HEAD keeps Content-Length, no body", parts: []string{"HEAD /v2/catalog HTTP/1.1\r\nHost: gw\r\n\r\n" + get}, method: http.MethodHead, finals: 2},
@@ -280,25 +301,64 @@ func lastStatus(x exchange) int {
 	return x.Answers[len(x.Answers)-1].Status
 }
 
-// An HTTP/0.9-style request line, sent alone on a connection kept open,
-// gets its 400 at once, as from net/http, not the close at
-// ReadHeaderTimeout (an hour here: the exchange's deadline ends first).
-func TestHTTP09RequestLineGets400(t *testing.T) {
+// malformedLines are request lines net/http's server refuses as soon as
+// it has read them, before the fields (http.readRequest: the line's
+// shape, the method, the version's syntax, the target).
+var malformedLines = []struct{ name, line string }{
+	{"HTTP/0.9", "GET /\r\n"},
+	{"HTTP/0.9, bare LF", "GET /\n"},
+	{"trailing space, no version", "GET / \r\n"},
+	{"method only", "GET\r\n"},
+	{"a word after the version", "GET / HTTP/1.1 extra\r\n"},
+	{"two spaces after the method", "GET  / HTTP/1.1\r\n"},
+	{"two spaces before the version", "GET /  HTTP/1.1\r\n"},
+	{"leading space", " GET / HTTP/1.1\r\n"},
+	{"tabs for spaces", "GET\t/\tHTTP/1.1\r\n"},
+	{"a tab before the version", "GET /\tHTTP/1.1\r\n"},
+	{"bare CRLF", "\r\n"},
+	{"bare LF", "\n"},
+	{"bad method", "G(T / HTTP/1.1\r\n"},
+	{"NUL in method", "G\x00T / HTTP/1.1\r\n"},
+	{"malformed version", "GET / HTTP/1.x\r\n"},
+	{"lower-case version", "GET / http/1.1\r\n"},
+	{"version without a dot", "GET / HTTP/11\r\n"},
+	{"CR before CRLF", "GET / HTTP/1.1\r\r\n"},
+	{"relative target", "GET v2/catalog HTTP/1.1\r\n"},
+	{"control byte in target", "GET /a\x01b HTTP/1.1\r\n"},
+	{"bad IPv6 host in target", "GET http://[::1/ HTTP/1.1\r\n"},
+	{"relative target, HTTP/2.0", "GET v2 HTTP/2.0\r\n"},
+	{"CONNECT to a bad authority", "CONNECT [::1 HTTP/1.1\r\n"},
+}
+
+// TestMalformedRequestLineAnsweredAtOnce: a malformed request line, sent
+// alone on a connection the client keeps open, gets the answer net/http
+// gives (400, and the connection's end) as soon as the line has come, not
+// the silent close at ReadHeaderTimeout (an hour here: the exchange's
+// deadline, 10 s, ends first and fails the row). lean stayed silent on
+// "GET / \r\n" and every line of two spaces.
+func TestMalformedRequestLineAnsweredAtOnce(t *testing.T) {
 	s := startServers(t, http.HandlerFunc(testHandler), func(std *http.Server, l *Server) {
 		std.ReadHeaderTimeout, l.ReadHeaderTimeout = time.Hour, time.Hour
 	})
-	for name, addr := range map[string]string{"net/http": s.std, "lean": s.lean} {
+	answer := func(t *testing.T, addr, line string) exchange {
 		conn := dial(t, addr)
-		if _, err := io.WriteString(conn, "GET /\r\n"); err != nil {
+		defer conn.Close()
+		if _, err := io.WriteString(conn, line); err != nil {
 			t.Fatal(err)
 		}
-		x := readAnswers(bufio.NewReader(conn), 1, http.MethodGet, true)
-		conn.Close()
-		if len(x.Answers) != 1 || x.Answers[0].Status != http.StatusBadRequest || !x.Ended {
-			t.Fatalf("%s: %+v, want 400 and the connection's end", name, x)
-		}
-		if name == "lean" {
-			leanRefusal(t, x.Answers[0])
-		}
+		return readAnswers(bufio.NewReader(conn), 1, http.MethodGet, true)
+	}
+	for _, c := range malformedLines {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			std, lean := answer(t, s.std, c.line), answer(t, s.lean, c.line)
+			if len(std.Answers) != 1 || std.Answers[0].Status != http.StatusBadRequest || !std.Ended {
+				t.Fatalf("net/http: %+v, want 400 and the connection's end", std)
+			}
+			if len(lean.Answers) != 1 || lean.Answers[0].Status != std.Answers[0].Status || !lean.Ended {
+				t.Fatalf("lean: %+v, want %d and the connection's end, as net/http", lean, std.Answers[0].Status)
+			}
+			leanRefusal(t, lean.Answers[0])
+		})
 	}
 }
