@@ -16,12 +16,13 @@ const quotaCatalog = `{"services": [
     {"id": "p-mq-small", "name": "small", "description": "d"}]}]}`
 
 // TestQuotaRules: each route passes its tenant's quotas, then its own,
-// with the labels and the brokers counted.
+// with the labels and the brokers counted, each broker once.
 func TestQuotaRules(t *testing.T) {
 	n := func(v int) *int { return &v }
 	cfg := &config.Config{Tenants: []config.Tenant{{Name: "t",
 		Quotas: []config.Quota{{Service: "db", MaxInstances: n(5)}, {Name: "all", MaxInstances: n(9)}},
-		Routes: []config.Route{{Broker: "a", Prefix: "/t/a", Quotas: []config.Quota{{Plan: "large", MaxInstances: n(1)}}}, {Broker: "b", Prefix: "/t/b"}}},
+		Routes: []config.Route{{Broker: "a", Prefix: "/t/a", Quotas: []config.Quota{{Plan: "large", MaxInstances: n(1)}}}, {Broker: "b", Prefix: "/t/b"},
+			{Broker: "a", Prefix: "/t/a-again", IDs: &config.RouteIDs{Namespace: "again"}}}},
 		{Name: "free", Routes: []config.Route{{Broker: "a", Prefix: "/free/a"}}}}}
 	type row struct {
 		Label   string
@@ -38,6 +39,8 @@ func TestQuotaRules(t *testing.T) {
 	want := map[string][]row{
 		"/t/a": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}, {"a:*/large", 1, []string{"a"}, "quota:t/a:%2A%2Flarge"}},
 		"/t/b": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}},
+		// Broker a registered twice: its instances counted once.
+		"/t/a-again": {{"db/*", 5, []string{"a", "b"}, "quota:t/db%2F%2A"}, {"all", 9, []string{"a", "b"}, "quota:t/all"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("quota rules (-want +got):\n%s", diff)
@@ -84,11 +87,20 @@ func TestQuotaMatches(t *testing.T) {
 }
 
 // TestQuotaRefusal: the refusal names the quota, what it admits and what
-// the tenant holds, as a 422 that Cloud Controller shows.
+// the tenant holds (and how much of that is still in flight), as a 422
+// that Cloud Controller shows.
 func TestQuotaRefusal(t *testing.T) {
-	e := quotaRefusal(&quotaRule{tenant: "cf-prod", label: "db/small", service: "db", plan: "small", max: 5}, 5)
-	want := `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5; delete one first, or ask the operator to raise the quota`
-	if e.Status != 422 || e.Description != want {
-		t.Errorf("refusal %d %q, want 422 %q", e.Status, e.Description, want)
+	q := &quotaRule{tenant: "cf-prod", label: "db/small", service: "db", plan: "small", max: 5}
+	for _, tc := range []struct {
+		name               string
+		recorded, inFlight int
+		want               string
+	}{
+		{"recorded", 5, 0, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5; delete one first, or ask the operator to raise the quota`},
+		{"in flight", 3, 2, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5 (2 of them still being provisioned, or not yet known to be gone after a failed provision); delete one first, or ask the operator to raise the quota`},
+	} {
+		if e := quotaRefusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
+			t.Errorf("%s: refusal %d %q, want 422 %q", tc.name, e.Status, e.Description, tc.want)
+		}
 	}
 }
