@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -102,5 +105,36 @@ func TestQuotaRefusal(t *testing.T) {
 		if e := quotaRefusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
 			t.Errorf("%s: refusal %d %q, want 422 %q", tc.name, e.Status, e.Description, tc.want)
 		}
+	}
+}
+
+// TestQuotaBrokerRegisteredTwice: a broker the tenant reaches through two
+// routes with ids of their own (routes[].ids) holds each instance once,
+// whichever route made it: under a quota of 2, a provision through each
+// route passes, and a third is refused naming the 2 the tenant holds.
+// (Each instance used to be counted once per route: after one instance,
+// every provision got 422 "admits 2 … the tenant holds 2".)
+func TestQuotaBrokerRegisteredTwice(t *testing.T) {
+	e := newIDsEnv(t, samplebroker.Options{}, "")
+	e.reload(t, `[{broker: b, prefix: /one, ids: {namespace: cf-one}}, {broker: b, prefix: /two, ids: {namespace: "`+idsNSTwo+`"}}]
+    quotas: [{name: two, max_instances: 2}]`)
+	provision := func(prefix, id, svc, plan string) (int, string) {
+		t.Helper()
+		res, body := e.call(t, prefix, "PUT", "/v2/service_instances/"+id,
+			`{"service_id":"`+svc+`","plan_id":"`+plan+`","organization_guid":"org","space_guid":"space"}`)
+		return res.StatusCode, body
+	}
+	if code, body := provision("/one", "i-one", oneServiceID, onePlanSyncID); code != http.StatusCreated {
+		t.Fatalf("provision through /one: %d %s", code, body)
+	}
+	if code, body := provision("/two", "i-two", twoServiceID, twoPlanSyncID); code != http.StatusCreated {
+		t.Errorf("provision through /two, the second of 2: %d %s, want 201", code, body)
+	}
+	want := `{"description":"quota \"two\" of tenant \"t1\" is reached: it admits 2 service instances and the tenant holds 2; delete one first, or ask the operator to raise the quota"}`
+	if code, body := provision("/one", "i-three", oneServiceID, onePlanSyncID); code != http.StatusUnprocessableEntity || strings.TrimSpace(body) != want {
+		t.Errorf("third provision: %d %s, want 422 %q", code, body, want)
+	}
+	if n := e.sample.Count(samplebroker.EndpointProvision); n != 2 {
+		t.Errorf("the broker got %d provisions, want 2", n)
 	}
 }
