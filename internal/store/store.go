@@ -15,9 +15,9 @@
 //
 // Every lock carries a Deadline. A lock whose Deadline is not after the
 // store's clock (the now func given to Open, compared to the microsecond) is
-// expired: it no longer exists for Acquire, Get, List, Update, Release and
-// ForceRelease, and ExpireDue deletes and returns it so a sweeper can log
-// it. The stored Deadline is the truth on every backend; Redis also gives
+// expired: it no longer exists for Acquire, Get, List (unless asked:
+// ListFilter.Expired), Update, Release and ForceRelease, and ExpireDue
+// deletes and returns it so a sweeper can log it. The stored Deadline is the truth on every backend; Redis also gives
 // each lock key a TTL of the time to the Deadline plus RedisTTLMargin, a
 // safety net that removes abandoned keys by itself (a key removed that way is
 // not reported by ExpireDue).
