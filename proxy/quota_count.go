@@ -85,6 +85,11 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 // inventory records (the store's counters for a quota on every service
 // and plan, else the tenant's instances listed, stopping once the maximum
 // is reached), each broker once, and those of flights on q's brokers.
+// flights are read first: a provision in flight is then never missed (its
+// record is written before its lock goes, and its candidate before its
+// expired lock is swept), and one recorded in the instant between the two
+// reads counts twice: a refusal that a retry clears, never an admission
+// past the maximum.
 func (qc *quotaCall) count(ctx context.Context, q *quotaRule, ix *rules.Index, flights []inFlight) (quotaCount, error) {
 	c := quotaCount{q: q}
 	for _, b := range q.brokers {
