@@ -58,8 +58,9 @@ type Options struct {
 	// brokers[].transport says: the test suites run on either with it
 	// (OSB_GATEWAY_TEST_TRANSPORT). Empty: each broker's own.
 	BrokerTransport string
-	// Timer starts the async shim's timers (brokers[].emulate.async_after);
-	// nil: time.NewTimer's.
+	// Timer starts the async shim's timers (brokers[].emulate.async_after)
+	// and the bound of a provision's wait for a quota's lock another
+	// replica holds; nil: time.NewTimer's.
 	Timer Timer
 }
 
@@ -243,7 +244,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withBrokerProtect(g.brokerProtect != nil),
-		withQuota(cfg, g.guard, opts.Metrics), // nil without quotas; before the guard: see withQuota
+		withQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
 		withOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone

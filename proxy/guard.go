@@ -126,6 +126,15 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, err) // a bug: a generic 500, the cause in the log
 				return
 			}
+			if err := quotaAdmitted(r.Context()); err != nil {
+				// The quotas' counts may be stale (see quotaCall.admitted):
+				// the provision goes no further, and its lock goes.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
+				g.release(rctx, l)
+				cancel()
+				s.fail(w, err)
+				return
+			}
 			s.lock = &heldLock{lock: l, platform: r.Context()}
 			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
@@ -218,10 +227,10 @@ func (g *guard) busy(s *Scope) *osb.Error {
 	return rules.Busy(s.Version, s.route.up.cfg.ConcurrencyError == "spec")
 }
 
-// sweep releases the locks whose deadline passed, logs each and returns
-// them; the server runs it every state.sweep_interval.
-func (g *guard) sweep(ctx context.Context) []store.Lock {
-	expired, err := g.st.ExpireDue(ctx, g.now())
+// sweep releases the locks whose deadline passed at now, logs each and
+// returns them; the server runs it every state.sweep_interval.
+func (g *guard) sweep(ctx context.Context, now time.Time) []store.Lock {
+	expired, err := g.st.ExpireDue(ctx, now)
 	if err != nil {
 		g.log.LogAttrs(ctx, slog.LevelWarn, "sweeping expired operations failed", slog.String("error", err.Error()))
 		return nil
@@ -240,7 +249,10 @@ func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
 		slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
 }
 
-// SweepOperations releases and logs expired locks once, then, when the
+// SweepOperations records the orphan candidates of the provisions and
+// binds whose locks passed their deadline unsettled (orphanExpired), then
+// releases and logs expired locks once (candidates first: see
+// expiredCreates), then, when the
 // background reconciler is on, polls the broker for the async operations
 // older than state.reconcile.after (not polled within
 // state.reconcile.every) and settles those it says ended (watch), and
@@ -248,7 +260,10 @@ func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
 // call it periodically (every state.SweepTick()). Replicas sharing a store
 // may all call it.
 func (g *Gateway) SweepOperations(ctx context.Context) {
-	g.orphanExpired(ctx, g.guard.sweep(ctx))
+	now := g.guard.now()
+	early := g.guard.expiredCreates(ctx, now)
+	g.orphanExpired(ctx, early, true)
+	g.orphanExpired(ctx, notIn(g.guard.sweep(ctx, now), early), false)
 	g.watch(ctx)
 	_, _ = g.PurgeUsage(ctx) // logged; the next sweep tries again
 }

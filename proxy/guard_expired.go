@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -24,12 +26,17 @@ const whyExpired = "its call was never settled (its gateway was killed or lost m
 // candidate, per orphan_mitigation, due at once (the campaign's "kill -9
 // during a bind the broker finishes after the kill"). A call whose success
 // the inventory recorded was being delivered to the platform when its
-// gateway died: it may be the platform's, so it is never undone.
-func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
+// gateway died: it may be the platform's, so it is never undone. With
+// keepQueued, a candidate already queued for the same instance or binding
+// stays as it is (a sweep that recorded it before, a timeout's hold, a
+// mitigation under way).
+func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQueued bool) {
 	gd := g.guard
 	for _, l := range expired {
 		switch {
 		case l.Kind != store.KindProvision && l.Kind != store.KindBind:
+			continue
+		case keepQueued && g.queued(ctx, l):
 			continue
 		case l.Async && l.Shim.State == "":
 			continue // the broker's own operation: the platform's polls (or the watch) settle it
@@ -80,15 +87,57 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock) {
 func (g *Gateway) tookOver(ctx context.Context, l store.Lock) {
 	gd := g.guard
 	gd.logExpired(ctx, "operation deadline passed; lock taken over by a new call", l)
+	g.orphanExpired(ctx, []store.Lock{l}, true)
+}
+
+// queued reports whether an orphan candidate of l's instance (or binding)
+// is queued; a store error counts as not queued: a candidate replaced is
+// better than one lost.
+func (g *Gateway) queued(ctx context.Context, l store.Lock) bool {
 	u := g.upstreams[l.Broker]
-	if u == nil || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
-		return
+	if u == nil {
+		return true
 	}
 	id := orphanIDOf(u, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID})
-	if _, err := gd.st.GetOrphan(ctx, id); err == nil {
-		return
+	_, err := g.guard.st.GetOrphan(ctx, id)
+	return err == nil
+}
+
+// expiredCreates returns the provision and bind locks whose deadline
+// passed at now that no sweep has removed yet. SweepOperations records
+// their orphan candidates before it deletes them (ExpireDue), so that no
+// moment passes in which an unsettled provision is neither a lock nor an
+// orphan candidate: a quota counts both (quotaCall.flights), and one that
+// counted in between would miss an instance the broker may hold. A
+// sweeper that dies between the two steps loses nothing either. On a
+// store error it returns nothing: the candidates are then recorded after
+// the deletion, as before.
+func (g *guard) expiredCreates(ctx context.Context, now time.Time) []store.Lock {
+	ls, err := g.st.List(ctx, store.ListFilter{Expired: true})
+	if err != nil {
+		return nil
 	}
-	g.orphanExpired(ctx, []store.Lock{l})
+	out := ls[:0]
+	for _, l := range ls {
+		if !l.Deadline.After(now) && (l.Kind == store.KindProvision || l.Kind == store.KindBind) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// notIn is the locks of expired not in seen (the same key and owner).
+func notIn(expired, seen []store.Lock) []store.Lock {
+	if len(seen) == 0 {
+		return expired
+	}
+	out := make([]store.Lock, 0, len(expired))
+	for _, l := range expired {
+		if !slices.ContainsFunc(seen, func(x store.Lock) bool { return x.Key == l.Key && x.Owner == l.Owner }) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // recorded reports whether the inventory holds what l's call creates as

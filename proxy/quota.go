@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,26 +21,22 @@ import (
 
 // quotaLockKind is the store.Lock.Kind of a quota's lock: a provision's,
 // which is what holds it (the store knows no other kinds). Its Broker
-// names no upstream, so the sweep's orphan decisions and the reconciler
-// pass it by.
+// names no upstream, so the sweep's orphan decisions, the reconciler and
+// the quotas' own count of provisions in flight pass it by.
 const quotaLockKind = store.KindProvision
 
 // quotaStatus is what a provision over a quota gets: a 4xx, so that Cloud
 // Controller shows the description to the user and mitigates nothing.
 const quotaStatus = http.StatusUnprocessableEntity
 
-// quotaWaitMax is the longest pause between two tries for a quota's lock
-// that another replica holds.
-const quotaWaitMax = 20 * time.Millisecond
-
 // quotaRule is one configured quota as the stage applies it.
 type quotaRule struct {
 	tenant, label string
 	service, plan string   // name or id; empty: any
 	max           int      // max_instances
-	brokers       []string // the brokers whose instances count
+	brokers       []string // the brokers whose instances count, each once
 	// lock is the store lock (Key, Broker, InstanceID) that serialises the
-	// count and the provision across replicas; its Broker is
+	// counts and admissions of the quota across replicas; its Broker is
 	// "quota:<tenant>", which no broker name can be, so it never meets a
 	// platform call's lock. local serialises this replica's contenders
 	// first, so that only one of them polls the store.
@@ -54,10 +50,7 @@ func quotaRules(cfg *config.Config) map[string][]*quotaRule {
 	out := map[string][]*quotaRule{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
-		var all []string
-		for _, rc := range tc.Routes {
-			all = append(all, rc.Brokers()...)
-		}
+		all := tenantBrokers(tc)
 		tenantRules := make([]*quotaRule, 0, len(tc.Quotas))
 		for _, q := range tc.Quotas {
 			tenantRules = append(tenantRules, newQuotaRule(tc.Name, q.Label(), q, all))
@@ -77,6 +70,21 @@ func quotaRules(cfg *config.Config) map[string][]*quotaRule {
 		}
 	}
 	return out
+}
+
+// tenantBrokers is every broker the tenant's routes reach, each once, in
+// the order of its first route: a broker registered twice (routes[].ids)
+// holds each of its instances once, and is counted once.
+func tenantBrokers(tc *config.Tenant) []string {
+	var all []string
+	for _, rc := range tc.Routes {
+		for _, b := range rc.Brokers() {
+			if !slices.Contains(all, b) {
+				all = append(all, b)
+			}
+		}
+	}
+	return all
 }
 
 func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *quotaRule {
@@ -110,24 +118,49 @@ func (q *quotaRule) matches(ix *rules.Index, serviceID, planID string) bool {
 	return true
 }
 
+// mayMatch is matches for a provision in flight, whose lock may not name
+// its service or plan (validation.requests: off): an id it lacks matches.
+func (q *quotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
+	if serviceID == "" {
+		serviceID = q.service
+	}
+	if planID == "" {
+		planID = q.plan
+	}
+	return q.matches(ix, serviceID, planID)
+}
+
+// counts reports whether q counts the instances of broker.
+func (q *quotaRule) counts(broker string) bool { return slices.Contains(q.brokers, broker) }
+
 // withQuota is the quota stage (tenants[].quotas, routes[].quotas), just
-// before the guard, so that a provision takes its quotas' locks before its
-// instance's (always in that order: no two calls wait on each other), and
-// a store that is down is met here first. For each quota
-// the provision counts against, the stage takes the quota's own lock (a
-// store lock keyed on the quota, so that provisions of different instance
-// ids, on any replica, take turns), counts the tenant's matching instances
-// in the inventory, refuses the provision (422 naming the quota) when the
-// count is at the maximum, and otherwise forwards it and holds the quota's
-// lock until the answer was settled, which records a new instance in the
-// inventory: the next provision's count sees it. A store that cannot be
-// read gets the platform a 503 and the broker nothing. A repeat of a
-// provision the inventory holds is no new instance and passes. nil when no
+// before the guard. For each quota the provision counts against, in
+// configuration order (so two provisions never wait on each other), it
+// takes the quota's own lock, a store lock keyed on the quota, so that
+// provisions of different instance ids, on any replica, take turns. Under
+// the locks it counts the tenant's matching instances (quotaCall.count):
+// those the inventory records and the provisions in flight, which hold
+// their operation lock or left an orphan candidate. It refuses the
+// provision (422 naming the quota) when a count is at the maximum, and
+// otherwise hands it to the guard, which releases the quotas' locks as
+// soon as it holds the provision's own lock (quotaAdmitted): from then on
+// that lock counts the provision on every replica, until its answer is
+// settled into the inventory. So a quota's lock covers the count and the
+// admission, never the broker call, and its lease is short (quotaLease):
+// a replica that dies holding it blocks its tenant's provisions that long
+// at most. A provision that finds the lock held by another replica waits
+// quotaWait at most, then gets 429 with Retry-After; a store that does not
+// answer gets the platform a 503. Either way the broker gets nothing. A
+// repeat of a provision the inventory holds is no new instance and
+// passes. timer starts the wait's bound (nil: a real timer). nil when no
 // tenant has quotas.
-func withQuota(cfg *config.Config, g *guard, m *Metrics) Middleware {
+func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware {
 	byPrefix := quotaRules(cfg)
 	if len(byPrefix) == 0 {
 		return nil
+	}
+	if timer == nil {
+		timer = realTimer
 	}
 	m.quotaStart(byPrefix)
 	return func(next http.Handler) http.Handler {
@@ -142,7 +175,7 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			qc := &quotaCall{g: g, m: m, s: s}
+			qc := &quotaCall{g: g, m: m, s: s, timer: timer}
 			if !qc.admit(w, r, qs) {
 				return
 			}
@@ -150,58 +183,61 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			hand := &quotaHandoff{qc: qc}
-			defer func() {
-				if !hand.taken.Load() {
-					qc.release()
-				}
-			}()
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), quotaHandoffKey{}, hand)))
-			if !hand.taken.Load() {
-				qc.counted(s.Status)
-			}
+			defer qc.release() // what the guard did not take over: it refused the call, or a panic
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), quotaCallKey{}, qc)))
+			qc.counted(s.Status)
 		})
 	}
 }
 
-// quotaHandoff lets the async shim take a provision's quota locks over
-// when it answers 202 while the broker call runs on: the locks are then
-// released when that call ends and its inventory record is written, not
-// with the 202, so that the next provision's count sees the instance.
-type quotaHandoff struct {
-	qc    *quotaCall
-	taken atomic.Bool
-}
+type quotaCallKey struct{}
 
-type quotaHandoffKey struct{}
-
-// quotaHandoffOf is the handoff of r's provision; nil without quotas.
-func quotaHandoffOf(ctx context.Context) *quotaHandoff {
-	h, _ := ctx.Value(quotaHandoffKey{}).(*quotaHandoff)
-	return h
-}
-
-// end counts and releases what the shim took over, once its broker call
-// ended with status.
-func (h *quotaHandoff) end(status int) {
-	h.qc.counted(status)
-	h.qc.release()
+// quotaAdmitted is called by the guard once a provision holds its own
+// operation lock: the provision's quotas' locks are released (it counts
+// as in flight from now on), after a check that each was still held, so
+// that no other count ran between this provision's count and its lock
+// (see quotaCall.admitted). A non-nil answer is the refusal to send
+// instead of going on; the guard releases its lock first. nil also
+// without quotas.
+func quotaAdmitted(ctx context.Context) error {
+	qc, _ := ctx.Value(quotaCallKey{}).(*quotaCall)
+	if qc == nil {
+		return nil
+	}
+	return qc.admitted()
 }
 
 // quotaCall is one provision passing the quota stage.
 type quotaCall struct {
-	g    *guard
-	m    *Metrics
-	s    *Scope
-	held []*quotaRule
-	used []int // the count of each held quota, before this provision
+	g      *guard
+	m      *Metrics
+	s      *Scope
+	timer  Timer
+	held   []heldQuota
+	counts []quotaCount // each held quota's count, before this provision
+	// waitEnds fires when this provision has waited quotaWait for quotas'
+	// locks others hold (started at its first wait; nil before).
+	waitEnds <-chan time.Time
+	stopWait func() bool
 }
 
-// admit takes the lock of every quota the provision counts against and
-// checks each count, in configuration order (the tenant's, then the
-// route's: the same order for every provision, so two never wait on each
-// other). It answers the platform and returns false when the provision
-// may not go on; the locks taken are then released.
+// heldQuota is a quota's lock a provision holds.
+type heldQuota struct {
+	q    *quotaRule
+	lock store.Lock
+}
+
+// quotaCount is what one quota counted for a provision.
+type quotaCount struct {
+	q                  *quotaRule
+	recorded, inFlight int
+}
+
+// admit takes the lock of every quota the provision counts against, in
+// configuration order (the tenant's, then the route's: the same order for
+// every provision, so two never wait on each other), then counts each
+// under them. It answers the platform and returns false when the
+// provision may not go on; the locks taken are then released.
 func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRule) bool {
 	s := qc.s
 	u := s.route.up
@@ -218,6 +254,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
 	defer cancel()
+	defer qc.stopWaiting()
 	if _, err := qc.g.st.GetInstance(ctx, u.name, s.Call.InstanceID); err == nil {
 		return true // a repeat: no new instance
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -228,31 +265,57 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 		if !q.matches(ix, req.ServiceID, req.PlanID) {
 			continue
 		}
-		if err := qc.lock(ctx, q); err != nil {
+		if err := qc.lock(ctx, r, q); err != nil {
 			qc.release()
-			qc.unavailable(w, r, err)
+			qc.refuse(w, r, err)
 			return false
 		}
-		n, err := qc.count(ctx, q, ix)
+	}
+	if len(qc.held) == 0 {
+		return true
+	}
+	flights, err := qc.flights(ctx, u.name, s.Call.InstanceID)
+	if err != nil {
+		qc.release()
+		qc.unavailable(w, r, err)
+		return false
+	}
+	for _, h := range qc.held {
+		c, err := qc.count(ctx, h.q, ix, flights)
 		if err != nil {
 			qc.release()
 			qc.unavailable(w, r, err)
 			return false
 		}
-		qc.m.quotaSet(q, n)
-		qc.used[len(qc.used)-1] = n
-		if n >= q.max {
+		qc.m.quotaSet(h.q, c.recorded+c.inFlight)
+		qc.counts = append(qc.counts, c)
+		if c.recorded+c.inFlight >= h.q.max {
 			qc.release()
-			s.fail(w, quotaRefusal(q, n))
+			s.fail(w, quotaRefusal(h.q, c.recorded, c.inFlight))
 			return false
 		}
 	}
 	return true
 }
 
+// refuse answers a provision whose quotas' locks could not be had: the
+// platform went away (nothing is sent), another provision holds one (the
+// *osb.Error of lock: 429), or the store failed (503).
+func (qc *quotaCall) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	var busy *osb.Error
+	switch {
+	case qc.s.wentAway(r, err):
+	case errors.As(err, &busy):
+		qc.s.fail(w, busy)
+	default:
+		qc.unavailable(w, r, err)
+	}
+}
+
 // quotaRefusal says which quota the provision would exceed, what it
-// admits, and what the tenant holds.
-func quotaRefusal(q *quotaRule, n int) *osb.Error {
+// admits, and what the tenant holds: recorded instances, and inFlight
+// more that are being provisioned or not yet known to be gone.
+func quotaRefusal(q *quotaRule, recorded, inFlight int) *osb.Error {
 	what := "service instances"
 	switch {
 	case q.service != "" && q.plan != "":
@@ -262,96 +325,13 @@ func quotaRefusal(q *quotaRule, n int) *osb.Error {
 	case q.plan != "":
 		what = fmt.Sprintf("instances of plan %q", q.plan)
 	}
+	holds := strconv.Itoa(recorded + inFlight)
+	if inFlight > 0 {
+		holds += fmt.Sprintf(" (%d of them still being provisioned, or not yet known to be gone after a failed provision)", inFlight)
+	}
 	return &osb.Error{Status: quotaStatus, Description: fmt.Sprintf(
-		"quota %q of tenant %q is reached: it admits %d %s and the tenant holds %d; delete one first, or ask the operator to raise the quota",
-		q.label, q.tenant, q.max, what, n)}
-}
-
-// lock takes q's lock: this replica's turn first, then the store's, which
-// another replica may hold (tried again, with pauses up to quotaWaitMax,
-// until ctx ends).
-func (qc *quotaCall) lock(ctx context.Context, q *quotaRule) error {
-	select {
-	case q.local <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for quota %q: %w", q.label, ctx.Err())
-	}
-	l := q.lock
-	now := qc.g.now()
-	l.Owner, l.Started, l.Deadline = newRequestID(), now, now.Add(qc.s.route.up.timeout+syncHoldMargin)
-	wait := time.Millisecond
-	for {
-		_, err := qc.g.st.Acquire(ctx, l)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, store.ErrHeld) {
-			<-q.local
-			// No answer is not a no: the store may still take it; the
-			// retry queue releases it once the store answers.
-			qc.g.retry.add(pending{lock: l, unconfirmed: true, cause: err})
-			return err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			<-q.local
-			return fmt.Errorf("waiting for quota %q held by another replica: %w", q.label, ctx.Err())
-		}
-		wait = min(2*wait, quotaWaitMax)
-	}
-	qc.held = append(qc.held, &quotaRule{tenant: q.tenant, label: q.label, lock: l, local: q.local, max: q.max})
-	qc.used = append(qc.used, 0)
-	return nil
-}
-
-// release gives back every quota lock held, last first.
-func (qc *quotaCall) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	for i := len(qc.held) - 1; i >= 0; i-- {
-		h := qc.held[i]
-		qc.g.release(ctx, h.lock)
-		<-h.local
-	}
-	qc.held = nil
-}
-
-// count is how many of the tenant's instances count against q, read from
-// the inventory: the store's counters for a quota on every service and
-// plan, else the tenant's instances listed (stopping once the maximum is
-// reached).
-func (qc *quotaCall) count(ctx context.Context, q *quotaRule, ix *rules.Index) (int, error) {
-	n := 0
-	for _, b := range q.brokers {
-		f := store.InstanceFilter{Broker: b, Tenant: q.tenant}
-		if q.service == "" && q.plan == "" {
-			c, err := qc.g.st.CountInstances(ctx, f)
-			if err != nil {
-				return 0, err
-			}
-			n += c
-			continue
-		}
-		for cursor := ""; ; {
-			page, next, err := qc.g.st.ListInstances(ctx, f, cursor, store.MaxListLimit)
-			if err != nil {
-				return 0, err
-			}
-			for _, in := range page {
-				if q.matches(ix, in.ServiceID, in.PlanID) {
-					n++
-				}
-			}
-			if next == "" || n >= q.max {
-				break
-			}
-			cursor = next
-		}
-	}
-	return n, nil
+		"quota %q of tenant %q is reached: it admits %d %s and the tenant holds %s; delete one first, or ask the operator to raise the quota",
+		q.label, q.tenant, q.max, what, holds)}
 }
 
 // counted updates the quotas' metric after the provision's answer: one
@@ -360,13 +340,14 @@ func (qc *quotaCall) counted(status int) {
 	if status != http.StatusCreated && status != http.StatusOK && status != http.StatusAccepted {
 		return
 	}
-	for i, h := range qc.held {
-		qc.m.quotaSet(h, qc.used[i]+1)
+	for _, c := range qc.counts {
+		qc.m.quotaSet(c.q, c.recorded+c.inFlight+1)
 	}
 }
 
 // unavailable answers 503 when the inventory or the quota's lock could not
-// be had: the provision does not reach the broker.
+// be had because the store did not answer: the provision does not reach
+// the broker.
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	u := qc.s.route.up
 	qc.g.metrics.StoreError("quota")
@@ -378,7 +359,7 @@ func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err err
 
 func newQuotaGauge() *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "osb_gateway_quota_used",
-		Help: "Service instances counted against each quota, by tenant and quota, as of the latest provision that counted them."},
+		Help: "Service instances counted against each quota (recorded and in flight), by tenant and quota, as of the latest provision that counted them."},
 		[]string{"tenant", "quota"})
 }
 

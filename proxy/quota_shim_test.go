@@ -10,11 +10,14 @@ import (
 )
 
 // TestQuotaHeldThroughTheShim: a provision the async shim answers 202 for
-// keeps its quota's lock until its broker call has ended and the instance
-// is recorded, not only until the 202: a second provision against a quota
-// of 1 waits meanwhile, then counts the first instance and is refused,
-// never reaching the broker. (It used to pass with the 202, count nothing,
-// and reach the broker: two instances under a quota of one.)
+// counts against its quota until its broker call has ended and the
+// instance is recorded, not only until the 202: a second provision against
+// a quota of 1, sent while the first's call is at the broker, is refused
+// (the first counted in flight, by its operation lock), and so is a third
+// once the first is recorded; neither reaches the broker. The quota's own
+// lock is not held over the broker call: only the count and the admission.
+// (It used to pass with the 202, count nothing, and reach the broker: two
+// instances under a quota of one.)
 func TestQuotaHeldThroughTheShim(t *testing.T) {
 	e := newShimEnv(t, shimOptions{quotas: "    quotas: [{name: one, max_instances: 1}]"})
 	t.Cleanup(func() { // a provision that got past the quota (the bug) must not hold the servers' close
@@ -33,17 +36,26 @@ func TestQuotaHeldThroughTheShim(t *testing.T) {
 	if a := wait(t, first); a.status != http.StatusAccepted {
 		t.Fatalf("first provision: %d %s, want the shim's 202", a.status, a.body)
 	}
-	if l := e.lock(t, store.LockKey("quota:t1", "one")); l.Key == "" {
-		t.Error("the quota's lock was released with the 202, before the broker call ended")
+	if l := e.lock(t, store.LockKey("quota:t1", "one")); l.Key != "" {
+		t.Errorf("the quota's lock is held over the broker call: %+v", l)
 	}
-	second := e.send(t, "PUT", "/v2/service_instances/held2?accepts_incomplete=true", "2.15", shimProvision)
-	release() // the first's broker call ends; its record is written, then the quota's lock released
-	a := wait(t, second)
-	if a.status != http.StatusUnprocessableEntity || !strings.Contains(a.body, `quota \"one\" of tenant \"t1\" is reached`) {
-		t.Errorf("second provision: %d %s, want 422 naming the quota", a.status, a.body)
+	refused := func(what string, a reply, inFlight bool) {
+		t.Helper()
+		want := `quota \"one\" of tenant \"t1\" is reached: it admits 1 service instances and the tenant holds 1`
+		if inFlight {
+			want += " (1 of them still being provisioned"
+		} else {
+			want += ";"
+		}
+		if a.status != http.StatusUnprocessableEntity || !strings.Contains(a.body, want) {
+			t.Errorf("%s: %d %s, want 422 with %s", what, a.status, a.body, want)
+		}
 	}
+	refused("second provision, the first at the broker", wait(t, e.send(t, "PUT", "/v2/service_instances/held2?accepts_incomplete=true", "2.15", shimProvision)), true)
+	release() // the first's broker call ends; its record is written
+	e.waitShim(t, store.LockKey("b", "held1"), store.StateSucceeded)
+	refused("third provision, the first recorded", wait(t, e.send(t, "PUT", "/v2/service_instances/held3?accepts_incomplete=true", "2.15", shimProvision)), false)
 	if n := e.broker.Count(samplebroker.EndpointProvision); n != 1 {
 		t.Errorf("the broker got %d provisions, want 1", n)
 	}
-	e.waitShim(t, store.LockKey("b", "held1"), store.StateSucceeded)
 }

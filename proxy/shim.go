@@ -162,9 +162,6 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 		if r.Context().Err() == nil && c.state.CompareAndSwap(shimRunning, shimClaiming) {
 			ok := g.claimShim(s, call)
 			if ok {
-				if h := quotaHandoffOf(r.Context()); h != nil {
-					h.taken.Store(true) // released by runShimmed when the broker call ends
-				}
 				c.state.Store(shimShimmed)
 			} else {
 				c.state.Store(shimDirect)
@@ -198,9 +195,6 @@ func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *sh
 		return
 	}
 	g.concludeShim(s, buf, panicked)
-	if h := quotaHandoffOf(r.Context()); h != nil && h.taken.Load() {
-		h.end(buf.status)
-	}
 }
 
 // serveRecovering serves r with h and returns what h panicked with, if it
