@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,12 @@ type authEnv struct {
 
 func newAuthEnv(t *testing.T, brokerYAML string) *authEnv {
 	t.Helper()
+	return newAuthEnvTimeout(t, 10*time.Second, brokerYAML)
+}
+
+// newAuthEnvTimeout is newAuthEnv with brokers[].timeout timeout.
+func newAuthEnvTimeout(t *testing.T, timeout time.Duration, brokerYAML string) *authEnv {
+	t.Helper()
 	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := &authEnv{dir: t.TempDir(), reg: prometheus.NewRegistry()}
 	e.broker = samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: -1, Now: clk.Now})
@@ -47,7 +54,7 @@ admin: {address: "off"}
 brokers:
   - name: b
     url: ` + bs.URL + `
-    timeout: 10s
+    timeout: ` + timeout.String() + `
 ` + brokerYAML + `
 tenants:
   - name: t
@@ -194,25 +201,46 @@ func gaugeOf(t *testing.T, reg *prometheus.Registry, metric, which string) float
 
 // tokenEndpoint is an OAuth2 token endpoint for the client-credentials
 // grant (RFC 6749 4.4): it checks the client and the grant and issues
-// "tok-N" tokens valid for expiresIn seconds.
+// "tok-N" tokens valid for expiresIn seconds. hang makes it hold each
+// request until the request ends (or the test does); garbage, when set,
+// is its answer: 200, text/html.
 type tokenEndpoint struct {
 	id, secret string
 	expiresIn  int
 	issued     atomic.Int32
 	scopes     atomic.Value // the last request's scope
 	srv        *httptest.Server
+	requests   atomic.Int32 // every request
+	hang       atomic.Bool
+	garbage    atomic.Pointer[string]
+	stop       chan struct{} // closed when the test ends
 }
 
 func newTokenEndpoint(t *testing.T, id, secret string, expiresIn int) *tokenEndpoint {
-	te := &tokenEndpoint{id: id, secret: secret, expiresIn: expiresIn}
+	te := &tokenEndpoint{id: id, secret: secret, expiresIn: expiresIn, stop: make(chan struct{})}
 	te.srv = httptest.NewServer(http.HandlerFunc(te.serve))
 	t.Cleanup(te.srv.Close)
+	t.Cleanup(func() { close(te.stop) }) // first: no request hangs on
 	return te
 }
 
 func (te *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
+	te.requests.Add(1)
+	err := r.ParseForm() // the body read, r.Context ends when the gateway hangs up
+	if te.hang.Load() {
+		select {
+		case <-r.Context().Done():
+		case <-te.stop:
+		}
+		return
+	}
+	if g := te.garbage.Load(); g != nil {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, *g)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost || r.PostForm.Get("grant_type") != "client_credentials" {
+	if err != nil || r.Method != http.MethodPost || r.PostForm.Get("grant_type") != "client_credentials" {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":"unsupported_grant_type"}`)
 		return
@@ -329,4 +357,121 @@ func TestBrokerBearerTokenFile(t *testing.T) {
 		!strings.Contains(*he.Description, "refused the gateway's bearer token") {
 		t.Errorf("provision with a refused token: %v, want 502 saying the broker refused the token", err)
 	}
+}
+
+// TestBrokerOAuth2TokenEndpointHangs: four platforms poll through a
+// gateway whose broker's OAuth2 token endpoint hangs. They used to wait
+// one after the other (2, 4, 6 and 8 times brokers[].timeout: one fetch
+// at a time, each trying two ways to send the client credentials) and
+// then read a 503 naming the endpoint's URL. Now the four share one fetch
+// (one request to the endpoint), each answer is a 504 within the broker's
+// timeout that names no address; an endpoint that answers garbage gets a
+// 502 that says so; and once the endpoint answers again, a lifecycle
+// runs.
+func TestBrokerOAuth2TokenEndpointHangs(t *testing.T) {
+	const T = time.Second
+	te := newTokenEndpoint(t, "gw-client", "client-s3cret", 3600)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "secret"), "client-s3cret")
+	e := newAuthEnvTimeout(t, T, `    auth: {type: oauth2, token_url: "`+te.srv.URL+`/oauth/token", client_id: gw-client, client_secret_file: `+filepath.Join(dir, "secret")+`}`)
+	e.broker.SetAuthorization(func(h string) bool { return h != "" && h == te.current() })
+	te.hang.Store(true)
+	host := strings.TrimPrefix(te.srv.URL, "http://")
+	_, port, _ := strings.Cut(host, ":")
+	poll := func(id string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/t/b/v2/service_instances/"+id+"/last_operation", nil)
+		req.SetBasicAuth("platform-user", "platform-pass")
+		req.Header.Set("X-Broker-API-Version", "2.14")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		var body strings.Builder
+		_, _ = io.Copy(&body, res.Body)
+		return res.StatusCode, body.String()
+	}
+	withheld := func(what, body string) {
+		t.Helper()
+		for _, leak := range []string{host, port, "127.0.0.1", "/oauth/token", "s3cret"} {
+			if strings.Contains(body, leak) {
+				t.Errorf("%s: the answer holds %q: %s", what, leak, body)
+			}
+		}
+	}
+	start := time.Now()
+	type answer struct {
+		status int
+		body   string
+	}
+	answers := make([]answer, 4)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].status, answers[i].body = poll(fmt.Sprintf("h%d", i))
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(start); took >= 2*T {
+		t.Errorf("the four polls took %s, want each answered within the broker's timeout %s (less than %s)", took, T, 2*T)
+	}
+	if n := te.requests.Load(); n != 1 {
+		t.Errorf("the token endpoint got %d requests while it hung, want 1 (one fetch for the four calls)", n)
+	}
+	for i, a := range answers {
+		const want = `{"description":"broker \"b\" was not called: its OAuth2 token endpoint did not answer within 1s"}`
+		if a.status != http.StatusGatewayTimeout || strings.TrimSpace(a.body) != want {
+			t.Errorf("poll %d: %d %s, want 504 %s", i, a.status, a.body, want)
+		}
+		withheld(fmt.Sprintf("poll %d", i), a.body)
+	}
+	// The fetch ends at its own deadline (one broker timeout), counted.
+	waitFor(t, "the token fetch to end", func() bool { return counterOf(t, e.reg, "osb_gateway_broker_token_fetches_total", "timeout") == 1 })
+
+	garbage := "<html><body>Sign in to the corporate proxy at 10.9.8.7</body></html>"
+	te.hang.Store(false)
+	te.garbage.Store(&garbage)
+	status, body := poll("g")
+	if want := "its OAuth2 token endpoint answered something that is not a token: invalid character '<' looking for beginning of value"; status != http.StatusBadGateway || !strings.Contains(body, want) {
+		t.Errorf("garbage: %d %s, want 502 saying %q", status, body, want)
+	}
+	withheld("garbage", body)
+	if strings.Contains(body, "10.9.8.7") {
+		t.Errorf("garbage: the answer quotes the token endpoint's body: %s", body)
+	}
+
+	te.garbage.Store(nil)
+	if err := authLifecycle(e.client(t), "recovered"); err != nil {
+		t.Errorf("after the token endpoint recovered: %v", err)
+	}
+	for _, x := range e.calls.exchanges() {
+		if x.Status == http.StatusUnauthorized {
+			t.Errorf("the broker refused %s %s", x.Method, x.Path)
+		}
+	}
+}
+
+// counterOf is the value of counter metric's series whose "outcome" label
+// is outcome (0: none).
+func counterOf(t *testing.T, reg *prometheus.Registry, metric, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != metric {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -10,16 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // brokerAuth is a broker's outbound authentication beyond one basic
@@ -82,7 +78,7 @@ func newBrokerAuth(b *config.Broker, rt http.RoundTripper, tc *tls.Config, log *
 		h := bearerHeader(b.Auth.Token.Reveal())
 		a.bearer.Store(&h)
 	case config.BrokerAuthOAuth2:
-		a.oauth = newOAuthTokens(b, tc)
+		a.oauth = newOAuthTokens(b, tc, log, &a.metrics)
 	default:
 		if b.NextPassword == "" {
 			return nil
@@ -136,7 +132,7 @@ func (a *brokerAuth) showCredential() {
 // Authorization in place, as the reverse proxy's Rewrite does: the
 // request is the proxy's (or the gateway's own) outgoing one.
 func (a *brokerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
-	hdr, err := a.credential()
+	hdr, err := a.credential(req.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +148,7 @@ func (a *brokerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 		discard(res)
 		return nil, a.refused("its body could not be sent a second time")
 	}
-	other, which, err := a.other(hdr)
+	other, which, err := a.other(req.Context(), hdr)
 	if err != nil {
 		discard(res)
 		return nil, err
@@ -178,21 +174,22 @@ func (a *brokerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 	return res, nil
 }
 
-// credential is the Authorization value to send first.
-func (a *brokerAuth) credential() ([]string, error) {
+// credential is the Authorization value to send first; ctx is the
+// call's (an OAuth2 token is waited for within its deadline).
+func (a *brokerAuth) credential(ctx context.Context) ([]string, error) {
 	switch a.kind {
 	case config.BrokerAuthBearer:
 		return *a.bearer.Load(), nil
 	case config.BrokerAuthOAuth2:
-		return a.oauth.header()
+		return a.oauth.header(ctx)
 	}
 	return a.basic[a.using.Load()], nil
 }
 
 // other is the Authorization value to send after refused got a 401, and
 // the index of the basic credential it is (-1 otherwise); nil when there
-// is no other: the token file holds the token refused.
-func (a *brokerAuth) other(refused []string) ([]string, int, error) {
+// is no other: the token file holds the token refused. ctx is the call's.
+func (a *brokerAuth) other(ctx context.Context, refused []string) ([]string, int, error) {
 	switch a.kind {
 	case config.BrokerAuthBearer:
 		data, err := os.ReadFile(a.tokenFile)
@@ -208,7 +205,7 @@ func (a *brokerAuth) other(refused []string) ([]string, int, error) {
 		a.log.Info("broker refused its bearer token; the token file held a new one", "broker", a.name)
 		return h, -1, nil
 	case config.BrokerAuthOAuth2:
-		h, err := a.oauth.refresh(refused)
+		h, err := a.oauth.refresh(ctx, refused)
 		if err != nil {
 			return nil, -1, err
 		}
@@ -258,13 +255,37 @@ func (a *brokerAuth) refused(what string) error {
 // authFailed is a broker call that failed for the gateway's credentials:
 // the broker refused them, or no token could be had. Nothing the broker
 // did came of it. said is what a platform reads after "broker %q "
-// (upstream.errorHandler, describe); status is its answer's status.
+// (upstream.errorHandler, describe), never an address; status is its
+// answer's status.
 type authFailed struct {
 	status int
 	said   string
+	// noToken: no OAuth2 token could be had, so the call was not sent (or,
+	// after a 401, not sent again). A mutating call gets 429 in place of
+	// status, as the protections answer a call they keep from the broker:
+	// a 5xx to a provision or bind would set off the platform's orphan
+	// mitigation, and the broker made nothing.
+	noToken bool
+	// detail is the failure as operators read it, in the log and the
+	// broker call's client span: it may name the token endpoint. "": said.
+	detail string
 }
 
-func (e *authFailed) Error() string { return e.said }
+// Error is detail, else said: what the log and the client span record.
+func (e *authFailed) Error() string {
+	if e.detail != "" {
+		return e.detail
+	}
+	return e.said
+}
+
+// statusFor is the status of the answer to a call of endpoint ep.
+func (e *authFailed) statusFor(ep rules.Endpoint) int {
+	if e.noToken && ep.Mutating() {
+		return http.StatusTooManyRequests
+	}
+	return e.status
+}
 
 // replayBody returns a reader over req's body for a second send: its
 // GetBody's, or the platform call's body the body stage buffered
@@ -298,107 +319,4 @@ func fileErrorText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
-}
-
-// oauthTokens are a broker's OAuth2 client-credentials tokens: cached by
-// oauth2.ReuseTokenSource, which fetches a new one before the cached one
-// expires (oauth2's expiry delta, 10s), and refreshed once by a 401.
-type oauthTokens struct {
-	cfg      clientcredentials.Config
-	ctx      context.Context // carries the token endpoint's HTTP client
-	endpoint string          // the token URL without its query, for errors
-	mu       sync.Mutex
-	src      oauth2.TokenSource
-	last     atomic.Pointer[oauthHeader]
-}
-
-type oauthHeader struct {
-	tok *oauth2.Token
-	hdr []string
-}
-
-func newOAuthTokens(b *config.Broker, tc *tls.Config) *oauthTokens {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if tc != nil && tc.RootCAs != nil {
-		tr.TLSClientConfig = &tls.Config{RootCAs: tc.RootCAs, MinVersion: tls.VersionTLS12}
-	}
-	client := &http.Client{Transport: tr, Timeout: b.Timeout}
-	o := &oauthTokens{
-		cfg: clientcredentials.Config{ClientID: b.Auth.ClientID, ClientSecret: b.Auth.ClientSecret.Reveal(),
-			TokenURL: b.Auth.TokenURL, Scopes: b.Auth.Scopes},
-		ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, client),
-		endpoint: b.Auth.TokenURL,
-	}
-	if u, err := url.Parse(b.Auth.TokenURL); err == nil {
-		u.RawQuery, u.Fragment = "", ""
-		o.endpoint = u.String()
-	}
-	o.src = oauth2.ReuseTokenSource(nil, o.raw())
-	return o
-}
-
-// raw fetches a new token on every call.
-func (o *oauthTokens) raw() oauth2.TokenSource {
-	return tokenFunc(func() (*oauth2.Token, error) { return o.cfg.Token(o.ctx) })
-}
-
-type tokenFunc func() (*oauth2.Token, error)
-
-func (f tokenFunc) Token() (*oauth2.Token, error) { return f() }
-
-// header is the Authorization value of a valid token, fetched when the
-// cached one is about to expire.
-func (o *oauthTokens) header() ([]string, error) {
-	o.mu.Lock()
-	src := o.src
-	o.mu.Unlock()
-	tok, err := src.Token()
-	if err != nil {
-		return nil, o.failed(err)
-	}
-	if l := o.last.Load(); l != nil && l.tok == tok {
-		return l.hdr, nil
-	}
-	l := &oauthHeader{tok: tok, hdr: bearerHeader(tok.AccessToken)}
-	o.last.Store(l)
-	return l.hdr, nil
-}
-
-// refresh returns a token other than refused: the cached one if another
-// call refreshed it meanwhile, else a new one from the token endpoint.
-func (o *oauthTokens) refresh(refused []string) ([]string, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if l := o.last.Load(); l != nil && l.hdr[0] != refused[0] && l.tok.Valid() {
-		return l.hdr, nil
-	}
-	tok, err := o.cfg.Token(o.ctx)
-	if err != nil {
-		return nil, o.failed(err)
-	}
-	o.src = oauth2.ReuseTokenSource(tok, o.raw())
-	l := &oauthHeader{tok: tok, hdr: bearerHeader(tok.AccessToken)}
-	o.last.Store(l)
-	return l.hdr, nil
-}
-
-// failed is the answer to a call for which no token could be had: 503,
-// naming the token endpoint and what it did, never its body. Nothing
-// reached the broker.
-func (o *oauthTokens) failed(err error) error {
-	var re *oauth2.RetrieveError
-	why := "could not be reached"
-	switch {
-	case errors.As(err, &re) && re.Response != nil:
-		why = fmt.Sprintf("answered %d", re.Response.StatusCode)
-		if re.ErrorCode != "" {
-			why += " " + re.ErrorCode
-		}
-	case errors.Is(err, context.DeadlineExceeded):
-		why = "did not answer in time"
-	case strings.Contains(err.Error(), "server response missing access_token"):
-		why = "answered without an access_token"
-	}
-	return &authFailed{status: http.StatusServiceUnavailable,
-		said: fmt.Sprintf("was not called: the gateway could not get an OAuth2 token for it from the token endpoint %s, which %s", o.endpoint, why)}
 }

@@ -8,16 +8,23 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // authBroker is a broker that accepts one Authorization value and records
@@ -151,34 +158,288 @@ func TestBrokerAuthBearerFile(t *testing.T) {
 	}
 }
 
-// TestBrokerAuthTokenEndpointDown: no token, no call; the error names the
-// token endpoint (without its query) and holds no secret.
-func TestBrokerAuthTokenEndpointDown(t *testing.T) {
-	te := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"error":"server_error","error_description":"client-s3cret"}`)
+// tokenServer is an OAuth2 token endpoint on loopback. It issues "tok"
+// (for an hour) unless answer is set, which then answers each request;
+// hang makes it hold every request until the request ends.
+type tokenServer struct {
+	srv      *httptest.Server
+	requests atomic.Int32
+	mu       sync.Mutex
+	answer   http.HandlerFunc
+	hang     bool
+	stop     chan struct{} // closed when the test ends: no request hangs on
+}
+
+func newTokenServer(t *testing.T) *tokenServer {
+	ts := &tokenServer{stop: make(chan struct{})}
+	ts.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts.requests.Add(1)
+		_ = r.ParseForm() // the body read, the server sees the client hang up (r.Context)
+		ts.mu.Lock()
+		answer, hang := ts.answer, ts.hang
+		ts.mu.Unlock()
+		switch {
+		case hang:
+			select {
+			case <-r.Context().Done():
+			case <-ts.stop:
+			}
+		case answer != nil:
+			answer(w, r)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"access_token":"tok","token_type":"Bearer","expires_in":3600}`)
+		}
 	}))
-	defer te.Close()
-	br := &authBroker{}
+	t.Cleanup(ts.srv.Close)
+	t.Cleanup(func() { close(ts.stop) }) // first
+	return ts
+}
+
+func (ts *tokenServer) set(hang bool, answer http.HandlerFunc) {
+	ts.mu.Lock()
+	ts.answer, ts.hang = answer, hang
+	ts.mu.Unlock()
+}
+
+// oauthAuth is the brokerAuth of broker "b" with the token endpoint
+// tokenURL and timeout, and the metrics it counts its fetches on.
+func oauthAuth(t *testing.T, tokenURL string, timeout time.Duration) (*brokerAuth, *Metrics) {
+	m, err := NewMetrics(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newBrokerAuth(&config.Broker{Name: "b", Timeout: timeout, Auth: &config.BrokerAuth{Type: "oauth2", TokenURL: tokenURL,
+		ClientID: "gw", ClientSecret: "client-s3cret"}}, http.DefaultTransport, nil, slog.New(slog.DiscardHandler))
+	a.start(m, nil)
+	return a, m
+}
+
+func tokenFetches(m *Metrics, outcome string) float64 {
+	var d dto.Metric
+	if err := m.tokenFetches.WithLabelValues("b", outcome).Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}
+
+// TestBrokerAuthTokenEndpointFailures: no token, no call; what the token
+// endpoint did is said accurately (a refused connection is not "not a
+// token", garbage is not "could not be reached"), with 502 for a read and
+// 429 for a mutating call (the broker made nothing: no orphan mitigation),
+// and never where the endpoint is, nor its answer's body; the log and span
+// text (Error) names the endpoint, without its query.
+func TestBrokerAuthTokenEndpointFailures(t *testing.T) {
+	ts := newTokenServer(t)
+	dead := "http://" + osbtest.DeadAddr(t)
+	answer := func(status int, ctype, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ctype)
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, body)
+		}
+	}
+	const html = "text/html; charset=utf-8"
+	for _, c := range []struct {
+		name, endpoint string
+		answer         http.HandlerFunc
+		outcome, said  string
+	}{
+		{"refuses connections", dead, nil, tokenUnreachable,
+			"was not called: its OAuth2 token endpoint could not be reached: it refused the connection"},
+		{"an HTML page", ts.srv.URL, answer(200, html, "<html><body>login</body></html>"), tokenNotAToken,
+			"was not called: its OAuth2 token endpoint answered something that is not a token: invalid character '<' looking for beginning of value"},
+		{"JSON without access_token", ts.srv.URL, answer(200, "application/json", `{"token_type":"Bearer"}`), tokenNotAToken,
+			"was not called: its OAuth2 token endpoint answered something that is not a token: it holds no access_token"},
+		{"the client credentials refused", ts.srv.URL, answer(401, "application/json", `{"error":"invalid_client","error_description":"client-s3cret is wrong"}`), tokenRefused,
+			"was not called: its OAuth2 token endpoint refused the gateway's client credentials: it answered 401 invalid_client (brokers[].auth.client_id, client_secret_file, scopes)"},
+		{"a 500", ts.srv.URL, answer(500, "application/json", `{"error":"server_error","error_description":"client-s3cret"}`), tokenFailed,
+			"was not called: its OAuth2 token endpoint failed: it answered 500 server_error"},
+		{"an HTML error page", ts.srv.URL, answer(502, html, "<html>bad gateway at 10.1.2.3</html>"), tokenFailed,
+			"was not called: its OAuth2 token endpoint failed: it answered 502"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts.set(false, c.answer)
+			br := &authBroker{}
+			srv := httptest.NewServer(br)
+			defer srv.Close()
+			a, m := oauthAuth(t, c.endpoint+"/token?tenant=x", 5*time.Second)
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			_, err := a.RoundTrip(req)
+			var af *authFailed
+			if !errors.As(err, &af) || af.status != http.StatusBadGateway || !af.noToken {
+				t.Fatalf("err = %#v, want a 502 for want of a token", err)
+			}
+			if af.said != c.said {
+				t.Errorf("said\n %q, want\n %q", af.said, c.said)
+			}
+			if got := af.statusFor(rules.Provision); got != http.StatusTooManyRequests {
+				t.Errorf("a provision's status %d, want 429", got)
+			}
+			if got := af.statusFor(rules.InstanceLastOperation); got != http.StatusBadGateway {
+				t.Errorf("a poll's status %d, want 502", got)
+			}
+			u, _ := url.Parse(c.endpoint)
+			for _, leak := range []string{u.Host, u.Port(), "127.0.0.1", "10.1.2.3", "s3cret", "tenant=x", "http"} {
+				if strings.Contains(af.said, leak) {
+					t.Errorf("said %q holds %q", af.said, leak)
+				}
+			}
+			if want := "OAuth2 token endpoint " + c.endpoint + "/token: "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Error() = %q, want it to start %q (for the log and the span)", err.Error(), want)
+			}
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "tenant=x") {
+				t.Errorf("Error() = %q shows the secret or the query", err.Error())
+			}
+			if got := br.take(); len(got) != 0 {
+				t.Errorf("broker saw %q, want nothing", got)
+			}
+			if n := tokenFetches(m, c.outcome); n != 1 {
+				t.Errorf("token fetches{outcome=%q} = %v, want 1", c.outcome, n)
+			}
+		})
+	}
+}
+
+// TestBrokerAuthHangingTokenEndpoint is the regression test of a hanging
+// token endpoint serialising every call to its broker: four calls with a
+// timeout T waited 2T, 4T, 6T and 8T (one fetch after the other, each
+// trying two ways to send the client credentials) and got 503. Now they
+// share one fetch, each leaves at its own deadline with a 504 that names
+// no address, the endpoint gets one request, and once it answers again
+// the next call gets a token.
+func TestBrokerAuthHangingTokenEndpoint(t *testing.T) {
+	const T = time.Second
+	ts := newTokenServer(t)
+	ts.set(true, nil)
+	br := &authBroker{accept: "Bearer tok"}
 	srv := httptest.NewServer(br)
 	defer srv.Close()
-	a := newBrokerAuth(&config.Broker{Name: "b", Timeout: 5e9, Auth: &config.BrokerAuth{Type: "oauth2", TokenURL: te.URL + "/token?tenant=x",
-		ClientID: "gw", ClientSecret: "client-s3cret"}}, http.DefaultTransport, nil, slog.New(slog.DiscardHandler))
-	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	_, err := a.RoundTrip(req)
+	a, m := oauthAuth(t, ts.srv.URL+"/token", T)
+	call := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v2/service_instances/i/last_operation", nil)
+		res, err := a.RoundTrip(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		return err
+	}
+	start := time.Now()
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeoutCause(context.Background(), T, errBrokerTimeout)
+			defer cancel()
+			errs[i] = call(ctx)
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(start); took >= 2*T {
+		t.Errorf("the four calls took %s, want each within its timeout %s (less than %s)", took, T, 2*T)
+	}
+	if n := ts.requests.Load(); n != 1 {
+		t.Errorf("the token endpoint got %d requests, want 1 (one fetch, shared)", n)
+	}
+	for i, err := range errs {
+		var af *authFailed
+		if !errors.As(err, &af) || af.status != http.StatusGatewayTimeout {
+			t.Errorf("call %d: %v, want a 504", i, err)
+			continue
+		}
+		if want := "was not called: its OAuth2 token endpoint did not answer within 1s"; af.said != want {
+			t.Errorf("call %d said %q, want %q", i, af.said, want)
+		}
+		if u, _ := url.Parse(ts.srv.URL); strings.Contains(af.said, u.Host) || strings.Contains(af.said, u.Port()) {
+			t.Errorf("call %d said %q, which names the token endpoint", i, af.said)
+		}
+	}
+	// The fetch ends at its own deadline (the broker's timeout), counted.
+	waitFor(t, func() bool { return tokenFetches(m, tokenNoAnswer) == 1 })
+	ts.set(false, nil)
+	if err := call(context.Background()); err != nil {
+		t.Fatalf("after the token endpoint recovered: %v", err)
+	}
+	if got := br.take(); len(got) != 1 || got[0] != "Bearer tok " {
+		t.Errorf("broker saw %q, want one call with the token", got)
+	}
+	if n := ts.requests.Load(); n != 2 {
+		t.Errorf("the token endpoint got %d requests, want 2", n)
+	}
+}
+
+// TestBrokerAuthTokenFetchOutlivesItsFirstCaller: the call that started a
+// fetch leaves at its deadline, and the fetch goes on for a call that
+// waits longer: the token endpoint's answer after the first caller left
+// serves the second, with no second request.
+func TestBrokerAuthTokenFetchOutlivesItsFirstCaller(t *testing.T) {
+	ts := newTokenServer(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	ts.set(false, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"tok","expires_in":3600}`)
+	})
+	br := &authBroker{accept: "Bearer tok"}
+	srv := httptest.NewServer(br)
+	defer srv.Close()
+	a, _ := oauthAuth(t, ts.srv.URL+"/token", time.Minute)
+	call := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		res, err := a.RoundTrip(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		return err
+	}
+	first, cancel := context.WithCancelCause(context.Background())
+	firstErr := make(chan error, 1)
+	go func() { firstErr <- call(first) }()
+	waitFor(t, func() bool { return ts.requests.Load() == 1 })
+	second := make(chan error, 1)
+	go func() { second <- call(context.Background()) }()
+	cancel(errBrokerTimeout) // the first caller's timeout passes
 	var af *authFailed
-	if !errors.As(err, &af) || af.status != http.StatusServiceUnavailable {
-		t.Fatalf("err = %v, want a 503", err)
+	select {
+	case err := <-firstErr:
+		if !errors.As(err, &af) || af.status != http.StatusGatewayTimeout {
+			t.Errorf("first call: %v, want a 504", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first call did not leave when its timeout passed")
 	}
-	if want := "token endpoint " + te.URL + "/token, which answered 500 server_error"; !strings.Contains(af.said, want) {
-		t.Errorf("said %q, want …%s…", af.said, want)
+	once.Do(func() { close(release) })
+	if err := <-second; err != nil {
+		t.Errorf("second call: %v, want the token the fetch got after the first call left", err)
 	}
-	if strings.Contains(af.said, "s3cret") || strings.Contains(af.said, "tenant=x") {
-		t.Errorf("said %q shows the secret or the query", af.said)
+	if n := ts.requests.Load(); n != 1 {
+		t.Errorf("the token endpoint got %d requests, want 1", n)
 	}
-	if got := br.take(); len(got) != 0 {
-		t.Errorf("broker saw %q, want nothing", got)
+}
+
+// TestBrokerAuthTokenWaitPlatformGone: a call whose platform went away
+// while it waited for a token ends with the context's cause, not a 504:
+// the upstream stage records it as 499.
+func TestBrokerAuthTokenWaitPlatformGone(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.set(true, nil)
+	a, _ := oauthAuth(t, ts.srv.URL, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:1/", nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.RoundTrip(req)
+		done <- err
+	}()
+	waitFor(t, func() bool { return ts.requests.Load() == 1 })
+	cancel()
+	var af *authFailed
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.As(err, &af) {
+		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
 
@@ -252,4 +513,64 @@ func testutilCount(m *Metrics) int {
 	m.brokerCred.Collect(ch)
 	close(ch)
 	return len(ch)
+}
+
+// TestBrokerAuthNoTokenCountsAsABrokerFailure: a call that gets no OAuth2
+// token failed as a call to an unreachable broker does, whatever its
+// status (a read's 502, a mutating call's 429), so the breaker opens after
+// brokers[].breaker.failures of them and later calls are answered at
+// once. The deprovision's 429 leaves no lock and no orphan: it was never
+// sent.
+func TestBrokerAuthNoTokenCountsAsABrokerFailure(t *testing.T) {
+	clk := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("client-s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+admin: {address: "off"}
+brokers:
+  - name: b
+    url: http://`+osbtest.DeadAddr(t)+`
+    timeout: 5s
+    validation: {without_catalog: forward}
+    breaker: {failures: 2, open_for: 1h}
+    auth: {type: oauth2, token_url: "http://`+osbtest.DeadAddr(t)+`/token", client_id: gw, client_secret_file: secret}
+tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], routes: [{broker: b}]}]
+`), config.Options{BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(nil) })
+	gw := httptest.NewServer(g)
+	t.Cleanup(gw.Close)
+	send := func(method, path string) callReply {
+		req, _ := http.NewRequest(method, gw.URL+"/t1/b"+path, nil)
+		req.SetBasicAuth("t1-user", "t1-pass")
+		req.Header.Set("X-Broker-API-Version", "2.14")
+		return roundTrip(req)
+	}
+	const noToken = `broker \"b\" was not called: its OAuth2 token endpoint could not be reached: it refused the connection`
+	if r := send("GET", "/v2/service_instances/i/last_operation"); r.status != 502 || !strings.Contains(r.body, noToken) {
+		t.Errorf("poll: %d %s, want 502 saying %s", r.status, r.body, noToken)
+	}
+	query := "?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanSyncID
+	if r := send("DELETE", "/v2/service_instances/i"+query); r.status != 429 || !strings.Contains(r.body, noToken) {
+		t.Errorf("deprovision: %d %s, want 429 saying %s", r.status, r.body, noToken)
+	}
+	if ls, _ := st.List(context.Background(), store.ListFilter{}); len(ls) != 0 {
+		t.Errorf("locks after the deprovision: %+v", ls)
+	}
+	if orphans, _ := st.ListOrphans(context.Background()); len(orphans) != 0 {
+		t.Errorf("orphans after the deprovision: %+v", orphans)
+	}
+	r := send("GET", "/v2/service_instances/i/last_operation")
+	if want := `broker \"b\" is failing: last error: ` + noToken; r.status != 503 || !strings.Contains(r.body, want) {
+		t.Errorf("after two calls without a token: %d %s, want 503 from the breaker saying %s", r.status, r.body, want)
+	}
 }

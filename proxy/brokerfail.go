@@ -48,11 +48,40 @@ func said(err error) string {
 	return err.Error()
 }
 
-// describe says what went wrong with a broker call, for a platform: TLS
-// failures by kind, with the setting that fixes them, then connection
-// failures. It never quotes the Go error, which names the broker's
-// address (and, for a certificate, the name or IP the gateway checked).
+// describe says what went wrong with a broker call, for a platform: the
+// gateway's credentials (brokerauth.go: nothing of an address in it), then
+// describeFailure's transport failures, with the broker's settings that
+// fix them.
 func (u *upstream) describe(err error) string {
+	var auth *authFailed
+	if errors.As(err, &auth) {
+		return auth.said
+	}
+	h := brokerHints
+	if len(u.tls.Certificates) == 0 {
+		h.clientCert = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
+	}
+	return describeFailure(err, h)
+}
+
+// failureHints are the settings describeFailure names for a failure of
+// the kind: the CAs trusted, the name checked, the URL's scheme, a client
+// certificate missing.
+type failureHints struct{ ca, name, scheme, clientCert string }
+
+var brokerHints = failureHints{
+	ca:     " (brokers[].tls.ca_file names the CA to trust)",
+	name:   " (the URL's host, or brokers[].tls.server_name)",
+	scheme: " (is the URL's scheme right?)",
+}
+
+// describeFailure says what went wrong with a call to a server of the
+// broker's (the broker, its OAuth2 token endpoint) that got no answer, for
+// a platform: TLS failures by kind, with the setting that fixes them (h),
+// then connection failures. It never quotes the Go error, which names the
+// server's address (and, for a certificate, the name or IP the gateway
+// checked).
+func describeFailure(err error, h failureHints) string {
 	var (
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
@@ -61,29 +90,22 @@ func (u *upstream) describe(err error) string {
 		verify    *tls.CertificateVerificationError
 		op        *net.OpError
 		dns       *net.DNSError
-		auth      *authFailed
 	)
 	switch {
-	case errors.As(err, &auth): // brokerauth.go: nothing of an address in it
-		return auth.said
 	case errors.As(err, &unknownCA):
-		return "failed the TLS handshake: its certificate is signed by an unknown authority (brokers[].tls.ca_file names the CA to trust)"
+		return "failed the TLS handshake: its certificate is signed by an unknown authority" + h.ca
 	case errors.As(err, &hostname):
-		return "failed the TLS handshake: its certificate does not cover the name the gateway checks (the URL's host, or brokers[].tls.server_name)"
+		return "failed the TLS handshake: its certificate does not cover the name the gateway checks" + h.name
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		return "failed the TLS handshake: its certificate has expired or is not yet valid"
 	case errors.As(err, &verify):
 		return "failed the TLS handshake: its certificate was not accepted"
 	case errors.As(err, &record):
-		return "does not speak TLS at its address (is the URL's scheme right?)"
+		return "does not speak TLS at its address" + h.scheme
 	case errors.As(err, &op) && op.Op == "remote error":
-		hint := ""
-		if len(u.tls.Certificates) == 0 {
-			hint = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
-		}
 		// op.Err is the alert it sent ("tls: certificate required"):
 		// words of the protocol, no address.
-		return "refused the TLS handshake" + hint + ": " + op.Err.Error()
+		return "refused the TLS handshake" + h.clientCert + ": " + op.Err.Error()
 	case errors.As(err, &dns):
 		return "could not be reached: its host name could not be resolved"
 	case errors.As(err, &op) && op.Op == "dial":

@@ -150,7 +150,8 @@ func (b *brokerBreaker) account(s *Scope, reached bool, done func(bool)) {
 // broker was not called (the guard's busy answer, an emulation) or the
 // platform went away before it answered; a failure is a 5xx from the
 // broker, or no usable answer (unreachable, TLS failure, timeout, a body
-// cut short: the upstream stage's 502 and 504). A 4xx is no failure, nor
+// cut short: the upstream stage's 502 and 504; no OAuth2 token to call it
+// with). A 4xx is no failure, nor
 // is an answer the response rules refused unless its status was 5xx.
 func judge(s *Scope, reached bool) (failed, known bool, desc string) {
 	if !reached || s.Status == 0 || s.Status == StatusClientClosed {
@@ -170,6 +171,10 @@ func judge(s *Scope, reached bool) (failed, known bool, desc string) {
 		return false, true, ""
 	}
 	var e *osb.Error
+	var auth *authFailed
+	if errors.As(s.Err, &e) && errors.As(s.Err, &auth) && auth.noToken {
+		return true, true, e.Description // no OAuth2 token: the broker cannot be called, whatever the status (a mutating call's 429)
+	}
 	if errors.As(s.Err, &e) && (e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout) {
 		return true, true, e.Description
 	}

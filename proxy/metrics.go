@@ -75,16 +75,17 @@ type Metrics struct {
 	noCatalog     *prometheus.CounterVec
 	polls         *prometheus.CounterVec
 	auditErrs     prometheus.Counter
-	state         *stateCollector       // the store errors, locks held and operations in progress
-	catalogs      *catalogCollector     // the catalog cache counters
-	expiring      *expiringCollector    // the bindings expiring soon
-	instances     *instancesCollector   // the live instances per plan (metrics_instances.go)
-	protect       protectMetrics        // rate-limited and shed calls (metrics_protect.go)
-	health        healthMetrics         // build, brokers up, certificates, orphan mitigations (metrics_health.go)
-	brokerProtect *brokerProtectMetrics // the per-broker caps and breakers (metrics_brokerprotect.go)
-	brokerCred    *prometheus.GaugeVec  // the basic credential in use per broker (metrics_brokerauth.go)
-	drift         *prometheus.GaugeVec  // catalog drift items by broker and kind (metrics_drift.go)
-	quotaUsed     *prometheus.GaugeVec  // instances counted against each quota (quota.go)
+	state         *stateCollector        // the store errors, locks held and operations in progress
+	catalogs      *catalogCollector      // the catalog cache counters
+	expiring      *expiringCollector     // the bindings expiring soon
+	instances     *instancesCollector    // the live instances per plan (metrics_instances.go)
+	protect       protectMetrics         // rate-limited and shed calls (metrics_protect.go)
+	health        healthMetrics          // build, brokers up, certificates, orphan mitigations (metrics_health.go)
+	brokerProtect *brokerProtectMetrics  // the per-broker caps and breakers (metrics_brokerprotect.go)
+	brokerCred    *prometheus.GaugeVec   // the basic credential in use per broker (metrics_brokerauth.go)
+	tokenFetches  *prometheus.CounterVec // OAuth2 token fetches per broker and outcome (metrics_brokerauth.go)
+	drift         *prometheus.GaugeVec   // catalog drift items by broker and kind (metrics_drift.go)
+	quotaUsed     *prometheus.GaugeVec   // instances counted against each quota (quota.go)
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -177,12 +178,13 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.drift = newDriftGauge()
 	m.quotaUsed = newQuotaGauge()
 	m.brokerCred = newBrokerCredentialGauge()
+	m.tokenFetches = newTokenFetchCounter()
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.protect.owner, m.drift, m.quotaUsed, m.brokerCred} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.protect.owner, m.drift, m.quotaUsed, m.brokerCred, m.tokenFetches} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

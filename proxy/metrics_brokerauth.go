@@ -34,3 +34,18 @@ func (m *Metrics) forgetBrokerCredential(broker string) {
 		m.brokerCred.DeleteLabelValues(broker, name)
 	}
 }
+
+// newTokenFetchCounter is osb_gateway_broker_token_fetches_total.
+func newTokenFetchCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_broker_token_fetches_total",
+		Help: `OAuth2 token fetches for brokers with auth type oauth2, by broker and outcome: "ok", "timeout" (no answer within brokers[].timeout), "unreachable", "refused" (the client credentials: 400, 401, 403), "failed" (another status), "not_token" (an answer that holds no token).`},
+		[]string{"broker", "outcome"})
+}
+
+// tokenFetched counts one token fetch for broker that ended with outcome.
+func (m *Metrics) tokenFetched(broker, outcome string) {
+	if m == nil {
+		return
+	}
+	m.tokenFetches.WithLabelValues(broker, outcome).Inc()
+}

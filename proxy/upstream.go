@@ -347,7 +347,8 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		s.fail(w, own.e)
 		return
 	case errors.As(err, &auth): // the broker refused the gateway's credentials, or no token (brokerauth.go)
-		e = osb.Errorf(auth.status, "", "broker %q %s", u.name, auth.said)
+		// Never a candidate for orphan mitigation: the broker did nothing.
+		e = osb.Errorf(auth.statusFor(s.Call.Endpoint), "", "broker %q %s", u.name, auth.said)
 	case errors.As(err, &refused):
 		e = refused.asOSBError()
 	case errors.As(err, &cut):
