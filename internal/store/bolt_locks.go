@@ -147,7 +147,7 @@ func (s *boltStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 		if err != nil {
 			return err
 		}
-		if !expired(l.Deadline, now) && f.matches(l) {
+		if (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
 			out = append(out, l) // keys iterate in byte order: sorted by Key
 		}
 		return nil

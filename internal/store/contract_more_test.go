@@ -59,6 +59,45 @@ func testList(t *testing.T, b backend) {
 	}
 }
 
+// testListExpired: List with Expired also returns the locks past their
+// deadline that no sweep has removed, and only until one does; without
+// it, List never does.
+func testListExpired(t *testing.T, b backend) {
+	ctx := context.Background()
+	clock := osbtest.NewClock(t0)
+	s := b.open(t, clock.Now)
+	early := mustAcquire(t, s, testLock("1", "o1", time.Minute))
+	late := mustAcquire(t, s, testLock("2", "o2", time.Hour))
+	clock.Advance(2 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		f    ListFilter
+		want []Lock
+	}{
+		{"live only", ListFilter{Tenant: "cf1"}, []Lock{late}},
+		{"with expired", ListFilter{Tenant: "cf1", Expired: true}, []Lock{early, late}},
+		{"with expired, one instance", ListFilter{Broker: "b1", InstanceID: "1", Expired: true}, []Lock{early}},
+	} {
+		got, err := s.List(ctx, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(tc.want, got, cmpEmpty); d != "" {
+			t.Errorf("%s: List(%+v) (-want +got):\n%s", tc.name, tc.f, d)
+		}
+	}
+	if _, err := s.ExpireDue(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.List(ctx, ListFilter{Expired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]Lock{late}, got, cmpEmpty); d != "" {
+		t.Errorf("List with Expired after the sweep (-want +got):\n%s", d)
+	}
+}
+
 // cmpEmpty makes a nil slice equal to an empty one.
 var cmpEmpty = cmpopts.EquateEmpty()
 

@@ -35,6 +35,7 @@ func testContract(t *testing.T, b backend) {
 		{"Expiry", testExpiry},
 		{"ForceRelease", testForceRelease},
 		{"List", testList},
+		{"ListExpired", testListExpired},
 		{"ListInstance", testListInstance},
 		{"ExpireDue", testExpireDue},
 		{"Orphans", testOrphans},

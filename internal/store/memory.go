@@ -155,7 +155,7 @@ func (m *memory) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 	now := m.now()
 	var out []Lock
 	for _, l := range m.locks {
-		if !expired(l.Deadline, now) && f.matches(l) {
+		if (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
 			out = append(out, l)
 		}
 	}

@@ -226,7 +226,7 @@ func (s *redisStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 	var found collect[Lock]
 	err := s.scanLocks(ctx, prefix, keep, func(values []string) {
 		for _, v := range values {
-			if l, err := decodeLock([]byte(v)); err == nil && !expired(l.Deadline, now) && f.matches(l) {
+			if l, err := decodeLock([]byte(v)); err == nil && (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
 				found.add(l)
 			}
 		}

@@ -228,6 +228,13 @@ type ListFilter struct {
 	// binding), that is the instance's own lock and its binding locks.
 	// List then reads only keys under that prefix.
 	InstanceID string
+	// Expired makes List also return the locks whose Deadline has passed
+	// but that are still stored: no ExpireDue (sweep) or Acquire has
+	// removed them yet (on Redis, at most until their TTL of
+	// RedisTTLMargin past the Deadline runs out). A provision's such lock
+	// is a call that was never settled (its gateway died): a quota counts
+	// it until the sweep has turned it into an orphan candidate.
+	Expired bool
 }
 
 // Orphan is a pending orphan mitigation: a deprovision or unbind the gateway
@@ -313,7 +320,7 @@ type Orphan struct {
 // of the request itself, ErrUnavailable for failures of the backend, or the
 // context's error; all are wrapped with detail and matched with errors.Is.
 // Methods never return a lock that has expired (see the package doc), except
-// ExpireDue, whose job that is. Times come back in UTC, to the microsecond.
+// ExpireDue, whose job that is, and List when asked (ListFilter.Expired). Times come back in UTC, to the microsecond.
 type Store interface {
 	// Inventory keeps instances and bindings; its methods follow the
 	// contract above and the one on Inventory.
