@@ -176,7 +176,7 @@ func reportFootprint(b *testing.B, bytes float64, n int) {
 
 func BenchmarkInventoryRecordSize(b *testing.B) {
 	in := benchInstance()
-	_, rec, err := prepareInstance(in, time.Now())
+	_, rec, err := PrepareInstance(in, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func BenchmarkInventoryRecordSize(b *testing.B) {
 	b.ReportMetric(float64(len(rec)), "B/record")
 	b.ReportMetric(float64(len(js)), "B/json")
 	bd := benchBinding(in)
-	_, brec, err := prepareBinding(bd, time.Now())
+	_, brec, err := PrepareBinding(bd, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -207,14 +207,14 @@ func BenchmarkInventoryPack(b *testing.B) {
 	})
 	b.Run("unpack", func(b *testing.B) {
 		for range b.N {
-			if err := unpack(packed, func(string, []byte) error { return nil }); err != nil {
+			if err := Unpack(packed, func(string, []byte) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("decode", func(b *testing.B) {
 		for range b.N {
-			if _, err := decodeInstance("b", "i", packed); err != nil {
+			if _, err := DecodeInstance("b", "i", packed); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -170,7 +170,7 @@ func (s *boltStore) fail(ctx context.Context, err error) error {
 		return ctxErr
 	}
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return errClosed
+		return ErrClosed
 	}
 	return fmt.Errorf("%w: bolt file %s: %w", ErrUnavailable, s.path, err)
 }
@@ -222,14 +222,14 @@ func getLock(tx *bolt.Tx, key string) (Lock, bool, error) {
 	if v == nil {
 		return Lock{}, false, nil
 	}
-	l, err := decodeLock(v)
+	l, err := DecodeLock(v)
 	return l, err == nil, err
 }
 
 // liveLock returns the lock key if it exists and has not expired at now.
 func liveLock(tx *bolt.Tx, key string, now time.Time) (Lock, bool, error) {
 	l, ok, err := getLock(tx, key)
-	if err != nil || !ok || expired(l.Deadline, now) {
+	if err != nil || !ok || Expired(l.Deadline, now) {
 		return Lock{}, false, err
 	}
 	return l, true, nil
@@ -245,7 +245,7 @@ func (s *boltStore) putLock(tx *bolt.Tx, old, l Lock) error {
 	if err := tx.Bucket(bucketLockDeadlines).Put(timeKey(l.Deadline, l.Key), nil); err != nil {
 		return err
 	}
-	return s.keys.put(tx.Bucket(bucketLocks), []byte(l.Key), encodeLock(l))
+	return s.keys.put(tx.Bucket(bucketLocks), []byte(l.Key), EncodeLock(l))
 }
 
 func (s *boltStore) deleteLock(tx *bolt.Tx, l Lock) error {
@@ -263,7 +263,7 @@ func ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l Lock, outcome, 
 	case err != nil:
 		return Lock{}, nil, err
 	case !ok:
-		return Lock{}, noLock(key), nil
+		return Lock{}, NoLock(key), nil
 	case l.Owner != owner:
 		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotOwner, key), nil
 	}

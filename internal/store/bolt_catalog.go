@@ -21,9 +21,9 @@ func (s *boltStore) GetCatalogs(ctx context.Context, broker string) (BrokerCatal
 	case err != nil:
 		return BrokerCatalogs{}, err
 	case raw == nil:
-		return BrokerCatalogs{}, noCatalogs(broker)
+		return BrokerCatalogs{}, NoCatalogs(broker)
 	}
-	return decodeCatalogs(raw)
+	return DecodeCatalogs(raw)
 }
 
 func (s *boltStore) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error) {
@@ -31,7 +31,7 @@ func (s *boltStore) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error) 
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		out = out[:0]
 		return tx.Bucket(bucketCatalogs).ForEach(func(_, v []byte) error {
-			bc, err := decodeCatalogs(v) // copies what it keeps
+			bc, err := DecodeCatalogs(v) // copies what it keeps
 			if err != nil {
 				return err
 			}
@@ -52,7 +52,7 @@ func (s *boltStore) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccept
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	bc, enc, err := prepareCatalogs(bc)
+	bc, enc, err := PrepareCatalogs(bc)
 	if err != nil {
 		return err
 	}
@@ -62,14 +62,14 @@ func (s *boltStore) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccept
 		b := tx.Bucket(bucketCatalogs)
 		cur := ""
 		if v := b.Get([]byte(bc.Broker)); v != nil {
-			old, err := decodeCatalogs(v)
+			old, err := DecodeCatalogs(v)
 			if err != nil {
 				return err
 			}
 			cur = old.Accepted.Hash
 		}
 		if cur != ifAccepted {
-			outcome = changedCatalogs(bc.Broker, ifAccepted, cur)
+			outcome = ChangedCatalogs(bc.Broker, ifAccepted, cur)
 			return nil
 		}
 		return b.Put([]byte(bc.Broker), enc)
@@ -86,7 +86,7 @@ func (s *boltStore) DeleteCatalogs(ctx context.Context, broker string) error {
 		outcome = nil
 		b := tx.Bucket(bucketCatalogs)
 		if b.Get([]byte(broker)) == nil {
-			outcome = noCatalogs(broker)
+			outcome = NoCatalogs(broker)
 			return nil
 		}
 		return b.Delete([]byte(broker))

@@ -128,7 +128,7 @@ func idSeq(v []byte) ([]byte, bool) {
 // inv_values key: ok false if the inventory has neither its record nor a
 // binding. Its record is valid during the transaction only.
 func (t invTx) value(broker, id string) (v boltValue, seq []byte, ok bool, err error) {
-	key := []byte(instanceKey(broker, id))
+	key := []byte(InstanceKey(broker, id))
 	idv := t.ids.Get(key)
 	if idv == nil {
 		return boltValue{}, nil, false, nil
@@ -167,7 +167,7 @@ func (t invTx) bindingAt(id string, n uint64) (bid, rec []byte, err error) {
 	bid, rec, ok := parseBindingValue(p)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: inventory record %d of a binding of instance %q: %w",
-			ErrUnavailable, n, id, errBadMember)
+			ErrUnavailable, n, id, ErrBadMember)
 	}
 	return bid, rec, nil
 }
@@ -191,14 +191,14 @@ func (t invTx) binding(id string, v boltValue, bid string) (int, []byte, error) 
 
 // member returns v, the value of instance id, with its bindings' ids and
 // records, valid during the transaction only.
-func (t invTx) member(id string, v boltValue) (member, error) {
-	m := member{id: id, instance: v.instance, bindings: make([]memberBinding, 0, len(v.bindings))}
+func (t invTx) member(id string, v boltValue) (Member, error) {
+	m := Member{ID: id, Instance: v.instance, Bindings: make([]MemberBinding, 0, len(v.bindings))}
 	for _, n := range v.bindings {
 		bid, rec, err := t.bindingAt(id, n)
 		if err != nil {
-			return member{}, err
+			return Member{}, err
 		}
-		m.bindings = append(m.bindings, memberBinding{string(bid), rec})
+		m.Bindings = append(m.Bindings, MemberBinding{string(bid), rec})
 	}
 	return m, nil
 }
@@ -217,7 +217,7 @@ func (t invTx) append(rec []byte) (uint64, error) {
 // under a new sequence number if seq is nil; it deletes the value if v
 // holds nothing.
 func (t invTx) put(broker, id string, v boltValue, seq []byte) error {
-	key := []byte(instanceKey(broker, id))
+	key := []byte(InstanceKey(broker, id))
 	if len(v.instance) == 0 && len(v.bindings) == 0 {
 		if seq == nil {
 			return nil
@@ -262,13 +262,13 @@ func putInstanceTx(tx *bolt.Tx, in Instance, rec []byte, replace bool) (bool, er
 
 // unindexInstance removes the count of the stored record old.
 func unindexInstance(tx *bolt.Tx, broker string, old []byte) error {
-	tenant, _ := recordTenant(old)
+	tenant, _ := RecordTenant(old)
 	return addCount(tx, instanceCountKey(broker, tenant), -1)
 }
 
 // expiryKey is the part of a binding's inv_expiry key after the time.
 func expiryKey(broker, instanceID, bindingID string) string {
-	return instanceKey(broker, bindingSubkey(instanceID, bindingID))
+	return InstanceKey(broker, BindingSubkey(instanceID, bindingID))
 }
 
 // putBindingTx is putInstanceTx for a binding: it rewrites the binding's
@@ -337,7 +337,7 @@ const expiryFill = 0.9
 // inv_expiry key ends in k, stored as the record old (none if it has no
 // ExpiresAt).
 func (t invTx) unindexExpiry(k string, old []byte) error {
-	at, err := recordExpiry(old)
+	at, err := RecordExpiry(old)
 	if err != nil {
 		return fmt.Errorf("%w: binding %q: decode record: %w", ErrUnavailable, k, err)
 	}
@@ -351,7 +351,7 @@ func (s *boltStore) PutInstance(ctx context.Context, in Instance) (Instance, err
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	in, rec, err := prepareInstance(in, s.now())
+	in, rec, err := PrepareInstance(in, s.now())
 	if err != nil {
 		return Instance{}, err
 	}
@@ -373,7 +373,7 @@ func (s *boltStore) GetInstance(ctx context.Context, broker, instanceID string) 
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
 	var in Instance
@@ -383,28 +383,23 @@ func (s *boltStore) GetInstance(ctx context.Context, broker, instanceID string) 
 		if found = len(v.instance) > 0; err != nil || !found {
 			return err
 		}
-		in, err = decodeInstance(broker, instanceID, v.instance)
+		in, err = DecodeInstance(broker, instanceID, v.instance)
 		return err
 	})
 	switch {
 	case err != nil:
 		return Instance{}, err
 	case !found:
-		return Instance{}, noInstance(broker, instanceID)
+		return Instance{}, NoInstance(broker, instanceID)
 	}
 	return in, nil
-}
-
-// badKey reports an inventory key that is not made as the layout says.
-func badKey(k []byte) error {
-	return fmt.Errorf("%w: inventory key %q has the wrong number of parts", ErrUnavailable, k)
 }
 
 func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	var gone []Binding
@@ -421,10 +416,10 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 		if err != nil {
 			return err
 		}
-		if gone, err = m.sortedBindings(broker); err != nil {
+		if gone, err = m.SortedBindings(broker); err != nil {
 			return err
 		}
-		used, err := deletedUsage(broker, instanceID, v.instance, gone, s.now())
+		used, err := DeletedUsage(broker, instanceID, v.instance, gone, s.now())
 		if err != nil {
 			return err
 		}
@@ -457,7 +452,7 @@ func (s *boltStore) DeleteInstance(ctx context.Context, broker, instanceID strin
 	case err != nil:
 		return nil, err
 	case !found:
-		return nil, noInstance(broker, instanceID)
+		return nil, NoInstance(broker, instanceID)
 	}
 	if len(gone) == 0 {
 		gone = nil
@@ -469,7 +464,7 @@ func (s *boltStore) PutBinding(ctx context.Context, bd Binding) (Binding, error)
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	bd, rec, err := prepareBinding(bd, s.now())
+	bd, rec, err := PrepareBinding(bd, s.now())
 	if err != nil {
 		return Binding{}, err
 	}
@@ -488,7 +483,7 @@ func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingI
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
 	var bd Binding
@@ -503,14 +498,14 @@ func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingI
 		if found = i >= 0; err != nil || !found {
 			return err
 		}
-		bd, err = decodeBinding(broker, instanceID, bindingID, rec)
+		bd, err = DecodeBinding(broker, instanceID, bindingID, rec)
 		return err
 	})
 	switch {
 	case err != nil:
 		return Binding{}, err
 	case !found:
-		return Binding{}, noBinding(broker, instanceID, bindingID)
+		return Binding{}, NoBinding(broker, instanceID, bindingID)
 	}
 	return bd, nil
 }
@@ -519,7 +514,7 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return err
 	}
 	var found bool
@@ -537,11 +532,11 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 		if err := t.unindexExpiry(expiryKey(broker, instanceID, bindingID), old); err != nil {
 			return err
 		}
-		bd, err := decodeBinding(broker, instanceID, bindingID, old)
+		bd, err := DecodeBinding(broker, instanceID, bindingID, old)
 		if err != nil {
 			return err
 		}
-		if err := putUsageTx(tx, bindingUsage(bd, s.now())); err != nil {
+		if err := putUsageTx(tx, BindingUsage(bd, s.now())); err != nil {
 			return err
 		}
 		if err := t.values.Delete(seqKey(v.bindings[i])); err != nil {
@@ -557,7 +552,7 @@ func (s *boltStore) DeleteBinding(ctx context.Context, broker, instanceID, bindi
 	case err != nil:
 		return err
 	case !found:
-		return noBinding(broker, instanceID, bindingID)
+		return NoBinding(broker, instanceID, bindingID)
 	}
 	return nil
 }

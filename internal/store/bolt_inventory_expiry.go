@@ -17,7 +17,7 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit, err := expiringArgs(broker, limit)
+	limit, err := ExpiringArgs(broker, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 		found = found[:0]
 		t := inventoryTx(tx)
 		walkExpiry(tx, before, func(k []byte) bool {
-			parts := splitKey(string(k))
+			parts := SplitKey(string(k))
 			if len(parts) != 3 || broker != "" && parts[0] != broker {
 				return true
 			}
@@ -41,7 +41,7 @@ func (s *boltStore) ExpiringBindings(ctx context.Context, broker string, before 
 			if i < 0 { // an index entry without its record
 				return true
 			}
-			bd, derr := decodeBinding(parts[0], parts[1], parts[2], rec)
+			bd, derr := DecodeBinding(parts[0], parts[1], parts[2], rec)
 			if err = derr; err != nil {
 				return false
 			}

@@ -51,13 +51,13 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	cb, ci, limit, err := listArgs(f, cursor, limit)
+	cb, ci, limit, err := ListArgs(f, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
 	var afterKey []byte
 	if cursor != "" {
-		afterKey = []byte(instanceKey(cb, ci))
+		afterKey = []byte(InstanceKey(cb, ci))
 	}
 	var prefix []byte
 	if f.Broker != "" {
@@ -72,8 +72,8 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 			if !ok {
 				return fmt.Errorf("%w: inventory index entry %q holds %x, not a sequence number", ErrUnavailable, k, v)
 			}
-			rec, ok := payloadInstance(t.values.Get(seq))
-			if f.Tenant != "" && !sameTenant(rec, f.Tenant) {
+			rec, ok := PayloadInstance(t.values.Get(seq))
+			if f.Tenant != "" && !SameTenant(rec, f.Tenant) {
 				continue // no index by tenant: see bolt_inventory.go
 			}
 			if !ok {
@@ -82,11 +82,11 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 			if len(rec) == 0 {
 				continue // bindings of an instance without a record
 			}
-			parts := splitKey(string(k))
+			parts := SplitKey(string(k))
 			if len(parts) != 2 {
-				return badKey(k)
+				return BadKey(k)
 			}
-			in, err := decodeInstance(parts[0], parts[1], rec)
+			in, err := DecodeInstance(parts[0], parts[1], rec)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (s *boltStore) ListInstances(ctx context.Context, f InstanceFilter, cursor 
 	if err != nil {
 		return nil, "", err
 	}
-	page, next := pageOf(found, limit, instanceName)
+	page, next := PageOf(found, limit, InstanceName)
 	return page, next, nil
 }
 
@@ -105,7 +105,7 @@ func (s *boltStore) CountInstances(ctx context.Context, f InstanceFilter) (int, 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := checkFilter(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return 0, err
 	}
 	var n int
@@ -117,7 +117,7 @@ func (s *boltStore) CountInstances(ctx context.Context, f InstanceFilter) (int, 
 			n = sumCounts(tx, instanceCountKey(f.Broker, ""), nil)
 		default:
 			n = sumCounts(tx, []byte("i\x00"), func(k []byte) bool {
-				parts := splitKey(string(k))
+				parts := SplitKey(string(k))
 				return f.Tenant == "" || len(parts) == 3 && parts[2] == f.Tenant
 			})
 		}
@@ -130,7 +130,7 @@ func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	var out []Binding
@@ -145,7 +145,7 @@ func (s *boltStore) ListBindings(ctx context.Context, broker, instanceID string)
 		if err != nil {
 			return err
 		}
-		out, err = m.sortedBindings(broker)
+		out, err = m.SortedBindings(broker)
 		return err
 	})
 	return out, err
@@ -155,7 +155,7 @@ func (s *boltStore) CountBindings(ctx context.Context, broker string) (int, erro
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := checkName("broker", broker, false); err != nil {
+	if err := CheckName("broker", broker, false); err != nil {
 		return 0, err
 	}
 	var n int
@@ -173,7 +173,7 @@ func (s *boltStore) CountBindings(ctx context.Context, broker string) (int, erro
 // bindingsAfter reads the bindings of up to limit instances after pos, in
 // order, in one read transaction: a page may hold more or fewer than limit
 // bindings.
-func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+func (s *boltStore) bindingsAfter(ctx context.Context, pos BindingPos, limit int) ([]Binding, BindingPos, bool, error) {
 	var out []Binding
 	next, done := pos, true
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -181,17 +181,17 @@ func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int
 		t := inventoryTx(tx)
 		c := t.ids.Cursor()
 		k, v := c.First()
-		if pos != (bindingPos{}) {
-			k, v = c.Seek([]byte(instanceKey(pos.broker, pos.instance))) // pos's instance may have more
+		if pos != (BindingPos{}) {
+			k, v = c.Seek([]byte(InstanceKey(pos.Broker, pos.Instance))) // pos's instance may have more
 		}
 		for seen := 0; k != nil; k, v = c.Next() {
 			if seen == limit {
 				done = false
 				return nil
 			}
-			parts := splitKey(string(k))
+			parts := SplitKey(string(k))
 			if len(parts) != 2 {
-				return badKey(k)
+				return BadKey(k)
 			}
 			bv, _, err := t.valueAt(k, parts[1], v)
 			if err != nil {
@@ -201,16 +201,16 @@ func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int
 			if err != nil {
 				return err
 			}
-			bds, err := m.sortedBindings(parts[0])
+			bds, err := m.SortedBindings(parts[0])
 			if err != nil {
 				return err
 			}
 			for _, bd := range bds {
-				if comparePos(bindingPos{bd.Broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
+				if ComparePos(BindingPos{bd.Broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
 					out = append(out, bd)
 				}
 			}
-			next = bindingPos{parts[0], parts[1] + "\x01", ""} // after all of m: ids hold no NUL
+			next = BindingPos{parts[0], parts[1] + "\x01", ""} // after all of m: ids hold no NUL
 			seen++
 		}
 		return nil
@@ -222,7 +222,7 @@ func (s *boltStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int
 }
 
 func (s *boltStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
-	return export(ctx, s.ListInstances, s.bindingsAfter)
+	return Export(ctx, s.ListInstances, s.bindingsAfter)
 }
 
 // Import writes the batch in one transaction (shared with concurrent
@@ -232,7 +232,7 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
 	}
-	prepared, err := prepareEntries(entries, s.now())
+	prepared, err := PrepareEntries(entries, s.now())
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -252,10 +252,10 @@ func (s *boltStore) Import(ctx context.Context, entries []Entry, replace bool) (
 		for _, e := range prepared {
 			var written bool
 			var err error
-			if e.instance != nil {
-				written, err = putInstanceTx(tx, *e.instance, e.rec, replace)
+			if e.Instance != nil {
+				written, err = putInstanceTx(tx, *e.Instance, e.Rec, replace)
 			} else {
-				written, err = putBindingTx(tx, *e.binding, e.rec, replace)
+				written, err = putBindingTx(tx, *e.Binding, e.Rec, replace)
 			}
 			if err != nil {
 				return err
@@ -288,19 +288,19 @@ type importOrder struct{ ids, expiry bool }
 // a batch in order fill their pages, as bbolt's own compaction does; keys
 // out of order keep bbolt's default, which higher fills only make worse.
 // (inv_values, keyed by sequence numbers, is always written in order.)
-func sortedImport(entries []preparedEntry) importOrder {
+func sortedImport(entries []PreparedEntry) importOrder {
 	o := importOrder{ids: true, expiry: true}
 	var lastIn, lastBd string
 	var lastExp time.Time
 	for _, e := range entries {
-		if in := e.instance; in != nil {
-			k := instanceKey(in.Broker, in.InstanceID)
+		if in := e.Instance; in != nil {
+			k := InstanceKey(in.Broker, in.InstanceID)
 			o.ids = o.ids && k > lastIn
 			lastIn = k
 			continue
 		}
-		bd := e.binding
-		k := instanceKey(bd.Broker, bd.InstanceID)
+		bd := e.Binding
+		k := InstanceKey(bd.Broker, bd.InstanceID)
 		o.ids = o.ids && k >= lastBd
 		lastBd = k
 		if !bd.ExpiresAt.IsZero() {

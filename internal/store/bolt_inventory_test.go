@@ -68,7 +68,7 @@ func TestBoltListByTenantSeeks(t *testing.T) {
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, in := range junk {
-			seq, _ := idSeq(tx.Bucket(bucketIDs).Get([]byte(instanceKey(in.Broker, in.InstanceID))))
+			seq, _ := idSeq(tx.Bucket(bucketIDs).Get([]byte(InstanceKey(in.Broker, in.InstanceID))))
 			if err := tx.Bucket(bucketValues).Put(seq, []byte("junk")); err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ type boltValue struct {
 // parseBoltValue reads the value p of instance id. The record it returns
 // is a slice of p.
 func parseBoltValue(id string, p []byte) (boltValue, error) {
-	bad := fmt.Errorf("%w of instance %q", errBadMember, id)
+	bad := fmt.Errorf("%w of instance %q", ErrBadMember, id)
 	if len(p) < 3 {
 		return boltValue{}, bad
 	}

@@ -23,13 +23,13 @@ func TestBoltValue(t *testing.T) {
 		if d := cmp.Diff(v, got, opts); err != nil || d != "" {
 			t.Errorf("parseBoltValue(encode(%.20q)) = %v; diff (-want +got):\n%s", v.instance, err, d)
 		}
-		if inst, ok := payloadInstance(p); !ok || string(inst) != string(v.instance) {
+		if inst, ok := PayloadInstance(p); !ok || string(inst) != string(v.instance) {
 			t.Errorf("payloadInstance(encode(%.20q)) = %.20q, %t", v.instance, inst, ok)
 		}
 		for n := range min(len(p), 64) { // refused, or fewer bindings
 			got, err := parseBoltValue("i1", p[:n])
-			if err != nil && !errors.Is(err, errBadMember) || err == nil && len(got.bindings) >= len(v.bindings) {
-				t.Errorf("parseBoltValue of %d of %d bytes = %d bindings, %v; want %v", n, len(p), len(got.bindings), err, errBadMember)
+			if err != nil && !errors.Is(err, ErrBadMember) || err == nil && len(got.bindings) >= len(v.bindings) {
+				t.Errorf("parseBoltValue of %d of %d bytes = %d bindings, %v; want %v", n, len(p), len(got.bindings), err, ErrBadMember)
 			}
 		}
 	}

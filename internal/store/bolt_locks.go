@@ -16,7 +16,7 @@ func (s *boltStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 		return Lock{}, err
 	}
 	now := s.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return Lock{}, err
 	}
@@ -28,7 +28,7 @@ func (s *boltStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 		if err != nil {
 			return err
 		}
-		if ok && !expired(cur.Deadline, now) && cur.Owner != l.Owner {
+		if ok && !Expired(cur.Deadline, now) && cur.Owner != l.Owner {
 			holder, held = cur, true
 			return nil
 		}
@@ -44,7 +44,7 @@ func (s *boltStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 	case err != nil:
 		return Lock{}, err
 	case held:
-		return holder, heldError(holder)
+		return holder, HeldError(holder)
 	case holder.Key != "":
 		l.Replaced = &holder
 	}
@@ -56,7 +56,7 @@ func (s *boltStore) Update(ctx context.Context, l Lock) error {
 		return err
 	}
 	now := s.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *boltStore) ForceRelease(ctx context.Context, key string) (Lock, error) 
 		}
 		return s.deleteLock(tx, l)
 	})
-	return foundLock(l, found, err, key)
+	return FoundLock(l, found, err, key)
 }
 
 // Get reads the file only for a key a lock may have (lockKeys): of a key
@@ -116,7 +116,7 @@ func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
 		case ctx.Err() != nil:
 			return Lock{}, ctx.Err()
 		case s.closed.Load():
-			return Lock{}, errClosed
+			return Lock{}, ErrClosed
 		}
 		return Lock{}, ErrNotFound
 	}
@@ -137,17 +137,17 @@ func (s *boltStore) Get(ctx context.Context, key string) (Lock, error) {
 // List reads every lock, or with f.InstanceID only the instance's key and
 // the keys under "<instance key>/", by a cursor seek.
 func (s *boltStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
-	if err := f.check(); err != nil {
+	if err := f.Check(); err != nil {
 		return nil, err
 	}
 	now := s.now()
 	var out []Lock
 	add := func(_, v []byte) error {
-		l, err := decodeLock(v)
+		l, err := DecodeLock(v)
 		if err != nil {
 			return err
 		}
-		if (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
+		if (f.Expired || !Expired(l.Deadline, now)) && f.Matches(l) {
 			out = append(out, l) // keys iterate in byte order: sorted by Key
 		}
 		return nil
@@ -194,7 +194,7 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, error
 			if err != nil {
 				return err
 			}
-			if ok && expired(l.Deadline, now) {
+			if ok && Expired(l.Deadline, now) {
 				if err := s.deleteLock(tx, l); err != nil {
 					return err
 				}

@@ -15,7 +15,7 @@ func getOrphan(tx *bolt.Tx, id string) (Orphan, bool, error) {
 	if v == nil {
 		return Orphan{}, false, nil
 	}
-	o, err := decodeOrphan(v)
+	o, err := DecodeOrphan(v)
 	return o, err == nil, err
 }
 
@@ -23,7 +23,7 @@ func (s *boltStore) PutOrphan(ctx context.Context, o Orphan) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o, err := prepareOrphan(o, s.now())
+	o, err := PrepareOrphan(o, s.now())
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *boltStore) PutOrphan(ctx context.Context, o Orphan) error {
 		if err := due.Put(timeKey(o.NextAttempt, o.ID), nil); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketOrphans).Put([]byte(o.ID), encodeOrphan(o))
+		return tx.Bucket(bucketOrphans).Put([]byte(o.ID), EncodeOrphan(o))
 	})
 }
 
@@ -57,7 +57,7 @@ func (s *boltStore) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	case err != nil:
 		return Orphan{}, err
 	case !found:
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	}
 	return o, nil
 }
@@ -66,7 +66,7 @@ func (s *boltStore) ListOrphans(ctx context.Context) ([]Orphan, error) {
 	var out []Orphan
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOrphans).ForEach(func(_, v []byte) error {
-			o, err := decodeOrphan(v)
+			o, err := DecodeOrphan(v)
 			out = append(out, o) // keys iterate in byte order: sorted by ID
 			return err
 		})
@@ -93,7 +93,7 @@ func (s *boltStore) DeleteOrphan(ctx context.Context, id string) error {
 	case err != nil:
 		return err
 	case !found:
-		return noOrphan(id)
+		return NoOrphan(id)
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (s *boltStore) DueOrphans(ctx context.Context, now time.Time, limit int) ([
 			if err != nil {
 				return err
 			}
-			if ok && !claimLive(o, now) {
+			if ok && !ClaimLive(o, now) {
 				out = append(out, o) // index order: by NextAttempt, then ID
 			}
 		}
@@ -132,7 +132,7 @@ func (s *boltStore) ClaimOrphan(ctx context.Context, id, claimant string, until 
 		return Orphan{}, err
 	}
 	now := s.now()
-	until, err := prepareClaim(id, claimant, until, now)
+	until, err := PrepareClaim(id, claimant, until, now)
 	if err != nil {
 		return Orphan{}, err
 	}
@@ -145,16 +145,16 @@ func (s *boltStore) ClaimOrphan(ctx context.Context, id, claimant string, until 
 		if o, found, err = getOrphan(tx, id); err != nil || !found {
 			return err
 		}
-		if o, outcome = claim(o, claimant, until, now); outcome != nil {
+		if o, outcome = Claim(o, claimant, until, now); outcome != nil {
 			return nil
 		}
-		return tx.Bucket(bucketOrphans).Put([]byte(id), encodeOrphan(o))
+		return tx.Bucket(bucketOrphans).Put([]byte(id), EncodeOrphan(o))
 	})
 	switch {
 	case err != nil:
 		return Orphan{}, err
 	case !found:
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	}
 	return o, outcome
 }

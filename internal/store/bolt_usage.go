@@ -23,7 +23,7 @@ func putUsageTx(tx *bolt.Tx, rs ...UsageRecord) error {
 	b := tx.Bucket(bucketUsage)
 	b.FillPercent = usageFill
 	for _, r := range rs {
-		if err := b.Put(timeKey(r.Deleted, string(encodeUsage(r))), nil); err != nil {
+		if err := b.Put(timeKey(r.Deleted, string(EncodeUsage(r))), nil); err != nil {
 			return err
 		}
 	}
@@ -37,7 +37,7 @@ func replanTx(tx *bolt.Tx, in Instance, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	r, replan, err := replanUsage(v.instance, in, now)
+	r, replan, err := ReplanUsage(v.instance, in, now)
 	if err != nil || !replan {
 		return err
 	}
@@ -57,15 +57,15 @@ func (s *boltStore) UsageRecords(ctx context.Context, broker string, after time.
 				c := tx.Bucket(bucketUsage).Cursor()
 				n := 0
 				for k, _ := c.Seek(from); k != nil; k, _ = c.Next() {
-					if n == usagePage {
+					if n == UsagePage {
 						next = append([]byte(nil), k...)
 						return nil
 					}
 					n++
 					if len(k) < 8 {
-						return badKey(k)
+						return BadKey(k)
 					}
-					r, err := decodeUsage(k[8:], timeOf(k))
+					r, err := DecodeUsage(k[8:], timeOf(k))
 					if err != nil {
 						return err
 					}
@@ -101,7 +101,7 @@ func (s *boltStore) PurgeUsage(ctx context.Context, before time.Time) (int, erro
 			n = 0
 			b := tx.Bucket(bucketUsage)
 			c := b.Cursor()
-			for k, _ := c.First(); k != nil && n < usagePage && string(k) < string(end); k, _ = c.First() {
+			for k, _ := c.First(); k != nil && n < UsagePage && string(k) < string(end); k, _ = c.First() {
 				if err := c.Delete(); err != nil {
 					return err
 				}
@@ -113,7 +113,7 @@ func (s *boltStore) PurgeUsage(ctx context.Context, before time.Time) (int, erro
 			return total, err
 		}
 		total += n
-		if n < usagePage {
+		if n < UsagePage {
 			return total, nil
 		}
 	}

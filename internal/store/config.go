@@ -76,8 +76,9 @@ type RedisConfig struct {
 	TLS bool
 }
 
-// withDefaults returns c with zero fields set to their defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields set to their defaults (the
+// Default constants above).
+func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
 		c.Backend = DefaultBackend
 	}
@@ -115,7 +116,7 @@ func Open(cfg Config, now func() time.Time) (Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	switch cfg.Backend {
 	case BackendMemory:
 		return newMemory(now), nil

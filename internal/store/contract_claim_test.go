@@ -242,7 +242,7 @@ func oldOrphan() Orphan {
 }
 
 func TestDecodeOldOrphanRecord(t *testing.T) {
-	got, err := decodeOrphan([]byte(oldOrphanRecord))
+	got, err := DecodeOrphan([]byte(oldOrphanRecord))
 	if d := cmp.Diff(oldOrphan(), got); err != nil || d != "" {
 		t.Errorf("decodeOrphan = %v; diff (-want +got):\n%s", err, d)
 	}

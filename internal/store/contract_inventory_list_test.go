@@ -142,7 +142,7 @@ func testInventoryListPages(t *testing.T, b backend) {
 	}
 
 	// Records deleted and added behind and ahead of a cursor.
-	cursor := encodeCursor("b1", "i0100")
+	cursor := EncodeCursor("b1", "i0100")
 	for _, id := range []string{"i0099", "i0100", "i0101"} {
 		if _, err := s.DeleteInstance(ctx, "b1", id); err != nil {
 			t.Fatal(err)
@@ -163,7 +163,7 @@ func testInventoryListPages(t *testing.T, b backend) {
 	for _, tc := range []struct {
 		cursor string
 		want   int
-	}{{encodeCursor("b2", "a"), 0}, {encodeCursor("b0", "zzz"), 5}} {
+	}{{EncodeCursor("b2", "a"), 0}, {EncodeCursor("b0", "zzz"), 5}} {
 		page, next, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1"}, tc.cursor, 5)
 		if err != nil || len(page) != tc.want || (tc.want == 0) != (next == "") {
 			t.Errorf("ListInstances(b1) after cursor %q = %d records, next %q, %v; want %d", tc.cursor, len(page), next, err, tc.want)

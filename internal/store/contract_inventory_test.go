@@ -367,7 +367,7 @@ func testInventoryInvalid(t *testing.T, b backend) {
 	_, keys["ListBindings without instance id"] = s.ListBindings(ctx, "b1", "")
 	_, _, keys["ListInstances with a bad cursor"] = s.ListInstances(ctx, InstanceFilter{}, "not a cursor!", 10)
 	_, _, keys["ListInstances with a cursor of 3 parts"] = s.ListInstances(ctx, InstanceFilter{},
-		encodeCursor("b1", "i1\x00x"), 10)
+		EncodeCursor("b1", "i1\x00x"), 10)
 	_, _, keys["ListInstances with a NUL tenant"] = s.ListInstances(ctx, InstanceFilter{Tenant: "\x00"}, "", 10)
 	_, keys["CountInstances with a NUL broker"] = s.CountInstances(ctx, InstanceFilter{Broker: "a\x00b"})
 	_, keys["CountBindings with a NUL broker"] = s.CountBindings(ctx, "a\x00b")

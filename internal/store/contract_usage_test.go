@@ -149,7 +149,7 @@ func testUsagePages(t *testing.T, b backend) {
 	ctx := context.Background()
 	c := osbtest.NewClock(t0)
 	s := b.open(t, c.Now)
-	const same, later = usagePage + 200, 300
+	const same, later = UsagePage + 200, 300
 	var entries []Entry
 	for i := range same + later {
 		bd := testBinding("b1", "i1", fmt.Sprintf("x%04d", i))

@@ -81,7 +81,7 @@ func revealed(v []byte) bool {
 	// record and its bindings' after ids and lengths.
 	found := false
 	for i := 0; i < len(v) && !found; i++ {
-		unpack(v[i:], func(_ string, body []byte) error {
+		Unpack(v[i:], func(_ string, body []byte) error {
 			found = bytes.Contains(body, []byte(marker))
 			return nil
 		})

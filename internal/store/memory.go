@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// errClosed is returned by calls on a closed Store.
-var errClosed = fmt.Errorf("%w: store closed", ErrUnavailable)
-
 // memory is the "memory" backend: maps behind one mutex. Nothing survives
 // the process; for tests and throwaway single-process runs.
 type memory struct {
@@ -42,7 +39,7 @@ func (m *memory) begin(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return errClosed
+		return ErrClosed
 	}
 	return nil
 }
@@ -50,7 +47,7 @@ func (m *memory) begin(ctx context.Context) error {
 // live returns the lock key if it exists and has not expired at now.
 func (m *memory) live(key string, now time.Time) (Lock, bool) {
 	l, ok := m.locks[key]
-	if !ok || expired(l.Deadline, now) {
+	if !ok || Expired(l.Deadline, now) {
 		return Lock{}, false
 	}
 	return l, true
@@ -62,7 +59,7 @@ func (m *memory) owned(key, owner string, now time.Time) (Lock, error) {
 	l, ok := m.live(key, now)
 	switch {
 	case !ok:
-		return Lock{}, noLock(key)
+		return Lock{}, NoLock(key)
 	case l.Owner != owner:
 		return Lock{}, fmt.Errorf("%w: lock %s", ErrNotOwner, key)
 	}
@@ -75,12 +72,12 @@ func (m *memory) Acquire(ctx context.Context, l Lock) (Lock, error) {
 	}
 	defer m.mu.Unlock()
 	now := m.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return Lock{}, err
 	}
 	if cur, ok := m.live(l.Key, now); ok && cur.Owner != l.Owner {
-		return cur, heldError(cur)
+		return cur, HeldError(cur)
 	}
 	cur, taken := m.locks[l.Key]
 	m.locks[l.Key] = l
@@ -96,7 +93,7 @@ func (m *memory) Update(ctx context.Context, l Lock) error {
 	}
 	defer m.mu.Unlock()
 	now := m.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return err
 	}
@@ -126,7 +123,7 @@ func (m *memory) ForceRelease(ctx context.Context, key string) (Lock, error) {
 	defer m.mu.Unlock()
 	l, ok := m.live(key, m.now())
 	if !ok {
-		return Lock{}, noLock(key)
+		return Lock{}, NoLock(key)
 	}
 	delete(m.locks, key)
 	return l, nil
@@ -149,17 +146,17 @@ func (m *memory) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	if err := f.check(); err != nil {
+	if err := f.Check(); err != nil {
 		return nil, err
 	}
 	now := m.now()
 	var out []Lock
 	for _, l := range m.locks {
-		if (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
+		if (f.Expired || !Expired(l.Deadline, now)) && f.Matches(l) {
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, byKey)
+	slices.SortFunc(out, ByKey)
 	return out, nil
 }
 
@@ -170,12 +167,12 @@ func (m *memory) ExpireDue(ctx context.Context, now time.Time) ([]Lock, error) {
 	defer m.mu.Unlock()
 	var out []Lock
 	for k, l := range m.locks {
-		if expired(l.Deadline, now) {
+		if Expired(l.Deadline, now) {
 			out = append(out, l)
 			delete(m.locks, k)
 		}
 	}
-	slices.SortFunc(out, byDeadline)
+	slices.SortFunc(out, ByDeadline)
 	return out, nil
 }
 
@@ -184,7 +181,7 @@ func (m *memory) PutOrphan(ctx context.Context, o Orphan) error {
 		return err
 	}
 	defer m.mu.Unlock()
-	o, err := prepareOrphan(o, m.now())
+	o, err := PrepareOrphan(o, m.now())
 	if err != nil {
 		return err
 	}
@@ -199,7 +196,7 @@ func (m *memory) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	defer m.mu.Unlock()
 	o, ok := m.orphans[id]
 	if !ok {
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	}
 	return o, nil
 }
@@ -209,7 +206,7 @@ func (m *memory) ListOrphans(ctx context.Context) ([]Orphan, error) {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	return slices.SortedFunc(maps.Values(m.orphans), byID), nil
+	return slices.SortedFunc(maps.Values(m.orphans), ByID), nil
 }
 
 func (m *memory) DeleteOrphan(ctx context.Context, id string) error {
@@ -218,7 +215,7 @@ func (m *memory) DeleteOrphan(ctx context.Context, id string) error {
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.orphans[id]; !ok {
-		return noOrphan(id)
+		return NoOrphan(id)
 	}
 	delete(m.orphans, id)
 	return nil
@@ -229,7 +226,7 @@ func (m *memory) DueOrphans(ctx context.Context, now time.Time, limit int) ([]Or
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	return dueOrphans(slices.Collect(maps.Values(m.orphans)), now, limit), nil
+	return DueOrphans(slices.Collect(maps.Values(m.orphans)), now, limit), nil
 }
 
 func (m *memory) ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error) {
@@ -238,15 +235,15 @@ func (m *memory) ClaimOrphan(ctx context.Context, id, claimant string, until tim
 	}
 	defer m.mu.Unlock()
 	now := m.now()
-	until, err := prepareClaim(id, claimant, until, now)
+	until, err := PrepareClaim(id, claimant, until, now)
 	if err != nil {
 		return Orphan{}, err
 	}
 	o, ok := m.orphans[id]
 	if !ok {
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	}
-	if o, err = claim(o, claimant, until, now); err != nil {
+	if o, err = Claim(o, claimant, until, now); err != nil {
 		return o, err
 	}
 	m.orphans[id] = o

@@ -16,9 +16,9 @@ func (m *memory) GetCatalogs(ctx context.Context, broker string) (BrokerCatalogs
 	b, ok := m.catalogs[broker]
 	m.mu.Unlock()
 	if !ok {
-		return BrokerCatalogs{}, noCatalogs(broker)
+		return BrokerCatalogs{}, NoCatalogs(broker)
 	}
-	return decodeCatalogs(b)
+	return DecodeCatalogs(b)
 }
 
 func (m *memory) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error) {
@@ -32,7 +32,7 @@ func (m *memory) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error) {
 	m.mu.Unlock()
 	out := make([]BrokerCatalogs, 0, len(raw))
 	for _, b := range raw {
-		bc, err := decodeCatalogs(b)
+		bc, err := DecodeCatalogs(b)
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +46,7 @@ func (m *memory) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccepted 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	bc, enc, err := prepareCatalogs(bc)
+	bc, enc, err := PrepareCatalogs(bc)
 	if err != nil {
 		return err
 	}
@@ -58,15 +58,15 @@ func (m *memory) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccepted 
 		m.catalogs = map[string][]byte{}
 	}
 	if old, ok := m.catalogs[bc.Broker]; ok {
-		cur, err := decodeCatalogs(old)
+		cur, err := DecodeCatalogs(old)
 		if err != nil {
 			return err
 		}
 		if cur.Accepted.Hash != ifAccepted {
-			return changedCatalogs(bc.Broker, ifAccepted, cur.Accepted.Hash)
+			return ChangedCatalogs(bc.Broker, ifAccepted, cur.Accepted.Hash)
 		}
 	} else if ifAccepted != "" {
-		return changedCatalogs(bc.Broker, ifAccepted, "")
+		return ChangedCatalogs(bc.Broker, ifAccepted, "")
 	}
 	m.catalogs[bc.Broker] = enc
 	return nil
@@ -78,7 +78,7 @@ func (m *memory) DeleteCatalogs(ctx context.Context, broker string) error {
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.catalogs[broker]; !ok {
-		return noCatalogs(broker)
+		return NoCatalogs(broker)
 	}
 	delete(m.catalogs, broker)
 	return nil

@@ -79,7 +79,7 @@ func (b *memBroker) putInstance(id string, rec []byte, replace bool) bool {
 }
 
 func (b *memBroker) countTenant(rec []byte, delta int) {
-	t, _ := recordTenant(rec)
+	t, _ := RecordTenant(rec)
 	if b.tenants[t] += delta; b.tenants[t] <= 0 {
 		delete(b.tenants, t)
 	}
@@ -113,7 +113,7 @@ func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error)
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	in, rec, err := prepareInstance(in, m.now())
+	in, rec, err := PrepareInstance(in, m.now())
 	if err != nil {
 		return Instance{}, err
 	}
@@ -122,7 +122,7 @@ func (m *memory) PutInstance(ctx context.Context, in Instance) (Instance, error)
 	}
 	defer m.mu.Unlock()
 	b := m.broker(in.Broker, true)
-	r, replan, err := replanUsage(b.instances[in.InstanceID], in, m.now())
+	r, replan, err := ReplanUsage(b.instances[in.InstanceID], in, m.now())
 	if err != nil {
 		return Instance{}, err
 	}
@@ -143,11 +143,11 @@ type memRecord struct {
 }
 
 func (r memRecord) decodeInstance() (Instance, error) {
-	return decodeInstance(r.broker, r.instance, r.rec)
+	return DecodeInstance(r.broker, r.instance, r.rec)
 }
 
 func (r memRecord) decodeBinding() (Binding, error) {
-	return decodeBinding(r.broker, r.instance, r.binding, r.rec)
+	return DecodeBinding(r.broker, r.instance, r.binding, r.rec)
 }
 
 // decodeAll decodes recs in order.
@@ -172,13 +172,13 @@ func (m *memory) GetInstance(ctx context.Context, broker, instanceID string) (In
 		rec = b.instances[instanceID]
 	}
 	m.mu.Unlock()
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
 	if rec == nil {
-		return Instance{}, noInstance(broker, instanceID)
+		return Instance{}, NoInstance(broker, instanceID)
 	}
-	return decodeInstance(broker, instanceID, rec)
+	return DecodeInstance(broker, instanceID, rec)
 }
 
 func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
@@ -186,23 +186,23 @@ func (m *memory) DeleteInstance(ctx context.Context, broker, instanceID string) 
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	b := m.broker(broker, false)
 	if b == nil {
-		return nil, noInstance(broker, instanceID)
+		return nil, NoInstance(broker, instanceID)
 	}
 	rec, ok := b.instances[instanceID]
 	of := b.bindings[instanceID]
 	if !ok && len(of) == 0 {
-		return nil, noInstance(broker, instanceID)
+		return nil, NoInstance(broker, instanceID)
 	}
 	gone, err := decodeAll(bindingRecords(broker, instanceID, of), memRecord.decodeBinding)
 	if err != nil { // a record that does not decode: delete nothing
 		return nil, err
 	}
-	used, err := deletedUsage(broker, instanceID, rec, gone, m.now())
+	used, err := DeletedUsage(broker, instanceID, rec, gone, m.now())
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (m *memory) PutBinding(ctx context.Context, bd Binding) (Binding, error) {
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	bd, rec, err := prepareBinding(bd, m.now())
+	bd, rec, err := PrepareBinding(bd, m.now())
 	if err != nil {
 		return Binding{}, err
 	}
@@ -257,13 +257,13 @@ func (m *memory) GetBinding(ctx context.Context, broker, instanceID, bindingID s
 		}
 	}
 	m.mu.Unlock()
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
 	if rec == nil {
-		return Binding{}, noBinding(broker, instanceID, bindingID)
+		return Binding{}, NoBinding(broker, instanceID, bindingID)
 	}
-	return decodeBinding(broker, instanceID, bindingID, rec)
+	return DecodeBinding(broker, instanceID, bindingID, rec)
 }
 
 func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
@@ -271,23 +271,23 @@ func (m *memory) DeleteBinding(ctx context.Context, broker, instanceID, bindingI
 		return err
 	}
 	defer m.mu.Unlock()
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return err
 	}
 	b := m.broker(broker, false)
 	if b == nil {
-		return noBinding(broker, instanceID, bindingID)
+		return NoBinding(broker, instanceID, bindingID)
 	}
 	of := b.bindings[instanceID]
 	i, ok := findBinding(of, bindingID)
 	if !ok {
-		return noBinding(broker, instanceID, bindingID)
+		return NoBinding(broker, instanceID, bindingID)
 	}
-	gone, err := decodeBinding(broker, instanceID, bindingID, of[i].rec)
+	gone, err := DecodeBinding(broker, instanceID, bindingID, of[i].rec)
 	if err != nil {
 		return err
 	}
-	m.addUsage(bindingUsage(gone, m.now()))
+	m.addUsage(BindingUsage(gone, m.now()))
 	b.nbindings--
 	if len(of) == 1 {
 		delete(b.bindings, instanceID)

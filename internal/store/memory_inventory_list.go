@@ -83,7 +83,7 @@ func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor str
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	cb, ci, limit, err := listArgs(f, cursor, limit)
+	cb, ci, limit, err := ListArgs(f, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -95,7 +95,7 @@ func (m *memory) ListInstances(ctx context.Context, f InstanceFilter, cursor str
 	if err != nil {
 		return nil, "", err
 	}
-	page, next := pageOf(found, limit, instanceName)
+	page, next := PageOf(found, limit, InstanceName)
 	return page, next, nil
 }
 
@@ -118,7 +118,7 @@ func (m *memory) instanceRecords(ctx context.Context, f InstanceFilter, cb, ci s
 		}
 		for _, id := range ids {
 			rec, ok := b.instances[id]
-			if !ok || f.Tenant != "" && !sameTenant(rec, f.Tenant) {
+			if !ok || f.Tenant != "" && !SameTenant(rec, f.Tenant) {
 				continue
 			}
 			if found = append(found, memRecord{name, id, "", rec}); len(found) == n {
@@ -134,7 +134,7 @@ func (m *memory) CountInstances(ctx context.Context, f InstanceFilter) (int, err
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	if err := checkFilter(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -157,7 +157,7 @@ func (m *memory) ListBindings(ctx context.Context, broker, instanceID string) ([
 		recs = bindingRecords(broker, instanceID, b.bindings[instanceID])
 	}
 	m.mu.Unlock()
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	return decodeAll(recs, memRecord.decodeBinding)
@@ -168,7 +168,7 @@ func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) 
 		return 0, err
 	}
 	defer m.mu.Unlock()
-	if err := checkName("broker", broker, false); err != nil {
+	if err := CheckName("broker", broker, false); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -182,7 +182,7 @@ func (m *memory) CountBindings(ctx context.Context, broker string) (int, error) 
 
 // bindingsAfter walks the brokers from pos's, their instances with
 // bindings from pos's, and each instance's bindings in order.
-func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+func (m *memory) bindingsAfter(ctx context.Context, pos BindingPos, limit int) ([]Binding, BindingPos, bool, error) {
 	recs, next, done, err := m.bindingRecordsAfter(ctx, pos, limit)
 	if err != nil {
 		return nil, pos, false, err
@@ -191,26 +191,26 @@ func (m *memory) bindingsAfter(ctx context.Context, pos bindingPos, limit int) (
 	return out, next, done, err
 }
 
-func (m *memory) bindingRecordsAfter(ctx context.Context, pos bindingPos, limit int) ([]memRecord, bindingPos, bool, error) {
+func (m *memory) bindingRecordsAfter(ctx context.Context, pos BindingPos, limit int) ([]memRecord, BindingPos, bool, error) {
 	if err := m.begin(ctx); err != nil {
 		return nil, pos, false, err
 	}
 	defer m.mu.Unlock()
 	var out []memRecord
-	for _, name := range m.brokerNames(InstanceFilter{}, pos.broker) {
+	for _, name := range m.brokerNames(InstanceFilter{}, pos.Broker) {
 		b := m.broker(name, false)
 		ids := b.boundIDs()
-		if name == pos.broker {
-			i, _ := slices.BinarySearch(ids, pos.instance)
+		if name == pos.Broker {
+			i, _ := slices.BinarySearch(ids, pos.Instance)
 			ids = ids[i:]
 		}
 		for _, id := range ids {
 			for _, bd := range b.bindings[id] {
-				if comparePos(bindingPos{name, id, bd.id}, pos) <= 0 {
+				if ComparePos(BindingPos{name, id, bd.id}, pos) <= 0 {
 					continue
 				}
 				if out = append(out, memRecord{name, id, bd.id, bd.rec}); len(out) == limit {
-					return out, bindingPos{name, id, bd.id}, false, nil
+					return out, BindingPos{name, id, bd.id}, false, nil
 				}
 			}
 		}
@@ -219,14 +219,14 @@ func (m *memory) bindingRecordsAfter(ctx context.Context, pos bindingPos, limit 
 }
 
 func (m *memory) Export(ctx context.Context) iter.Seq2[Entry, error] {
-	return export(ctx, m.ListInstances, m.bindingsAfter)
+	return Export(ctx, m.ListInstances, m.bindingsAfter)
 }
 
 func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (ImportResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
 	}
-	prepared, err := prepareEntries(entries, m.now())
+	prepared, err := PrepareEntries(entries, m.now())
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -237,11 +237,11 @@ func (m *memory) Import(ctx context.Context, entries []Entry, replace bool) (Imp
 	var res ImportResult
 	for _, e := range prepared {
 		var written bool
-		if in := e.instance; in != nil {
-			written = m.broker(in.Broker, true).putInstance(in.InstanceID, e.rec, replace)
+		if in := e.Instance; in != nil {
+			written = m.broker(in.Broker, true).putInstance(in.InstanceID, e.Rec, replace)
 		} else {
-			bd := e.binding
-			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, e.rec, replace)
+			bd := e.Binding
+			written = m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, e.Rec, replace)
 		}
 		if written {
 			res.Written++

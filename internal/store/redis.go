@@ -89,7 +89,7 @@ func (s *redisStore) fail(ctx context.Context, op string, err error) error {
 		return ctxErr
 	}
 	if errors.Is(err, redis.ErrClosed) {
-		return errClosed
+		return ErrClosed
 	}
 	return fmt.Errorf("%w: redis %s: %w", ErrUnavailable, op, err)
 }

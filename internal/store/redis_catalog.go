@@ -40,11 +40,11 @@ func (s *redisStore) GetCatalogs(ctx context.Context, broker string) (BrokerCata
 	v, err := s.client.HGet(ctx, s.catalogsKey(), broker).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return BrokerCatalogs{}, noCatalogs(broker)
+		return BrokerCatalogs{}, NoCatalogs(broker)
 	case err != nil:
 		return BrokerCatalogs{}, s.fail(ctx, "HGET", err)
 	}
-	return decodeCatalogs(v)
+	return DecodeCatalogs(v)
 }
 
 func (s *redisStore) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error) {
@@ -57,7 +57,7 @@ func (s *redisStore) ListCatalogs(ctx context.Context) ([]BrokerCatalogs, error)
 	}
 	out := make([]BrokerCatalogs, 0, len(all))
 	for _, v := range all {
-		bc, err := decodeCatalogs([]byte(v))
+		bc, err := DecodeCatalogs([]byte(v))
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +71,7 @@ func (s *redisStore) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccep
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	bc, enc, err := prepareCatalogs(bc)
+	bc, enc, err := PrepareCatalogs(bc)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *redisStore) PutCatalogs(ctx context.Context, bc BrokerCatalogs, ifAccep
 	if len(res) > 1 {
 		cur, _ = res[1].(string)
 	}
-	return changedCatalogs(bc.Broker, ifAccepted, cur)
+	return ChangedCatalogs(bc.Broker, ifAccepted, cur)
 }
 
 func (s *redisStore) DeleteCatalogs(ctx context.Context, broker string) error {
@@ -101,7 +101,7 @@ func (s *redisStore) DeleteCatalogs(ctx context.Context, broker string) error {
 		return s.fail(ctx, "HDEL", err)
 	}
 	if n.Val() == 0 {
-		return noCatalogs(broker)
+		return NoCatalogs(broker)
 	}
 	return nil
 }

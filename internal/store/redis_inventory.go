@@ -276,9 +276,9 @@ return out
 func decodeInstanceMember(broker, m string) (Instance, error) {
 	id, rec, ok := strings.Cut(m, "\x00")
 	if !ok {
-		return Instance{}, badKey([]byte(m))
+		return Instance{}, BadKey([]byte(m))
 	}
-	return decodeInstance(broker, id, []byte(rec))
+	return DecodeInstance(broker, id, []byte(rec))
 }
 
 // decodeBindingMember decodes "instance id NUL binding id NUL record", as
@@ -286,9 +286,9 @@ func decodeInstanceMember(broker, m string) (Instance, error) {
 func decodeBindingMember(broker, m string) (Binding, error) {
 	parts := strings.SplitN(m, "\x00", 3)
 	if len(parts) != 3 {
-		return Binding{}, badKey([]byte(m))
+		return Binding{}, BadKey([]byte(m))
 	}
-	return decodeBinding(broker, parts[0], parts[1], []byte(parts[2]))
+	return DecodeBinding(broker, parts[0], parts[1], []byte(parts[2]))
 }
 
 // lookupRange is the ZRANGEBYLEX range of the members that start with
@@ -298,15 +298,15 @@ func lookupRange(prefix string) *redis.ZRangeBy {
 }
 
 // member reads the member of an instance id: ok false if there is none.
-func (s *redisStore) member(ctx context.Context, broker, instanceID string) (member, bool, error) {
+func (s *redisStore) member(ctx context.Context, broker, instanceID string) (Member, bool, error) {
 	found, err := s.client.ZRangeByLex(ctx, s.inv(broker).ix, lookupRange(instanceID+"\x00")).Result()
 	switch {
 	case err != nil:
-		return member{}, false, s.fail(ctx, "ZRANGEBYLEX", err)
+		return Member{}, false, s.fail(ctx, "ZRANGEBYLEX", err)
 	case len(found) == 0:
-		return member{}, false, nil
+		return Member{}, false, nil
 	}
-	m, err := parseMember(found[0])
+	m, err := ParseMember(found[0])
 	return m, err == nil, err
 }
 
@@ -353,7 +353,7 @@ func (s *redisStore) PutInstance(ctx context.Context, in Instance) (Instance, er
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	in, rec, err := prepareInstance(in, s.now())
+	in, rec, err := PrepareInstance(in, s.now())
 	if err != nil {
 		return Instance{}, err
 	}
@@ -377,35 +377,35 @@ func (s *redisStore) GetInstance(ctx context.Context, broker, instanceID string)
 	if err := ctx.Err(); err != nil {
 		return Instance{}, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return Instance{}, err
 	}
 	m, ok, err := s.member(ctx, broker, instanceID)
 	switch {
 	case err != nil:
 		return Instance{}, err
-	case !ok || len(m.instance) == 0:
-		return Instance{}, noInstance(broker, instanceID)
+	case !ok || len(m.Instance) == 0:
+		return Instance{}, NoInstance(broker, instanceID)
 	}
-	return decodeInstance(broker, instanceID, m.instance)
+	return DecodeInstance(broker, instanceID, m.Instance)
 }
 
 func (s *redisStore) DeleteInstance(ctx context.Context, broker, instanceID string) ([]Binding, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	res, err := s.deleteInstance(ctx, broker, instanceID)
 	if err != nil {
 		return nil, err
 	}
-	m := member{id: instanceID}
+	m := Member{ID: instanceID}
 	for i := 1; i < len(res); i += 2 {
-		m.bindings = append(m.bindings, memberBinding{res[i], []byte(res[i+1])})
+		m.Bindings = append(m.Bindings, MemberBinding{res[i], []byte(res[i+1])})
 	}
-	gone, err := m.sortedBindings(broker)
+	gone, err := m.SortedBindings(broker)
 	if len(gone) == 0 {
 		gone = nil
 	}
@@ -416,7 +416,7 @@ func (s *redisStore) PutBinding(ctx context.Context, bd Binding) (Binding, error
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	bd, rec, err := prepareBinding(bd, s.now())
+	bd, rec, err := PrepareBinding(bd, s.now())
 	if err != nil {
 		return Binding{}, err
 	}
@@ -433,24 +433,24 @@ func (s *redisStore) GetBinding(ctx context.Context, broker, instanceID, binding
 	if err := ctx.Err(); err != nil {
 		return Binding{}, err
 	}
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return Binding{}, err
 	}
 	m, _, err := s.member(ctx, broker, instanceID)
 	if err != nil {
 		return Binding{}, err
 	}
-	if i := m.binding(bindingID); i >= 0 {
-		return decodeBinding(broker, instanceID, bindingID, m.bindings[i].rec)
+	if i := m.Binding(bindingID); i >= 0 {
+		return DecodeBinding(broker, instanceID, bindingID, m.Bindings[i].Rec)
 	}
-	return Binding{}, noBinding(broker, instanceID, bindingID)
+	return Binding{}, NoBinding(broker, instanceID, bindingID)
 }
 
 func (s *redisStore) DeleteBinding(ctx context.Context, broker, instanceID, bindingID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkBindingKey(broker, instanceID, bindingID); err != nil {
+	if err := CheckBindingKey(broker, instanceID, bindingID); err != nil {
 		return err
 	}
 	return s.deleteBinding(ctx, broker, instanceID, bindingID)

@@ -48,7 +48,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	limit, err := expiringArgs(broker, limit)
+	limit, err := ExpiringArgs(broker, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *redisStore) ExpiringBindings(ctx context.Context, broker string, before
 		}
 		found = append(found, page...)
 	}
-	slices.SortFunc(found, byExpiry)
+	slices.SortFunc(found, ByExpiry)
 	return found[:min(limit, len(found))], nil
 }
 

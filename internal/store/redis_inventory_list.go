@@ -44,7 +44,7 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	cb, ci, limit, err := listArgs(f, cursor, limit)
+	cb, ci, limit, err := ListArgs(f, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -65,7 +65,7 @@ func (s *redisStore) ListInstances(ctx context.Context, f InstanceFilter, cursor
 			break
 		}
 	}
-	page, next := pageOf(found, limit, instanceName)
+	page, next := PageOf(found, limit, InstanceName)
 	return page, next, nil
 }
 
@@ -103,7 +103,7 @@ func (s *redisStore) CountInstances(ctx context.Context, f InstanceFilter) (int,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := checkFilter(f); err != nil {
+	if err := CheckFilter(f); err != nil {
 		return 0, err
 	}
 	names, err := s.brokerNames(ctx, f, "")
@@ -158,14 +158,14 @@ func (s *redisStore) ListBindings(ctx context.Context, broker, instanceID string
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return nil, err
 	}
 	m, ok, err := s.member(ctx, broker, instanceID)
-	if !ok || err != nil || len(m.bindings) == 0 {
+	if !ok || err != nil || len(m.Bindings) == 0 {
 		return nil, err
 	}
-	return m.sortedBindings(broker)
+	return m.SortedBindings(broker)
 }
 
 // decodeBindingRange decodes members "instance id NUL binding id NUL
@@ -190,7 +190,7 @@ func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, err
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := checkName("broker", broker, false); err != nil {
+	if err := CheckName("broker", broker, false); err != nil {
 		return 0, err
 	}
 	names, err := s.brokerNames(ctx, InstanceFilter{Broker: broker}, "")
@@ -203,18 +203,18 @@ func (s *redisStore) CountBindings(ctx context.Context, broker string) (int, err
 // bindingsAfter reads the bindings of up to limit members of the broker
 // of pos (or of the next broker with members) after pos, one
 // ZRANGEBYLEX: a page may hold more or fewer than limit bindings.
-func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error) {
+func (s *redisStore) bindingsAfter(ctx context.Context, pos BindingPos, limit int) ([]Binding, BindingPos, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, pos, false, err
 	}
-	names, err := s.brokerNames(ctx, InstanceFilter{}, pos.broker)
+	names, err := s.brokerNames(ctx, InstanceFilter{}, pos.Broker)
 	if err != nil {
 		return nil, pos, false, err
 	}
 	for _, broker := range names {
 		lo := "-"
-		if broker == pos.broker {
-			lo = "[" + pos.instance + "\x00" // its bindings after pos.binding, then the next instances
+		if broker == pos.Broker {
+			lo = "[" + pos.Instance + "\x00" // its bindings after pos.Binding, then the next instances
 		}
 		res, err := s.lexRange(ctx, s.inv(broker).ix, lo, "+", limit)
 		if err != nil {
@@ -225,25 +225,25 @@ func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit in
 		}
 		var out []Binding
 		for _, raw := range res {
-			m, err := parseMember(raw)
+			m, err := ParseMember(raw)
 			if err != nil {
 				return nil, pos, false, err
 			}
-			bds, err := m.sortedBindings(broker)
+			bds, err := m.SortedBindings(broker)
 			if err != nil {
 				return nil, pos, false, err
 			}
 			for _, bd := range bds {
-				if comparePos(bindingPos{broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
+				if ComparePos(BindingPos{broker, bd.InstanceID, bd.BindingID}, pos) > 0 {
 					out = append(out, bd)
 				}
 			}
-			pos = bindingPos{broker, m.id + "\x01", ""} // after all of m: ids hold no NUL
+			pos = BindingPos{broker, m.ID + "\x01", ""} // after all of m: ids hold no NUL
 		}
 		// A short page ends this broker, not the export: the next call
 		// starts after it.
 		if len(res) < limit {
-			pos = bindingPos{broker: broker + "\x00"}
+			pos = BindingPos{Broker: broker + "\x00"}
 		}
 		return out, pos, false, nil
 	}
@@ -251,7 +251,7 @@ func (s *redisStore) bindingsAfter(ctx context.Context, pos bindingPos, limit in
 }
 
 func (s *redisStore) Export(ctx context.Context) iter.Seq2[Entry, error] {
-	return export(ctx, s.ListInstances, s.bindingsAfter)
+	return Export(ctx, s.ListInstances, s.bindingsAfter)
 }
 
 // Import sends the batch in one pipeline: one SADD per broker, one script
@@ -263,7 +263,7 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 	if err := ctx.Err(); err != nil {
 		return ImportResult{}, err
 	}
-	prepared, err := prepareEntries(entries, s.now())
+	prepared, err := PrepareEntries(entries, s.now())
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -283,12 +283,12 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 				}
 				k := s.inv(broker)
 				sc, keys, args := putInstanceScript, []string{k.ix, k.n}, []any(nil)
-				if in := e.instance; in != nil {
-					args = []any{in.InstanceID, e.rec, in.Tenant, replaceArg(replace)}
+				if in := e.Instance; in != nil {
+					args = []any{in.InstanceID, e.Rec, in.Tenant, replaceArg(replace)}
 				} else {
-					bd := e.binding
+					bd := e.Binding
 					sc, keys = putBindingScript, []string{k.ix, k.n, k.ex}
-					args = []any{bd.InstanceID, bd.BindingID, e.rec, replaceArg(replace), expiryScore(bd.ExpiresAt)}
+					args = []any{bd.InstanceID, bd.BindingID, e.Rec, replaceArg(replace), expiryScore(bd.ExpiresAt)}
 				}
 				if withText {
 					cmds[i] = sc.Eval(ctx, p, keys, args...)
@@ -331,9 +331,9 @@ func (s *redisStore) Import(ctx context.Context, entries []Entry, replace bool) 
 	return res, nil
 }
 
-func entryBroker(e preparedEntry) string {
-	if e.instance != nil {
-		return e.instance.Broker
+func entryBroker(e PreparedEntry) string {
+	if e.Instance != nil {
+		return e.Instance.Broker
 	}
-	return e.binding.Broker
+	return e.Binding.Broker
 }

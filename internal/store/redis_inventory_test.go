@@ -42,11 +42,11 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 			return err
 		}, 1},
 		{"ListInstances of a broker's tenant", func() error {
-			_, _, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1", Tenant: "x"}, encodeCursor("b1", "i1"), 2)
+			_, _, err := s.ListInstances(ctx, InstanceFilter{Broker: "b1", Tenant: "x"}, EncodeCursor("b1", "i1"), 2)
 			return err
 		}, 1},
 		{"ListInstances of all, a page within one broker", func() error {
-			_, _, err := s.ListInstances(ctx, InstanceFilter{}, encodeCursor("b1", "a"), 2)
+			_, _, err := s.ListInstances(ctx, InstanceFilter{}, EncodeCursor("b1", "a"), 2)
 			return err
 		}, 2},
 		{"ListInstances of all, a page over two brokers", func() error {
@@ -110,11 +110,11 @@ func TestRedisInventoryKeys(t *testing.T) {
 	if got, want := raw.ZScore(ctx, tag+"ex", "i1\x00x1").Val(), float64(t0.Add(30*24*time.Hour).UnixMicro()); got != want {
 		t.Errorf("ZSCORE ex = %f, want the binding's ExpiresAt in microseconds, %f", got, want)
 	}
-	_, irec, err := prepareInstance(testInstance("b{1}%", "i1", "x"), t0)
+	_, irec, err := PrepareInstance(testInstance("b{1}%", "i1", "x"), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, brec, err := prepareBinding(testBinding("b{1}%", "i1", "x1"), t0)
+	_, brec, err := PrepareBinding(testBinding("b{1}%", "i1", "x1"), t0)
 	if err != nil {
 		t.Fatal(err)
 	}

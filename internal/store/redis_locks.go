@@ -80,11 +80,11 @@ func (s *redisStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 		return Lock{}, err
 	}
 	now := s.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return Lock{}, err
 	}
-	k, rec, ttl := s.lockKey(l.Key), encodeLock(l), s.ttl(l, now)
+	k, rec, ttl := s.lockKey(l.Key), EncodeLock(l), s.ttl(l, now)
 	ok, err := s.client.SetNX(ctx, k, rec, ttl).Result()
 	if err != nil {
 		return Lock{}, s.fail(ctx, "SET NX", err)
@@ -103,12 +103,12 @@ func (s *redisStore) Acquire(ctx context.Context, l Lock) (Lock, error) {
 	if !ok {
 		return Lock{}, fmt.Errorf("%w: lock %s: acquire script answered %v", ErrUnavailable, l.Key, res)
 	}
-	other, err := decodeLock([]byte(cur))
+	other, err := DecodeLock([]byte(cur))
 	switch {
 	case err != nil && held:
 		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, l.Key, err)
 	case held:
-		return other, heldError(other)
+		return other, HeldError(other)
 	case err == nil:
 		l.Replaced = &other // expired: taken over
 	}
@@ -136,7 +136,7 @@ func (s *redisStore) owned(ctx context.Context, op, key, owner string, rec []byt
 	case err != nil:
 		return s.fail(ctx, op+" script", err)
 	case res == 0:
-		return noLock(key)
+		return NoLock(key)
 	case res < 0:
 		return fmt.Errorf("%w: lock %s", ErrNotOwner, key)
 	}
@@ -148,11 +148,11 @@ func (s *redisStore) Update(ctx context.Context, l Lock) error {
 		return err
 	}
 	now := s.now()
-	l, err := prepareLock(l, now)
+	l, err := PrepareLock(l, now)
 	if err != nil {
 		return err
 	}
-	return s.owned(ctx, "update", l.Key, l.Owner, encodeLock(l), s.ttl(l, now))
+	return s.owned(ctx, "update", l.Key, l.Owner, EncodeLock(l), s.ttl(l, now))
 }
 
 func (s *redisStore) Release(ctx context.Context, key, owner string) error {
@@ -168,7 +168,7 @@ func (s *redisStore) take(ctx context.Context, key, which string, now time.Time)
 	case err != nil:
 		return Lock{}, false, s.fail(ctx, "take script", err)
 	}
-	l, err := decodeLock([]byte(cur))
+	l, err := DecodeLock([]byte(cur))
 	if err != nil {
 		return Lock{}, false, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
 	}
@@ -180,7 +180,7 @@ func (s *redisStore) ForceRelease(ctx context.Context, key string) (Lock, error)
 		return Lock{}, err
 	}
 	l, ok, err := s.take(ctx, key, "live", s.now())
-	return foundLock(l, ok, err, key)
+	return FoundLock(l, ok, err, key)
 }
 
 func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
@@ -194,11 +194,11 @@ func (s *redisStore) Get(ctx context.Context, key string) (Lock, error) {
 	case err != nil:
 		return Lock{}, s.fail(ctx, "GET", err)
 	}
-	l, err := decodeLock(v)
+	l, err := DecodeLock(v)
 	switch {
 	case err != nil:
 		return Lock{}, fmt.Errorf("%w: lock %s: %w", ErrUnavailable, key, err)
-	case expired(l.Deadline, s.now()):
+	case Expired(l.Deadline, s.now()):
 		return Lock{}, ErrNotFound
 	}
 	return l, nil
@@ -213,20 +213,20 @@ func (s *redisStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := f.check(); err != nil {
+	if err := f.Check(); err != nil {
 		return nil, err
 	}
 	var prefix string
 	var keep func(key string) bool
 	if f.InstanceID != "" {
 		prefix = LockKey(f.Broker, f.InstanceID)
-		keep = func(k string) bool { return f.instanceKey(strings.TrimPrefix(k, s.lockKey(""))) }
+		keep = func(k string) bool { return f.MatchesKey(strings.TrimPrefix(k, s.lockKey(""))) }
 	}
 	now := s.now()
 	var found collect[Lock]
 	err := s.scanLocks(ctx, prefix, keep, func(values []string) {
 		for _, v := range values {
-			if l, err := decodeLock([]byte(v)); err == nil && (f.Expired || !expired(l.Deadline, now)) && f.matches(l) {
+			if l, err := DecodeLock([]byte(v)); err == nil && (f.Expired || !Expired(l.Deadline, now)) && f.Matches(l) {
 				found.add(l)
 			}
 		}
@@ -234,7 +234,7 @@ func (s *redisStore) List(ctx context.Context, f ListFilter) ([]Lock, error) {
 	if err != nil {
 		return nil, s.fail(ctx, "SCAN", err)
 	}
-	slices.SortFunc(found.items, byKey)
+	slices.SortFunc(found.items, ByKey)
 	return found.items, nil
 }
 
@@ -247,7 +247,7 @@ func (s *redisStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, erro
 	var due collect[string]
 	err := s.scanLocks(ctx, "", nil, func(values []string) {
 		for _, v := range values {
-			if l, err := decodeLock([]byte(v)); err == nil && expired(l.Deadline, now) {
+			if l, err := DecodeLock([]byte(v)); err == nil && Expired(l.Deadline, now) {
 				due.add(l.Key)
 			}
 		}
@@ -265,6 +265,6 @@ func (s *redisStore) ExpireDue(ctx context.Context, now time.Time) ([]Lock, erro
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, byDeadline)
+	slices.SortFunc(out, ByDeadline)
 	return out, nil
 }

@@ -74,12 +74,12 @@ func (s *redisStore) PutOrphan(ctx context.Context, o Orphan) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o, err := prepareOrphan(o, s.now())
+	o, err := PrepareOrphan(o, s.now())
 	if err != nil {
 		return err
 	}
 	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.orphansKey(), o.ID, encodeOrphan(o))
+		p.HSet(ctx, s.orphansKey(), o.ID, EncodeOrphan(o))
 		p.ZAdd(ctx, s.orphanDueKey(), redis.Z{Score: float64(o.NextAttempt.UnixMicro()), Member: o.ID})
 		return nil
 	})
@@ -93,11 +93,11 @@ func (s *redisStore) GetOrphan(ctx context.Context, id string) (Orphan, error) {
 	v, err := s.client.HGet(ctx, s.orphansKey(), id).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	case err != nil:
 		return Orphan{}, s.fail(ctx, "HGET", err)
 	}
-	o, err := decodeOrphan(v)
+	o, err := DecodeOrphan(v)
 	if err != nil {
 		return Orphan{}, fmt.Errorf("%w: orphan %s: %w", ErrUnavailable, id, err)
 	}
@@ -116,7 +116,7 @@ func (s *redisStore) ListOrphans(ctx context.Context) ([]Orphan, error) {
 	}
 	var out []Orphan
 	for _, id := range slices.Sorted(maps.Keys(all)) {
-		o, err := decodeOrphan([]byte(all[id]))
+		o, err := DecodeOrphan([]byte(all[id]))
 		if err != nil {
 			return nil, fmt.Errorf("%w: orphan %s: %w", ErrUnavailable, id, err)
 		}
@@ -139,7 +139,7 @@ func (s *redisStore) DeleteOrphan(ctx context.Context, id string) error {
 	case err != nil:
 		return s.fail(ctx, "delete orphan", err)
 	case del.Val() == 0:
-		return noOrphan(id)
+		return NoOrphan(id)
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func (s *redisStore) DueOrphans(ctx context.Context, now time.Time, limit int) (
 	var out []Orphan
 	for _, v := range res {
 		rec, _ := v.(string)
-		o, err := decodeOrphan([]byte(rec))
+		o, err := DecodeOrphan([]byte(rec))
 		if err != nil {
 			return nil, fmt.Errorf("%w: due orphan: %w", ErrUnavailable, err)
 		}
@@ -172,7 +172,7 @@ func (s *redisStore) ClaimOrphan(ctx context.Context, id, claimant string, until
 		return Orphan{}, err
 	}
 	now := s.now()
-	until, err := prepareClaim(id, claimant, until, now)
+	until, err := PrepareClaim(id, claimant, until, now)
 	if err != nil {
 		return Orphan{}, err
 	}
@@ -190,9 +190,9 @@ func (s *redisStore) ClaimOrphan(ctx context.Context, id, claimant string, until
 		rec, _ = res[1].(string)
 	}
 	if code == 0 {
-		return Orphan{}, noOrphan(id)
+		return Orphan{}, NoOrphan(id)
 	}
-	o, err := decodeOrphan([]byte(rec))
+	o, err := DecodeOrphan([]byte(rec))
 	if err == nil && code == -2 {
 		err = errors.New("the claim script cannot decode the record")
 	}
@@ -200,7 +200,7 @@ func (s *redisStore) ClaimOrphan(ctx context.Context, id, claimant string, until
 	case err != nil:
 		return Orphan{}, fmt.Errorf("%w: orphan %s: %w", ErrUnavailable, id, err)
 	case code < 0:
-		return o, orphanHeld(o)
+		return o, OrphanHeld(o)
 	}
 	return o, nil
 }

@@ -33,11 +33,11 @@ func usageScore(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10
 // replan adds the usage record of a put of in over the instance record
 // was ("" when there was none), if it changed the plan.
 func (s *redisStore) replan(ctx context.Context, was []byte, in Instance) error {
-	r, replan, err := replanUsage(was, in, s.now())
+	r, replan, err := ReplanUsage(was, in, s.now())
 	if err != nil || !replan {
 		return err
 	}
-	err = s.client.ZAdd(ctx, s.inv(in.Broker).us, redis.Z{Score: float64(r.Deleted.UnixMicro()), Member: encodeUsage(r)}).Err()
+	err = s.client.ZAdd(ctx, s.inv(in.Broker).us, redis.Z{Score: float64(r.Deleted.UnixMicro()), Member: EncodeUsage(r)}).Err()
 	return s.fail(ctx, "ZADD usage", err)
 }
 
@@ -52,34 +52,34 @@ func (s *redisStore) deleteInstance(ctx context.Context, broker, instanceID stri
 			return nil, s.fail(ctx, "ZRANGEBYLEX", err)
 		}
 		if len(raw) == 0 {
-			return nil, noInstance(broker, instanceID)
+			return nil, NoInstance(broker, instanceID)
 		}
-		m, err := parseMember(raw[0])
+		m, err := ParseMember(raw[0])
 		if err != nil {
 			return nil, err
 		}
-		gone, err := m.sortedBindings(broker)
+		gone, err := m.SortedBindings(broker)
 		if err != nil {
 			return nil, err
 		}
-		used, err := deletedUsage(broker, instanceID, m.instance, gone, s.now())
+		used, err := DeletedUsage(broker, instanceID, m.Instance, gone, s.now())
 		if err != nil {
 			return nil, err
 		}
 		args := []any{instanceID, raw[0]}
 		for _, r := range used {
-			args = append(args, usageScore(r.Deleted), encodeUsage(r))
+			args = append(args, usageScore(r.Deleted), EncodeUsage(r))
 		}
 		res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex, k.us}, args...).StringSlice()
 		switch {
 		case errors.Is(err, redis.Nil):
-			return nil, noInstance(broker, instanceID)
+			return nil, NoInstance(broker, instanceID)
 		case err != nil:
 			return nil, s.fail(ctx, "delete instance script", err)
 		case len(res) == 0:
 			continue // changed meanwhile
 		case len(res)%2 != 1:
-			return nil, fmt.Errorf("%w of instance %q", errBadMember, instanceID)
+			return nil, fmt.Errorf("%w of instance %q", ErrBadMember, instanceID)
 		}
 		return res, nil
 	}
@@ -94,23 +94,23 @@ func (s *redisStore) deleteBinding(ctx context.Context, broker, instanceID, bind
 		if err != nil {
 			return err
 		}
-		i := m.binding(bindingID)
+		i := m.Binding(bindingID)
 		if !ok || i < 0 {
-			return noBinding(broker, instanceID, bindingID)
+			return NoBinding(broker, instanceID, bindingID)
 		}
-		rec := m.bindings[i].rec
-		bd, err := decodeBinding(broker, instanceID, bindingID, rec)
+		rec := m.Bindings[i].Rec
+		bd, err := DecodeBinding(broker, instanceID, bindingID, rec)
 		if err != nil {
 			return err
 		}
-		r := bindingUsage(bd, s.now())
+		r := BindingUsage(bd, s.now())
 		n, err := deleteBindingScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex, k.us},
-			instanceID, bindingID, rec, usageScore(r.Deleted), encodeUsage(r)).Int()
+			instanceID, bindingID, rec, usageScore(r.Deleted), EncodeUsage(r)).Int()
 		switch {
 		case err != nil:
 			return s.fail(ctx, "delete binding script", err)
 		case n == 0:
-			return noBinding(broker, instanceID, bindingID)
+			return NoBinding(broker, instanceID, bindingID)
 		case n > 0:
 			return nil
 		}
@@ -154,14 +154,14 @@ func (s *redisStore) usageOf(ctx context.Context, broker string, after time.Time
 	key := s.inv(broker).us
 	lo, skip := "("+usageScore(after), int64(0)
 	for {
-		zs, err := s.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: "+inf", Offset: skip, Count: usagePage}).Result()
+		zs, err := s.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: lo, Max: "+inf", Offset: skip, Count: UsagePage}).Result()
 		if err != nil {
 			yield(UsageRecord{}, s.fail(ctx, "ZRANGEBYSCORE usage", err))
 			return false
 		}
 		for _, z := range zs {
 			m, _ := z.Member.(string)
-			r, err := decodeUsage([]byte(m), int64(z.Score))
+			r, err := DecodeUsage([]byte(m), int64(z.Score))
 			if err != nil {
 				yield(UsageRecord{}, err)
 				return false
@@ -170,7 +170,7 @@ func (s *redisStore) usageOf(ctx context.Context, broker string, after time.Time
 				return false
 			}
 		}
-		if len(zs) < usagePage {
+		if len(zs) < UsagePage {
 			return true
 		}
 		last := zs[len(zs)-1].Score
@@ -199,7 +199,7 @@ func (s *redisStore) PurgeUsage(ctx context.Context, before time.Time) (int, err
 	for _, b := range brokers {
 		key := s.inv(b).us
 		for {
-			ms, err := s.client.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + usageScore(before), Count: usagePage}).Result()
+			ms, err := s.client.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "(" + usageScore(before), Count: UsagePage}).Result()
 			if err != nil {
 				return total, s.fail(ctx, "ZRANGEBYSCORE usage", err)
 			}
@@ -215,7 +215,7 @@ func (s *redisStore) PurgeUsage(ctx context.Context, before time.Time) (int, err
 				return total, s.fail(ctx, "ZREM usage", err)
 			}
 			total += int(n)
-			if len(ms) < usagePage {
+			if len(ms) < UsagePage {
 				break
 			}
 		}

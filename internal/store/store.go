@@ -51,6 +51,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -79,10 +80,14 @@ var (
 	ErrInvalid = errors.New("store: invalid")
 )
 
-// noLock is ErrNotFound for the lock key. Every poll of an operation the
+// ErrClosed is what every backend returns for a call on a closed Store. It
+// wraps ErrUnavailable.
+var ErrClosed = fmt.Errorf("%w: store closed", ErrUnavailable)
+
+// NoLock is ErrNotFound for the lock key. Every poll of an operation the
 // gateway does not track ends here, so the text is put together only when
 // it is read.
-func noLock(key string) error { return &lockNotFound{key: key} }
+func NoLock(key string) error { return &lockNotFound{key: key} }
 
 // lockNotFound is ErrNotFound for one lock key.
 type lockNotFound struct{ key string }
@@ -90,14 +95,14 @@ type lockNotFound struct{ key string }
 func (e *lockNotFound) Error() string { return ErrNotFound.Error() + ": lock " + e.key }
 func (e *lockNotFound) Unwrap() error { return ErrNotFound }
 
-// foundLock is what a backend's lookup of key returns: its error, else l
+// FoundLock is what a backend's lookup of key returns: its error, else l
 // when found, else ErrNotFound.
-func foundLock(l Lock, found bool, err error, key string) (Lock, error) {
+func FoundLock(l Lock, found bool, err error, key string) (Lock, error) {
 	switch {
 	case err != nil:
 		return Lock{}, err
 	case !found:
-		return Lock{}, noLock(key)
+		return Lock{}, NoLock(key)
 	}
 	return l, nil
 }
