@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"compress/flate"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // Tests of the inventory record layout, below the Store contract.
@@ -179,56 +176,6 @@ func FuzzDecodeRecord(f *testing.F) {
 		DecodeInstance("b", "i", rec)
 		DecodeBinding("b", "i", "x", rec)
 	})
-}
-
-// TestEntryJSON checks the export format: an entry's JSON line, and a
-// store exported to JSON lines and imported from them into another.
-func TestEntryJSON(t *testing.T) {
-	in := Instance{Broker: "b1", InstanceID: "i1", Tenant: "cf1", Context: json.RawMessage(`{"platform":"cf"}`),
-		SealedParameters: []byte{1, 2, 3},
-		LastOperation:    LastOperation{Kind: KindProvision, State: StateSucceeded, Status: 201, Ended: t0},
-		Created:          t0, Updated: t0}
-	line, err := json.Marshal(Entry{Instance: &in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"instance":{"broker":"b1","instance_id":"i1","tenant":"cf1","context":{"platform":"cf"},` +
-		`"sealed_parameters":"AQID","last_operation":{"kind":"provision","state":"succeeded","status":201,` +
-		`"ended":"2031-05-06T07:08:09Z"},"created":"2031-05-06T07:08:09Z","updated":"2031-05-06T07:08:09Z"}}`
-	if string(line) != want {
-		t.Errorf("JSON of an entry:\n got %s\nwant %s", line, want)
-	}
-
-	ctx := context.Background()
-	src, dst := openMemoryForTest(t, osbtest.NewClock(t0).Now), openMemoryForTest(t, osbtest.NewClock(t0).Now)
-	listFixture(t, src)
-	mustPutBinding(t, src, testBinding("b1", "i1", "x1"))
-	var lines bytes.Buffer
-	enc := json.NewEncoder(&lines)
-	for e, err := range src.Export(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var entries []Entry
-	dec := json.NewDecoder(&lines)
-	dec.DisallowUnknownFields()
-	for dec.More() {
-		var e Entry
-		if err := dec.Decode(&e); err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	if _, err := dst.Import(ctx, entries, false); err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(exportAll(t, src), exportAll(t, dst)); d != "" {
-		t.Errorf("store imported from JSON lines (-source +imported):\n%s", d)
-	}
 }
 
 // TestRecordDashboardURL checks that a dashboard URL holding the instance

@@ -20,8 +20,8 @@ import (
 // instance: an instance has tens of bindings, not thousands, so a binding
 // is read and written by reading and rewriting its instance's value. (The
 // bolt backend keeps its records in values of their own, and the
-// instance's lists its bindings': bolt_inventory_value.go; it decodes them
-// as a member to list them.)
+// instance's lists its bindings': internal/store/bolt's
+// inventory_value.go; it decodes them as a member to list them.)
 
 // Member is such a value, parsed: the instance id, its record (empty if
 // the inventory has none) and its bindings' ids and records, in the

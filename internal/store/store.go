@@ -5,19 +5,25 @@
 // and the inventory of the instances and bindings the gateway saw succeed
 // (see Inventory).
 //
-// Three backends share one contract, checked by one test suite: "bolt", an
-// embedded bbolt file (the default, state survives a restart of one process),
-// "redis", shared by replicas (standalone, Sentinel or Cluster), and
-// "memory" (tests and throwaway single-process runs). Open picks one from a
-// Config.
+// This package is the contract; the backends are packages beside it, each
+// importing store and none another: "bolt" (internal/store/bolt), an
+// embedded bbolt file (the default, state survives a restart of one
+// process), "redis" (internal/store/redis), shared by replicas
+// (standalone, Sentinel or Cluster), and "memory" (internal/store/memory),
+// for tests and throwaway single-process runs. One test suite,
+// storetest.Contract, checks every backend against the contract;
+// backend.Open (internal/store/backend) opens the one a Config names. What
+// the backends share lives here too: validation, the expiry rule, the
+// record encodings (JSON for locks and orphans, a packed binary layout for
+// the inventory), keys and cursors.
 //
 // # Expiry
 //
 // Every lock carries a Deadline. A lock whose Deadline is not after the
-// store's clock (the now func given to Open, compared to the microsecond) is
-// expired: it no longer exists for Acquire, Get, List, Update, Release and
-// ForceRelease, and ExpireDue deletes and returns it so a sweeper can log
-// it. The stored Deadline is the truth on every backend; Redis also gives
+// store's clock (the now func given to backend.Open, compared to the
+// microsecond) is expired: it no longer exists for Acquire, Get, List,
+// Update, Release and ForceRelease, and ExpireDue deletes and returns it so
+// a sweeper can log it. The stored Deadline is the truth on every backend; Redis also gives
 // each lock key a TTL of the time to the Deadline plus RedisTTLMargin, a
 // safety net that removes abandoned keys by itself (a key removed that way is
 // not reported by ExpireDue).
