@@ -16,13 +16,15 @@ import (
 
 // Inventory benchmarks:
 //
-//	go test ./internal/store/... -run '^$' -bench 'Inventory' -benchtime 1x
+//	go test -p 1 ./internal/store/... -run '^$' -bench 'Inventory' -benchtime 1x
 //
 // The footprint ones fill -inventory.n instances once (default 100,000;
 // -inventory.n 1000000 checks the budget of 1 GB per million directly),
 // each with -inventory.bindings bindings (default 1), and report bytes per
 // instance and per 10,000 instances (with their bindings) and the
-// projection to a million.
+// projection to a million. The -inventory flags below exist in the test
+// binaries that import storetest (the backends' and storetest's own):
+// name those packages when passing them.
 
 // InventoryN is how many instances the footprint benchmarks fill.
 var InventoryN = flag.Int("inventory.n", 100_000, "instances the inventory footprint benchmarks fill")

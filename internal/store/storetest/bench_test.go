@@ -16,7 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
-// Benchmarks: go test -run '^$' -bench . -benchtime 1x ./internal/store/...
+// Benchmarks: go test -p 1 -run '^$' -bench . -benchtime 1x ./internal/store/...
 // for the footprint figures (they fill 100,000 locks once, whatever b.N),
 // default -benchtime for the per-call ones.
 
