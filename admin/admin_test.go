@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -85,7 +86,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 		t.Fatal(err)
 	}
 	if st == nil {
-		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
+		st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	}
 	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Store: st, Now: now})
 	if err != nil {
@@ -274,7 +275,7 @@ func (failingStore) ExpiringBindings(context.Context, string, time.Time, int) ([
 // answer is 503 saying what failed in words; the store's error text is in
 // the log only.
 func TestAdminStoreErrorsStayInTheLog(t *testing.T) {
-	mem, _ := store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
+	mem, _ := backend.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	_, url, logs := adminEnv(t, testAdminToken, failingStore{mem})
 	for _, tc := range []struct{ method, path, golden string }{
 		{"GET", "/admin/operations", "admin_store_list_operations"},

@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -55,7 +56,7 @@ func sealMarker(t *testing.T, what string) []byte {
 func seededInventory(t *testing.T) (store.Store, map[string]store.Instance, map[string]store.Binding) {
 	t.Helper()
 	ctx := context.Background()
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, osbtest.NewClock(inventoryT0).Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, osbtest.NewClock(inventoryT0).Now)
 	ins := map[string]store.Instance{}
 	for _, in := range []store.Instance{
 		{Broker: "b", InstanceID: "i1", Tenant: "t1", ServiceID: "svc", PlanID: "plan",

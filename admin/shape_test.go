@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -40,7 +41,7 @@ func jsonKeys(v any, path string, out map[string]string) {
 // snake_case (GET /admin/operations showed store.Lock's Go names, InstanceID
 // beside age_seconds).
 func TestAdminAnswersAreSnakeCase(t *testing.T) {
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	ctx := t.Context()
 	now := time.Now()
 	if _, err := st.Acquire(ctx, store.Lock{Key: store.LockKey("b", "i1"), Owner: "o", Kind: store.KindProvision, Tenant: "t1",

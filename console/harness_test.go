@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -39,7 +40,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Store: st, Now: now})
 	if err != nil {
 		t.Fatal(err)

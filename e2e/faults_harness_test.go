@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -220,9 +221,9 @@ func (f *faultEnv) openStore(t *testing.T) store.Store {
 	if f.redis != nil {
 		c = store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{f.redis.Addr}}}
 	}
-	st, err := store.Open(c, f.clock.Now)
+	st, err := backend.Open(c, f.clock.Now)
 	if err != nil {
-		t.Fatalf("store.Open: %v", err)
+		t.Fatalf("backend.Open: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return st

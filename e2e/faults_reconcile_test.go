@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -260,7 +261,7 @@ func TestReconcilerSettlesWithinOneEvery(t *testing.T) {
 		t.Fatalf("SweepTick() = %s, want state.reconcile.every %s: the reconciler would not run each every", got, every)
 	}
 	recs := &records{}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
 	g, err := proxy.New(cfg, proxy.Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st,
 		Audit: &proxy.AuditOptions{Writer: recs}, BrokerTransport: suiteTransport})
 	if err != nil {

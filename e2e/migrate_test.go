@@ -20,6 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -95,7 +96,7 @@ func newMigrateEnv(t *testing.T) *migrateEnv {
 	oldSrv, newSrv := httptest.NewServer(me.old), httptest.NewServer(me.newDown)
 	t.Cleanup(oldSrv.Close)
 	t.Cleanup(newSrv.Close)
-	st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
+	st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -53,7 +54,7 @@ type quotaEnv struct {
 	clients []osb.Client
 }
 
-func newQuotaEnv(t *testing.T, backend string) *quotaEnv {
+func newQuotaEnv(t *testing.T, kind string) *quotaEnv {
 	t.Helper()
 	clk := osbtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	q := &quotaEnv{sample: samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: asyncDelay, Now: clk.Now})}
@@ -65,14 +66,14 @@ func newQuotaEnv(t *testing.T, backend string) *quotaEnv {
 		t.Fatalf("config: %v", err)
 	}
 	sc, replicas := store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, 1
-	if backend == store.BackendRedis {
+	if kind == store.BackendRedis {
 		r := storetest.StartRedis(t)
 		sc, replicas = store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, 2
 	}
 	for range replicas {
-		st, err := store.Open(sc, clk.Now)
+		st, err := backend.Open(sc, clk.Now)
 		if err != nil {
-			t.Fatalf("store.Open: %v", err)
+			t.Fatalf("backend.Open: %v", err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
 		reg := prometheus.NewRegistry()
@@ -217,7 +218,7 @@ func TestRouteQuota(t *testing.T) {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
+	st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -69,7 +70,7 @@ func newRetireEnv(t *testing.T) *retireEnv {
 	sample := samplebroker.New(samplebroker.Options{Username: sampleUser, Password: samplePass, AsyncDelay: asyncDelay, Now: clk.Now})
 	srv := httptest.NewServer(sample)
 	t.Cleanup(srv.Close)
-	st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
+	st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(t.TempDir(), "state.db")}, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

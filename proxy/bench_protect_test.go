@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -53,11 +54,11 @@ func BenchmarkStageProtect(b *testing.B) {
 func benchProtection(b *testing.B, tenantLimit, routeLimit, scope string) (*route, *protection) {
 	b.Helper()
 	state := "memory"
-	st, err := store.Open(store.Config{Backend: store.BackendMemory}, nil)
+	st, err := backend.Open(store.Config{Backend: store.BackendMemory}, nil)
 	if scope == config.LimitScopeCluster {
 		r := storetest.StartRedis(b)
 		state = fmt.Sprintf("redis, redis: {addrs: [%q]}", r.Addr)
-		st, err = store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, nil)
+		st, err = backend.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr}}}, nil)
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -541,7 +542,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
 	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Store: st})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // protectYAML fronts one broker b (the sample broker's credentials) for two
@@ -75,7 +76,7 @@ func newProtectEnvWith(t *testing.T, url, protect string, edit func(*Options)) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, e.clock.Now)
+	e.st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, e.clock.Now)
 	e.reg = prometheus.NewRegistry()
 	if e.metrics, err = NewMetrics(e.reg, e.clock.Now); err != nil {
 		t.Fatal(err)

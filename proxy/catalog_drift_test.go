@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // driftT0 is the clock of the drift tests.
@@ -70,7 +71,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.st, err = store.Open(store.Config{Backend: store.BackendBolt, Path: cfg.State.Path}, e.clock.Now); err != nil {
+	if e.st, err = backend.Open(store.Config{Backend: store.BackendBolt, Path: cfg.State.Path}, e.clock.Now); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.st.Close() })

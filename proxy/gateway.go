@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -106,10 +107,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		st = opts.Previous.guard.st
 	}
 	if st == nil {
-		var err error
-		if st, err = store.Open(store.Config{Backend: store.BackendMemory}, opts.Now); err != nil {
-			return nil, fmt.Errorf("opening the in-memory state store: %w", err)
-		}
+		st = memory.New(opts.Now)
 	}
 	g.own = ownLog{audit: opts.Audit, access: opts.AccessLog, log: opts.Logger}
 	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}

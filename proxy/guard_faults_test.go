@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -90,7 +91,7 @@ func newFaultEnv(t *testing.T, fs faultSetup) *faultEnv {
 		t.Fatal(err)
 	}
 	if fs.st == nil {
-		fs.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, fs.clock.Now)
+		fs.st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, fs.clock.Now)
 	}
 	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: fs.clock.Now, Store: fs.st})
 	if err != nil {
@@ -419,7 +420,7 @@ func TestGoneWhilePollingAProvisionBreaksTheRule(t *testing.T) {
 func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
 	r := storetest.StartRedis(t)
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
+	st, err := backend.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
 		DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}}, clock.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -225,7 +226,7 @@ func TestGuardDeadline(t *testing.T) {
 func TestGuardRedisStoppedAndRestarted(t *testing.T) {
 	r := storetest.StartRedis(t)
 	e := newGuardEnv(t, func(now func() time.Time) store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
+		st, err := backend.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{r.Addr},
 			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}}, now)
 		if err != nil {
 			t.Fatal(err)

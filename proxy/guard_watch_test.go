@@ -16,6 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -71,7 +72,7 @@ func newWatchEnv(t *testing.T, ws watchSetup) *faultEnv {
 		t.Fatal(err)
 	}
 	if ws.st == nil {
-		ws.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, ws.clock.Now)
+		ws.st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, ws.clock.Now)
 	}
 	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: ws.clock.Now, Store: ws.st, Metrics: ws.metrics})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -87,7 +88,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	st = wrap(st)
 	g, err := New(cfg, Options{Logger: log, Now: clock.Now, Store: st})
 	if err != nil {

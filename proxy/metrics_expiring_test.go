@@ -11,6 +11,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 )
 
@@ -36,7 +37,7 @@ func TestMetricsBindingsExpiring(t *testing.T) {
 	// The gateway's counts, over a store whose broker b has a binding
 	// expiring in a day; broker strict (configured, nothing stored) shows
 	// 0, broker gone (stored, no longer configured) nothing.
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	for _, bd := range []store.Binding{
 		{Broker: "strict", InstanceID: "i1", BindingID: "x1", ExpiresAt: inventoryT0.Add(24 * time.Hour)},
 		{Broker: "strict", InstanceID: "i1", BindingID: "x2", ExpiresAt: inventoryT0.Add(8 * 24 * time.Hour)}, // beyond 7 days

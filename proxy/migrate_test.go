@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestMigrationOwner(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	st, err := store.Open(store.Config{Backend: store.BackendMemory}, func() time.Time { return now })
+	st, err := backend.Open(store.Config{Backend: store.BackendMemory}, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}

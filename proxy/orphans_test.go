@@ -17,6 +17,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 const orphanYAML = `
@@ -55,7 +56,7 @@ func orphanEnvWith(t *testing.T, mode string, st store.Store, opts Options) (*Ga
 		t.Fatal(err)
 	}
 	if st == nil {
-		st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+		st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	}
 	opts.Logger, opts.Now, opts.Store = slog.New(slog.DiscardHandler), clock.Now, st
 	g, err := New(cfg, opts)
@@ -183,7 +184,7 @@ func TestOrphanMitigationSurvivesRestart(t *testing.T) {
 	path := t.TempDir() + "/state.db"
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() store.Store {
-		st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.Now)
+		st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: path}, clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // ownerEnv is the sample broker (2.17, synchronous plan) shared by two
@@ -89,7 +90,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, _ := store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+	mem, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	st := &hookStore{Store: mem}
 	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Store: st})
 	if err != nil {

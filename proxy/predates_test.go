@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // gatewayWith is testGateway with Options of the test's own (a logger
@@ -202,7 +203,7 @@ tenants:
 // (emulate.gone), a finding otherwise.
 func TestRotation(t *testing.T) {
 	broker := osbtest.NewBroker(t, rotationBroker)
-	st, err := store.Open(store.Config{Backend: store.BackendMemory}, time.Now)
+	st, err := backend.Open(store.Config{Backend: store.BackendMemory}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

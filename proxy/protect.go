@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/redis"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -154,7 +155,7 @@ func (p *protection) limiter(id limiterID, l *config.Limits, st store.Store, pre
 		return lim, nil
 	}
 	if l.Scope == config.LimitScopeCluster && p.shared == nil {
-		client, prefix, ok := store.RedisClient(st)
+		client, prefix, ok := redis.ClientOf(st)
 		if !ok {
 			return nil, fmt.Errorf("tenant %q: limits.scope cluster needs the redis state store (state.backend: redis)", id.tenant)
 		}

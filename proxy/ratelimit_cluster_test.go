@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -51,7 +52,7 @@ type replica struct {
 func startReplica(t *testing.T, cfg *config.Config, clock *osbtest.Clock) *replica {
 	t.Helper()
 	rc := cfg.State.Redis
-	st, err := store.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: rc.Addrs,
+	st, err := backend.Open(store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: rc.Addrs,
 		KeyPrefix: rc.KeyPrefix, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
 		WriteTimeout: 5 * time.Second}}, clock.Now)
 	if err != nil {

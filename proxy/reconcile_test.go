@@ -20,6 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 const reconcileToken = "reconcile-admin-token-0123456789"
@@ -62,7 +63,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, clk.Now)
 	logs := &osbtest.Buffer{}
 	recs := &auditRecorder{}
 	sr, tp := traced(t)

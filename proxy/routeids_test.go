@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // The ids the sample broker's catalog shows through a route with
@@ -116,7 +117,7 @@ tenants:
     routes: [{broker: b, prefix: /filtered, ids: {namespace: cf-one}, plans: {deny: ["*/async"]}}]
 `
 	}
-	e.st, _ = store.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
+	e.st, _ = backend.Open(store.Config{Backend: store.BackendMemory}, clock.Now)
 	e.sw = NewSwitch(e.build(t, idsRoutesYAML, nil))
 	t.Cleanup(func() { e.sw.Load().Close(nil) })
 	e.gw = httptest.NewServer(e.sw)

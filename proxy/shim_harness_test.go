@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -108,7 +109,7 @@ func newShimEnv(t *testing.T, o shimOptions) *shimEnv {
 		t.Fatal(err)
 	}
 	if o.store == nil {
-		o.store, _ = store.Open(store.Config{Backend: store.BackendMemory}, o.clock.Now)
+		o.store, _ = backend.Open(store.Config{Backend: store.BackendMemory}, o.clock.Now)
 	}
 	timers := &fakeTimers{started: make(chan chan time.Time, 8)}
 	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Now: o.clock.Now, Store: o.store, Timer: timers.start, Transport: o.transport})
@@ -316,7 +317,7 @@ func (c heldCall) releaser(t *testing.T) func() {
 // openStore opens the store c on clock, closed when the test ends.
 func openStore(t *testing.T, c store.Config, clock *osbtest.Clock) store.Store {
 	t.Helper()
-	st, err := store.Open(c, clock.Now)
+	st, err := backend.Open(c, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -93,7 +94,7 @@ func newSyncEnvWith(t *testing.T, within string, delay time.Duration, catalog fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := store.Open(store.Config{Backend: store.BackendMemory}, e.clock.Now)
+	st, _ := backend.Open(store.Config{Backend: store.BackendMemory}, e.clock.Now)
 	opts.Logger, opts.Now, opts.Store = slog.New(slog.DiscardHandler), e.clock.Now, st
 	e.g, err = New(cfg, opts)
 	if err != nil {

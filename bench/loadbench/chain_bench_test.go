@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // benchWriter is a ResponseWriter that drops the body.
@@ -204,7 +205,7 @@ func BenchmarkChainCanned(b *testing.B) {
 				o := *v.o
 				o.transport = cannedTransport{}
 				if v.name == "gateway-bolt" {
-					st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(b.TempDir(), "state.db"), OpenTimeout: time.Second}, time.Now)
+					st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(b.TempDir(), "state.db"), OpenTimeout: time.Second}, time.Now)
 					if err != nil {
 						b.Fatal(err)
 					}

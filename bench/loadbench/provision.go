@@ -28,6 +28,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // kindProvision is the provision request kind, as named by -requests.
@@ -60,7 +61,7 @@ func (e *env) startProvision() error {
 		{targetGatewayMemory, store.Config{Backend: store.BackendMemory}},
 		{targetGatewayBolt, store.Config{Backend: store.BackendBolt, Path: filepath.Join(dir, "state.db")}},
 	} {
-		st, err := store.Open(c.cfg, time.Now)
+		st, err := backend.Open(c.cfg, time.Now)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // TestCheckReportsDrift: check compares each broker's live catalog with
@@ -47,7 +48,7 @@ func TestCheckReportsDrift(t *testing.T) {
 	// The gateway accepted the broker's catalog and recorded an instance
 	// on the sync plan; then the broker dropped the plan.
 	ctx := context.Background()
-	st, err := store.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(dir, "state.db")}, time.Now)
+	st, err := backend.Open(store.Config{Backend: store.BackendBolt, Path: filepath.Join(dir, "state.db")}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 const inventoryUsage = `usage: osb-gateway inventory <command> [flags]
@@ -104,7 +105,7 @@ func openInventory(ctx context.Context, cfg *config.Config) (store.Store, error)
 	}
 	scfg := storeConfig(sc)
 	scfg.OpenTimeout = inventoryOpenTimeout
-	st, err := store.Open(scfg, time.Now)
+	st, err := backend.Open(scfg, time.Now)
 	switch {
 	case errors.Is(err, store.ErrUnavailable) && sc.Backend == store.BackendBolt:
 		return nil, fmt.Errorf("the bolt file %s is locked by another process, most likely the running gateway "+

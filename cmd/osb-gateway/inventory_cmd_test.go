@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 )
 
@@ -52,7 +53,7 @@ func openState(t *testing.T, path string) store.Store {
 	if !ok {
 		t.Fatalf("config %s: exit %d", path, code)
 	}
-	st, err := store.Open(storeConfig(cfg.State), time.Now)
+	st, err := backend.Open(storeConfig(cfg.State), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 )
 
 // maxImportLine bounds one line of an import: a record is at most
@@ -228,7 +229,7 @@ func (imp *importer) flush(ctx context.Context) error {
 // checkEntries validates entries as the store does, storing them nowhere
 // that lasts.
 func checkEntries(ctx context.Context, entries []store.Entry) error {
-	scratch, err := store.Open(store.Config{Backend: store.BackendMemory}, nil)
+	scratch, err := backend.Open(store.Config{Backend: store.BackendMemory}, nil)
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func checkEntries(ctx context.Context, entries []store.Entry) error {
 
 // locate finds the first entry of the batch the store refuses, and why.
 func (imp *importer) locate(ctx context.Context) (int, error) {
-	scratch, err := store.Open(store.Config{Backend: store.BackendMemory}, nil)
+	scratch, err := backend.Open(store.Config{Backend: store.BackendMemory}, nil)
 	if err != nil {
 		return imp.lines[0], err
 	}

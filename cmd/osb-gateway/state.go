@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -17,7 +18,7 @@ import (
 // for Redis, checks that it answers (a gateway that cannot reach its state
 // refuses mutating calls, so it says so at start).
 func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
-	st, err := store.Open(storeConfig(sc), time.Now)
+	st, err := backend.Open(storeConfig(sc), time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("state (%s): %w", sc.Backend, err)
 	}

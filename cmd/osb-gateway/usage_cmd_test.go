@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -27,7 +28,7 @@ func TestUsageCommand(t *testing.T) {
 	}
 	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	clk := osbtest.NewClock(day.Add(10 * time.Hour))
-	st, err := store.Open(storeConfig(cfg.State), clk.Now)
+	st, err := backend.Open(storeConfig(cfg.State), clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,9 +112,9 @@ type CatalogHistory interface {
 // base64 and their changes.
 const maxCatalogRecordLen = 64 * MaxRecordLen
 
-// prepareCatalogs checks bc and returns it with its times in UTC to the
+// PrepareCatalogs checks bc and returns it with its times in UTC to the
 // microsecond, and its encoding.
-func prepareCatalogs(bc BrokerCatalogs) (BrokerCatalogs, []byte, error) {
+func PrepareCatalogs(bc BrokerCatalogs) (BrokerCatalogs, []byte, error) {
 	switch {
 	case bc.Broker == "" || len(bc.Broker) > MaxNameLen || strings.IndexByte(bc.Broker, 0) >= 0:
 		return bc, nil, fmt.Errorf("%w: catalog record broker %q: want 1 to %d bytes without NUL", ErrInvalid, bc.Broker, MaxNameLen)
@@ -145,8 +145,8 @@ func storedTime(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// decodeCatalogs decodes a stored record.
-func decodeCatalogs(b []byte) (BrokerCatalogs, error) {
+// DecodeCatalogs decodes a stored record.
+func DecodeCatalogs(b []byte) (BrokerCatalogs, error) {
 	var bc BrokerCatalogs
 	if err := json.Unmarshal(b, &bc); err != nil {
 		return BrokerCatalogs{}, fmt.Errorf("%w: catalog record does not decode: %w", ErrUnavailable, err)
@@ -154,13 +154,13 @@ func decodeCatalogs(b []byte) (BrokerCatalogs, error) {
 	return bc, nil
 }
 
-// noCatalogs is ErrNotFound for a broker's catalog record.
-func noCatalogs(broker string) error {
+// NoCatalogs is ErrNotFound for a broker's catalog record.
+func NoCatalogs(broker string) error {
 	return fmt.Errorf("%w: catalog record of broker %s", ErrNotFound, broker)
 }
 
-// changedCatalogs is ErrChanged for a broker whose accepted hash is not
+// ChangedCatalogs is ErrChanged for a broker whose accepted hash is not
 // the one expected.
-func changedCatalogs(broker, want, got string) error {
+func ChangedCatalogs(broker, want, got string) error {
 	return fmt.Errorf("%w: the accepted catalog of broker %s is %q, not %q", ErrChanged, broker, got, want)
 }

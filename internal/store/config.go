@@ -1,9 +1,6 @@
 package store
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Backend names for Config.Backend.
 const (
@@ -12,7 +9,8 @@ const (
 	BackendMemory = "memory"
 )
 
-// Defaults Open applies to zero Config fields. Each names the field it fills.
+// Defaults WithDefaults (and so backend.Open) applies to zero Config
+// fields. Each names the field it fills.
 const (
 	DefaultBackend           = BackendBolt      // Backend
 	DefaultPath              = "osb-gateway.db" // Path
@@ -38,7 +36,7 @@ type Config struct {
 	Backend string
 	// Path is the bolt file, created if missing; zero value: DefaultPath.
 	Path string
-	// OpenTimeout is how long Open waits for another process to let go of
+	// OpenTimeout is how long opening waits for another process to let go of
 	// the bolt file before failing; zero value: DefaultOpenTimeout.
 	OpenTimeout time.Duration
 	// Redis configures the redis backend.
@@ -76,8 +74,9 @@ type RedisConfig struct {
 	TLS bool
 }
 
-// withDefaults returns c with zero fields set to their defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields set to their defaults (the
+// Default constants above).
+func (c Config) WithDefaults() Config {
 	if c.Backend == "" {
 		c.Backend = DefaultBackend
 	}
@@ -104,27 +103,4 @@ func (c Config) withDefaults() Config {
 		r.WriteTimeout = DefaultRedisWriteTimeout
 	}
 	return c
-}
-
-// Open returns the Store cfg describes, with defaults applied to its zero
-// fields. now is the store's clock (nil means time.Now); it decides which
-// locks have expired. Opening a bolt file another process holds fails after
-// OpenTimeout with an error wrapping ErrUnavailable. Opening redis does not
-// connect yet (like sql.Open): call Ping to check it can be reached.
-func Open(cfg Config, now func() time.Time) (Store, error) {
-	if now == nil {
-		now = time.Now
-	}
-	cfg = cfg.withDefaults()
-	switch cfg.Backend {
-	case BackendMemory:
-		return newMemory(now), nil
-	case BackendBolt:
-		return openBolt(cfg.Path, cfg.OpenTimeout, now)
-	case BackendRedis:
-		return openRedis(cfg.Redis, now)
-	default:
-		return nil, fmt.Errorf("store: unknown backend %q (want %q, %q or %q)",
-			cfg.Backend, BackendBolt, BackendRedis, BackendMemory)
-	}
 }

@@ -194,7 +194,7 @@ var errTruncated = errors.New("truncated record")
 // what it keeps of a payload.
 func fields(rec []byte, fn func(tag byte, p []byte) error) (string, error) {
 	var tenant string
-	err := unpack(rec, func(t string, rest []byte) error {
+	err := Unpack(rec, func(t string, rest []byte) error {
 		tenant = t
 		for len(rest) > 0 {
 			tag := rest[0]
@@ -255,8 +255,8 @@ func opField(op *LastOperation, tag byte, p []byte) (err error) {
 	return err
 }
 
-// decodeInstance decodes the record of the instance (broker, id).
-func decodeInstance(broker, id string, rec []byte) (Instance, error) {
+// DecodeInstance decodes the record of the instance (broker, id).
+func DecodeInstance(broker, id string, rec []byte) (Instance, error) {
 	in := Instance{Broker: broker, InstanceID: id}
 	tenant, err := fields(rec, func(tag byte, p []byte) error {
 		var err error
@@ -297,9 +297,9 @@ func decodeInstance(broker, id string, rec []byte) (Instance, error) {
 	return in, nil
 }
 
-// decodeBinding decodes the record of the binding (broker, instance id,
+// DecodeBinding decodes the record of the binding (broker, instance id,
 // binding id).
-func decodeBinding(broker, instanceID, bindingID string, rec []byte) (Binding, error) {
+func DecodeBinding(broker, instanceID, bindingID string, rec []byte) (Binding, error) {
 	b := Binding{Broker: broker, InstanceID: instanceID, BindingID: bindingID}
 	tenant, err := fields(rec, func(tag byte, p []byte) error {
 		var err error

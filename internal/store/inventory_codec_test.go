@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"compress/flate"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // Tests of the inventory record layout, below the Store contract.
@@ -23,21 +20,21 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Broker: "b", InstanceID: "i"},
 		{Broker: "b", InstanceID: "i", Tenant: strings.Repeat("t", MaxNameLen), SealedParameters: []byte{0}},
 	} {
-		prepared, rec, err := prepareInstance(in, t0)
+		prepared, rec, err := PrepareInstance(in, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeInstance(in.Broker, in.InstanceID, rec)
+		got, err := DecodeInstance(in.Broker, in.InstanceID, rec)
 		if d := cmp.Diff(prepared, got); err != nil || d != "" {
 			t.Errorf("decode of %s = %v; diff (-want +got):\n%s", in.InstanceID, err, d)
 		}
 	}
 	bd := testBinding("b1", "i1", "x1")
-	_, rec, err := prepareBinding(bd, t0)
+	_, rec, err := PrepareBinding(bd, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeBinding("b1", "i1", "x1", rec)
+	got, err := DecodeBinding("b1", "i1", "x1", rec)
 	if d := cmp.Diff(bd, got); err != nil || d != "" {
 		t.Errorf("decode of a binding = %v; diff (-want +got):\n%s", err, d)
 	}
@@ -46,8 +43,8 @@ func TestRecordRoundTrip(t *testing.T) {
 // TestRecordFormats checks that a record of real content is deflated, a
 // tiny one stays plain, and both keep the tenant at the head.
 func TestRecordFormats(t *testing.T) {
-	_, big, _ := prepareInstance(testInstance("b1", "i1", "cf1"), t0)
-	_, tiny, _ := prepareInstance(Instance{Broker: "b", InstanceID: "i", Tenant: "cf1", Created: t0, Updated: t0}, t0)
+	_, big, _ := PrepareInstance(testInstance("b1", "i1", "cf1"), t0)
+	_, tiny, _ := PrepareInstance(Instance{Broker: "b", InstanceID: "i", Tenant: "cf1", Created: t0, Updated: t0}, t0)
 	for name, tc := range map[string]struct {
 		rec    []byte
 		format byte
@@ -55,7 +52,7 @@ func TestRecordFormats(t *testing.T) {
 		if tc.rec[0] != tc.format {
 			t.Errorf("%s record has format %d, want %d", name, tc.rec[0], tc.format)
 		}
-		if tenant, ok := recordTenant(tc.rec); !ok || tenant != "cf1" || !sameTenant(tc.rec, "cf1") || sameTenant(tc.rec, "cf") {
+		if tenant, ok := RecordTenant(tc.rec); !ok || tenant != "cf1" || !SameTenant(tc.rec, "cf1") || SameTenant(tc.rec, "cf") {
 			t.Errorf("%s record: tenant %q, %t", name, tenant, ok)
 		}
 	}
@@ -73,7 +70,7 @@ func TestRecordSkipsUnknownFields(t *testing.T) {
 	w.str(tagServiceID, "svc")
 	w.str(200, "from the future")
 	w.str(tagPlanID, "plan")
-	got, err := decodeInstance("b", "i", pack(w.b))
+	got, err := DecodeInstance("b", "i", pack(w.b))
 	want := Instance{Broker: "b", InstanceID: "i", Tenant: "cf1", ServiceID: "svc", PlanID: "plan"}
 	if d := cmp.Diff(want, got); err != nil || d != "" {
 		t.Errorf("decode = %v; diff (-want +got):\n%s", err, d)
@@ -92,7 +89,7 @@ func deflated(t *testing.T, body []byte) []byte {
 }
 
 func TestRecordDamaged(t *testing.T) {
-	_, good, _ := prepareInstance(testInstance("b1", "i1", "cf1"), t0)
+	_, good, _ := PrepareInstance(testInstance("b1", "i1", "cf1"), t0)
 	plainField := newRecord("", 0)
 	plainField.str(tagServiceID, "svc")
 	badTime := newRecord("", 0)
@@ -114,11 +111,11 @@ func TestRecordDamaged(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeInstance("b", "i", tc.rec)
+			_, err := DecodeInstance("b", "i", tc.rec)
 			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "instance b/i") {
 				t.Errorf("decode: %v, want ErrUnavailable naming the instance", err)
 			}
-			_, err = decodeBinding("b", "i", "x", tc.rec)
+			_, err = DecodeBinding("b", "i", "x", tc.rec)
 			if !errors.Is(err, ErrUnavailable) {
 				t.Errorf("decode as a binding: %v, want ErrUnavailable", err)
 			}
@@ -127,7 +124,7 @@ func TestRecordDamaged(t *testing.T) {
 }
 
 func TestCursor(t *testing.T) {
-	c := encodeCursor("b{1}", "i 1/é")
+	c := EncodeCursor("b{1}", "i 1/é")
 	if strings.ContainsAny(c, "+/=&?# ") {
 		t.Errorf("cursor %q is not URL-safe", c)
 	}
@@ -153,11 +150,11 @@ func FuzzInstanceRecord(f *testing.F) {
 			LastOperation: LastOperation{Kind: kind, State: state, Description: desc, Status: status,
 				Started: time.UnixMicro(started), Ended: time.UnixMicro(ended)},
 		}
-		prepared, rec, err := prepareInstance(in, t0)
+		prepared, rec, err := PrepareInstance(in, t0)
 		if err != nil {
 			return
 		}
-		got, err := decodeInstance("b", "i", rec)
+		got, err := DecodeInstance("b", "i", rec)
 		if err != nil {
 			t.Fatalf("decode of a prepared record: %v", err)
 		}
@@ -170,65 +167,15 @@ func FuzzInstanceRecord(f *testing.F) {
 // FuzzDecodeRecord decodes arbitrary bytes: an error or a record, never a
 // panic.
 func FuzzDecodeRecord(f *testing.F) {
-	_, good, _ := prepareInstance(testInstance("b1", "i1", "cf1"), t0)
-	_, goodB, _ := prepareBinding(testBinding("b1", "i1", "x1"), t0)
+	_, good, _ := PrepareInstance(testInstance("b1", "i1", "cf1"), t0)
+	_, goodB, _ := PrepareBinding(testBinding("b1", "i1", "x1"), t0)
 	f.Add(good)
 	f.Add(goodB)
 	f.Add([]byte{recordPlain, 0, tagServiceID, 3, 'a', 'b', 'c'})
 	f.Fuzz(func(t *testing.T, rec []byte) {
-		decodeInstance("b", "i", rec)
-		decodeBinding("b", "i", "x", rec)
+		DecodeInstance("b", "i", rec)
+		DecodeBinding("b", "i", "x", rec)
 	})
-}
-
-// TestEntryJSON checks the export format: an entry's JSON line, and a
-// store exported to JSON lines and imported from them into another.
-func TestEntryJSON(t *testing.T) {
-	in := Instance{Broker: "b1", InstanceID: "i1", Tenant: "cf1", Context: json.RawMessage(`{"platform":"cf"}`),
-		SealedParameters: []byte{1, 2, 3},
-		LastOperation:    LastOperation{Kind: KindProvision, State: StateSucceeded, Status: 201, Ended: t0},
-		Created:          t0, Updated: t0}
-	line, err := json.Marshal(Entry{Instance: &in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"instance":{"broker":"b1","instance_id":"i1","tenant":"cf1","context":{"platform":"cf"},` +
-		`"sealed_parameters":"AQID","last_operation":{"kind":"provision","state":"succeeded","status":201,` +
-		`"ended":"2031-05-06T07:08:09Z"},"created":"2031-05-06T07:08:09Z","updated":"2031-05-06T07:08:09Z"}}`
-	if string(line) != want {
-		t.Errorf("JSON of an entry:\n got %s\nwant %s", line, want)
-	}
-
-	ctx := context.Background()
-	src, dst := openMemoryForTest(t, osbtest.NewClock(t0).Now), openMemoryForTest(t, osbtest.NewClock(t0).Now)
-	listFixture(t, src)
-	mustPutBinding(t, src, testBinding("b1", "i1", "x1"))
-	var lines bytes.Buffer
-	enc := json.NewEncoder(&lines)
-	for e, err := range src.Export(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := enc.Encode(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var entries []Entry
-	dec := json.NewDecoder(&lines)
-	dec.DisallowUnknownFields()
-	for dec.More() {
-		var e Entry
-		if err := dec.Decode(&e); err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	if _, err := dst.Import(ctx, entries, false); err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(exportAll(t, src), exportAll(t, dst)); d != "" {
-		t.Errorf("store imported from JSON lines (-source +imported):\n%s", d)
-	}
 }
 
 // TestRecordDashboardURL checks that a dashboard URL holding the instance
@@ -244,11 +191,11 @@ func TestRecordDashboardURL(t *testing.T) {
 	} {
 		in := testInstance("b1", id, "cf1")
 		in.DashboardURL = url
-		_, rec, err := prepareInstance(in, t0)
+		_, rec, err := PrepareInstance(in, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeInstance("b1", id, rec)
+		got, err := DecodeInstance("b1", id, rec)
 		if err != nil || got.DashboardURL != url {
 			t.Errorf("dashboard URL %q came back as %q, %v", url, got.DashboardURL, err)
 		}
@@ -260,7 +207,7 @@ func TestRecordDashboardURL(t *testing.T) {
 	}
 	bad := newRecord("", 0)
 	bad.bytes(tagDashboardURLAt, []byte{5, 'a', 'b'}) // the id's offset past the URL
-	if _, err := decodeInstance("b1", id, bad.b); !errors.Is(err, ErrUnavailable) {
+	if _, err := DecodeInstance("b1", id, bad.b); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("a dashboard URL offset past its end decoded with %v, want ErrUnavailable", err)
 	}
 }

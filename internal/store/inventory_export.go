@@ -9,23 +9,26 @@ import (
 // exportPage is how many records Export reads at a time.
 const exportPage = 1000
 
-// bindingPos is a place in the order of all bindings: (broker, instance
-// id, binding id). The zero value is before the first binding.
-type bindingPos struct{ broker, instance, binding string }
+// BindingPos is a place in the order of all bindings: (Broker, Instance,
+// Binding), the broker, instance id and binding id. The zero value is
+// before the first binding.
+type BindingPos struct{ Broker, Instance, Binding string }
 
-func comparePos(a, b bindingPos) int {
-	return cmp.Or(cmp.Compare(a.broker, b.broker), cmp.Compare(a.instance, b.instance), cmp.Compare(a.binding, b.binding))
+// ComparePos orders positions as the bindings they name: -1 if a is before
+// b, 0 if they are the same, +1 if a is after b.
+func ComparePos(a, b BindingPos) int {
+	return cmp.Or(cmp.Compare(a.Broker, b.Broker), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Binding, b.Binding))
 }
 
 // bindingsAfter returns up to limit bindings after pos, in order, the
 // position to continue after (the last binding it looked at, which may
 // have been deleted before it was read), and whether it reached the last
 // binding. Each backend has one.
-type bindingsAfter func(ctx context.Context, pos bindingPos, limit int) ([]Binding, bindingPos, bool, error)
+type bindingsAfter func(ctx context.Context, pos BindingPos, limit int) ([]Binding, BindingPos, bool, error)
 
-// export is Export for any backend: the instances page by page through
+// Export is Inventory.Export for any backend: the instances page by page through
 // list, then the bindings through after.
-func export(ctx context.Context, list func(context.Context, InstanceFilter, string, int) ([]Instance, string, error),
+func Export(ctx context.Context, list func(context.Context, InstanceFilter, string, int) ([]Instance, string, error),
 	after bindingsAfter) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		cursor := ""
@@ -44,7 +47,7 @@ func export(ctx context.Context, list func(context.Context, InstanceFilter, stri
 				break
 			}
 		}
-		var pos bindingPos
+		var pos BindingPos
 		for {
 			page, next, done, err := after(ctx, pos, exportPage)
 			if err != nil {

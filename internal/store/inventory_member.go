@@ -20,39 +20,45 @@ import (
 // instance: an instance has tens of bindings, not thousands, so a binding
 // is read and written by reading and rewriting its instance's value. (The
 // bolt backend keeps its records in values of their own, and the
-// instance's lists its bindings': bolt_inventory_value.go; it decodes them
-// as a member to list them.)
+// instance's lists its bindings': internal/store/bolt's
+// inventory_value.go; it decodes them as a member to list them.)
 
-// member is such a value, parsed: the instance id, its record (empty if
+// Member is such a value, parsed: the instance id, its record (empty if
 // the inventory has none) and its bindings' ids and records, in the
 // order they are stored.
-type member struct {
-	id       string
-	instance []byte
-	bindings []memberBinding
+type Member struct {
+	// ID is the instance id.
+	ID string
+	// Instance is the instance's record, empty if the inventory has none.
+	Instance []byte
+	// Bindings are the instance's bindings, in the order first stored.
+	Bindings []MemberBinding
 }
 
-type memberBinding struct {
-	id  string
-	rec []byte
+// MemberBinding is one binding of a Member: its id and its record.
+type MemberBinding struct {
+	ID  string
+	Rec []byte
 }
 
-var errBadMember = errors.New("bad inventory member")
+// ErrBadMember is wrapped by the errors of a member or value that does not
+// parse, with ErrUnavailable where a backend reads one.
+var ErrBadMember = errors.New("bad inventory member")
 
-// parseMember reads a member of the Redis backend's ix: the id, a NUL and
+// ParseMember reads a member of the Redis backend's ix: the id, a NUL and
 // the value. The records it returns are its own.
-func parseMember(m string) (member, error) {
+func ParseMember(m string) (Member, error) {
 	id, rest, ok := strings.Cut(m, "\x00")
 	if !ok {
-		return member{}, badKey([]byte(m))
+		return Member{}, BadKey([]byte(m))
 	}
 	return parsePayload(id, []byte(rest))
 }
 
 // parsePayload reads the value of instance id. The records it returns are
 // slices of p.
-func parsePayload(id string, p []byte) (member, error) {
-	bad := fmt.Errorf("%w of instance %q", errBadMember, id)
+func parsePayload(id string, p []byte) (Member, error) {
+	bad := fmt.Errorf("%w of instance %q", ErrBadMember, id)
 	u24 := func() (int, bool) {
 		if len(p) < 3 {
 			return 0, false
@@ -63,59 +69,59 @@ func parsePayload(id string, p []byte) (member, error) {
 	}
 	n, ok := u24()
 	if !ok {
-		return member{}, bad
+		return Member{}, bad
 	}
-	out := member{id: id, instance: p[:n:n]}
+	out := Member{ID: id, Instance: p[:n:n]}
 	for p = p[n:]; len(p) > 0; {
 		if len(p) < 2 {
-			return member{}, bad
+			return Member{}, bad
 		}
 		bl := int(p[0])<<8 | int(p[1])
 		if p = p[2:]; bl > len(p) {
-			return member{}, bad
+			return Member{}, bad
 		}
 		bid := string(p[:bl])
 		p = p[bl:]
 		rl, ok := u24()
 		if !ok {
-			return member{}, bad
+			return Member{}, bad
 		}
-		out.bindings = append(out.bindings, memberBinding{bid, p[:rl:rl]})
+		out.Bindings = append(out.Bindings, MemberBinding{bid, p[:rl:rl]})
 		p = p[rl:]
 	}
 	return out, nil
 }
 
 // payload is the value of m, in a new slice.
-func (m member) payload() []byte {
-	n := 3 + len(m.instance)
-	for _, b := range m.bindings {
-		n += 2 + len(b.id) + 3 + len(b.rec)
+func (m Member) payload() []byte {
+	n := 3 + len(m.Instance)
+	for _, b := range m.Bindings {
+		n += 2 + len(b.ID) + 3 + len(b.Rec)
 	}
 	u24 := func(p []byte, n int) []byte { return append(p, byte(n>>16), byte(n>>8), byte(n)) }
-	p := u24(make([]byte, 0, n), len(m.instance))
-	p = append(p, m.instance...)
-	for _, b := range m.bindings {
-		p = append(p, byte(len(b.id)>>8), byte(len(b.id)))
-		p = append(p, b.id...)
-		p = u24(p, len(b.rec))
-		p = append(p, b.rec...)
+	p := u24(make([]byte, 0, n), len(m.Instance))
+	p = append(p, m.Instance...)
+	for _, b := range m.Bindings {
+		p = append(p, byte(len(b.ID)>>8), byte(len(b.ID)))
+		p = append(p, b.ID...)
+		p = u24(p, len(b.Rec))
+		p = append(p, b.Rec...)
 	}
 	return p
 }
 
-// binding returns the index of binding id in m, or -1.
-func (m member) binding(id string) int {
-	return slices.IndexFunc(m.bindings, func(b memberBinding) bool { return b.id == id })
+// Binding returns the index of binding id in m, or -1.
+func (m Member) Binding(id string) int {
+	return slices.IndexFunc(m.Bindings, func(b MemberBinding) bool { return b.ID == id })
 }
 
-// sortedBindings decodes the bindings of m in order of their ids (m keeps
+// SortedBindings decodes the bindings of m in order of their ids (m keeps
 // its order).
-func (m member) sortedBindings(broker string) ([]Binding, error) {
-	sorted := slices.SortedFunc(slices.Values(m.bindings), func(a, b memberBinding) int { return strings.Compare(a.id, b.id) })
+func (m Member) SortedBindings(broker string) ([]Binding, error) {
+	sorted := slices.SortedFunc(slices.Values(m.Bindings), func(a, b MemberBinding) int { return strings.Compare(a.ID, b.ID) })
 	out := make([]Binding, 0, len(sorted))
 	for _, b := range sorted {
-		bd, err := decodeBinding(broker, m.id, b.id, b.rec)
+		bd, err := DecodeBinding(broker, m.ID, b.ID, b.Rec)
 		if err != nil {
 			return nil, err
 		}
@@ -124,9 +130,9 @@ func (m member) sortedBindings(broker string) ([]Binding, error) {
 	return out, nil
 }
 
-// payloadInstance returns the instance record of the value p (empty if
+// PayloadInstance returns the instance record of the value p (empty if
 // the inventory has none) without reading the bindings.
-func payloadInstance(p []byte) ([]byte, bool) {
+func PayloadInstance(p []byte) ([]byte, bool) {
 	if len(p) < 3 {
 		return nil, false
 	}

@@ -103,10 +103,10 @@ func pack(rec []byte) []byte {
 
 var errNotRecord = errors.New("not an inventory record of format 1 or 2")
 
-// unpack calls fn with the tenant and the plain body of rec. The body is
+// Unpack calls fn with the tenant and the plain body of rec. The body is
 // valid only during fn.
-func unpack(rec []byte, fn func(tenant string, body []byte) error) error {
-	tenant, ok := recordTenant(rec)
+func Unpack(rec []byte, fn func(tenant string, body []byte) error) error {
+	tenant, ok := RecordTenant(rec)
 	if !ok {
 		return errNotRecord
 	}

@@ -15,9 +15,9 @@ var instanceKinds = map[string]bool{KindProvision: true, KindUpdate: true, KindD
 var bindingKinds = map[string]bool{KindBind: true, KindUnbind: true}
 var opStates = map[string]bool{StateInProgress: true, StateSucceeded: true, StateFailed: true}
 
-// checkName returns ErrInvalid if a broker or tenant name is unusable;
+// CheckName returns ErrInvalid if a broker or tenant name is unusable;
 // required names must not be empty.
-func checkName(what, name string, required bool) error {
+func CheckName(what, name string, required bool) error {
 	switch {
 	case required && name == "":
 		return fmt.Errorf("%w: no %s", ErrInvalid, what)
@@ -42,17 +42,17 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// checkInstanceKey validates the names of an instance.
-func checkInstanceKey(broker, instanceID string) error {
-	if err := checkName("broker", broker, true); err != nil {
+// CheckInstanceKey validates the names of an instance.
+func CheckInstanceKey(broker, instanceID string) error {
+	if err := CheckName("broker", broker, true); err != nil {
 		return err
 	}
 	return checkID("instance id", instanceID)
 }
 
-// checkBindingKey validates the names of a binding.
-func checkBindingKey(broker, instanceID, bindingID string) error {
-	if err := checkInstanceKey(broker, instanceID); err != nil {
+// CheckBindingKey validates the names of a binding.
+func CheckBindingKey(broker, instanceID, bindingID string) error {
+	if err := CheckInstanceKey(broker, instanceID); err != nil {
 		return err
 	}
 	return checkID("binding id", bindingID)
@@ -96,15 +96,15 @@ func storableTimes(what string, ts ...time.Time) error {
 	return nil
 }
 
-// prepareInstance validates in and returns it as stored with its encoded
+// PrepareInstance validates in and returns it as stored with its encoded
 // record: times in UTC to the microsecond, zero Created and Updated set to
 // now, empty raw fields nil.
-func prepareInstance(in Instance, now time.Time) (Instance, []byte, error) {
-	if err := checkInstanceKey(in.Broker, in.InstanceID); err != nil {
+func PrepareInstance(in Instance, now time.Time) (Instance, []byte, error) {
+	if err := CheckInstanceKey(in.Broker, in.InstanceID); err != nil {
 		return Instance{}, nil, err
 	}
 	what := "instance " + in.Broker + "/" + in.InstanceID
-	err := checkName("tenant", in.Tenant, false)
+	err := CheckName("tenant", in.Tenant, false)
 	for _, f := range []struct {
 		name string
 		raw  []byte
@@ -133,13 +133,13 @@ func prepareInstance(in Instance, now time.Time) (Instance, []byte, error) {
 	return in, pack(rec), nil
 }
 
-// prepareBinding is prepareInstance for a binding.
-func prepareBinding(b Binding, now time.Time) (Binding, []byte, error) {
-	if err := checkBindingKey(b.Broker, b.InstanceID, b.BindingID); err != nil {
+// PrepareBinding is PrepareInstance for a binding.
+func PrepareBinding(b Binding, now time.Time) (Binding, []byte, error) {
+	if err := CheckBindingKey(b.Broker, b.InstanceID, b.BindingID); err != nil {
 		return Binding{}, nil, err
 	}
 	what := "binding " + b.Broker + "/" + b.InstanceID + "/" + b.BindingID
-	err := checkName("tenant", b.Tenant, false)
+	err := CheckName("tenant", b.Tenant, false)
 	for _, f := range []struct {
 		name string
 		raw  []byte
@@ -184,16 +184,19 @@ func nilIfEmpty[S ~[]byte](b S) S {
 	return b
 }
 
-// preparedEntry is a validated import entry.
-type preparedEntry struct {
-	instance *Instance
-	binding  *Binding
-	rec      []byte
+// PreparedEntry is a validated import entry.
+type PreparedEntry struct {
+	// Instance is the entry's instance as stored, or nil for a binding.
+	Instance *Instance
+	// Binding is the entry's binding as stored, or nil for an instance.
+	Binding *Binding
+	// Rec is the encoded record.
+	Rec []byte
 }
 
-// prepareEntries validates every entry of an import.
-func prepareEntries(entries []Entry, now time.Time) ([]preparedEntry, error) {
-	out := make([]preparedEntry, len(entries))
+// PrepareEntries validates every entry of an import.
+func PrepareEntries(entries []Entry, now time.Time) ([]PreparedEntry, error) {
+	out := make([]PreparedEntry, len(entries))
 	for i, e := range entries {
 		var err error
 		switch {
@@ -201,12 +204,12 @@ func prepareEntries(entries []Entry, now time.Time) ([]preparedEntry, error) {
 			err = fmt.Errorf("%w: want exactly one of Instance and Binding", ErrInvalid)
 		case e.Instance != nil:
 			var in Instance
-			in, out[i].rec, err = prepareInstance(*e.Instance, now)
-			out[i].instance = &in
+			in, out[i].Rec, err = PrepareInstance(*e.Instance, now)
+			out[i].Instance = &in
 		default:
 			var b Binding
-			b, out[i].rec, err = prepareBinding(*e.Binding, now)
-			out[i].binding = &b
+			b, out[i].Rec, err = PrepareBinding(*e.Binding, now)
+			out[i].Binding = &b
 		}
 		if err != nil {
 			return nil, fmt.Errorf("import entry %d: %w", i, err)
@@ -216,23 +219,25 @@ func prepareEntries(entries []Entry, now time.Time) ([]preparedEntry, error) {
 }
 
 // Keys. Names and ids hold no NUL byte, so NUL separates them and a key's
-// parts sort as the tuple they make: instanceKey(b, i) sorts by (b, i).
+// parts sort as the tuple they make: InstanceKey(b, i) sorts by (b, i).
 
-// instanceKey is "<broker>\x00<instance id>".
-func instanceKey(broker, instanceID string) string { return broker + "\x00" + instanceID }
+// InstanceKey is "<broker>\x00<instance id>".
+func InstanceKey(broker, instanceID string) string { return broker + "\x00" + instanceID }
 
-// bindingSubkey is "<instance id>\x00<binding id>": a binding within its
+// BindingSubkey is "<instance id>\x00<binding id>": a binding within its
 // broker.
-func bindingSubkey(instanceID, bindingID string) string { return instanceID + "\x00" + bindingID }
+func BindingSubkey(instanceID, bindingID string) string { return instanceID + "\x00" + bindingID }
 
-// splitKey splits a key made of NUL-separated parts.
-func splitKey(k string) []string { return strings.Split(k, "\x00") }
+// SplitKey splits a key made of NUL-separated parts.
+func SplitKey(k string) []string { return strings.Split(k, "\x00") }
 
-// The cursor of a listing is the instanceKey of the last record of a page,
+// The cursor of a listing is the InstanceKey of the last record of a page,
 // in unpadded base64url, so that it can travel in a URL query.
 
-func encodeCursor(broker, instanceID string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(instanceKey(broker, instanceID)))
+// EncodeCursor returns the cursor of a page that ends with the instance
+// (broker, instanceID).
+func EncodeCursor(broker, instanceID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(InstanceKey(broker, instanceID)))
 }
 
 // decodeCursor returns the broker and instance id a cursor names; ok is
@@ -242,8 +247,8 @@ func decodeCursor(cursor string) (broker, instanceID string, ok bool, err error)
 		return "", "", false, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	parts := splitKey(string(raw))
-	if err != nil || len(parts) != 2 || checkInstanceKey(parts[0], parts[1]) != nil {
+	parts := SplitKey(string(raw))
+	if err != nil || len(parts) != 2 || CheckInstanceKey(parts[0], parts[1]) != nil {
 		return "", "", false, fmt.Errorf("%w: list cursor %q is not one this store made", ErrInvalid, cursor)
 	}
 	return parts[0], parts[1], true, nil
@@ -260,30 +265,32 @@ func listLimit(limit int) int {
 	return limit
 }
 
-// checkFilter returns ErrInvalid for a filter naming an unusable broker or
+// CheckFilter returns ErrInvalid for a filter naming an unusable broker or
 // tenant.
-func checkFilter(f InstanceFilter) error {
-	if err := checkName("broker", f.Broker, false); err != nil {
+func CheckFilter(f InstanceFilter) error {
+	if err := CheckName("broker", f.Broker, false); err != nil {
 		return err
 	}
-	return checkName("tenant", f.Tenant, false)
+	return CheckName("tenant", f.Tenant, false)
 }
 
-// pageOf trims found (in order, up to limit+1 long) to a page and returns
+// PageOf trims found (in order, up to limit+1 long) to a page and returns
 // the next cursor: found holds limit+1 records when more follow.
-func pageOf[T any](found []T, limit int, key func(T) (string, string)) ([]T, string) {
+func PageOf[T any](found []T, limit int, key func(T) (string, string)) ([]T, string) {
 	if len(found) <= limit {
 		return found, ""
 	}
 	found = found[:limit]
-	return found, encodeCursor(key(found[limit-1]))
+	return found, EncodeCursor(key(found[limit-1]))
 }
 
-func instanceName(in Instance) (string, string) { return in.Broker, in.InstanceID }
+// InstanceName returns what names in, its Broker and InstanceID: the key
+// PageOf takes for instances.
+func InstanceName(in Instance) (string, string) { return in.Broker, in.InstanceID }
 
-// recordTenant reads the tenant of an encoded record without decoding the
+// RecordTenant reads the tenant of an encoded record without decoding the
 // rest (see the record layout).
-func recordTenant(rec []byte) (string, bool) {
+func RecordTenant(rec []byte) (string, bool) {
 	if len(rec) < 2 || (rec[0] != recordPlain && rec[0] != recordDeflated) ||
 		int(rec[1]) > MaxNameLen || len(rec) < 2+int(rec[1]) {
 		return "", false
@@ -291,9 +298,9 @@ func recordTenant(rec []byte) (string, bool) {
 	return string(rec[2 : 2+int(rec[1])]), true
 }
 
-// sameTenant reports whether the record's tenant is tenant, without
+// SameTenant reports whether the record's tenant is tenant, without
 // allocating.
-func sameTenant(rec []byte, tenant string) bool {
+func SameTenant(rec []byte, tenant string) bool {
 	return len(rec) >= 2+len(tenant) && (rec[0] == recordPlain || rec[0] == recordDeflated) &&
 		int(rec[1]) == len(tenant) && string(rec[2:2+len(tenant)]) == tenant
 }
@@ -301,21 +308,27 @@ func sameTenant(rec []byte, tenant string) bool {
 // notFound is ErrNotFound for what.
 func notFound(what string) error { return fmt.Errorf("%w: %s", ErrNotFound, what) }
 
-// listArgs validates the arguments of ListInstances and returns the
+// ListArgs validates the arguments of ListInstances and returns the
 // cursor's position and the page size.
-func listArgs(f InstanceFilter, cursor string, limit int) (broker, instanceID string, size int, err error) {
-	if err := checkFilter(f); err != nil {
+func ListArgs(f InstanceFilter, cursor string, limit int) (broker, instanceID string, size int, err error) {
+	if err := CheckFilter(f); err != nil {
 		return "", "", 0, err
 	}
 	broker, instanceID, _, err = decodeCursor(cursor)
 	return broker, instanceID, listLimit(limit), err
 }
 
-// noInstance and noBinding are ErrNotFound for what they name.
-func noInstance(broker, instanceID string) error {
+// NoInstance is ErrNotFound for the instance it names.
+func NoInstance(broker, instanceID string) error {
 	return notFound("instance " + broker + "/" + instanceID)
 }
 
-func noBinding(broker, instanceID, bindingID string) error {
+// NoBinding is ErrNotFound for the binding it names.
+func NoBinding(broker, instanceID, bindingID string) error {
 	return notFound("binding " + strings.Join([]string{broker, instanceID, bindingID}, "/"))
+}
+
+// BadKey reports an inventory key that is not made as the layout says.
+func BadKey(k []byte) error {
+	return fmt.Errorf("%w: inventory key %q has the wrong number of parts", ErrUnavailable, k)
 }

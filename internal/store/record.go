@@ -16,9 +16,9 @@ var lockKinds = map[string]bool{
 	KindProvision: true, KindUpdate: true, KindDeprovision: true, KindBind: true, KindUnbind: true,
 }
 
-// prepareLock validates l and returns it as a store keeps it: times in UTC
+// PrepareLock validates l and returns it as a store keeps it: times in UTC
 // to the microsecond, a zero Started set to now.
-func prepareLock(l Lock, now time.Time) (Lock, error) {
+func PrepareLock(l Lock, now time.Time) (Lock, error) {
 	switch {
 	case l.Key == "":
 		return Lock{}, fmt.Errorf("%w: lock has no Key", ErrInvalid)
@@ -41,7 +41,7 @@ func prepareLock(l Lock, now time.Time) (Lock, error) {
 	if !storable(l.Started) || !storable(l.Deadline) || !storable(l.Shim.CallEnds) || !storable(l.Shim.Challenged) {
 		return Lock{}, fmt.Errorf("%w: lock %q has a time outside years 0 to 9999", ErrInvalid, l.Key)
 	}
-	if expired(l.Deadline, now) {
+	if Expired(l.Deadline, now) {
 		return Lock{}, fmt.Errorf("%w: lock %q has Deadline %s, not after now (%s)",
 			ErrInvalid, l.Key, l.Deadline.Format(time.RFC3339Nano), utc(now).Format(time.RFC3339Nano))
 	}
@@ -63,9 +63,9 @@ func checkShim(key string, sh Shim) error {
 	return nil
 }
 
-// prepareOrphan validates o and returns it as a store keeps it: times in UTC
+// PrepareOrphan validates o and returns it as a store keeps it: times in UTC
 // to the microsecond, zero Created and NextAttempt set to now.
-func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
+func PrepareOrphan(o Orphan, now time.Time) (Orphan, error) {
 	switch {
 	case o.ID == "":
 		return Orphan{}, fmt.Errorf("%w: orphan has no ID", ErrInvalid)
@@ -88,9 +88,9 @@ func prepareOrphan(o Orphan, now time.Time) (Orphan, error) {
 	return o, nil
 }
 
-// prepareClaim validates the arguments of ClaimOrphan and returns until as
+// PrepareClaim validates the arguments of ClaimOrphan and returns until as
 // a store keeps it.
-func prepareClaim(id, claimant string, until, now time.Time) (time.Time, error) {
+func PrepareClaim(id, claimant string, until, now time.Time) (time.Time, error) {
 	until = utc(until)
 	switch {
 	case id == "":
@@ -99,37 +99,37 @@ func prepareClaim(id, claimant string, until, now time.Time) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("%w: claim of orphan %q names no claimant", ErrInvalid, id)
 	case !storable(until):
 		return time.Time{}, fmt.Errorf("%w: claim of orphan %q until a time outside years 0 to 9999", ErrInvalid, id)
-	case expired(until, now):
+	case Expired(until, now):
 		return time.Time{}, fmt.Errorf("%w: claim of orphan %q until %s, not after now (%s)",
 			ErrInvalid, id, until.Format(time.RFC3339Nano), utc(now).Format(time.RFC3339Nano))
 	}
 	return until, nil
 }
 
-// claimLive reports whether o has a claim live at now. Redis scripts apply
+// ClaimLive reports whether o has a claim live at now. Redis scripts apply
 // the same rule to claimed_until_us.
-func claimLive(o Orphan, now time.Time) bool {
-	return o.ClaimedBy != "" && !expired(o.ClaimedUntil, now)
+func ClaimLive(o Orphan, now time.Time) bool {
+	return o.ClaimedBy != "" && !Expired(o.ClaimedUntil, now)
 }
 
-// claim is ClaimOrphan's decision on the stored o: o claimed by claimant
+// Claim is ClaimOrphan's decision on the stored o: o claimed by claimant
 // until until, or o and the error saying who holds it.
-func claim(o Orphan, claimant string, until, now time.Time) (Orphan, error) {
-	if claimLive(o, now) && o.ClaimedBy != claimant {
-		return o, orphanHeld(o)
+func Claim(o Orphan, claimant string, until, now time.Time) (Orphan, error) {
+	if ClaimLive(o, now) && o.ClaimedBy != claimant {
+		return o, OrphanHeld(o)
 	}
 	o.ClaimedBy, o.ClaimedUntil = claimant, until
 	return o, nil
 }
 
-// orphanHeld reports that o's claim stopped a ClaimOrphan.
-func orphanHeld(o Orphan) error {
+// OrphanHeld reports that o's claim stopped a ClaimOrphan.
+func OrphanHeld(o Orphan) error {
 	return fmt.Errorf("%w: orphan %s claimed by %s until %s", ErrHeld, o.ID, o.ClaimedBy,
 		o.ClaimedUntil.Format(time.RFC3339Nano))
 }
 
-// noOrphan is ErrNotFound for the orphan id.
-func noOrphan(id string) error { return fmt.Errorf("%w: orphan %s", ErrNotFound, id) }
+// NoOrphan is ErrNotFound for the orphan id.
+func NoOrphan(id string) error { return fmt.Errorf("%w: orphan %s", ErrNotFound, id) }
 
 // utc is t as stored: UTC, to the microsecond, without a monotonic reading.
 func utc(t time.Time) time.Time {
@@ -141,61 +141,64 @@ func storable(t time.Time) bool {
 	return t.Year() >= 0 && t.Year() <= 9999
 }
 
-// expired is the expiry rule of every backend: a deadline not after now.
+// Expired is the expiry rule of every backend: a deadline not after now.
 // Redis scripts apply the same rule to the microsecond values.
-func expired(deadline, now time.Time) bool {
+func Expired(deadline, now time.Time) bool {
 	return deadline.UnixMicro() <= now.UnixMicro()
 }
 
-// heldError reports that holder has the lock an Acquire wanted.
-func heldError(holder Lock) error {
+// HeldError reports that holder has the lock an Acquire wanted.
+func HeldError(holder Lock) error {
 	return fmt.Errorf("%w: %s by a %s operation until %s", ErrHeld, holder.Key, holder.Kind,
 		holder.Deadline.Format(time.RFC3339))
 }
 
-// check returns ErrInvalid for a filter List cannot answer.
-func (f ListFilter) check() error {
+// Check returns ErrInvalid for a filter List cannot answer.
+func (f ListFilter) Check() error {
 	if f.InstanceID != "" && f.Broker == "" {
 		return fmt.Errorf("%w: list filter has InstanceID %q but no Broker", ErrInvalid, f.InstanceID)
 	}
 	return nil
 }
 
-// matches reports whether f selects l.
-func (f ListFilter) matches(l Lock) bool {
+// Matches reports whether f selects l.
+func (f ListFilter) Matches(l Lock) bool {
 	return (f.Broker == "" || f.Broker == l.Broker) && (f.Tenant == "" || f.Tenant == l.Tenant) &&
-		(f.InstanceID == "" || f.InstanceID == l.InstanceID && f.instanceKey(l.Key))
+		(f.InstanceID == "" || f.InstanceID == l.InstanceID && f.MatchesKey(l.Key))
 }
 
-// instanceKey reports whether key is f's instance lock or one of its
+// MatchesKey reports whether key is f's instance lock or one of its
 // binding locks; f.InstanceID must be set.
-func (f ListFilter) instanceKey(key string) bool {
+func (f ListFilter) MatchesKey(key string) bool {
 	k := LockKey(f.Broker, f.InstanceID)
 	return key == k || strings.HasPrefix(key, k+"/")
 }
 
-func byKey(a, b Lock) int { return cmp.Compare(a.Key, b.Key) }
+// ByKey orders locks by Key, for slices.SortFunc.
+func ByKey(a, b Lock) int { return cmp.Compare(a.Key, b.Key) }
 
-func byDeadline(a, b Lock) int {
+// ByDeadline orders locks by Deadline, then Key, for slices.SortFunc.
+func ByDeadline(a, b Lock) int {
 	return cmp.Or(a.Deadline.Compare(b.Deadline), cmp.Compare(a.Key, b.Key))
 }
 
-func byID(a, b Orphan) int { return cmp.Compare(a.ID, b.ID) }
+// ByID orders orphans by ID, for slices.SortFunc.
+func ByID(a, b Orphan) int { return cmp.Compare(a.ID, b.ID) }
 
 func byNextAttempt(a, b Orphan) int {
 	return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
 }
 
-// dueOrphans returns the unclaimed orphans of all that are due at now, in
+// DueOrphans returns the unclaimed orphans of all that are due at now, in
 // order, at most limit of them (limit <= 0: all). It sorts all in place.
-func dueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
+func DueOrphans(all []Orphan, now time.Time, limit int) []Orphan {
 	slices.SortFunc(all, byNextAttempt)
 	due := all[:0]
 	for _, o := range all {
 		if o.NextAttempt.UnixMicro() > now.UnixMicro() || (limit > 0 && len(due) == limit) {
 			break
 		}
-		if !claimLive(o, now) {
+		if !ClaimLive(o, now) {
 			due = append(due, o)
 		}
 	}
@@ -236,7 +239,9 @@ type shimRecord struct {
 	Challenged      time.Time `json:"challenged,omitzero"`
 }
 
-func encodeLock(l Lock) []byte {
+// EncodeLock returns the JSON record of l (lockRecord) as bolt and Redis
+// store it.
+func EncodeLock(l Lock) []byte {
 	b, err := json.Marshal(lockRecord{
 		Key: l.Key, Owner: l.Owner, Kind: l.Kind, Tenant: l.Tenant, Broker: l.Broker,
 		InstanceID: l.InstanceID, BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID,
@@ -249,7 +254,8 @@ func encodeLock(l Lock) []byte {
 	return b
 }
 
-func decodeLock(b []byte) (Lock, error) {
+// DecodeLock reads a record EncodeLock wrote.
+func DecodeLock(b []byte) (Lock, error) {
 	var r lockRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Lock{}, fmt.Errorf("store: decode lock record: %w", err)
@@ -313,7 +319,9 @@ type orphanRecord struct {
 	ClaimedUntilUS int64     `json:"claimed_until_us,omitempty,string"`
 }
 
-func encodeOrphan(o Orphan) []byte {
+// EncodeOrphan returns the JSON record of o (orphanRecord) as bolt and
+// Redis store it.
+func EncodeOrphan(o Orphan) []byte {
 	r := orphanRecord{
 		ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
 		BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID, Reason: o.Reason,
@@ -331,7 +339,9 @@ func encodeOrphan(o Orphan) []byte {
 	return b
 }
 
-func decodeOrphan(b []byte) (Orphan, error) {
+// DecodeOrphan reads a record EncodeOrphan wrote, or one written before
+// the claim fields existed (no claim).
+func DecodeOrphan(b []byte) (Orphan, error) {
 	var r orphanRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Orphan{}, fmt.Errorf("store: decode orphan record: %w", err)

@@ -5,18 +5,24 @@
 // and the inventory of the instances and bindings the gateway saw succeed
 // (see Inventory).
 //
-// Three backends share one contract, checked by one test suite: "bolt", an
-// embedded bbolt file (the default, state survives a restart of one process),
-// "redis", shared by replicas (standalone, Sentinel or Cluster), and
-// "memory" (tests and throwaway single-process runs). Open picks one from a
-// Config.
+// This package is the contract; the backends are packages beside it, each
+// importing store and none another: "bolt" (internal/store/bolt), an
+// embedded bbolt file (the default, state survives a restart of one
+// process), "redis" (internal/store/redis), shared by replicas
+// (standalone, Sentinel or Cluster), and "memory" (internal/store/memory),
+// for tests and throwaway single-process runs. One test suite,
+// storetest.Contract, checks every backend against the contract;
+// backend.Open (internal/store/backend) opens the one a Config names. What
+// the backends share lives here too: validation, the expiry rule, the
+// record encodings (JSON for locks and orphans, a packed binary layout for
+// the inventory), keys and cursors.
 //
 // # Expiry
 //
 // Every lock carries a Deadline. A lock whose Deadline is not after the
-// store's clock (the now func given to Open, compared to the microsecond) is
-// expired: it no longer exists for Acquire, Get, List (unless asked:
-// ListFilter.Expired), Update, Release and ForceRelease, and ExpireDue
+// store's clock (the now func given to backend.Open, compared to the
+// microsecond) is expired: it no longer exists for Acquire, Get, List (unless
+// asked: ListFilter.Expired), Update, Release and ForceRelease, and ExpireDue
 // deletes and returns it so a sweeper can log it. The stored Deadline is the truth on every backend; Redis also gives
 // each lock key a TTL of the time to the Deadline plus RedisTTLMargin, a
 // safety net that removes abandoned keys by itself (a key removed that way is
@@ -51,6 +57,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -79,10 +86,14 @@ var (
 	ErrInvalid = errors.New("store: invalid")
 )
 
-// noLock is ErrNotFound for the lock key. Every poll of an operation the
+// ErrClosed is what every backend returns for a call on a closed Store. It
+// wraps ErrUnavailable.
+var ErrClosed = fmt.Errorf("%w: store closed", ErrUnavailable)
+
+// NoLock is ErrNotFound for the lock key. Every poll of an operation the
 // gateway does not track ends here, so the text is put together only when
 // it is read.
-func noLock(key string) error { return &lockNotFound{key: key} }
+func NoLock(key string) error { return &lockNotFound{key: key} }
 
 // lockNotFound is ErrNotFound for one lock key.
 type lockNotFound struct{ key string }
@@ -90,14 +101,14 @@ type lockNotFound struct{ key string }
 func (e *lockNotFound) Error() string { return ErrNotFound.Error() + ": lock " + e.key }
 func (e *lockNotFound) Unwrap() error { return ErrNotFound }
 
-// foundLock is what a backend's lookup of key returns: its error, else l
+// FoundLock is what a backend's lookup of key returns: its error, else l
 // when found, else ErrNotFound.
-func foundLock(l Lock, found bool, err error, key string) (Lock, error) {
+func FoundLock(l Lock, found bool, err error, key string) (Lock, error) {
 	switch {
 	case err != nil:
 		return Lock{}, err
 	case !found:
-		return Lock{}, noLock(key)
+		return Lock{}, NoLock(key)
 	}
 	return l, nil
 }

@@ -70,21 +70,21 @@ type UsageStore interface {
 	PurgeUsage(ctx context.Context, before time.Time) (int, error)
 }
 
-// usagePage is how many records UsageRecords and PurgeUsage handle per
+// UsagePage is how many records UsageRecords and PurgeUsage handle per
 // round trip or transaction.
-const usagePage = 1000
+const UsagePage = 1000
 
 // usageFormat is the first byte of an encoded usage record.
 const usageFormat = 1
 
-// encodeUsage encodes r without its Deleted (kept beside it: the bolt key's
+// EncodeUsage encodes r without its Deleted (kept beside it: the bolt key's
 // time, the Redis score):
 //
 //	format (1) | created (varint µs) | 6 × (uvarint length | bytes)
 //
 // the strings being Broker, InstanceID, BindingID, Tenant, ServiceID,
 // PlanID.
-func encodeUsage(r UsageRecord) []byte {
+func EncodeUsage(r UsageRecord) []byte {
 	strs := [...]string{r.Broker, r.InstanceID, r.BindingID, r.Tenant, r.ServiceID, r.PlanID}
 	n := 1 + binary.MaxVarintLen64
 	for _, s := range strs {
@@ -102,9 +102,9 @@ func encodeUsage(r UsageRecord) []byte {
 
 var errBadUsage = errors.New("bad usage record")
 
-// decodeUsage decodes an encodeUsage record ending at deleted
+// DecodeUsage decodes an EncodeUsage record ending at deleted
 // (microseconds since 1970).
-func decodeUsage(b []byte, deleted int64) (UsageRecord, error) {
+func DecodeUsage(b []byte, deleted int64) (UsageRecord, error) {
 	if len(b) < 1 || b[0] != usageFormat {
 		return UsageRecord{}, fmt.Errorf("%w: %w", ErrUnavailable, errBadUsage)
 	}
@@ -134,33 +134,33 @@ func instanceUsage(in Instance, deleted time.Time) UsageRecord {
 		InstanceID: in.InstanceID, Created: in.Created, Deleted: deleted.UTC().Truncate(time.Microsecond)}
 }
 
-// bindingUsage is the usage record of a deleted binding.
-func bindingUsage(b Binding, deleted time.Time) UsageRecord {
+// BindingUsage is the usage record of a deleted binding.
+func BindingUsage(b Binding, deleted time.Time) UsageRecord {
 	return UsageRecord{Tenant: b.Tenant, Broker: b.Broker, ServiceID: b.ServiceID, PlanID: b.PlanID,
 		InstanceID: b.InstanceID, BindingID: b.BindingID, Created: b.Created, Deleted: deleted.UTC().Truncate(time.Microsecond)}
 }
 
-// deletedUsage is the usage records of a DeleteInstance: the instance's
+// DeletedUsage is the usage records of a DeleteInstance: the instance's
 // (if it had a record) and its bindings'.
-func deletedUsage(broker, instanceID string, rec []byte, gone []Binding, now time.Time) ([]UsageRecord, error) {
+func DeletedUsage(broker, instanceID string, rec []byte, gone []Binding, now time.Time) ([]UsageRecord, error) {
 	var out []UsageRecord
 	if len(rec) > 0 {
-		in, err := decodeInstance(broker, instanceID, rec)
+		in, err := DecodeInstance(broker, instanceID, rec)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, instanceUsage(in, now))
 	}
 	for _, b := range gone {
-		out = append(out, bindingUsage(b, now))
+		out = append(out, BindingUsage(b, now))
 	}
 	return out, nil
 }
 
-// replanUsage returns the usage record a put of next over the stored
+// ReplanUsage returns the usage record a put of next over the stored
 // instance record old writes: one when old is a record whose plan differs
 // from next's, ending at now.
-func replanUsage(old []byte, next Instance, now time.Time) (UsageRecord, bool, error) {
+func ReplanUsage(old []byte, next Instance, now time.Time) (UsageRecord, bool, error) {
 	if len(old) == 0 {
 		return UsageRecord{}, false, nil
 	}
@@ -177,68 +177,9 @@ func replanUsage(old []byte, next Instance, now time.Time) (UsageRecord, bool, e
 	if plan == next.PlanID {
 		return UsageRecord{}, false, nil
 	}
-	in, err := decodeInstance(next.Broker, next.InstanceID, old)
+	in, err := DecodeInstance(next.Broker, next.InstanceID, old)
 	if err != nil {
 		return UsageRecord{}, false, err
 	}
 	return instanceUsage(in, now), true, nil
-}
-
-// memUsageKey is the memory backend's key of a record: the Deleted in
-// microseconds and the encoding.
-type memUsageKey struct {
-	deleted int64
-	enc     string
-}
-
-// addUsage records rs in the memory backend; the caller holds the mutex.
-func (m *memory) addUsage(rs ...UsageRecord) {
-	for _, r := range rs {
-		m.usage[memUsageKey{r.Deleted.UnixMicro(), string(encodeUsage(r))}] = struct{}{}
-	}
-}
-
-func (m *memory) UsageRecords(ctx context.Context, broker string, after time.Time) iter.Seq2[UsageRecord, error] {
-	return func(yield func(UsageRecord, error) bool) {
-		if err := m.begin(ctx); err != nil {
-			yield(UsageRecord{}, err)
-			return
-		}
-		var keys []memUsageKey
-		t := after.UnixMicro()
-		for k := range m.usage {
-			if k.deleted > t {
-				keys = append(keys, k)
-			}
-		}
-		m.mu.Unlock()
-		for _, k := range keys {
-			r, err := decodeUsage([]byte(k.enc), k.deleted)
-			if err != nil {
-				yield(UsageRecord{}, err)
-				return
-			}
-			if broker != "" && r.Broker != broker {
-				continue
-			}
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-}
-
-func (m *memory) PurgeUsage(ctx context.Context, before time.Time) (int, error) {
-	if err := m.begin(ctx); err != nil {
-		return 0, err
-	}
-	defer m.mu.Unlock()
-	t, n := before.UnixMicro(), 0
-	for k := range m.usage {
-		if k.deleted < t {
-			delete(m.usage, k)
-			n++
-		}
-	}
-	return n, nil
 }

@@ -1,6 +1,8 @@
-// Package storetest runs a real redis-server for tests of the store and of
-// what is built on it. Tests using it skip, never fail, where redis-server
-// is not installed (Debian package redis-server).
+// Package storetest is the test support of internal/store: the contract
+// suite every backend runs (Contract), its fixtures, the benchmarks'
+// fillers, and a real redis-server for tests of the store and of what is
+// built on it. Tests using a redis-server skip, never fail, where
+// redis-server is not installed (Debian package redis-server).
 package storetest
 
 import (
