@@ -37,6 +37,7 @@ func storeConfig(sc config.State) store.Config {
 		Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password.Reveal(), DB: sc.Redis.DB,
 		MasterName: sc.Redis.MasterName, KeyPrefix: sc.Redis.KeyPrefix, DialTimeout: sc.Redis.DialTimeout,
 		ReadTimeout: sc.Redis.ReadTimeout, WriteTimeout: sc.Redis.WriteTimeout, TLS: sc.Redis.TLS,
+		ReplicaAcks: sc.Redis.ReplicaAcks, ReplicaAckTimeout: sc.Redis.ReplicaAckTimeout,
 	}}
 }
 

@@ -82,6 +82,17 @@ func TestChecks(t *testing.T) {
 		{"duplicate broker", func(c *Config) { c.Brokers[1].Name = "mysql"; c.Tenants[0].Routes = c.Tenants[0].Routes[:1] },
 			[]string{`brokers[1].name: "mysql" is already the name of brokers[0]`}},
 
+		// State.
+		{"replica acks with a Cluster", func(c *Config) {
+			c.State.Backend, c.State.Redis.Addrs, c.State.Redis.ReplicaAcks = "redis", []string{"a:6379", "b:6379"}, 1
+		}, []string{"state.redis.replica_acks: works with a standalone Redis or Sentinel (state.redis.master_name), not with a Cluster (2 addrs without master_name): a Cluster's writes go to several primaries"}},
+		{"replica acks with Sentinel", func(c *Config) {
+			c.State.Backend, c.State.Redis.Addrs, c.State.Redis.MasterName, c.State.Redis.ReplicaAcks = "redis", []string{"a:26379", "b:26379"}, "mymaster", 1
+		}, nil},
+		{"replica acks negative", func(c *Config) {
+			c.State.Backend, c.State.Redis.Addrs, c.State.Redis.ReplicaAcks = "redis", []string{"a:6379"}, -1
+		}, []string{"state.redis.replica_acks: must not be negative"}},
+
 		// Routes.
 		{"route to unknown broker", func(c *Config) { c.Tenants[1].Routes[0].Broker = "redis" },
 			[]string{`tenants[1].routes[0].broker: no broker is named "redis" (brokers: mysql, pg)`}},

@@ -102,6 +102,11 @@ type StateRedis struct {
 	ReadTimeout  time.Duration `yaml:"read_timeout" validate:"gte=0"`
 	WriteTimeout time.Duration `yaml:"write_timeout" validate:"gte=0"`
 	TLS          bool          `yaml:"tls"`
+	// ReplicaAcks is how many replicas must acknowledge each write a
+	// promise rests on (WAIT) before it counts; 0 (the default): none.
+	// ReplicaAckTimeout bounds each wait (default 1s).
+	ReplicaAcks       int           `yaml:"replica_acks" validate:"gte=0"`
+	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout" validate:"gte=0"`
 }
 
 func (s *State) applyDefaults() {
@@ -141,6 +146,9 @@ func checkState(c *Config, probs *Problems) {
 			if msg := checkHostPort(a); msg != "" {
 				probs.addf(joinIndex("state.redis.addrs", i), "must be host:port (%s)", msg)
 			}
+		}
+		if r := c.State.Redis; r.ReplicaAcks > 0 && r.MasterName == "" && len(r.Addrs) > 1 {
+			probs.addf("state.redis.replica_acks", "works with a standalone Redis or Sentinel (state.redis.master_name), not with a Cluster (%d addrs without master_name): a Cluster's writes go to several primaries", len(r.Addrs))
 		}
 	}
 }

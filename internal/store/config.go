@@ -20,6 +20,8 @@ const (
 	DefaultRedisDialTimeout  = 2 * time.Second  // Redis.DialTimeout
 	DefaultRedisReadTimeout  = 1 * time.Second  // Redis.ReadTimeout
 	DefaultRedisWriteTimeout = 1 * time.Second  // Redis.WriteTimeout
+	// DefaultRedisReplicaAckTimeout is Redis.ReplicaAckTimeout.
+	DefaultRedisReplicaAckTimeout = 1 * time.Second
 )
 
 // RedisTTLMargin is added to the time left to a lock's Deadline to make the
@@ -72,6 +74,16 @@ type RedisConfig struct {
 	// TLS connects with TLS 1.2 or later, verifying the server against the
 	// system roots.
 	TLS bool
+	// ReplicaAcks, when above zero, makes every write a promise rests on
+	// (a lock's acquire and update, an inventory record, an orphan) wait
+	// on its connection (WAIT) until that many replicas acknowledged it; a
+	// write not acknowledged within ReplicaAckTimeout is ErrUnavailable,
+	// as if the store had not answered. Zero value: no wait (replication
+	// stays asynchronous). Standalone and Sentinel only.
+	ReplicaAcks int
+	// ReplicaAckTimeout bounds each wait for ReplicaAcks; zero value:
+	// DefaultRedisReplicaAckTimeout.
+	ReplicaAckTimeout time.Duration
 }
 
 // WithDefaults returns c with its zero fields set to their defaults (the
@@ -101,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if r.WriteTimeout == 0 {
 		r.WriteTimeout = DefaultRedisWriteTimeout
+	}
+	if r.ReplicaAckTimeout == 0 {
+		r.ReplicaAckTimeout = DefaultRedisReplicaAckTimeout
 	}
 	return c
 }

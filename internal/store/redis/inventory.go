@@ -336,18 +336,21 @@ func replaceArg(b bool) string {
 func (s *redisStore) withBroker(ctx context.Context, broker string, sc *redis.Script, keys []string,
 	args ...any) (*redis.Cmd, error) {
 	var cmd *redis.Cmd
-	run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
-		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.SAdd(ctx, s.brokersKey(), broker)
-			cmd = eval(p)
-			return nil
-		})
+	err := s.durable(ctx, "inventory record", func(c redis.Cmdable) error {
+		run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.SAdd(ctx, s.brokersKey(), broker)
+				cmd = eval(p)
+				return nil
+			})
+			return err
+		}
+		err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+		}
 		return err
-	}
-	err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
-	}
+	})
 	return cmd, err
 }
 

@@ -87,19 +87,26 @@ func (s *redisStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, err
 		return store.Lock{}, err
 	}
 	k, rec, ttl := s.lockKey(l.Key), store.EncodeLock(l), s.ttl(l, now)
-	ok, err := s.client.SetNX(ctx, k, rec, ttl).Result()
-	if err != nil {
-		return store.Lock{}, s.fail(ctx, "SET NX", err)
-	}
-	if ok {
-		return l, nil
-	}
-	res, err := acquireScript.Run(ctx, s.client, []string{k}, rec, l.Owner, us(now), ms(ttl)).Slice()
+	var set bool
+	var res []any
+	op := "SET NX"
+	err = s.durable(ctx, "acquire", func(c redis.Cmdable) error {
+		var err error
+		if set, err = c.SetNX(ctx, k, rec, ttl).Result(); err != nil || set {
+			return err
+		}
+		op = "acquire script"
+		res, err = acquireScript.Run(ctx, c, []string{k}, rec, l.Owner, us(now), ms(ttl)).Slice()
+		if errors.Is(err, redis.Nil) {
+			set, err = true, nil
+		}
+		return err
+	})
 	switch {
-	case errors.Is(err, redis.Nil):
-		return l, nil
 	case err != nil:
-		return store.Lock{}, s.fail(ctx, "acquire script", err)
+		return store.Lock{}, s.fail(ctx, op, err)
+	case set:
+		return l, nil
 	}
 	held, cur, ok := acquireReply(res)
 	if !ok {
@@ -133,7 +140,18 @@ func (s *redisStore) owned(ctx context.Context, op, key, owner string, rec []byt
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res, err := ownedScript.Run(ctx, s.client, []string{s.lockKey(key)}, rec, owner, us(s.now()), ms(ttl)).Int()
+	var res int
+	run := func(c redis.Cmdable) error {
+		var err error
+		res, err = ownedScript.Run(ctx, c, []string{s.lockKey(key)}, rec, owner, us(s.now()), ms(ttl)).Int()
+		return err
+	}
+	var err error
+	if rec == nil {
+		err = run(s.client) // a release: a lost one leaves a lock that blocks, never one that lets through
+	} else {
+		err = s.durable(ctx, op, run)
+	}
 	switch {
 	case err != nil:
 		return s.fail(ctx, op+" script", err)

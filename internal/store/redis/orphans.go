@@ -80,10 +80,13 @@ func (s *redisStore) PutOrphan(ctx context.Context, o store.Orphan) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.orphansKey(), o.ID, store.EncodeOrphan(o))
-		p.ZAdd(ctx, s.orphanDueKey(), redis.Z{Score: float64(o.NextAttempt.UnixMicro()), Member: o.ID})
-		return nil
+	err = s.durable(ctx, "put orphan", func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, s.orphansKey(), o.ID, store.EncodeOrphan(o))
+			p.ZAdd(ctx, s.orphanDueKey(), redis.Z{Score: float64(o.NextAttempt.UnixMicro()), Member: o.ID})
+			return nil
+		})
+		return err
 	})
 	return s.fail(ctx, "put orphan", err)
 }

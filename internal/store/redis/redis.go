@@ -116,7 +116,46 @@ func (s *redisStore) fail(ctx context.Context, op string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {
 		return store.ErrClosed
 	}
+	if errors.Is(err, store.ErrUnavailable) { // durable's: described already
+		return err
+	}
 	return fmt.Errorf("%w: redis %s: %w", store.ErrUnavailable, op, err)
+}
+
+// durable runs write, a write a promise rests on (a lock's acquire or
+// update, an inventory record, an orphan). With replica acknowledgements
+// (RedisConfig.ReplicaAcks) it runs on one connection of its own, and then
+// WAITs on that same connection (WAIT counts the writes of the connection
+// it is sent on) until as many replicas acknowledged them: a Sentinel
+// failover then promotes a replica that has the write. Not acknowledged
+// within ReplicaAckTimeout, the write is ErrUnavailable, the answer of a
+// store that does not answer, though it may have been applied on the
+// primary: callers already treat an unconfirmed write so (the guard
+// releases an unconfirmed lock by its owner token). Without acknowledgements
+// write runs on the pooled client, as it always did. write returns the
+// error of its commands as go-redis gave it; op names the write.
+func (s *redisStore) durable(ctx context.Context, op string, write func(c redis.Cmdable) error) error {
+	if s.cfg.ReplicaAcks <= 0 {
+		return write(s.client)
+	}
+	c, ok := s.client.(*redis.Client)
+	if !ok { // configuration refuses it: a Cluster's writes go to several primaries
+		return fmt.Errorf("%w: redis %s: replica acknowledgements need a standalone or Sentinel Redis", store.ErrUnavailable, op)
+	}
+	conn := c.Conn()
+	defer conn.Close()
+	if err := write(conn); err != nil {
+		return err
+	}
+	n, err := conn.Wait(ctx, s.cfg.ReplicaAcks, s.cfg.ReplicaAckTimeout).Result()
+	if err != nil {
+		return s.fail(ctx, op+" WAIT", err)
+	}
+	if n < int64(s.cfg.ReplicaAcks) {
+		return fmt.Errorf("%w: redis %s: %d of the %d replicas asked for (state.redis.replica_acks) acknowledged the write within %s",
+			store.ErrUnavailable, op, n, s.cfg.ReplicaAcks, s.cfg.ReplicaAckTimeout)
+	}
+	return nil
 }
 
 // ttl is the TTL of a lock key: the time to l's Deadline plus the margin,

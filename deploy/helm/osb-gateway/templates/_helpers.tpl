@@ -98,6 +98,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with .Values.state.redis.masterName }}{{ $_ := set $redis "master_name" . }}{{ end }}
 {{- with .Values.state.redis.username }}{{ $_ := set $redis "username" . }}{{ end }}
 {{- with .Values.state.redis.passwordKey }}{{ $_ := set $redis "password" (printf "${%s}" .) }}{{ end }}
+{{- with .Values.state.redis.replicaAcks }}{{ $_ := set $redis "replica_acks" . }}{{ end }}
+{{- with .Values.state.redis.replicaAckTimeout }}{{ $_ := set $redis "replica_ack_timeout" . }}{{ end }}
 {{- $_ := set $cfg "state" (dict "backend" "redis" "redis" $redis) }}
 {{- end }}
 {{- toYaml $cfg }}
