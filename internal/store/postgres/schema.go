@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// The schema, versioned: migrations[i] takes the schema from version i to
+// i+1, and schema_migrations records each version applied. A store
+// migrates on its first call (Ping aside) in one transaction under
+// pg_advisory_xact_lock(migrationLock), so replicas starting together
+// wait for each other and the second finds the work done. Migrations only
+// add: a gateway finding a newer version than it knows works on it.
+//
+// Tables (names resolve through the connection's search_path):
+//
+//	locks          key, owner, deadline_us, rec (lock JSON), replaced (the expired lock an Acquire took over)
+//	orphans        id, next_us, claimed_by, claimed_until_us, rec (orphan JSON without its claim)
+//	instances      broker, instance_id, tenant, rec (packed record)
+//	bindings       broker, instance_id, binding_id, expires_us (NULL: none), rec (packed record)
+//	usage_records  id, deleted_us, broker, rec (usage encoding without Deleted)
+//	catalogs       broker, accepted_hash, rec (catalog record JSON)
+var migrations = []string{
+	// 1: everything the store keeps.
+	`CREATE TABLE locks (
+	key bytea PRIMARY KEY,
+	owner bytea NOT NULL,
+	deadline_us bigint NOT NULL,
+	rec bytea NOT NULL,
+	replaced bytea
+);
+CREATE INDEX locks_deadline ON locks (deadline_us);
+CREATE TABLE orphans (
+	id bytea PRIMARY KEY,
+	next_us bigint NOT NULL,
+	claimed_by bytea NOT NULL DEFAULT '',
+	claimed_until_us bigint NOT NULL DEFAULT 0,
+	rec bytea NOT NULL
+);
+CREATE INDEX orphans_due ON orphans (next_us, id);
+CREATE TABLE instances (
+	broker bytea NOT NULL,
+	instance_id bytea NOT NULL,
+	tenant bytea NOT NULL,
+	rec bytea NOT NULL,
+	PRIMARY KEY (broker, instance_id)
+);
+CREATE INDEX instances_tenant ON instances (tenant, broker, instance_id);
+CREATE TABLE bindings (
+	broker bytea NOT NULL,
+	instance_id bytea NOT NULL,
+	binding_id bytea NOT NULL,
+	expires_us bigint,
+	rec bytea NOT NULL,
+	PRIMARY KEY (broker, instance_id, binding_id)
+);
+CREATE INDEX bindings_expiry ON bindings (expires_us, broker, instance_id, binding_id) WHERE expires_us IS NOT NULL;
+CREATE TABLE usage_records (
+	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	deleted_us bigint NOT NULL,
+	broker bytea NOT NULL,
+	rec bytea NOT NULL
+);
+CREATE INDEX usage_records_deleted ON usage_records (deleted_us, id);
+CREATE INDEX usage_records_broker ON usage_records (broker, deleted_us, id);
+CREATE TABLE catalogs (
+	broker bytea PRIMARY KEY,
+	accepted_hash text NOT NULL,
+	rec bytea NOT NULL
+);`,
+}
+
+// SchemaVersion is the schema version this gateway writes.
+var SchemaVersion = len(migrations)
+
+// migrationLock is the pg_advisory_xact_lock key of migrations: "osbgw"
+// in ASCII, a number no other tool is likely to take.
+const migrationLock = 0x6f7362677700
+
+// migrate brings the schema to SchemaVersion, once per process.
+func (s *pgStore) migrate(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.migrated.Load() {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version integer PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return err
+		}
+		var have int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return err
+		}
+		for v := have; v < len(migrations); v++ {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migration to version %d: %w", v+1, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.migrated.Store(true)
+	return nil
+}
+
+// Schema is what Status reports of a database.
+type Schema struct {
+	// Version is the schema version the database holds (0: none yet).
+	Version int
+	// Want is SchemaVersion, the version this gateway writes.
+	Want int
+}
+
+// Current reports whether the database's schema is the one this gateway
+// writes, or newer (migrations only add).
+func (sc Schema) Current() bool { return sc.Version >= sc.Want }
+
+// Status connects to the database of st, a Store Open returned, and
+// reports its schema version without migrating it: for osb-gateway check.
+// Its error wraps store.ErrUnavailable when the database does not answer.
+func Status(ctx context.Context, st store.Store) (Schema, error) {
+	s, ok := st.(*pgStore)
+	if !ok {
+		return Schema{}, errors.New("store: postgres.Status of a store of another backend")
+	}
+	if err := s.Ping(ctx); err != nil {
+		return Schema{}, err
+	}
+	sc := Schema{Want: SchemaVersion}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return Schema{}, s.fail(ctx, "look for schema_migrations", err)
+	}
+	if !exists {
+		return sc, nil
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&sc.Version); err != nil {
+		return Schema{}, s.fail(ctx, "read schema_migrations", err)
+	}
+	return sc, nil
+}
