@@ -57,14 +57,16 @@ type pgStore struct {
 // Migrate). A URL that does not parse is an error that does not repeat it
 // (it may hold a password).
 func Open(cfg store.PostgresConfig, now func() time.Time) (store.Store, error) {
-	s, err := open(cfg, now)
+	s, err := open(cfg, now, nil)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func open(cfg store.PostgresConfig, now func() time.Time) (*pgStore, error) {
+// open is Open, returning the backend's own type; tracer, if not nil,
+// sees every statement (the tests count them).
+func open(cfg store.PostgresConfig, now func() time.Time, tracer pgx.QueryTracer) (*pgStore, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -80,6 +82,7 @@ func open(cfg store.PostgresConfig, now func() time.Time) (*pgStore, error) {
 		pc.MaxConns = cfg.MaxConns
 	}
 	cc := pc.ConnConfig
+	cc.Tracer = tracer
 	if cc.ConnectTimeout == 0 && cfg.ConnectTimeout > 0 { // per host of a multi-host URL
 		cc.ConnectTimeout = cfg.ConnectTimeout
 	}
