@@ -138,7 +138,7 @@ func TestPostgresMigrateTogether(t *testing.T) {
 func TestPostgresMultiHost(t *testing.T) {
 	srv := storetest.StartPostgres(t)
 	cfg := srv.StoreConfig(t)
-	dead := deadAddr(t)
+	dead := osbtest.DeadAddr(t)
 	cfg.Postgres.URL = strings.Replace(cfg.Postgres.URL, "@"+srv.Addr+"/", "@"+dead+","+srv.Addr+"/", 1) +
 		"&target_session_attrs=read-write"
 	cfg.Postgres.ConnectTimeout = 2 * time.Second
@@ -146,17 +146,6 @@ func TestPostgresMultiHost(t *testing.T) {
 	if _, err := s.PutInstance(context.Background(), store.Instance{Broker: "b1", InstanceID: "i1"}); err != nil {
 		t.Fatalf("multi-host URL %s: %v", cfg.Postgres.URL, err)
 	}
-}
-
-// deadAddr is a loopback address nothing listens on.
-func deadAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // TestPostgresSecretNotInErrors: neither a URL that does not parse nor a
@@ -167,7 +156,7 @@ func TestPostgresSecretNotInErrors(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("bad URL: %v; want an error without the password", err)
 	}
-	host, port, _ := net.SplitHostPort(deadAddr(t))
+	host, port, _ := net.SplitHostPort(osbtest.DeadAddr(t))
 	p, _ := strconv.Atoi(port)
 	for _, url := range []string{
 		"postgres://u:" + secret + "@" + net.JoinHostPort(host, strconv.Itoa(p)) + "/db?sslmode=disable",

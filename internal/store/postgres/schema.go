@@ -120,6 +120,23 @@ func (s *pgStore) migrate(ctx context.Context) error {
 	return nil
 }
 
+// Migrate brings the schema of st, a Store Open returned, to
+// SchemaVersion now rather than on its first call: what the gateway does
+// at start. Its error wraps store.ErrUnavailable when the database does
+// not answer.
+func Migrate(ctx context.Context, st store.Store) error {
+	s, ok := st.(*pgStore)
+	if !ok {
+		return errors.New("store: postgres.Migrate of a store of another backend")
+	}
+	_, cancel, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	cancel()
+	return nil
+}
+
 // Schema is what Status reports of a database.
 type Schema struct {
 	// Version is the schema version the database holds (0: none yet).
