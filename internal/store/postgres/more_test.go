@@ -44,22 +44,22 @@ func TestPostgresAcquireOneStatement(t *testing.T) {
 	if _, err := s.Get(ctx, "warm-up"); !errors.Is(err, store.ErrNotFound) { // migrates
 		t.Fatal(err)
 	}
-	acquire := func(l store.Lock) (store.Lock, error, int64) {
+	acquire := func(l store.Lock) (store.Lock, int64, error) {
 		count.n.Store(0)
 		got, err := s.Acquire(ctx, l)
-		return got, err, count.n.Load()
+		return got, count.n.Load(), err
 	}
-	if _, err, n := acquire(storetest.Lock("i1", "a", time.Minute)); err != nil || n != 1 {
+	if _, n, err := acquire(storetest.Lock("i1", "a", time.Minute)); err != nil || n != 1 {
 		t.Fatalf("free key: err %v, %d statements, want nil and 1", err, n)
 	}
-	if _, err, n := acquire(storetest.Lock("i1", "a", 2*time.Minute)); err != nil || n != 1 {
+	if _, n, err := acquire(storetest.Lock("i1", "a", 2*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("same owner: err %v, %d statements, want nil and 1", err, n)
 	}
-	if got, err, n := acquire(storetest.Lock("i1", "b", time.Minute)); !errors.Is(err, store.ErrHeld) || got.Owner != "a" || n != 2 {
+	if got, n, err := acquire(storetest.Lock("i1", "b", time.Minute)); !errors.Is(err, store.ErrHeld) || got.Owner != "a" || n != 2 {
 		t.Fatalf("held: holder %q, err %v, %d statements, want a, ErrHeld and 2", got.Owner, err, n)
 	}
 	clock.Advance(3 * time.Minute)
-	got, err, n := acquire(store.Lock{Key: store.LockKey("b1", "i1"), Owner: "b", Kind: store.KindUpdate,
+	got, n, err := acquire(store.Lock{Key: store.LockKey("b1", "i1"), Owner: "b", Kind: store.KindUpdate,
 		Deadline: clock.Now().Add(time.Minute)})
 	if err != nil || n != 1 || got.Replaced == nil || got.Replaced.Owner != "a" {
 		t.Fatalf("expired: replaced %+v, err %v, %d statements, want a's lock, nil and 1", got.Replaced, err, n)
