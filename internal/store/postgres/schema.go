@@ -23,6 +23,9 @@ import (
 //	orphans        id, next_us, claimed_by, claimed_until_us, rec (orphan JSON without its claim)
 //	instances      broker, instance_id, tenant, rec (packed record)
 //	bindings       broker, instance_id, binding_id, expires_us (NULL: none), rec (packed record)
+//	instance_counts, binding_counts
+//	               instances per broker and tenant, bindings per broker: kept by
+//	               triggers in the transaction of every write, so counts read no records
 //	usage_records  id, deleted_us, broker, rec (usage encoding without Deleted)
 //	catalogs       broker, accepted_hash, rec (catalog record JSON)
 var migrations = []string{
@@ -50,7 +53,27 @@ CREATE TABLE instances (
 	rec bytea NOT NULL,
 	PRIMARY KEY (broker, instance_id)
 );
-CREATE INDEX instances_tenant ON instances (tenant, broker, instance_id);
+CREATE TABLE instance_counts (
+	broker bytea NOT NULL,
+	tenant bytea NOT NULL,
+	n bigint NOT NULL,
+	PRIMARY KEY (broker, tenant)
+);
+CREATE FUNCTION count_instance() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP <> 'INSERT' THEN
+		UPDATE instance_counts SET n = n - 1 WHERE broker = OLD.broker AND tenant = OLD.tenant;
+	END IF;
+	IF TG_OP <> 'DELETE' THEN
+		INSERT INTO instance_counts AS c VALUES (NEW.broker, NEW.tenant, 1)
+		ON CONFLICT (broker, tenant) DO UPDATE SET n = c.n + 1;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER instances_counted AFTER INSERT OR DELETE ON instances
+	FOR EACH ROW EXECUTE FUNCTION count_instance();
+CREATE TRIGGER instances_recounted AFTER UPDATE ON instances
+	FOR EACH ROW WHEN (OLD.tenant IS DISTINCT FROM NEW.tenant) EXECUTE FUNCTION count_instance();
 CREATE TABLE bindings (
 	broker bytea NOT NULL,
 	instance_id bytea NOT NULL,
@@ -59,7 +82,23 @@ CREATE TABLE bindings (
 	rec bytea NOT NULL,
 	PRIMARY KEY (broker, instance_id, binding_id)
 );
-CREATE INDEX bindings_expiry ON bindings (expires_us, broker, instance_id, binding_id) WHERE expires_us IS NOT NULL;
+CREATE INDEX bindings_expiry ON bindings (expires_us) WHERE expires_us IS NOT NULL;
+CREATE TABLE binding_counts (
+	broker bytea PRIMARY KEY,
+	n bigint NOT NULL
+);
+CREATE FUNCTION count_binding() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		UPDATE binding_counts SET n = n - 1 WHERE broker = OLD.broker;
+	ELSE
+		INSERT INTO binding_counts AS c VALUES (NEW.broker, 1)
+		ON CONFLICT (broker) DO UPDATE SET n = c.n + 1;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER bindings_counted AFTER INSERT OR DELETE ON bindings
+	FOR EACH ROW EXECUTE FUNCTION count_binding();
 CREATE TABLE usage_records (
 	id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	deleted_us bigint NOT NULL,

@@ -14,7 +14,7 @@ import (
 func pgReveals(t *testing.T, s *pgStore) bool {
 	ctx := context.Background()
 	found := false
-	for _, table := range []string{"locks", "orphans", "instances", "bindings", "usage_records", "catalogs", "schema_migrations"} {
+	for _, table := range []string{"locks", "orphans", "instances", "bindings", "usage_records", "catalogs", "instance_counts", "binding_counts", "schema_migrations"} {
 		rows, err := s.pool.Query(ctx, "SELECT * FROM "+table)
 		if err != nil {
 			t.Fatalf("read %s: %v", table, err)
