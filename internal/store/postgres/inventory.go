@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -285,9 +286,16 @@ func (s *pgStore) ListInstances(ctx context.Context, f store.InstanceFilter, cur
 		return nil, "", err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT broker, instance_id, rec FROM instances
-WHERE (broker, instance_id) > ($1, $2) AND ($3::bytea IS NULL OR broker = $3) AND ($4::bytea IS NULL OR tenant = $4)
-ORDER BY broker, instance_id LIMIT $5`, b(cb), b(ci), opt(f.Broker), opt(f.Tenant), limit+1)
+	q := query{sql: `SELECT broker, instance_id, rec FROM instances WHERE true`}
+	if cb != "" { // else the first page: a range from ('', '') would hide the broker's from the planner
+		q.add(` AND (broker, instance_id) > (`, b(cb))
+		q.add(`, `, b(ci))
+		q.sql += `)`
+	}
+	q.and("broker", f.Broker)
+	q.and("tenant", f.Tenant)
+	q.add(` ORDER BY broker, instance_id LIMIT `, limit+1)
+	rows, err := s.pool.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, "", s.fail(ctx, "list instances", err)
 	}
@@ -339,6 +347,27 @@ func (s *pgStore) count(ctx context.Context, op, sql string, args ...any) (int, 
 		return 0, s.fail(ctx, op, err)
 	}
 	return int(n), nil
+}
+
+// query builds a statement whose filters are only those set: a filter
+// written "$n IS NULL OR column = $n" would keep a cached generic plan
+// from using an index.
+type query struct {
+	sql  string
+	args []any
+}
+
+// add appends sql and a parameter for v.
+func (q *query) add(sql string, v any) {
+	q.args = append(q.args, v)
+	q.sql += sql + "$" + strconv.Itoa(len(q.args))
+}
+
+// and adds "AND column = value" unless value is "" (no filter).
+func (q *query) and(column, value string) {
+	if value != "" {
+		q.add(" AND "+column+" = ", []byte(value))
+	}
 }
 
 // bindingsAfter reads a page of bindings in (broker, instance, binding)
@@ -440,9 +469,11 @@ func (s *pgStore) ExpiringBindings(ctx context.Context, broker string, before ti
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
-WHERE expires_us IS NOT NULL AND expires_us < $1 AND ($2::bytea IS NULL OR broker = $2)
-ORDER BY expires_us, broker, instance_id, binding_id LIMIT $3`, us(before), opt(broker), limit)
+	q := query{sql: `SELECT broker, instance_id, binding_id, rec FROM bindings WHERE expires_us IS NOT NULL AND expires_us < $1`,
+		args: []any{us(before)}}
+	q.and("broker", broker)
+	q.add(` ORDER BY expires_us, broker, instance_id, binding_id LIMIT `, limit)
+	rows, err := s.pool.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, s.fail(ctx, "expiring bindings", err)
 	}

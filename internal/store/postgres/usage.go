@@ -62,9 +62,10 @@ func (s *pgStore) usagePage(ctx context.Context, broker string, deleted, id int6
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT id, deleted_us, rec FROM usage_records
-WHERE (deleted_us, id) > ($1, $2) AND ($3::bytea IS NULL OR broker = $3)
-ORDER BY deleted_us, id LIMIT $4`, deleted, id, opt(broker), store.UsagePage)
+	q := query{sql: `SELECT id, deleted_us, rec FROM usage_records WHERE (deleted_us, id) > ($1, $2)`, args: []any{deleted, id}}
+	q.and("broker", broker)
+	q.add(` ORDER BY deleted_us, id LIMIT `, store.UsagePage)
+	rows, err := s.pool.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, s.fail(ctx, "read usage", err)
 	}
