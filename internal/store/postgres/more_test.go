@@ -100,6 +100,42 @@ func TestPostgresDown(t *testing.T) {
 	}
 }
 
+// TestPostgresHung: a server that accepts but answers nothing (every
+// process stopped) costs a call at most the statement and connect
+// timeouts, then ErrUnavailable; the Store works again once it answers.
+func TestPostgresHung(t *testing.T) {
+	srv := storetest.StartPostgres(t)
+	cfg := srv.StoreConfig(t)
+	cfg.Postgres.ConnectTimeout, cfg.Postgres.StatementTimeout = time.Second, time.Second
+	s := openAt(t, cfg, nil)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, storetest.Lock("i1", "a", time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	start := time.Now()
+	_, err := s.Acquire(ctx, storetest.Lock("i2", "a", time.Minute))
+	if d := time.Since(start); !errors.Is(err, store.ErrUnavailable) || d > 10*time.Second {
+		t.Fatalf("hung server: err %v after %s, want ErrUnavailable within the 2 s of timeouts (and slack)", err, d)
+	}
+	t.Logf("hung server: %v after %s", err, time.Since(start))
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.Release(ctx, store.LockKey("b1", "i1"), "a")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server answering again: Release: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestPostgresMigrateTogether: stores starting together on an empty
 // schema migrate it once; Status reports the version before and after.
 func TestPostgresMigrateTogether(t *testing.T) {

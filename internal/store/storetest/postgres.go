@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -189,16 +191,108 @@ func (p *Postgres) Stop() {
 	p.cmd = nil
 }
 
+// Pause freezes the server and every backend (SIGSTOP to the postmaster,
+// then to its children, each of which is a session of its own):
+// connections stay open but nothing is answered, as with a hung server or
+// a network partition. Resume undoes it; a paused server is resumed when
+// the test ends.
+func (p *Postgres) Pause() {
+	p.tb.Helper()
+	if p.cmd == nil {
+		p.tb.Fatalf("storetest: postgres on %s is not running", p.Addr)
+	}
+	pid := p.cmd.Process.Pid
+	p.tb.Cleanup(func() { signalTree(pid, syscall.SIGCONT) })
+	signalTree(pid, syscall.SIGSTOP)
+	// A signal takes effect when its process next runs: wait until every
+	// one shows as stopped.
+	deadline := time.Now().Add(startTimeout)
+	for !treeStopped(pid) {
+		if time.Now().After(deadline) {
+			p.tb.Fatalf("storetest: postgres on %s not stopped after SIGSTOP", p.Addr)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Resume lets a paused server run again (SIGCONT).
+func (p *Postgres) Resume() {
+	p.tb.Helper()
+	if p.cmd == nil {
+		p.tb.Fatalf("storetest: postgres on %s is not running", p.Addr)
+	}
+	signalTree(p.cmd.Process.Pid, syscall.SIGCONT)
+}
+
+// signalTree sends sig to pid, then to its children.
+func signalTree(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(pid, sig)
+	for _, c := range procs(pid) {
+		_ = syscall.Kill(c.pid, sig)
+	}
+}
+
+// treeStopped reports whether pid and its children are stopped (or gone).
+func treeStopped(pid int) bool {
+	for _, c := range append(procs(pid), proc{pid: pid, state: procState(pid)}) {
+		if c.state != "" && c.state != "T" && c.state != "t" && c.state != "Z" {
+			return false
+		}
+	}
+	return true
+}
+
+// proc is a process as /proc/<pid>/stat shows it.
+type proc struct {
+	pid   int
+	state string
+}
+
+// procs returns the children of parent.
+func procs(parent int) []proc {
+	var out []proc
+	files, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range files {
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if fields := statFields(pid); len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+			out = append(out, proc{pid: pid, state: fields[0]})
+		}
+	}
+	return out
+}
+
+func procState(pid int) string {
+	if fields := statFields(pid); len(fields) > 0 {
+		return fields[0]
+	}
+	return ""
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command
+// name: state, ppid, pgrp, …; nil if the process is gone.
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')') // the name may hold spaces and parentheses
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
 // kill ends a running server at the end of the test.
 func (p *Postgres) kill() {
 	if p.cmd == nil {
 		return
 	}
+	signalTree(p.cmd.Process.Pid, syscall.SIGCONT)
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown, children included
 	select {
 	case <-p.done:
 	case <-time.After(startTimeout):
-		_ = p.cmd.Process.Kill()
+		signalTree(p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
 	p.cmd = nil
