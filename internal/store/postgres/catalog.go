@@ -20,7 +20,7 @@ func (s *pgStore) GetCatalogs(ctx context.Context, broker string) (store.BrokerC
 	}
 	defer cancel()
 	var rec []byte
-	err = s.pool.QueryRow(cctx, `SELECT rec FROM catalogs WHERE broker = $1`, b(broker)).Scan(&rec)
+	err = s.db.QueryRow(cctx, `SELECT rec FROM catalogs WHERE broker = $1`, b(broker)).Scan(&rec)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.BrokerCatalogs{}, store.NoCatalogs(broker)
@@ -36,7 +36,7 @@ func (s *pgStore) ListCatalogs(ctx context.Context) ([]store.BrokerCatalogs, err
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT rec FROM catalogs ORDER BY broker`)
+	rows, err := s.db.Query(cctx, `SELECT rec FROM catalogs ORDER BY broker`)
 	if err != nil {
 		return nil, s.fail(ctx, "list catalogs", err)
 	}
@@ -74,7 +74,7 @@ WHERE c.accepted_hash = $4`
 	} else {
 		sql = `UPDATE catalogs SET accepted_hash = $2, rec = $3 WHERE broker = $1 AND accepted_hash = $4`
 	}
-	tag, err := s.pool.Exec(cctx, sql, b(bc.Broker), bc.Accepted.Hash, enc, ifAccepted)
+	tag, err := s.db.Exec(cctx, sql, b(bc.Broker), bc.Accepted.Hash, enc, ifAccepted)
 	if err != nil {
 		return s.fail(ctx, "put catalogs", err)
 	}
@@ -82,7 +82,7 @@ WHERE c.accepted_hash = $4`
 		return nil
 	}
 	var got string
-	err = s.pool.QueryRow(cctx, `SELECT accepted_hash FROM catalogs WHERE broker = $1`, b(bc.Broker)).Scan(&got)
+	err = s.db.QueryRow(cctx, `SELECT accepted_hash FROM catalogs WHERE broker = $1`, b(bc.Broker)).Scan(&got)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return s.fail(ctx, "put catalogs", err)
 	}
@@ -95,7 +95,7 @@ func (s *pgStore) DeleteCatalogs(ctx context.Context, broker string) error {
 		return err
 	}
 	defer cancel()
-	tag, err := s.pool.Exec(cctx, `DELETE FROM catalogs WHERE broker = $1`, b(broker))
+	tag, err := s.db.Exec(cctx, `DELETE FROM catalogs WHERE broker = $1`, b(broker))
 	switch {
 	case err != nil:
 		return s.fail(ctx, "delete catalogs", err)

@@ -83,7 +83,7 @@ func (s *pgStore) GetInstance(ctx context.Context, broker, instanceID string) (s
 	}
 	defer cancel()
 	var rec []byte
-	err = s.pool.QueryRow(cctx, `SELECT rec FROM instances WHERE broker = $1 AND instance_id = $2`, b(broker), b(instanceID)).Scan(&rec)
+	err = s.db.QueryRow(cctx, `SELECT rec FROM instances WHERE broker = $1 AND instance_id = $2`, b(broker), b(instanceID)).Scan(&rec)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Instance{}, store.NoInstance(broker, instanceID)
@@ -170,7 +170,7 @@ func (s *pgStore) PutBinding(ctx context.Context, bd store.Binding) (store.Bindi
 		return store.Binding{}, err
 	}
 	defer cancel()
-	_, err = s.pool.Exec(cctx, putBindingSQL, b(bd.Broker), b(bd.InstanceID), b(bd.BindingID), expires(bd), rec)
+	_, err = s.db.Exec(cctx, putBindingSQL, b(bd.Broker), b(bd.InstanceID), b(bd.BindingID), expires(bd), rec)
 	if err != nil {
 		return store.Binding{}, s.fail(ctx, "put binding", err)
 	}
@@ -190,7 +190,7 @@ func (s *pgStore) GetBinding(ctx context.Context, broker, instanceID, bindingID 
 	}
 	defer cancel()
 	var rec []byte
-	err = s.pool.QueryRow(cctx, `SELECT rec FROM bindings WHERE broker = $1 AND instance_id = $2 AND binding_id = $3`,
+	err = s.db.QueryRow(cctx, `SELECT rec FROM bindings WHERE broker = $1 AND instance_id = $2 AND binding_id = $3`,
 		b(broker), b(instanceID), b(bindingID)).Scan(&rec)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -261,7 +261,7 @@ func (s *pgStore) ListBindings(ctx context.Context, broker, instanceID string) (
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
+	rows, err := s.db.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
 WHERE broker = $1 AND instance_id = $2 ORDER BY binding_id`, b(broker), b(instanceID))
 	if err != nil {
 		return nil, s.fail(ctx, "list bindings", err)
@@ -295,7 +295,7 @@ func (s *pgStore) ListInstances(ctx context.Context, f store.InstanceFilter, cur
 	q.and("broker", f.Broker)
 	q.and("tenant", f.Tenant)
 	q.add(` ORDER BY broker, instance_id LIMIT `, limit+1)
-	rows, err := s.pool.Query(cctx, q.sql, q.args...)
+	rows, err := s.db.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, "", s.fail(ctx, "list instances", err)
 	}
@@ -343,7 +343,7 @@ func (s *pgStore) count(ctx context.Context, op, sql string, args ...any) (int, 
 	}
 	defer cancel()
 	var n int64
-	if err := s.pool.QueryRow(cctx, sql, args...).Scan(&n); err != nil {
+	if err := s.db.QueryRow(cctx, sql, args...).Scan(&n); err != nil {
 		return 0, s.fail(ctx, op, err)
 	}
 	return int(n), nil
@@ -378,7 +378,7 @@ func (s *pgStore) bindingsAfter(ctx context.Context, pos store.BindingPos, limit
 		return nil, pos, false, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
+	rows, err := s.db.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
 WHERE (broker, instance_id, binding_id) > ($1, $2, $3) ORDER BY broker, instance_id, binding_id LIMIT $4`,
 		b(pos.Broker), b(pos.Instance), b(pos.Binding), limit)
 	if err != nil {
@@ -473,7 +473,7 @@ func (s *pgStore) ExpiringBindings(ctx context.Context, broker string, before ti
 		args: []any{us(before)}}
 	q.and("broker", broker)
 	q.add(` ORDER BY expires_us, broker, instance_id, binding_id LIMIT `, limit)
-	rows, err := s.pool.Query(cctx, q.sql, q.args...)
+	rows, err := s.db.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, s.fail(ctx, "expiring bindings", err)
 	}
@@ -490,7 +490,7 @@ func (s *pgStore) CountExpiring(ctx context.Context, before time.Time) (map[stri
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `SELECT broker, count(*) FROM bindings
+	rows, err := s.db.Query(cctx, `SELECT broker, count(*) FROM bindings
 WHERE expires_us IS NOT NULL AND expires_us < $1 GROUP BY broker`, us(before))
 	if err != nil {
 		return nil, s.fail(ctx, "count expiring", err)

@@ -48,7 +48,7 @@ func (s *pgStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, error)
 	rec := store.EncodeLock(l)
 	for range acquireTries {
 		var replaced []byte
-		err := s.pool.QueryRow(cctx, acquireSQL, b(l.Key), b(l.Owner), us(l.Deadline), rec, us(now)).Scan(&replaced)
+		err := s.db.QueryRow(cctx, acquireSQL, b(l.Key), b(l.Owner), us(l.Deadline), rec, us(now)).Scan(&replaced)
 		switch {
 		case err == nil:
 			if replaced != nil {
@@ -76,7 +76,7 @@ func (s *pgStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, error)
 // getLock reads the lock key: live ones only unless expired is set.
 func (s *pgStore) getLock(cctx, ctx context.Context, key string, now time.Time, expired bool) (store.Lock, bool, error) {
 	var rec []byte
-	err := s.pool.QueryRow(cctx, `SELECT rec FROM locks WHERE key = $1 AND ($2 OR deadline_us > $3)`,
+	err := s.db.QueryRow(cctx, `SELECT rec FROM locks WHERE key = $1 AND ($2 OR deadline_us > $3)`,
 		b(key), expired, us(now)).Scan(&rec)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -100,7 +100,7 @@ func decodeLock(key string, rec []byte) (store.Lock, error) {
 // nothing: no live lock, or another owner's.
 func (s *pgStore) notOwned(cctx, ctx context.Context, key, owner string, now time.Time) error {
 	var cur []byte
-	err := s.pool.QueryRow(cctx, `SELECT owner FROM locks WHERE key = $1 AND deadline_us > $2`, b(key), us(now)).Scan(&cur)
+	err := s.db.QueryRow(cctx, `SELECT owner FROM locks WHERE key = $1 AND deadline_us > $2`, b(key), us(now)).Scan(&cur)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.NoLock(key)
@@ -128,7 +128,7 @@ func (s *pgStore) Update(ctx context.Context, l store.Lock) error {
 		return err
 	}
 	defer cancel()
-	tag, err := s.pool.Exec(cctx, `UPDATE locks SET deadline_us = $3, rec = $4, replaced = NULL
+	tag, err := s.db.Exec(cctx, `UPDATE locks SET deadline_us = $3, rec = $4, replaced = NULL
 WHERE key = $1 AND owner = $2 AND deadline_us > $5`, b(l.Key), b(l.Owner), us(l.Deadline), store.EncodeLock(l), us(now))
 	switch {
 	case err != nil:
@@ -146,7 +146,7 @@ func (s *pgStore) Release(ctx context.Context, key, owner string) error {
 	}
 	defer cancel()
 	now := s.now()
-	tag, err := s.pool.Exec(cctx, `DELETE FROM locks WHERE key = $1 AND owner = $2 AND deadline_us > $3`, b(key), b(owner), us(now))
+	tag, err := s.db.Exec(cctx, `DELETE FROM locks WHERE key = $1 AND owner = $2 AND deadline_us > $3`, b(key), b(owner), us(now))
 	switch {
 	case err != nil:
 		return s.fail(ctx, "release lock", err)
@@ -163,7 +163,7 @@ func (s *pgStore) ForceRelease(ctx context.Context, key string) (store.Lock, err
 	}
 	defer cancel()
 	var rec []byte
-	err = s.pool.QueryRow(cctx, `DELETE FROM locks WHERE key = $1 AND deadline_us > $2 RETURNING rec`, b(key), us(s.now())).Scan(&rec)
+	err = s.db.QueryRow(cctx, `DELETE FROM locks WHERE key = $1 AND deadline_us > $2 RETURNING rec`, b(key), us(s.now())).Scan(&rec)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Lock{}, store.NoLock(key)
@@ -208,10 +208,10 @@ func (s *pgStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock, e
 	var rows pgx.Rows
 	if f.InstanceID != "" {
 		k := store.LockKey(f.Broker, f.InstanceID)
-		rows, err = s.pool.Query(cctx, `SELECT key, rec FROM locks WHERE ($2 OR deadline_us > $3)
+		rows, err = s.db.Query(cctx, `SELECT key, rec FROM locks WHERE ($2 OR deadline_us > $3)
 	AND (key = $1 OR (key > $4 AND key < $5)) ORDER BY key`, b(k), f.Expired, us(now), b(k+"/"), b(k+"0"))
 	} else {
-		rows, err = s.pool.Query(cctx, `SELECT key, rec FROM locks WHERE $1 OR deadline_us > $2 ORDER BY key`, f.Expired, us(now))
+		rows, err = s.db.Query(cctx, `SELECT key, rec FROM locks WHERE $1 OR deadline_us > $2 ORDER BY key`, f.Expired, us(now))
 	}
 	if err != nil {
 		return nil, s.fail(ctx, "list locks", err)
@@ -241,7 +241,7 @@ func (s *pgStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock, e
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(cctx, `DELETE FROM locks WHERE deadline_us <= $1 RETURNING rec`, us(now))
+	rows, err := s.db.Query(cctx, `DELETE FROM locks WHERE deadline_us <= $1 RETURNING rec`, us(now))
 	if err != nil {
 		return nil, s.fail(ctx, "expire locks", err)
 	}

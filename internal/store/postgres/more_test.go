@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -97,6 +98,43 @@ func TestPostgresDown(t *testing.T) {
 	srv.Start()
 	if err := s.Release(ctx, store.LockKey("b1", "i1"), "a"); err != nil {
 		t.Fatalf("server back: Release: %v", err)
+	}
+}
+
+// TestPostgresRestart: after a restart of the server (as after a
+// failover), calls on a Store whose pool holds connections the server
+// ended run on fresh ones: none fails.
+func TestPostgresRestart(t *testing.T) {
+	srv := storetest.StartPostgres(t)
+	cfg := srv.StoreConfig(t)
+	cfg.Postgres.MaxConns = 4
+	s := openAt(t, cfg, nil)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var conns []*pgxpool.Conn // fill the pool: every connection will be dead
+	for range 4 {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	srv.Stop()
+	srv.Start()
+	for i, call := range []func() error{
+		func() error { return s.Ping(ctx) },
+		func() error { _, err := s.Acquire(ctx, storetest.Lock("i1", "a", time.Minute)); return err },
+		func() error { _, err := s.Get(ctx, store.LockKey("b1", "i1")); return err },
+		func() error { _, err := s.PutInstance(ctx, store.Instance{Broker: "b1", InstanceID: "i1"}); return err },
+	} {
+		if err := call(); err != nil {
+			t.Fatalf("call %d after the restart: %v", i, err)
+		}
 	}
 }
 

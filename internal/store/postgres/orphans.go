@@ -37,7 +37,7 @@ func (s *pgStore) PutOrphan(ctx context.Context, o store.Orphan) error {
 		until = us(o.ClaimedUntil)
 	}
 	rec := unclaimed(o)
-	_, err = s.pool.Exec(cctx, `INSERT INTO orphans (id, next_us, claimed_by, claimed_until_us, rec) VALUES ($1, $2, $3, $4, $5)
+	_, err = s.db.Exec(cctx, `INSERT INTO orphans (id, next_us, claimed_by, claimed_until_us, rec) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (id) DO UPDATE SET next_us = excluded.next_us, claimed_by = excluded.claimed_by,
 	claimed_until_us = excluded.claimed_until_us, rec = excluded.rec`,
 		b(o.ID), us(o.NextAttempt), b(o.ClaimedBy), until, rec)
@@ -73,7 +73,7 @@ func (s *pgStore) GetOrphan(ctx context.Context, id string) (store.Orphan, error
 		return store.Orphan{}, err
 	}
 	defer cancel()
-	o, err := scanOrphan(s.pool.QueryRow(cctx, `SELECT `+orphanCols+` FROM orphans WHERE id = $1`, b(id)))
+	o, err := scanOrphan(s.db.QueryRow(cctx, `SELECT `+orphanCols+` FROM orphans WHERE id = $1`, b(id)))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return store.Orphan{}, store.NoOrphan(id)
@@ -96,7 +96,7 @@ func (s *pgStore) ListOrphans(ctx context.Context) ([]store.Orphan, error) {
 
 // orphans runs a query of orphanCols.
 func (s *pgStore) orphans(ctx, cctx context.Context, sql string, args ...any) ([]store.Orphan, error) {
-	rows, err := s.pool.Query(cctx, sql, args...)
+	rows, err := s.db.Query(cctx, sql, args...)
 	if err != nil {
 		return nil, s.fail(ctx, "read orphans", err)
 	}
@@ -113,7 +113,7 @@ func (s *pgStore) DeleteOrphan(ctx context.Context, id string) error {
 		return err
 	}
 	defer cancel()
-	tag, err := s.pool.Exec(cctx, `DELETE FROM orphans WHERE id = $1`, b(id))
+	tag, err := s.db.Exec(cctx, `DELETE FROM orphans WHERE id = $1`, b(id))
 	switch {
 	case err != nil:
 		return s.fail(ctx, "delete orphan", err)
@@ -159,7 +159,7 @@ func (s *pgStore) ClaimOrphan(ctx context.Context, id, claimant string, until ti
 	}
 	defer cancel()
 	for range claimTries {
-		o, err := scanOrphan(s.pool.QueryRow(cctx, `UPDATE orphans SET claimed_by = $2, claimed_until_us = $3
+		o, err := scanOrphan(s.db.QueryRow(cctx, `UPDATE orphans SET claimed_by = $2, claimed_until_us = $3
 WHERE id = $1 AND (claimed_by = '' OR claimed_by = $2 OR claimed_until_us <= $4)
 RETURNING `+orphanCols, b(id), b(claimant), us(until), us(now)))
 		switch {
@@ -168,7 +168,7 @@ RETURNING `+orphanCols, b(id), b(claimant), us(until), us(now)))
 		case !errors.Is(err, pgx.ErrNoRows):
 			return store.Orphan{}, s.fail(ctx, "claim orphan "+id, err)
 		}
-		o, err = scanOrphan(s.pool.QueryRow(cctx, `SELECT `+orphanCols+` FROM orphans WHERE id = $1`, b(id)))
+		o, err = scanOrphan(s.db.QueryRow(cctx, `SELECT `+orphanCols+` FROM orphans WHERE id = $1`, b(id)))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return store.Orphan{}, store.NoOrphan(id)

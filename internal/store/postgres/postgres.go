@@ -36,6 +36,7 @@ import (
 // pgStore is the "postgres" backend.
 type pgStore struct {
 	pool *pgxpool.Pool
+	db   db // the pool, retrying statements that met a connection the server ended
 	now  func() time.Time
 	cfg  store.PostgresConfig // as opened, defaults applied
 	// callTimeout bounds each call: the statement timeout, and the time
@@ -103,7 +104,7 @@ func open(cfg store.PostgresConfig, now func() time.Time, tracer pgx.QueryTracer
 	if cfg.StatementTimeout <= 0 || cc.ConnectTimeout <= 0 {
 		timeout = 0 // unbounded but for the caller's context
 	}
-	return &pgStore{pool: pool, now: now, cfg: cfg, callTimeout: timeout}, nil
+	return &pgStore{pool: pool, db: db{pool: pool, tries: int(pc.MaxConns) + 1}, now: now, cfg: cfg, callTimeout: timeout}, nil
 }
 
 // begin starts a call: the context's error, ErrClosed, or a context
@@ -162,7 +163,8 @@ func (s *pgStore) Ping(ctx context.Context) error {
 		cctx, cancel = context.WithTimeout(ctx, s.callTimeout)
 	}
 	defer cancel()
-	return s.fail(ctx, "ping", s.pool.Ping(cctx))
+	_, err := s.db.Exec(cctx, ";") // what pgx's Ping sends, retried as every statement
+	return s.fail(ctx, "ping", err)
 }
 
 // Close closes the pool, waiting for the connections in use to come back.
@@ -195,5 +197,5 @@ func us(t time.Time) int64 { return t.UnixMicro() }
 // inTx runs fn in a transaction on ctx and commits it; fn's error (or the
 // commit's) rolls it back.
 func (s *pgStore) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	return pgx.BeginFunc(ctx, s.db, fn)
 }

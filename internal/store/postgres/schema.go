@@ -201,13 +201,13 @@ func Status(ctx context.Context, st store.Store) (Schema, error) {
 	}
 	sc := Schema{Want: SchemaVersion}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 		return Schema{}, s.fail(ctx, "look for schema_migrations", err)
 	}
 	if !exists {
 		return sc, nil
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&sc.Version); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&sc.Version); err != nil {
 		return Schema{}, s.fail(ctx, "read schema_migrations", err)
 	}
 	return sc, nil

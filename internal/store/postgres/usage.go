@@ -65,7 +65,7 @@ func (s *pgStore) usagePage(ctx context.Context, broker string, deleted, id int6
 	q := query{sql: `SELECT id, deleted_us, rec FROM usage_records WHERE (deleted_us, id) > ($1, $2)`, args: []any{deleted, id}}
 	q.and("broker", broker)
 	q.add(` ORDER BY deleted_us, id LIMIT `, store.UsagePage)
-	rows, err := s.pool.Query(cctx, q.sql, q.args...)
+	rows, err := s.db.Query(cctx, q.sql, q.args...)
 	if err != nil {
 		return nil, s.fail(ctx, "read usage", err)
 	}
@@ -92,7 +92,7 @@ func (s *pgStore) PurgeUsage(ctx context.Context, before time.Time) (int, error)
 		if err != nil {
 			return n, err
 		}
-		tag, err := s.pool.Exec(cctx, `DELETE FROM usage_records WHERE id IN
+		tag, err := s.db.Exec(cctx, `DELETE FROM usage_records WHERE id IN
 	(SELECT id FROM usage_records WHERE deleted_us < $1 ORDER BY deleted_us LIMIT $2)`, us(before), store.UsagePage)
 		cancel()
 		if err != nil {
