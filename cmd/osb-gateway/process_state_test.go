@@ -144,9 +144,10 @@ func TestRedisStateSharedByReplicas(t *testing.T) {
 	}
 }
 
-// TestPostgresStateSharedByReplicas: two gateway processes starting
-// together on one PostgreSQL database create its schema once; an async
-// provision through one blocks an update through the other; with the
+// TestPostgresStateSharedByReplicas: two gateway processes on one
+// PostgreSQL database (the first creates the schema at start; replicas
+// starting together: TestPostgresMigrateTogether in internal/store/postgres);
+// an async provision through one blocks an update through the other; with the
 // database down a mutating call fails closed with 503, and once it is back
 // the lock still holds. The URL's password is never logged.
 func TestPostgresStateSharedByReplicas(t *testing.T) {
@@ -158,14 +159,8 @@ func TestPostgresStateSharedByReplicas(t *testing.T) {
 	url := strings.Replace(pg.StoreConfig(t).Postgres.URL, "postgres@", "postgres:"+secret+"@", 1)
 	dir, broker := t.TempDir(), sampleBrokerServer(t)
 	state := fmt.Sprintf(`{backend: postgres, postgres: {url: %q, connect_timeout: 2s, statement_timeout: 2s}}`, url)
-	var one, two *gatewayProcess
-	started := make(chan struct{})
-	go func() { defer close(started); two = startGateway(t, dir, "two", state, broker.URL) }()
-	one = startGateway(t, dir, "one", state, broker.URL)
-	<-started
-	if two == nil {
-		t.FailNow()
-	}
+	one := startGateway(t, dir, "one", state, broker.URL) // creates the schema
+	two := startGateway(t, dir, "two", state, broker.URL)
 	if code, body := one.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvisionBody); code != 202 {
 		t.Fatalf("provision through one: %d %s", code, body)
 	}
@@ -181,6 +176,7 @@ func TestPostgresStateSharedByReplicas(t *testing.T) {
 		t.Errorf("update through two, the database back: %d %s", code, body)
 	}
 	for name, p := range map[string]*gatewayProcess{"one": one, "two": two} {
+		p.stop(t) // its log is complete, and read after the process wrote it
 		if strings.Contains(p.logs.String(), secret) {
 			t.Errorf("gateway %s logged the URL's password", name)
 		}
