@@ -55,6 +55,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if !*offline {
+		reportPostgres(cfg, *path, stdout, stderr) // check_state.go: warnings only
 		if n := reportCatalogs(cfg, *path, stdout, stderr); n > 0 {
 			fmt.Fprintf(stderr, "%s: %s in the brokers' catalogs\n", *path, plural(n, "error"))
 			return exitFailed

@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/postgres"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -42,6 +43,13 @@ func reportDrift(ctx context.Context, cfg *config.Config, g *proxy.Gateway, path
 		return 0
 	}
 	defer st.Close()
+	if cfg.State.Backend == store.BackendPostgres {
+		// Reading the store would create its schema: check changes nothing.
+		if sc, err := postgres.Status(ctx, st); err != nil || !sc.Current() {
+			fmt.Fprintf(stdout, "%s: catalog drift not checked: the PostgreSQL schema is not created yet, so no accepted catalog\n", path)
+			return 0
+		}
+	}
 	reports, err := g.CatalogDriftAgainst(ctx, st)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: warning: catalog drift not checked: the state store failed: %v\n", path, err)

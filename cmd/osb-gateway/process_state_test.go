@@ -143,3 +143,42 @@ func TestRedisStateSharedByReplicas(t *testing.T) {
 		t.Errorf("another instance is blocked too")
 	}
 }
+
+// TestPostgresStateSharedByReplicas: two gateway processes on one
+// PostgreSQL database (the first creates the schema at start; replicas
+// starting together: TestPostgresMigrateTogether in internal/store/postgres);
+// an async provision through one blocks an update through the other; with the
+// database down a mutating call fails closed with 503, and once it is back
+// the lock still holds. The URL's password is never logged.
+func TestPostgresStateSharedByReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	const secret = "pg-s3cret-pw" // the test server trusts loopback: any password passes
+	pg := storetest.StartPostgres(t)
+	url := strings.Replace(pg.StoreConfig(t).Postgres.URL, "postgres@", "postgres:"+secret+"@", 1)
+	dir, broker := t.TempDir(), sampleBrokerServer(t)
+	state := fmt.Sprintf(`{backend: postgres, postgres: {url: %q, connect_timeout: 2s, statement_timeout: 2s}}`, url)
+	one := startGateway(t, dir, "one", state, broker.URL) // creates the schema
+	two := startGateway(t, dir, "two", state, broker.URL)
+	if code, body := one.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvisionBody); code != 202 {
+		t.Fatalf("provision through one: %d %s", code, body)
+	}
+	if code, body := two.call(t, "PATCH", "/v2/service_instances/i1?accepts_incomplete=true", updateBody); code != 400 || body != inProgress {
+		t.Errorf("update through two: %d %s", code, body)
+	}
+	pg.Stop()
+	if code, body := two.call(t, "PUT", "/v2/service_instances/i2?accepts_incomplete=true", asyncProvisionBody); code != 503 {
+		t.Errorf("provision with the database down: %d %s, want 503", code, body)
+	}
+	pg.Start()
+	if code, body := two.call(t, "PATCH", "/v2/service_instances/i1?accepts_incomplete=true", updateBody); code != 400 || body != inProgress {
+		t.Errorf("update through two, the database back: %d %s", code, body)
+	}
+	for name, p := range map[string]*gatewayProcess{"one": one, "two": two} {
+		p.stop(t) // its log is complete, and read after the process wrote it
+		if strings.Contains(p.logs.String(), secret) {
+			t.Errorf("gateway %s logged the URL's password", name)
+		}
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/internal/store/postgres"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
 // openStore opens the operation-state backend of the state section and,
-// for Redis, checks that it answers (a gateway that cannot reach its state
-// refuses mutating calls, so it says so at start).
+// for Redis and PostgreSQL, checks that it answers (a gateway that cannot
+// reach its state refuses mutating calls, so it says so at start); for
+// PostgreSQL it then creates or migrates the schema.
 func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
 	st, err := backend.Open(storeConfig(sc), time.Now)
 	if err != nil {
@@ -24,7 +26,11 @@ func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := st.Ping(ctx); err != nil {
+	err = st.Ping(ctx)
+	if err == nil && sc.Backend == store.BackendPostgres {
+		err = postgres.Migrate(ctx, st) // under an advisory lock: replicas starting together wait for each other
+	}
+	if err != nil {
 		log.Warn("operation state unavailable at start; mutating calls get 503 until it answers",
 			slog.String("backend", sc.Backend), slog.String("error", err.Error()))
 	}
@@ -38,6 +44,9 @@ func storeConfig(sc config.State) store.Config {
 		MasterName: sc.Redis.MasterName, KeyPrefix: sc.Redis.KeyPrefix, DialTimeout: sc.Redis.DialTimeout,
 		ReadTimeout: sc.Redis.ReadTimeout, WriteTimeout: sc.Redis.WriteTimeout, TLS: sc.Redis.TLS,
 		ReplicaAcks: sc.Redis.ReplicaAcks, ReplicaAckTimeout: sc.Redis.ReplicaAckTimeout,
+	}, Postgres: store.PostgresConfig{
+		URL: sc.Postgres.URL.Reveal(), MaxConns: int32(sc.Postgres.MaxConns),
+		StatementTimeout: sc.Postgres.StatementTimeout, ConnectTimeout: sc.Postgres.ConnectTimeout,
 	}}
 }
 

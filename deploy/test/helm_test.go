@@ -111,6 +111,15 @@ serviceMonitor: {enabled: true, labels: {release: prometheus}}
 			kinds: map[string]int{"StatefulSet": 0, "Deployment": 1, "PodDisruptionBudget": 1, "NetworkPolicy": 1, "ServiceMonitor": 1},
 		},
 		{
+			name: "two replicas on PostgreSQL",
+			values: `
+replicaCount: 2
+state: {backend: postgres, postgres: {urlKey: POSTGRES_URL, statementTimeout: 3s}}
+secrets: {env: {POSTGRES_URL: "postgres://gw:pw@pg-a:5432,pg-b:5432/osb?target_session_attrs=read-write"}}
+`,
+			kinds: map[string]int{"StatefulSet": 0, "Deployment": 1, "PodDisruptionBudget": 1},
+		},
+		{
 			name: "an existing Secret, an image digest, listener tuning",
 			values: `
 secrets: {existingSecret: gw-secrets, env: null}
@@ -157,10 +166,12 @@ networkPolicy: {osbFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metad
 // locks, or leave the admin routes without a token, fail to render.
 func TestHelmChartRefusesUnsafeValues(t *testing.T) {
 	for _, tc := range []struct{ name, values, says string }{
-		{"bolt with two replicas", "replicaCount: 2", "use state.backend redis for more than one replica"},
+		{"bolt with two replicas", "replicaCount: 2", "use state.backend redis or postgres for more than one replica"},
+		{"postgres without a URL", "state: {backend: postgres}", "state.backend postgres needs state.postgres.urlKey"},
+		{"postgres URL not in the Secret", "state: {backend: postgres, postgres: {urlKey: POSTGRES_URL}}", "secrets.env has no such key"},
 		{"redis without addresses", "state: {backend: redis}", "state.backend redis needs state.redis.addrs"},
 		{"redis password not in the Secret", "state: {backend: redis, redis: {addrs: [r:6379], passwordKey: REDIS_PASSWORD}}", "secrets.env has no such key"},
-		{"memory state", "state: {backend: memory}", "at '/state/backend': value must be one of 'bolt', 'redis'"},
+		{"memory state", "state: {backend: memory}", "at '/state/backend': value must be one of 'bolt', 'redis', 'postgres'"},
 		{"no admin token", "admin: {token: \"\"}", "admin.token is required"},
 		{"short admin token", "admin: {token: short}", "at least 16 characters"},
 		{"state in config", "config: {state: {backend: memory}}", "config.state: the chart sets it"},

@@ -43,7 +43,8 @@ func TestLoadFull(t *testing.T) {
 		Inventory: Inventory{ExpiryWarning: DefaultExpiryWarning, UsageRetention: DefaultUsageRetention},
 		Reload:    Reload{Watch: ptr(false), Debounce: 2 * time.Second},
 		State: State{Backend: "redis", Path: filepath.Join("testdata/good", DefaultStatePath), OperationDeadline: 48 * time.Hour, SweepInterval: 30 * time.Second, Reconcile: StateReconcile{Enabled: ptr(true), After: DefaultReconcileAfter, Every: DefaultReconcileEvery},
-			Redis: StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second}},
+			Redis:    StateRedis{Addrs: []string{"127.0.0.1:6379", "127.0.0.1:6380"}, Password: "redis-password", KeyPrefix: "{osb}:", DialTimeout: time.Second},
+			Postgres: StatePostgres{MaxConns: DefaultPostgresMaxConns, StatementTimeout: DefaultPostgresStatementTimeout, ConnectTimeout: DefaultPostgresConnectTimeout}},
 		Tenants: []Tenant{{
 			Name:                 "cf-prod",
 			MissingVersionStatus: 400,

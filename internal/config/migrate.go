@@ -42,7 +42,7 @@ func checkMigrations(c *Config, probs *Problems) {
 				}
 			}
 			if c.State.Backend == "memory" {
-				probs.addf(path, "needs state.backend bolt or redis: the inventory says which broker holds each instance, and memory forgets it at a restart, after which the calls for instances on %q would go to %q", rc.MigrateTo, rc.Broker)
+				probs.addf(path, "needs state.backend bolt, redis or postgres: the inventory says which broker holds each instance, and memory forgets it at a restart, after which the calls for instances on %q would go to %q", rc.MigrateTo, rc.Broker)
 			}
 		}
 	}

@@ -45,7 +45,7 @@ func TestMigrateToChecks(t *testing.T) {
 		{name: "inventory off", route: "        migrate_to: mysql-v2\n", broker: "    inventory: {disabled: true}\n",
 			want: []string{`tenants[0].routes[0].migrate_to: needs the inventory of broker "mysql-v2", which is disabled (brokers[].inventory.disabled): the inventory says which broker holds each instance (line 8)`}},
 		{name: "memory store", route: "        migrate_to: mysql-v2\n", tail: "state: {backend: memory}\n",
-			want: []string{`tenants[0].routes[0].migrate_to: needs state.backend bolt or redis: the inventory says which broker holds each instance, and memory forgets it at a restart, after which the calls for instances on "mysql-v2" would go to "mysql" (line 8)`}},
+			want: []string{`tenants[0].routes[0].migrate_to: needs state.backend bolt, redis or postgres: the inventory says which broker holds each instance, and memory forgets it at a restart, after which the calls for instances on "mysql-v2" would go to "mysql" (line 8)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

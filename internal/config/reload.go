@@ -33,7 +33,7 @@ func (r *Reload) applyDefaults() {
 // the brokers' next_password_file, auth.token_file and auth.client_secret_file,
 // and admin.token_file, resolved against baseDir (the configuration file's
 // directory, as Load resolves them), without duplicates.
-// state.redis.password_file is left out: the state section needs a
+// state.redis.password_file and state.postgres.url_file are left out: the state section needs a
 // restart.
 func (c *Config) WatchedFiles(baseDir string) []string {
 	var files []string

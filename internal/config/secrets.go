@@ -64,6 +64,7 @@ func resolveSecrets(c *Config, baseDir string, probs *Problems) {
 	resolveListenTLSFiles(&c.Listen.TLS, baseDir, probs) // listen_tls.go
 	resolveAuditKey(&c.Audit, baseDir, probs)            // telemetry.go
 	resolvePassword(&c.State.Redis.Password, c.State.Redis.PasswordFile, baseDir, "state.redis", probs)
+	resolveSecretFile(&c.State.Postgres.URL, c.State.Postgres.URLFile, baseDir, "state.postgres.url", probs)
 	c.State.Path = resolvePath(baseDir, c.State.Path)
 	if p := c.Audit.Path; p != "" && !strings.HasSuffix(p, "/") { // a directory is reported by checkTelemetry
 		c.Audit.Path = resolvePath(baseDir, p)
@@ -111,6 +112,32 @@ func resolvePassword(pw *Secret, file, baseDir, path string, probs *Problems) {
 		return
 	}
 	*pw = Secret(s)
+}
+
+// resolveSecretFile fills *secret, the value of key path, from file (key
+// path+"_file") when file is set: resolvePassword for a secret not named
+// password.
+func resolveSecretFile(secret *Secret, file, baseDir, path string, probs *Problems) {
+	if file == "" {
+		return
+	}
+	if *secret != "" {
+		probs.addf(path+"_file", "cannot be set together with %s; use one of them", path[strings.LastIndexByte(path, '.')+1:])
+		return
+	}
+	data, err := os.ReadFile(resolvePath(baseDir, file))
+	if err != nil {
+		probs.addf(path+"_file", "cannot read %q: %s", file, fileError(err))
+		probs.suppress(path)
+		return
+	}
+	s := strings.TrimRight(string(data), "\r\n")
+	if s == "" {
+		probs.addf(path+"_file", "%q is empty", file)
+		probs.suppress(path)
+		return
+	}
+	*secret = Secret(s)
 }
 
 // resolveTLSFiles makes the TLS file names relative to baseDir and checks

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"strings"
 	"time"
 )
 
@@ -21,17 +22,27 @@ const (
 	DefaultLockGranularity   = "binding" // brokers[].lock_granularity
 )
 
+// Defaults of state.postgres.
+const (
+	DefaultPostgresMaxConns         = 10              // state.postgres.max_conns
+	DefaultPostgresStatementTimeout = 5 * time.Second // state.postgres.statement_timeout
+	DefaultPostgresConnectTimeout   = 5 * time.Second // state.postgres.connect_timeout
+)
+
 // State is where the gateway keeps operation locks and the orphan queue.
 type State struct {
 	// Backend is "bolt" (an embedded file: survives restarts of one
-	// process), "redis" (shared by replicas) or "memory" (lost at exit; for
-	// tests and throwaway runs). Zero value: DefaultStateBackend.
-	Backend string `yaml:"backend" validate:"oneof=bolt redis memory"`
+	// process), "redis" or "postgres" (shared by replicas) or "memory"
+	// (lost at exit; for tests and throwaway runs). Zero value:
+	// DefaultStateBackend.
+	Backend string `yaml:"backend" validate:"oneof=bolt redis postgres memory"`
 	// Path is the bolt file; zero value: DefaultStatePath. A relative path
 	// is relative to the configuration file's directory, as every other
 	// path in the file (Load resolves it).
 	Path  string     `yaml:"path"`
 	Redis StateRedis `yaml:"redis"`
+	// Postgres is the PostgreSQL database of backend postgres.
+	Postgres StatePostgres `yaml:"postgres"`
 	// OperationDeadline is how long an asynchronous operation may hold its
 	// instance when the plan has no maximum_polling_duration; then the lock
 	// is released and the expiry logged. Zero value: 7 days, as Cloud
@@ -109,6 +120,25 @@ type StateRedis struct {
 	ReplicaAckTimeout time.Duration `yaml:"replica_ack_timeout" validate:"gte=0"`
 }
 
+// StatePostgres reaches PostgreSQL with pgx's pool (state.postgres).
+type StatePostgres struct {
+	// URL is a libpq URL (postgres://user:password@host:port/db?…) or
+	// key=value DSN. It may hold a password, so it is a Secret: from
+	// url_file or ${ENV} rather than inline. Several hosts with
+	// target_session_attrs=read-write follow a failover.
+	URL Secret `yaml:"url"`
+	// URLFile is a file holding URL (a trailing newline is ignored).
+	URLFile string `yaml:"url_file"`
+	// MaxConns caps the pool; zero value: DefaultPostgresMaxConns.
+	MaxConns int `yaml:"max_conns" validate:"gte=0,lte=10000"`
+	// StatementTimeout is the server's statement_timeout for the
+	// gateway's connections; zero value: DefaultPostgresStatementTimeout.
+	StatementTimeout time.Duration `yaml:"statement_timeout" validate:"gte=0"`
+	// ConnectTimeout bounds connecting to one host; zero value:
+	// DefaultPostgresConnectTimeout.
+	ConnectTimeout time.Duration `yaml:"connect_timeout" validate:"gte=0"`
+}
+
 func (s *State) applyDefaults() {
 	if s.Backend == "" {
 		s.Backend = DefaultStateBackend
@@ -119,6 +149,11 @@ func (s *State) applyDefaults() {
 	if s.Redis.KeyPrefix == "" {
 		s.Redis.KeyPrefix = DefaultRedisKeyPrefix
 	}
+	if s.Postgres.MaxConns == 0 {
+		s.Postgres.MaxConns = DefaultPostgresMaxConns
+	}
+	setDuration(&s.Postgres.StatementTimeout, DefaultPostgresStatementTimeout)
+	setDuration(&s.Postgres.ConnectTimeout, DefaultPostgresConnectTimeout)
 	setDuration(&s.OperationDeadline, DefaultOperationDeadline)
 	setDuration(&s.SweepInterval, DefaultSweepInterval)
 	if s.Reconcile.Enabled == nil {
@@ -151,4 +186,23 @@ func checkState(c *Config, probs *Problems) {
 			probs.addf("state.redis.replica_acks", "works with a standalone Redis or Sentinel (state.redis.master_name), not with a Cluster (%d addrs without master_name): a Cluster's writes go to several primaries", len(r.Addrs))
 		}
 	}
+	if c.State.Backend == "postgres" {
+		switch u := c.State.Postgres.URL.Reveal(); {
+		case u == "":
+			probs.addf("state.postgres.url", "is required with backend postgres (or set url_file)")
+		case !looksLikePostgresURL(u):
+			// Never the value: it may hold a password.
+			probs.addf("state.postgres.url", "must be a libpq URL (postgres://user@host:5432/db?...) or a key=value DSN (host=... dbname=...)")
+		}
+	}
+}
+
+// looksLikePostgresURL reports whether u has the form of a libpq URL or
+// key=value DSN; pgx parses it fully when the store opens.
+func looksLikePostgresURL(u string) bool {
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		return true
+	}
+	k, _, ok := strings.Cut(strings.Fields(u + " x")[0], "=")
+	return ok && k != "" && !strings.ContainsAny(k, ":/")
 }

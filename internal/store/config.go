@@ -4,9 +4,10 @@ import "time"
 
 // Backend names for Config.Backend.
 const (
-	BackendBolt   = "bolt"
-	BackendRedis  = "redis"
-	BackendMemory = "memory"
+	BackendBolt     = "bolt"
+	BackendRedis    = "redis"
+	BackendMemory   = "memory"
+	BackendPostgres = "postgres"
 )
 
 // Defaults WithDefaults (and so backend.Open) applies to zero Config
@@ -22,6 +23,10 @@ const (
 	DefaultRedisWriteTimeout = 1 * time.Second  // Redis.WriteTimeout
 	// DefaultRedisReplicaAckTimeout is Redis.ReplicaAckTimeout.
 	DefaultRedisReplicaAckTimeout = 1 * time.Second
+
+	DefaultPostgresMaxConns         = 10              // Postgres.MaxConns
+	DefaultPostgresStatementTimeout = 5 * time.Second // Postgres.StatementTimeout
+	DefaultPostgresConnectTimeout   = 5 * time.Second // Postgres.ConnectTimeout
 )
 
 // RedisTTLMargin is added to the time left to a lock's Deadline to make the
@@ -33,7 +38,7 @@ const RedisTTLMargin = time.Minute
 // Config chooses and configures a backend. The zero value is a bolt file
 // named DefaultPath in the working directory.
 type Config struct {
-	// Backend is BackendBolt, BackendRedis or BackendMemory; zero value:
+	// Backend is BackendBolt, BackendRedis, BackendPostgres or BackendMemory; zero value:
 	// DefaultBackend.
 	Backend string
 	// Path is the bolt file, created if missing; zero value: DefaultPath.
@@ -43,6 +48,27 @@ type Config struct {
 	OpenTimeout time.Duration
 	// Redis configures the redis backend.
 	Redis RedisConfig
+	// Postgres configures the postgres backend.
+	Postgres PostgresConfig
+}
+
+// PostgresConfig reaches PostgreSQL through pgx's connection pool.
+type PostgresConfig struct {
+	// URL is a libpq connection URL or key=value DSN, password included
+	// (a secret: never logged). Several hosts with
+	// target_session_attrs=read-write follow a failover to the new
+	// primary. Required.
+	URL string
+	// MaxConns caps the pool's connections; zero value:
+	// DefaultPostgresMaxConns.
+	MaxConns int32
+	// StatementTimeout is the server's statement_timeout for the store's
+	// connections, and with ConnectTimeout bounds each call; zero value:
+	// DefaultPostgresStatementTimeout.
+	StatementTimeout time.Duration
+	// ConnectTimeout bounds connecting to one host; zero value:
+	// DefaultPostgresConnectTimeout (a connect_timeout in URL wins).
+	ConnectTimeout time.Duration
 }
 
 // RedisConfig reaches Redis through go-redis' universal client: one address
@@ -116,6 +142,16 @@ func (c Config) WithDefaults() Config {
 	}
 	if r.ReplicaAckTimeout == 0 {
 		r.ReplicaAckTimeout = DefaultRedisReplicaAckTimeout
+	}
+	p := &c.Postgres
+	if p.MaxConns == 0 {
+		p.MaxConns = DefaultPostgresMaxConns
+	}
+	if p.StatementTimeout == 0 {
+		p.StatementTimeout = DefaultPostgresStatementTimeout
+	}
+	if p.ConnectTimeout == 0 {
+		p.ConnectTimeout = DefaultPostgresConnectTimeout
 	}
 	return c
 }

@@ -237,8 +237,10 @@ type Inventory interface {
 	// bolt seeks to the cursor in its index of ids and reads the page's
 	// values (with f.Tenant, passing other tenants' values as memory
 	// passes their ids); Redis runs one script per broker (a sorted-set range
-	// and the page's records). Without f.Broker, the same per broker, in
-	// name order (Redis reads the set of brokers first).
+	// and the page's records); PostgreSQL reads a range of its primary key
+	// (with f.Tenant, passing other tenants' rows, as bolt). Without
+	// f.Broker, the same per broker, in name order (Redis reads the set of
+	// brokers first).
 	ListInstances(ctx context.Context, f InstanceFilter, cursor string, limit int) ([]Instance, string, error)
 
 	// CountInstances returns how many instances match f. It reads
@@ -273,15 +275,16 @@ type Inventory interface {
 	// bindings that have an ExpiresAt, kept with the records: the cost
 	// grows with the bindings it passes, never with the bindings without
 	// one (bolt passes the expiring bindings of other brokers too; Redis
-	// runs one range per broker). Memory compares the ExpiresAt of every
-	// binding (kept beside its record, no decoding).
+	// runs one range per broker; PostgreSQL reads a partial index by
+	// ExpiresAt, passing other brokers' bindings as bolt). Memory compares
+	// the ExpiresAt of every binding (kept beside its record, no decoding).
 	ExpiringBindings(ctx context.Context, broker string, before time.Time, limit int) ([]Binding, error)
 
 	// CountExpiring returns, per broker, how many bindings have an
 	// ExpiresAt before before; brokers with none are left out. It reads
 	// no record: bolt walks the index entries before before, Redis counts
-	// a range per broker (O(log n) each), memory compares every binding's
-	// ExpiresAt.
+	// a range per broker (O(log n) each), PostgreSQL groups the rows its
+	// ExpiresAt index finds, memory compares every binding's ExpiresAt.
 	CountExpiring(ctx context.Context, before time.Time) (map[string]int, error)
 
 	// Export yields every record: all instances in listing order, then all

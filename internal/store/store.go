@@ -9,7 +9,9 @@
 // importing store and none another: "bolt" (internal/store/bolt), an
 // embedded bbolt file (the default, state survives a restart of one
 // process), "redis" (internal/store/redis), shared by replicas
-// (standalone, Sentinel or Cluster), and "memory" (internal/store/memory),
+// (standalone, Sentinel or Cluster), "postgres" (internal/store/postgres),
+// shared by replicas in one PostgreSQL database, and "memory"
+// (internal/store/memory),
 // for tests and throwaway single-process runs. One test suite,
 // storetest.Contract, checks every backend against the contract;
 // backend.Open (internal/store/backend) opens the one a Config names. What
@@ -309,7 +311,7 @@ type Orphan struct {
 //
 // Implementations must be safe for concurrent use by many goroutines, and
 // by several processes where the backend is shared (a bolt file is opened
-// by one process at a time; Redis is shared by replicas). Each change to
+// by one process at a time; Redis and PostgreSQL are shared by replicas). Each change to
 // one lock or one orphan is atomic: it takes effect entirely or not at all,
 // and no other caller sees a state in between; in particular, of any number
 // of concurrent Acquire calls for one free key, exactly one succeeds, and of
@@ -381,6 +383,7 @@ type Store interface {
 	// every master, one round trip per 1000 keys of the database, but
 	// with a MATCH on the instance's key prefix: the server filters, and
 	// only the instance's locks cross the network and are decoded.
+	// PostgreSQL reads a range of its primary key, the instance's keys.
 	List(ctx context.Context, f ListFilter) ([]Lock, error)
 
 	// ExpireDue deletes the locks whose Deadline is not after now and
@@ -422,14 +425,16 @@ type Store interface {
 	// returns the orphan as stored and an error wrapping ErrHeld. It
 	// returns ErrNotFound if there is no such orphan, and ErrInvalid for
 	// an empty id or claimant or an until not after now. The check and the
-	// change are one atomic step on every backend (a Lua script on Redis).
+	// change are one atomic step on every backend (a Lua script on Redis,
+	// one UPDATE on PostgreSQL).
 	ClaimOrphan(ctx context.Context, id, claimant string, until time.Time) (Orphan, error)
 
 	// Ping reports whether the backend can be reached: nil, or an error
 	// wrapping ErrUnavailable.
 	Ping(ctx context.Context) error
 
-	// Close releases the backend (the bolt file, the Redis connections).
+	// Close releases the backend (the bolt file, the Redis or PostgreSQL
+	// connections).
 	// Calls after Close return errors wrapping ErrUnavailable. Close is
 	// safe to call more than once.
 	Close() error

@@ -19,8 +19,8 @@ import (
 //   - PutInstance replacing an instance record whose PlanID differs
 //     writes one for the old plan, ending now (a plan change by update).
 //
-// On memory and bolt the record is written in the same atomic step as the
-// inventory change (one mutex, one transaction); on Redis a deletion's
+// On memory, bolt and PostgreSQL the record is written in the same atomic
+// step as the inventory change (one mutex, one transaction); on Redis a deletion's
 // records are written by the script that deletes (compare-and-delete on
 // the member read just before), and a plan change's record in a second
 // round trip right after the put that changed the plan (a process that
@@ -58,9 +58,9 @@ type UsageStore interface {
 	// whose Deleted is after after, in no particular order. It reads a
 	// page at a time (no snapshot: records written or purged meanwhile
 	// may or may not appear). On an error it yields it once and stops.
-	// Cost: bolt and Redis seek by Deleted (an index in time order, per
-	// broker on Redis) and read only the records yielded; memory compares
-	// every record.
+	// Cost: bolt, Redis and PostgreSQL seek by Deleted (an index in time
+	// order, per broker on Redis) and read only the records yielded; memory
+	// compares every record.
 	UsageRecords(ctx context.Context, broker string, after time.Time) iter.Seq2[UsageRecord, error]
 
 	// PurgeUsage deletes the usage records whose Deleted is before before

@@ -1,5 +1,5 @@
 // Package backend opens the state store a store.Config names. It is the
-// one package that knows every backend (bolt, redis, memory); they know
+// one package that knows every backend (bolt, redis, postgres, memory); they know
 // only the contract in internal/store, and not each other.
 package backend
 
@@ -10,6 +10,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/bolt"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
+	"github.com/osb-gateway/osb-gateway/internal/store/postgres"
 	"github.com/osb-gateway/osb-gateway/internal/store/redis"
 )
 
@@ -17,7 +18,7 @@ import (
 // fields (store.Config.WithDefaults). now is the store's clock (nil means
 // time.Now); it decides which locks have expired. Opening a bolt file
 // another process holds fails after OpenTimeout with an error wrapping
-// store.ErrUnavailable. Opening redis does not connect yet (like sql.Open):
+// store.ErrUnavailable. Opening redis or postgres does not connect yet (like sql.Open):
 // call Ping to check it can be reached.
 func Open(cfg store.Config, now func() time.Time) (store.Store, error) {
 	if now == nil {
@@ -31,8 +32,10 @@ func Open(cfg store.Config, now func() time.Time) (store.Store, error) {
 		return bolt.Open(cfg.Path, cfg.OpenTimeout, now)
 	case store.BackendRedis:
 		return redis.Open(cfg.Redis, now)
+	case store.BackendPostgres:
+		return postgres.Open(cfg.Postgres, now)
 	default:
-		return nil, fmt.Errorf("store: unknown backend %q (want %q, %q or %q)",
-			cfg.Backend, store.BackendBolt, store.BackendRedis, store.BackendMemory)
+		return nil, fmt.Errorf("store: unknown backend %q (want %q, %q, %q or %q)",
+			cfg.Backend, store.BackendBolt, store.BackendRedis, store.BackendPostgres, store.BackendMemory)
 	}
 }

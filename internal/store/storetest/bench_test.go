@@ -20,8 +20,8 @@ import (
 // for the footprint figures (they fill 100,000 locks once, whatever b.N),
 // default -benchtime for the per-call ones.
 
-// benchStores opens one Store per backend; redis skips if redis-server is
-// missing. rt counts redis round trips.
+// benchStores opens one Store per backend; redis and postgres skip if
+// their servers are not installed. rt counts redis round trips.
 func benchStores(b *testing.B) map[string]func(b *testing.B) (store.Store, *storetest.RoundTrips) {
 	return map[string]func(b *testing.B) (store.Store, *storetest.RoundTrips){
 		"memory": func(b *testing.B) (store.Store, *storetest.RoundTrips) {
@@ -39,6 +39,9 @@ func benchStores(b *testing.B) map[string]func(b *testing.B) (store.Store, *stor
 			client.AddHook(rt)
 			return s, rt
 		},
+		"postgres": func(b *testing.B) (store.Store, *storetest.RoundTrips) {
+			return openBench(b, storetest.StartPostgres(b).StoreConfig(b)), nil
+		},
 	}
 }
 
@@ -54,7 +57,7 @@ func openBench(b *testing.B, cfg store.Config) store.Store {
 }
 
 func BenchmarkAcquireRelease(b *testing.B) {
-	for _, name := range []string{"memory", "bolt", "redis"} {
+	for _, name := range []string{"memory", "bolt", "redis", "postgres"} {
 		b.Run(name, func(b *testing.B) {
 			s, rt := benchStores(b)[name](b)
 			l := storetest.BenchLock(storetest.GUID(), "owner")
@@ -81,7 +84,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // releasing locks on its own instances: bolt shares commits among them.
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	ctx := context.Background()
-	for _, name := range []string{"memory", "bolt", "redis"} {
+	for _, name := range []string{"memory", "bolt", "redis", "postgres"} {
 		b.Run(name, func(b *testing.B) {
 			s, _ := benchStores(b)[name](b)
 			var n atomic.Int64
@@ -139,7 +142,7 @@ func BenchmarkGetMissing(b *testing.B) {
 // 10,000 instances.
 func BenchmarkInventoryOps(b *testing.B) {
 	ctx := context.Background()
-	for _, name := range []string{"memory", "bolt", "redis"} {
+	for _, name := range []string{"memory", "bolt", "redis", "postgres"} {
 		b.Run(name, func(b *testing.B) {
 			s, rt := benchStores(b)[name](b)
 			storetest.ImportInventory(b, s, 10_000)

@@ -1,8 +1,9 @@
 // Package storetest is the test support of internal/store: the contract
 // suite every backend runs (Contract), its fixtures, the benchmarks'
-// fillers, and a real redis-server for tests of the store and of what is
-// built on it. Tests using a redis-server skip, never fail, where
-// redis-server is not installed (Debian package redis-server).
+// fillers, and a real redis-server and PostgreSQL (postgres.go) for tests
+// of the store and of what is built on it. Tests using them skip, never
+// fail, where they are not installed (Debian packages redis-server and
+// postgresql).
 package storetest
 
 import (

@@ -56,14 +56,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Refuses values that would lose or split the operation locks. */}}
 {{- define "osb-gateway.validate" -}}
-{{- if not (has .Values.state.backend (list "bolt" "redis")) }}
-{{- fail (printf "state.backend must be bolt or redis, got %q" .Values.state.backend) }}
+{{- if not (has .Values.state.backend (list "bolt" "redis" "postgres")) }}
+{{- fail (printf "state.backend must be bolt, redis or postgres, got %q" .Values.state.backend) }}
 {{- end }}
 {{- if and (eq .Values.state.backend "bolt") (gt (int .Values.replicaCount) 1) }}
-{{- fail (printf "replicaCount %d with state.backend bolt: each replica would keep its own lock file; use state.backend redis for more than one replica" (int .Values.replicaCount)) }}
+{{- fail (printf "replicaCount %d with state.backend bolt: each replica would keep its own lock file; use state.backend redis or postgres for more than one replica" (int .Values.replicaCount)) }}
 {{- end }}
 {{- if and (eq .Values.state.backend "redis") (empty .Values.state.redis.addrs) }}
 {{- fail "state.backend redis needs state.redis.addrs" }}
+{{- end }}
+{{- if and (eq .Values.state.backend "postgres") (empty .Values.state.postgres.urlKey) }}
+{{- fail "state.backend postgres needs state.postgres.urlKey: the Secret key holding the connection URL" }}
+{{- end }}
+{{- with .Values.state.postgres.urlKey }}
+{{- if and (not $.Values.secrets.existingSecret) (not (hasKey ($.Values.secrets.env | default dict) .)) }}
+{{- fail (printf "state.postgres.urlKey %s: secrets.env has no such key" .) }}
+{{- end }}
 {{- end }}
 {{- with .Values.state.redis.passwordKey }}
 {{- if and (not $.Values.secrets.existingSecret) (not (hasKey ($.Values.secrets.env | default dict) .)) }}
@@ -93,6 +101,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $_ := set $cfg "admin" (dict "address" (printf ":%d" (int .Values.admin.port)) "token" "${OSB_GATEWAY_ADMIN_TOKEN}") }}
 {{- if eq .Values.state.backend "bolt" }}
 {{- $_ := set $cfg "state" (dict "backend" "bolt" "path" "/var/lib/osb-gateway/osb-gateway.db") }}
+{{- else if eq .Values.state.backend "postgres" }}
+{{- $pg := dict "url" (printf "${%s}" .Values.state.postgres.urlKey) "max_conns" (int .Values.state.postgres.maxConns) "statement_timeout" .Values.state.postgres.statementTimeout "connect_timeout" .Values.state.postgres.connectTimeout }}
+{{- $_ := set $cfg "state" (dict "backend" "postgres" "postgres" $pg) }}
 {{- else }}
 {{- $redis := dict "addrs" .Values.state.redis.addrs "key_prefix" .Values.state.redis.keyPrefix "tls" .Values.state.redis.tls }}
 {{- with .Values.state.redis.masterName }}{{ $_ := set $redis "master_name" . }}{{ end }}
