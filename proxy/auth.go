@@ -20,6 +20,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
@@ -391,7 +392,7 @@ func withAuth(g *authGate) Middleware {
 				return
 			}
 			var buf [256]byte
-			header := headerValue(r.Header, "Authorization")
+			header := core.HeaderValue(r.Header, "Authorization")
 			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
 			if ok {

@@ -64,19 +64,16 @@
 // finish on the configuration they started with.
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+)
 
 // Middleware wraps a handler with one stage of the request path.
-type Middleware func(http.Handler) http.Handler
+type Middleware = core.Middleware
 
 // Stack wraps h in mws so that mws[0] is outermost: Stack(h, a, b) serves a
 // request through a, then b, then h. A nil Middleware is skipped: a stage
 // whose part is not configured stays out of the chain.
-func Stack(h http.Handler, mws ...Middleware) http.Handler {
-	for i := len(mws) - 1; i >= 0; i-- {
-		if mws[i] != nil {
-			h = mws[i](h)
-		}
-	}
-	return h
-}
+func Stack(h http.Handler, mws ...Middleware) http.Handler { return core.Stack(h, mws...) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -95,7 +96,7 @@ func withGuard(g *guard) Middleware {
 			up := s.route.up
 			now := g.now()
 			l := store.Lock{
-				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: newRequestID(), Kind: kind,
+				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
 				Tenant: s.Tenant, Broker: up.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 				ServiceID: s.Call.ServiceID, PlanID: s.Call.PlanID, TraceParent: s.TraceParent,
 				Started: now, Deadline: now.Add(up.timeout + syncHoldMargin),

@@ -8,6 +8,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -47,7 +48,7 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 	}
 	id := act.requestID
 	if id == "" {
-		id = newRequestID()
+		id = core.NewRequestID()
 	}
 	status := act.res.Status
 	var e *osb.Error

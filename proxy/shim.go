@@ -13,6 +13,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -140,7 +141,7 @@ func shimmable(s *Scope) bool {
 // platform with its answer, or with 202 once async_after has passed.
 func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
 	c := &shimCall{recorded: make(chan struct{}), done: make(chan struct{}),
-		operation: ShimOperationPrefix + s.lock.lock.Kind + "-" + newRequestID()}
+		operation: ShimOperationPrefix + s.lock.lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
 	call := s.fork(buf, c)
 	// The call outlives the platform's request: a request of its own,

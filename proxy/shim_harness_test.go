@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -299,7 +300,7 @@ func timeoutTransport(now <-chan struct{}) func(http.RoundTripper) http.RoundTri
 				return rt.RoundTrip(r)
 			}
 			<-now
-			return nil, errBrokerTimeout
+			return nil, core.ErrBrokerTimeout
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -161,8 +162,8 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	}
 	header = withoutHopByHop(header.Clone())
 	header["Content-Length"] = []string{strconv.Itoa(len(body))}
-	if _, ok := header[headerRequestIdentity]; !ok {
-		header[headerRequestIdentity] = s.idHeader
+	if _, ok := header[core.HeaderRequestIdentity]; !ok {
+		header[core.HeaderRequestIdentity] = s.idHeader
 	}
 	res.StatusCode, res.Status = status, strconv.Itoa(status)+" "+http.StatusText(status)
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
