@@ -21,6 +21,8 @@ const (
 var layers = map[string]string{
 	"proxy":               layerAssembly,
 	"proxy/internal/core": layerCore,
+
+	"proxy/internal/accesslog": layerService,
 }
 
 // TestPackageLayers reads the import graph of proxy/... and fails on an
