@@ -23,6 +23,8 @@ var layers = map[string]string{
 	"proxy/internal/core": layerCore,
 
 	"proxy/internal/accesslog": layerService,
+
+	"proxy/internal/protect": layerStage,
 }
 
 // TestPackageLayers reads the import graph of proxy/... and fails on an

@@ -48,13 +48,7 @@ const shimDescriptionMax = 4096
 
 // Timer starts a timer of d: it returns a channel that receives once d has
 // passed, and a func that stops the timer (Options.Timer).
-type Timer func(d time.Duration) (fired <-chan time.Time, stop func() bool)
-
-// realTimer is the Timer of time.NewTimer.
-func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
-}
+type Timer = core.Timer
 
 // Where a call the shim may answer for stands (shimCall.state).
 const (
@@ -107,7 +101,7 @@ func (c *shimCall) shimmed() bool {
 // operations the shim owns (servePoll).
 func withShim(g *guard, after Timer) Middleware {
 	if after == nil {
-		after = realTimer
+		after = core.RealTimer
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
