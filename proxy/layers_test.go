@@ -23,6 +23,7 @@ var layers = map[string]string{
 	"proxy/internal/core": layerCore,
 
 	"proxy/internal/accesslog": layerService,
+	"proxy/internal/metrics":   layerService,
 	"proxy/internal/usage":     layerService,
 
 	"proxy/internal/protect": layerStage,
