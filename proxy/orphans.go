@@ -73,7 +73,7 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 	if s.lock == nil {
 		return store.Orphan{}, true
 	}
-	l := s.lock.lock
+	l := s.lock.Lock
 	l.Tenant = s.Tenant
 	o, decision := g.newOrphan(up, l, reason, due, lockOwner)
 	if decision == "" {
@@ -150,7 +150,7 @@ func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
 		hold := g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
-			held := s.lock.lock
+			held := s.lock.Lock
 			held.Owner = owner
 			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
 		}

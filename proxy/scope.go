@@ -104,8 +104,8 @@ type Scope struct {
 	route   *route
 	catalog *catalogEntry // the catalog the validate stage checked against
 	guard   *guard
-	lock    *heldLock   // the lock a mutating call holds
-	polled  *store.Lock // the async operation a last_operation polls
+	lock    *core.HeldLock // the lock a mutating call holds
+	polled  *store.Lock    // the async operation a last_operation polls
 	// pollUnseen: the store did not answer when the poll looked for its
 	// operation; an answer that ends it is settled later (guard.settlePoll).
 	pollUnseen bool
@@ -141,7 +141,7 @@ type Scope struct {
 	// cred is the tenant credential the auth stage found (see
 	// Scope.username): nil before auth, without basic auth, or when the
 	// presented username is none of the tenant's.
-	cred *credential
+	cred *core.Credential
 	// hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
 	hdrs [2]string

@@ -135,7 +135,7 @@ func shimmable(s *Scope) bool {
 // platform with its answer, or with 202 once async_after has passed.
 func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
 	c := &shimCall{recorded: make(chan struct{}), done: make(chan struct{}),
-		operation: ShimOperationPrefix + s.lock.lock.Kind + "-" + core.NewRequestID()}
+		operation: ShimOperationPrefix + s.lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
 	call := s.fork(buf, c)
 	// The call outlives the platform's request: a request of its own,
@@ -208,13 +208,13 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // platform then waits for the broker's answer, as without the shim.
 func (g *guard) claimShim(s, call *Scope) bool {
 	up := s.route.up
-	l := s.lock.lock
+	l := s.lock.Lock
 	now := g.now()
 	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
 	l.Async, l.Operation = true, call.shim.operation
 	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
 	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.platform), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.Platform), releaseTimeout)
 	defer cancel()
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
@@ -222,8 +222,8 @@ func (g *guard) claimShim(s, call *Scope) bool {
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 		return false
 	}
-	call.lock.lock = l
-	s.lock.settled = true // the broker call's copy holds the lock from here
+	call.lock.Lock = l
+	s.lock.Settled = true // the broker call's copy holds the lock from here
 	s.Operation, s.Emulated = l.Operation, EmulatedShim
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
 		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
@@ -243,24 +243,24 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // reports the outcome (or its deadline).
 func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	h, up, c := s.lock, s.route.up, s.shim
-	l := h.lock
+	l := h.Lock
 	now := g.now()
 	switch {
 	case panicked != nil:
 		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
 		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
-	case h.settled && !c.timedOut && malformedCreate(s.Call, buf):
+	case h.Settled && !c.timedOut && malformedCreate(s.Call, buf):
 		// Cloud Controller takes such an answer as failed, and the orphan
 		// table makes it a candidate: the poll must not say "succeeded"
 		// for what the undo then deletes.
 		l.Shim.State = store.StateFailed
 		l.Shim.Description = fmt.Sprintf("the broker answered %d %s, but its body is not a JSON object", buf.status, http.StatusText(buf.status))
-	case h.settled && !c.timedOut && buf.status == http.StatusAccepted:
+	case h.Settled && !c.timedOut && buf.status == http.StatusAccepted:
 		l.Shim.BrokerAsync = true
 		l.Shim.BrokerOperation = rules.ReadResponse(s.Call, buf.status, buf.body.Bytes()).Operation
 		l.Deadline = later(l.Deadline, g.asyncDeadline(s, now))
-	case h.settled && !c.timedOut && rules.Succeeded(s.Call, buf.status):
+	case h.Settled && !c.timedOut && rules.Succeeded(s.Call, buf.status):
 		l.Shim.State = store.StateSucceeded
 	default:
 		l.Shim.State, l.Shim.Description = store.StateFailed, shimDescription(s.Call, buf)
@@ -268,7 +268,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	if c.timedOut {
 		l.Shim.Hold, l.Deadline = true, now.Add(up.cfg.HoldAfterTimeout)
 	}
-	h.settled = true
+	h.Settled = true
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := errInventoryPending
