@@ -83,3 +83,31 @@ func refused(from, to string) string {
 	}
 	return ""
 }
+
+// TestLayerRules: the arrows refused names, one row per rule, and the
+// arrows it lets through.
+func TestLayerRules(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		from, to string
+		refused  bool
+	}{
+		{"assembly imports a stage", layerAssembly, layerStage, false},
+		{"assembly imports a service", layerAssembly, layerService, false},
+		{"stage imports a service", layerStage, layerService, false},
+		{"stage imports the core", layerStage, layerCore, false},
+		{"service imports a service", layerService, layerService, false},
+		{"service imports the core", layerService, layerCore, false},
+		{"stage imports a stage", layerStage, layerStage, true},
+		{"service imports a stage", layerService, layerStage, true},
+		{"core imports a stage", layerCore, layerStage, true},
+		{"core imports a service", layerCore, layerService, true},
+		{"core imports the core", layerCore, layerCore, true},
+		{"stage imports the assembly", layerStage, layerAssembly, true},
+		{"service imports the assembly", layerService, layerAssembly, true},
+	} {
+		if got := refused(c.from, c.to) != ""; got != c.refused {
+			t.Errorf("%s: refused %v, want %v", c.name, got, c.refused)
+		}
+	}
+}
