@@ -62,6 +62,13 @@
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
 // finish on the configuration they started with.
+//
+// Package proxy is the assembly of the packages under proxy/internal, which
+// only it may import: the core (internal/core), services (internal/accesslog,
+// internal/metrics, internal/usage) and stages (internal/protect). Their
+// imports point down only, core ← services ← stages ← proxy, as
+// TestPackageLayers checks; docs/architecture.md maps them and says what
+// still lives here and why.
 package proxy
 
 import (
