@@ -181,7 +181,7 @@ func auditError(s *Scope) *audit.Error {
 		return &audit.Error{Description: "the gateway failed; the cause is in its log"}
 	}
 	out := &audit.Error{Code: e.Code, Description: e.Description}
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	if errors.As(s.Err, &refused) {
 		out.Description = describedByFindings
 	}

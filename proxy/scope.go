@@ -218,7 +218,7 @@ func (s *Scope) Outcome() string {
 	case s.Err == nil:
 		return OutcomeForwarded
 	}
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	var e *osb.Error
 	if errors.As(s.Err, &refused) || errors.As(s.Err, &e) && e.Status < 500 {
 		return OutcomeRejected

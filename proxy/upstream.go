@@ -339,7 +339,7 @@ func (e *cutShort) Unwrap() error { return e.err }
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	var cut *cutShort
 	var own *ownAnswer
 	var auth *authFailed
@@ -351,7 +351,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		// Never a candidate for orphan mitigation: the broker did nothing.
 		e = osb.Errorf(auth.statusFor(s.Call.Endpoint), "", "broker %q %s", u.name, auth.said)
 	case errors.As(err, &refused):
-		e = refused.asOSBError()
+		e = refused.AsOSBError()
 	case errors.As(err, &cut):
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
 	case isTimeout(err, r.Context()):
@@ -405,7 +405,7 @@ func mayHaveReached(err error) bool {
 
 // StatusClientClosed is recorded (never sent) when the platform closed the
 // connection before the broker answered.
-const StatusClientClosed = 499
+const StatusClientClosed = core.StatusClientClosed
 
 func isTimeout(err error, ctx context.Context) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
