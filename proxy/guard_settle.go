@@ -60,7 +60,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	h := s.lock
 	// shimmed: the platform got the async shim's 202, and gets this answer
 	// from its polls; the shim records it in the lock when the call ends.
-	shimmed := s.shim.shimmed()
+	shimmed := s.shim.Shimmed()
 	gone := !shimmed && h.Platform != nil && h.Platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	// A 202 that is not a JSON object is no operation the platform can
@@ -88,7 +88,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
 			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {
-				s.shim.record, record = record, nil
+				s.shim.Record, record = record, nil
 			}
 		}
 	}
@@ -225,8 +225,8 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 		return ""
 	}
 	h.Settled = true
-	if s.shim.shimmed() {
-		s.shim.timedOut = true // the shim holds the lock when the call ends
+	if s.shim.Shimmed() {
+		s.shim.TimedOut = true // the shim holds the lock when the call ends
 		return h.Lock.Owner
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)

@@ -122,7 +122,7 @@ type Scope struct {
 	ownerUnseen bool
 	// shim is the async shim's record of a call it may answer 202 for
 	// (shim.go); nil for other calls.
-	shim *shimCall
+	shim *core.ShimCall
 	// shimTooOld is the 412 of a binding poll to a broker too old for it,
 	// held back by the classify stage so that the shim can answer the poll
 	// of an operation it owns.
