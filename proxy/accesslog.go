@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/accesslog"
 )
 
 // withAccessLog writes one line per request, after it was served, from the
@@ -26,10 +29,10 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			if s.Status >= 500 {
 				level = slog.LevelWarn
 			}
-			var fields [17]accessField
+			var fields [17]accesslog.Field
 			n := 0
-			add := func(k, v string) { fields[n] = accessField{key: k, str: v}; n++ }
-			addN := func(k string, v int64) { fields[n] = accessField{key: k, num: v, isN: true}; n++ }
+			add := func(k, v string) { fields[n] = accesslog.Field{Key: k, Str: v}; n++ }
+			addN := func(k string, v int64) { fields[n] = accesslog.Field{Key: k, Num: v, IsN: true}; n++ }
 			add("request_id", s.RequestID)
 			add("method", r.Method)
 			add("tenant", s.Tenant)
@@ -65,7 +68,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 				add("poll_shield", s.Shield)
 			}
 			if access != nil {
-				access.write(t, level, fields[:n])
+				access.Write(t, level, fields[:n])
 				return
 			}
 			h := log.Handler()
@@ -74,13 +77,24 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			}
 			rec := slog.NewRecord(t, level, "request", 0)
 			for _, f := range fields[:n] {
-				if f.isN {
-					rec.AddAttrs(slog.Int64(f.key, f.num))
+				if f.IsN {
+					rec.AddAttrs(slog.Int64(f.Key, f.Num))
 				} else {
-					rec.AddAttrs(slog.String(f.key, f.str))
+					rec.AddAttrs(slog.String(f.Key, f.Str))
 				}
 			}
 			_ = h.Handle(r.Context(), rec)
 		})
 	}
+}
+
+// AccessLog writes access lines straight to a writer, in the same JSON or
+// text shape as log/slog's handlers (accesslog.Writer). It is safe for
+// concurrent use.
+type AccessLog = accesslog.Writer
+
+// NewAccessLog returns an AccessLog writing format ("json" or "text") to
+// w, dropping lines below level (nil: info).
+func NewAccessLog(w io.Writer, format string, level slog.Leveler) *AccessLog {
+	return accesslog.New(w, format, level)
 }

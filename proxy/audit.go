@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // AuditWriter takes finished audit records; *audit.Writer is one. Write is
@@ -122,7 +123,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 	if !s.Version.IsZero() {
 		rec.APIVersion = apiVersionString(s.Version)
 	}
-	if v := headerValue(r.Header, headerOriginatingIdentity); v != "" {
+	if v := core.HeaderValue(r.Header, headerOriginatingIdentity); v != "" {
 		rec.Identity = audit.CachedIdentity(v)
 	}
 	if len(s.Findings) > 0 {
@@ -180,7 +181,7 @@ func auditError(s *Scope) *audit.Error {
 		return &audit.Error{Description: "the gateway failed; the cause is in its log"}
 	}
 	out := &audit.Error{Code: e.Code, Description: e.Description}
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	if errors.As(s.Err, &refused) {
 		out.Description = describedByFindings
 	}

@@ -20,13 +20,14 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
 // tenant is one platform's identity at run time.
 type tenant struct {
 	name          string
-	creds         []credential
+	creds         []core.Credential
 	missingStatus int
 	cert          gwtls.ClientCertRule // tenants[].client_cert
 
@@ -54,19 +55,10 @@ type tenant struct {
 	dummy      []byte
 }
 
-// credential holds SHA-256 digests, so comparisons run in constant time
-// over fixed-length values whatever the lengths presented.
-type credential struct {
-	user   [32]byte // SHA-256 of the username
-	pair   [32]byte // presentedDigest of the username and password
-	bcrypt []byte   // non-nil: pair is unused, compare with bcrypt
-	name   string   // the username, for logs and audit records
-}
-
 // verifiedPair is a username and password a tenant accepted, and the
 // client addresses they came from.
 type verifiedPair struct {
-	cred *credential
+	cred *core.Credential
 	// addrs are the client addresses (clientAddr) the pair was presented
 	// from, the latest first, at most verifiedAddrs: copied on write, so
 	// that the hot path reads them without a lock.
@@ -141,18 +133,18 @@ func newTenant(tc *config.Tenant) (*tenant, error) {
 	maxCost := 0
 	for i := range tc.Credentials {
 		c := &tc.Credentials[i]
-		cr := credential{user: sha256.Sum256([]byte(c.Username)), name: c.Username}
+		cr := core.Credential{User: sha256.Sum256([]byte(c.Username)), Name: c.Username}
 		if c.IsBcrypt() {
-			cr.bcrypt = []byte(c.Password.Reveal())
-			cost, err := bcrypt.Cost(cr.bcrypt)
+			cr.Bcrypt = []byte(c.Password.Reveal())
+			cost, err := bcrypt.Cost(cr.Bcrypt)
 			if err != nil {
 				return nil, fmt.Errorf("tenant %q: credentials[%d].password is not a bcrypt hash: %w", tc.Name, i, err)
 			}
 			maxCost = max(maxCost, cost)
-			perUser[cr.user]++
-			t.bcryptRuns = max(t.bcryptRuns, perUser[cr.user])
+			perUser[cr.User]++
+			t.bcryptRuns = max(t.bcryptRuns, perUser[cr.User])
 		} else {
-			cr.pair = presentedDigest([]byte(c.Username), []byte(c.Password.Reveal()))
+			cr.Pair = presentedDigest([]byte(c.Username), []byte(c.Password.Reveal()))
 		}
 		t.creds = append(t.creds, cr)
 	}
@@ -175,7 +167,7 @@ func newTenant(tc *config.Tenant) (*tenant, error) {
 // tell which one (or whether a username) matched. A pair neither verified
 // nor plain goes to bcrypt (check), within g's limits. A success costs
 // addr nothing.
-func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) (*credential, *osb.Error) {
+func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user, pass []byte) (*core.Credential, *osb.Error) {
 	d := presentedDigest(user, pass)
 	if v, ok := t.verified.Load(d); ok {
 		p := v.(*verifiedPair)
@@ -193,8 +185,8 @@ func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user,
 	}
 	match := -1
 	for i := range t.creds {
-		if c := &t.creds[i]; c.bcrypt == nil {
-			match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], c.pair[:]), i, match)
+		if c := &t.creds[i]; c.Bcrypt == nil {
+			match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(d[:], c.Pair[:]), i, match)
 		}
 	}
 	if match >= 0 {
@@ -219,7 +211,7 @@ func (t *tenant) verify(ctx context.Context, g *authGate, addr netip.Addr, user,
 }
 
 // remember records that the pair of digest d, presented from addr, is c.
-func (t *tenant) remember(d [32]byte, c *credential, addr netip.Addr) {
+func (t *tenant) remember(d [32]byte, c *core.Credential, addr netip.Addr) {
 	p := &verifiedPair{cred: c}
 	if v, loaded := t.verified.LoadOrStore(d, p); loaded {
 		p = v.(*verifiedPair)
@@ -236,7 +228,7 @@ func (t *tenant) remember(d [32]byte, c *credential, addr netip.Addr) {
 // The error, when not nil, says why nothing was checked: addr had no
 // failure left, the queue was full, ctx ended, or the gate had no room
 // left for the call afterwards (errRejoinShed).
-func (t *tenant) check(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+func (t *tenant) check(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*core.Credential, *osb.Error) {
 	g.inFlight.leave()
 	c, err := t.sharedCheck(ctx, g, addr, d, user, pass)
 	if !g.inFlight.rejoin() && err == nil && c != nil {
@@ -263,7 +255,7 @@ func (limited) Error() string { return "no failure left" }
 // one that shared a refusal counts a failure against its own address. A
 // check that ends for the leader's reason (its request ended, its address
 // is over the limit) is run again for the requests still waiting.
-func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*credential, *osb.Error) {
+func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*core.Credential, *osb.Error) {
 	key := string(d[:])
 	for {
 		led := false // written before the result is sent, read after
@@ -298,7 +290,7 @@ func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, 
 		var lim limited
 		switch {
 		case r.Err == nil:
-			c := r.Val.(*credential)
+			c := r.Val.(*core.Credential)
 			if c == nil && !led {
 				g.fail(addr)
 			}
@@ -318,11 +310,11 @@ func (t *tenant) sharedCheck(ctx context.Context, g *authGate, addr netip.Addr, 
 // credential refused credentials were presented for, without writing down
 // a username that is none of the tenant's (a password typed into the
 // username field, say).
-func (t *tenant) knownUser(user []byte) *credential {
+func (t *tenant) knownUser(user []byte) *core.Credential {
 	u := sha256.Sum256(user)
 	match := -1
 	for i := len(t.creds) - 1; i >= 0; i-- {
-		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(u[:], t.creds[i].user[:]), i, match)
+		match = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(u[:], t.creds[i].User[:]), i, match)
 	}
 	if match < 0 {
 		return nil
@@ -332,16 +324,16 @@ func (t *tenant) knownUser(user []byte) *credential {
 
 // bcryptMatch returns the bcrypt credential user and pass match, or nil
 // after exactly bcryptRuns comparisons.
-func (t *tenant) bcryptMatch(g *authGate, user, pass []byte) *credential {
+func (t *tenant) bcryptMatch(g *authGate, user, pass []byte) *core.Credential {
 	u := sha256.Sum256(user)
 	runs := 0
 	for i := range t.creds {
 		c := &t.creds[i]
-		if c.bcrypt == nil || subtle.ConstantTimeCompare(u[:], c.user[:]) != 1 {
+		if c.Bcrypt == nil || subtle.ConstantTimeCompare(u[:], c.User[:]) != 1 {
 			continue
 		}
 		runs++
-		if g.compare(c.bcrypt, pass) == nil {
+		if g.compare(c.Bcrypt, pass) == nil {
 			return c
 		}
 	}
@@ -391,7 +383,7 @@ func withAuth(g *authGate) Middleware {
 				return
 			}
 			var buf [256]byte
-			header := headerValue(r.Header, "Authorization")
+			header := core.HeaderValue(r.Header, "Authorization")
 			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
 			if ok {

@@ -25,6 +25,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -332,7 +333,7 @@ func TestBrokerAuthHangingTokenEndpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeoutCause(context.Background(), T, errBrokerTimeout)
+			ctx, cancel := context.WithTimeoutCause(context.Background(), T, core.ErrBrokerTimeout)
 			defer cancel()
 			errs[i] = call(ctx)
 		}()
@@ -403,7 +404,7 @@ func TestBrokerAuthTokenFetchOutlivesItsFirstCaller(t *testing.T) {
 	waitFor(t, func() bool { return ts.requests.Load() == 1 })
 	second := make(chan error, 1)
 	go func() { second <- call(context.Background()) }()
-	cancel(errBrokerTimeout) // the first caller's timeout passes
+	cancel(core.ErrBrokerTimeout) // the first caller's timeout passes
 	var af *authFailed
 	select {
 	case err := <-firstErr:

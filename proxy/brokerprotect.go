@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 )
 
 // Scope.Protection values of the per-broker protections.
@@ -33,7 +34,7 @@ const (
 // state included. Safe for concurrent use.
 type brokerProtection struct {
 	broker  string
-	queue   *brokerQueue   // nil: no cap
+	queue   *protect.Queue // nil: no cap
 	breaker *brokerBreaker // nil: no breaker
 	metrics *Metrics
 }
@@ -46,7 +47,7 @@ func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Tim
 	}
 	p := &brokerProtection{broker: b.Name, metrics: m}
 	if b.MaxInFlight > 0 {
-		p.queue = newBrokerQueue(b.MaxInFlight, b.QueueWait())
+		p.queue = protect.NewQueue(b.MaxInFlight, b.QueueWait())
 	}
 	st := gobreaker.StateClosed
 	if b.Breaker != nil {
@@ -58,7 +59,7 @@ func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Tim
 }
 
 // withBrokerProtect is the protect stage, between the flight stage and the
-// guard: a call to a broker at its cap waits for a slot (see brokerQueue)
+// guard: a call to a broker at its cap waits for a slot (see protect.Queue)
 // and one its breaker refuses is answered at once, both before the guard,
 // so that no refused call ever takes an operation lock. Refusals are 429
 // with Retry-After for mutating calls (a platform retries a 4xx and never
@@ -122,7 +123,7 @@ func (t *brokerTicket) end(s *Scope, reached bool) {
 		t.p.breaker.account(s, reached, t.done)
 	}
 	if t.slot {
-		t.p.queue.release()
+		t.p.queue.Release()
 	}
 }
 
@@ -134,7 +135,7 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 	}
 	t := &brokerTicket{p: p}
 	if q := p.queue; q != nil {
-		if !q.tryAcquire() {
+		if !q.TryAcquire() {
 			if p.breaker != nil && p.breaker.isOpen() { // refused anyway: not worth a wait
 				p.refuseBreaker(w, s, p.breaker.refusal(status, false))
 				return
@@ -167,16 +168,16 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 // none came.
 func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope, status int) bool {
 	q := p.queue
-	waited, err := q.wait(r.Context(), s.Tenant)
-	if q.timeout > 0 {
-		p.metrics.queueWaited(s.Tenant, p.broker, waited, errors.Is(err, errQueueTimeout))
+	waited, err := q.Wait(r.Context(), s.Tenant)
+	if q.Timeout > 0 {
+		p.metrics.queueWaited(s.Tenant, p.broker, waited, errors.Is(err, protect.ErrQueueTimeout))
 	} else if err != nil {
 		p.metrics.queueRefused(s.Tenant, p.broker)
 	}
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, errQueueTimeout):
+	case errors.Is(err, protect.ErrQueueTimeout):
 		s.Protection = ProtectionQueueTimeout
 		s.fail(w, p.queueRefusal(s, status))
 	default: // the platform went away: nobody to answer
@@ -195,14 +196,14 @@ func (p *brokerProtection) refuseBreaker(w http.ResponseWriter, s *Scope, refusa
 // queueRefusal is the answer to a call that got no slot in time.
 func (p *brokerProtection) queueRefusal(s *Scope, status int) *osb.Error {
 	q := p.queue
-	secs := max(1, int64(math.Ceil(q.timeout.Seconds())))
-	why := fmt.Sprintf("no slot freed within %s (brokers[].queue_timeout)", q.timeout)
-	if q.timeout <= 0 {
+	secs := max(1, int64(math.Ceil(q.Timeout.Seconds())))
+	why := fmt.Sprintf("no slot freed within %s (brokers[].queue_timeout)", q.Timeout)
+	if q.Timeout <= 0 {
 		why = "calls over it do not wait (brokers[].queue_timeout is 0s)"
 	}
 	return &osb.Error{Status: status, Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
 		Description: fmt.Sprintf("broker %q has %d calls in flight, its cap (brokers[].max_in_flight), and %s for this call of tenant %q; "+
-			"it was not sent to the broker, retry after %ds", p.broker, q.max, why, s.Tenant, secs)}
+			"it was not sent to the broker, retry after %ds", p.broker, q.Max, why, s.Tenant, secs)}
 }
 
 // brokerProtections builds the protection of every broker of cfg that has

@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // Breaker states as /admin/brokers and the metrics name them, indexed by
@@ -163,10 +164,10 @@ func judge(s *Scope, reached bool) (failed, known bool, desc string) {
 		}
 		return false, true, ""
 	}
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	if errors.As(s.Err, &refused) {
-		if refused.status >= 500 {
-			return true, true, fmt.Sprintf("broker %q answered %s with status %d", s.Broker, s.Call.Endpoint, refused.status)
+		if refused.Status >= 500 {
+			return true, true, fmt.Sprintf("broker %q answered %s with status %d", s.Broker, s.Call.Endpoint, refused.Status)
 		}
 		return false, true, ""
 	}

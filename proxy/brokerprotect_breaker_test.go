@@ -275,7 +275,7 @@ func TestProtectionKeptOverAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.queue.max != 8 || breakerStateName(p.breaker.cb.State()) != "closed" {
+	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.queue.Max != 8 || breakerStateName(p.breaker.cb.State()) != "closed" {
 		t.Errorf("a changed broker's brokerProtection was kept")
 	}
 }

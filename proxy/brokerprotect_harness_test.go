@@ -177,7 +177,7 @@ func (e *protectEnv) brokerRow(t *testing.T) map[string]any {
 }
 
 // queueCounts returns broker b's calls in flight and queued.
-func (e *protectEnv) queueCounts() (int, int) { return e.g.brokerProtect["b"].queue.counts() }
+func (e *protectEnv) queueCounts() (int, int) { return e.g.brokerProtect["b"].queue.Counts() }
 
 // breakerState returns broker b's breaker state as /admin/brokers names it.
 func (e *protectEnv) breakerState() string {

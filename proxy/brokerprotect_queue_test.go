@@ -126,54 +126,6 @@ func TestQueueFairAcrossTenants(t *testing.T) {
 	}
 }
 
-// TestQueueRoundRobin checks the turns on the queue itself: three tenants,
-// one leaving the queue (its platform hung up) while it has the next turn.
-func TestQueueRoundRobin(t *testing.T) {
-	q := newBrokerQueue(1, time.Minute)
-	if !q.tryAcquire() {
-		t.Fatal("an empty queue has no free slot")
-	}
-	served := make(chan string, 16)
-	cancels := map[string]context.CancelFunc{}
-	enqueue := func(tenant, name string) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancels[name] = cancel
-		_, before := q.counts()
-		go func() {
-			if _, err := q.wait(ctx, tenant); err == nil {
-				served <- name
-			} else {
-				served <- name + " left"
-			}
-		}()
-		waitFor(t, func() bool { _, n := q.counts(); return n == before+1 })
-	}
-	enqueue("a", "a1")
-	enqueue("a", "a2")
-	enqueue("b", "b1")
-	enqueue("c", "c1")
-	enqueue("b", "b2")
-	var got []string
-	next := func() {
-		q.release()
-		got = append(got, <-served)
-	}
-	next()          // a1; b has the next turn
-	cancels["b1"]() // b1 leaves: b keeps its turn with b2
-	got = append(got, <-served)
-	next() // b2
-	next() // c1
-	next() // a2
-	q.release()
-	want := []string{"a1", "b1 left", "b2", "c1", "a2"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("turns (-want +got):\n%s", diff)
-	}
-	if in, n := q.counts(); in != 0 || n != 0 || len(q.ring) != 0 {
-		t.Errorf("afterwards: %d in flight, %d queued, %d lines in the ring", in, n, len(q.ring))
-	}
-}
-
 // TestQueueTimeout: a call that gets no slot within queue_timeout is
 // answered 429 (mutating) or 503 (read) with Retry-After, never reaches the
 // broker and leaves no lock; the timer is the test's, fired once the call
@@ -182,7 +134,7 @@ func TestQueueTimeout(t *testing.T) {
 	b, url := startGateBroker(t)
 	e := newProtectEnv(t, url, "    max_in_flight: 1\n    queue_timeout: 80s")
 	timers := &fakeTimers{started: make(chan chan time.Time, 1)}
-	e.g.brokerProtect["b"].queue.timer = timers.start
+	e.g.brokerProtect["b"].queue.Timer = timers.start
 
 	first := e.sendInBackground(t, t.Context(), "t1", "GET", instance("held"))
 	b.next(t)

@@ -112,7 +112,7 @@ func (s *Scope) username() string {
 	if s.cred == nil {
 		return ""
 	}
-	return s.cred.name
+	return s.cred.Name
 }
 
 // clientCertSubject returns the subject of r's verified client certificate

@@ -18,6 +18,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -280,8 +281,8 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	if u.auth != nil {
 		req.Header["Authorization"] = u.auth
 	}
-	req.Header[headerAPIVersion] = []string{f.key.version}
-	req.Header[headerRequestIdentity] = []string{f.reqID}
+	req.Header[core.HeaderAPIVersion] = []string{f.key.version}
+	req.Header[core.HeaderRequestIdentity] = []string{f.reqID}
 	if f.identity != "" {
 		req.Header.Set(osb.HeaderOriginatingIdentity, f.identity)
 	}
@@ -398,7 +399,7 @@ func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string
 	var errs []error
 	for _, k := range keys {
 		prev, _ := c.entries.Peek(k)
-		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: newRequestID(), force: true}, prev)
+		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: core.NewRequestID(), force: true}, prev)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -156,7 +157,7 @@ func (g *Gateway) auditAccept(ctx context.Context, broker, who string, start tim
 	if o == nil {
 		return
 	}
-	rec := &audit.Record{Time: start.UTC(), RequestID: newRequestID(), Broker: broker, Endpoint: rules.Catalog.String(),
+	rec := &audit.Record{Time: start.UTC(), RequestID: core.NewRequestID(), Broker: broker, Endpoint: rules.Catalog.String(),
 		Method: http.MethodPost, Status: http.StatusOK, DurationMS: float64(g.guard.now().Sub(start).Microseconds()) / 1000,
 		Outcome: "accepted " + hash, Origin: originGateway, Action: "accept", Operator: who}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -65,7 +66,7 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) catalogFetch {
 	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
 	if up.cfg.Catalog.VaryByPlatform {
-		f.identity = headerValue(r.Header, headerOriginatingIdentity)
+		f.identity = core.HeaderValue(r.Header, headerOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")
 	}
 	return f
@@ -115,10 +116,10 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 // notModified applies RFC 9110's conditional GET: If-None-Match wins over
 // If-Modified-Since.
 func notModified(r *http.Request, etag string, lastModified time.Time) bool {
-	if inm := headerValue(r.Header, "If-None-Match"); inm != "" {
+	if inm := core.HeaderValue(r.Header, "If-None-Match"); inm != "" {
 		return etagMatch(inm, etag)
 	}
-	if ims := headerValue(r.Header, "If-Modified-Since"); ims != "" {
+	if ims := core.HeaderValue(r.Header, "If-Modified-Since"); ims != "" {
 		t, err := http.ParseTime(ims)
 		return err == nil && !lastModified.After(t)
 	}

@@ -1,8 +1,9 @@
 package proxy
 
 import (
-	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"net/http"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 
 	"github.com/osb-gateway/osb-gateway/rules"
 )

@@ -62,21 +62,25 @@
 // A Gateway is built once from a *config.Config and never changes; a reload
 // builds a new Gateway and swaps it into a Switch, so in-flight requests
 // finish on the configuration they started with.
+//
+// Package proxy is the assembly of the packages under proxy/internal, which
+// only it may import: the core (internal/core), services (internal/accesslog,
+// internal/metrics, internal/usage) and stages (internal/protect). Their
+// imports point down only, core ← services ← stages ← proxy, as
+// TestPackageLayers checks; docs/architecture.md maps them and says what
+// still lives here and why.
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+)
 
 // Middleware wraps a handler with one stage of the request path.
-type Middleware func(http.Handler) http.Handler
+type Middleware = core.Middleware
 
 // Stack wraps h in mws so that mws[0] is outermost: Stack(h, a, b) serves a
 // request through a, then b, then h. A nil Middleware is skipped: a stage
 // whose part is not configured stays out of the chain.
-func Stack(h http.Handler, mws ...Middleware) http.Handler {
-	for i := len(mws) - 1; i >= 0; i-- {
-		if mws[i] != nil {
-			h = mws[i](h)
-		}
-	}
-	return h
-}
+func Stack(h http.Handler, mws ...Middleware) http.Handler { return core.Stack(h, mws...) }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"sync"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // EmulatedShared is Scope.Emulated for a repeat that got the answer of the
@@ -100,7 +102,7 @@ func flightKey(s *Scope, r *http.Request) [sha256.Size]byte {
 func (fl *flight) replay(w http.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range fl.header {
-		if k == headerRequestIdentity {
+		if k == core.HeaderRequestIdentity {
 			continue
 		}
 		h[k] = append([]string(nil), vs...)

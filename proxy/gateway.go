@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -118,7 +119,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if !fresh {
 		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
 	} else {
-		g.guard.replica, g.guard.retry = newRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
+		g.guard.replica, g.guard.retry = core.NewRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
 	}
 	g.flights = newFlights()
 	if opts.Previous != nil {
@@ -276,7 +277,7 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: newRequestID(), force: true}, nil); err != nil {
+		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: core.NewRequestID(), force: true}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -52,25 +53,6 @@ type guard struct {
 	tookOver func(context.Context, store.Lock)
 }
 
-// heldLock is the lock a mutating call holds while it runs.
-type heldLock struct {
-	lock    store.Lock
-	settled bool // converted to async, held after a timeout, or released
-	// platform is the platform's request context: the broker call runs
-	// on without its cancellation, so the lock is settled by what the
-	// broker did, and a platform gone by then is noticed here. Both
-	// servers cancel it when the platform goes away (a reset, a failed
-	// write), never for a half-close.
-	platform context.Context
-	// delivering: a success the platform must get or leave an orphan
-	// (status), settled once its answer is written (guard.delivered).
-	delivering bool
-	status     int
-	// record is the inventory record of a delivering call the store did
-	// not take: retried with the lock's release (nil: recorded).
-	record func(context.Context) error
-}
-
 // withGuard is the guard stage. A mutating call takes the lock of what it
 // changes for its duration (see acquire for what blocks what); a 202 turns
 // the lock into an async operation (see answered), which a later
@@ -95,7 +77,7 @@ func withGuard(g *guard) Middleware {
 			up := s.route.up
 			now := g.now()
 			l := store.Lock{
-				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: newRequestID(), Kind: kind,
+				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
 				Tenant: s.Tenant, Broker: up.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 				ServiceID: s.Call.ServiceID, PlanID: s.Call.PlanID, TraceParent: s.TraceParent,
 				Started: now, Deadline: now.Add(up.timeout + syncHoldMargin),
@@ -135,7 +117,7 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, err)
 				return
 			}
-			s.lock = &heldLock{lock: l, platform: r.Context()}
+			s.lock = &core.HeldLock{Lock: l, Platform: r.Context()}
 			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})

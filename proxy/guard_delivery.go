@@ -36,32 +36,32 @@ const whyGone = "the platform went away before the answer reached it"
 // the record of what it created is dropped, before the lock is released.
 func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 	h := s.lock
-	h.delivering = false
+	h.Delivering = false
 	err := http.NewResponseController(w).Flush()
 	if errors.Is(err, http.ErrNotSupported) {
 		err = nil // a writer that cannot tell: as before any write failed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err == nil && h.platform.Err() == nil {
-		if h.record != nil { // the record first, then the lock
-			g.retry.add(pending{lock: h.lock, record: h.record, keep: h.status == http.StatusAccepted})
+	if err == nil && h.Platform.Err() == nil {
+		if h.Record != nil { // the record first, then the lock
+			g.retry.add(pending{lock: h.Lock, record: h.Record, keep: h.Status == http.StatusAccepted})
 			return
 		}
-		if h.status != http.StatusAccepted { // a 202's lock is its async operation already
-			g.release(ctx, h.lock)
+		if h.Status != http.StatusAccepted { // a 202's lock is its async operation already
+			g.release(ctx, h.Lock)
 		}
 		return
 	}
-	if h.status != http.StatusOK && g.inv.keeps(s.route.up) { // 201 or 202: this call made it
+	if h.Status != http.StatusOK && g.inv.keeps(s.route.up) { // 201 or 202: this call made it
 		g.inv.failed(ctx, s.route.up.name, s.Call, g.inv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
-	_, why := rules.OrphanUnseen(s.Call, h.status, whyGone)
+	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
 	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {
-		g.retry.add(pending{lock: h.lock, putOrphan: &o})
+		g.retry.add(pending{lock: h.Lock, putOrphan: &o})
 		return
 	}
-	g.release(ctx, h.lock)
+	g.release(ctx, h.Lock)
 }
 
 // holdLastByte puts a reader over res's body, of which body holds the
@@ -70,7 +70,7 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 // byte. Nothing when s's call does not wait for its delivery, or its body
 // is empty (finish settles it after the write).
 func (g *guard) holdLastByte(res *http.Response, s *Scope, body []byte) {
-	if s.lock == nil || !s.lock.delivering || len(body) == 0 {
+	if s.lock == nil || !s.lock.Delivering || len(body) == 0 {
 		return
 	}
 	res.Body = &lastByteHeld{ReadCloser: res.Body, before: len(body) - 1, g: g, s: s}
@@ -92,7 +92,7 @@ func (b *lastByteHeld) Read(p []byte) (int, error) {
 		b.before -= n
 		return n, err
 	}
-	if h := b.s.lock; h.delivering {
+	if h := b.s.lock; h.Delivering {
 		b.g.delivered(&b.s.w, b.s)
 	}
 	return b.ReadCloser.Read(p)

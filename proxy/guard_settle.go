@@ -39,13 +39,13 @@ type answer struct {
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
 func (g *guard) answered(res *http.Response, s *Scope, a answer) {
-	if (s.lock == nil || s.lock.settled) && s.polled == nil && !s.pollUnseen {
+	if (s.lock == nil || s.lock.Settled) && s.polled == nil && !s.pollUnseen {
 		return // a read with no operation to settle: the hot path
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
 	defer cancel()
-	if h := s.lock; h != nil && !h.settled {
-		h.settled = true
+	if h := s.lock; h != nil && !h.Settled {
+		h.Settled = true
 		g.settleCall(ctx, res.StatusCode, s, a)
 		g.holdLastByte(res, s, a.body) // a success whose delivery decides its orphan
 	}
@@ -60,8 +60,8 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	h := s.lock
 	// shimmed: the platform got the async shim's 202, and gets this answer
 	// from its polls; the shim records it in the lock when the call ends.
-	shimmed := s.shim.shimmed()
-	gone := !shimmed && h.platform != nil && h.platform.Err() != nil
+	shimmed := s.shim.Shimmed()
+	gone := !shimmed && h.Platform != nil && h.Platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	// A 202 that is not a JSON object is no operation the platform can
 	// poll (Cloud Controller fails the call): not an async operation, not
@@ -88,7 +88,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
 			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {
-				s.shim.record, record = record, nil
+				s.shim.Record, record = record, nil
 			}
 		}
 	}
@@ -100,7 +100,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		if o, ok := g.noteOrphan(ctx, s, why, due, "", time.Time{}); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
-			g.retry.add(pending{lock: h.lock, putOrphan: &o, keep: shimmed, record: record})
+			g.retry.add(pending{lock: h.Lock, putOrphan: &o, keep: shimmed, record: record})
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
@@ -108,7 +108,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
-			p := pending{lock: h.lock, cancelOrphan: id, keep: accepted || shimmed, record: record}
+			p := pending{lock: h.Lock, cancelOrphan: id, keep: accepted || shimmed, record: record}
 			if accepted {
 				// The 202's lock is the async operation, written after
 				// the cancellation (the 30-minute campaign's "store
@@ -134,13 +134,13 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// Whether the platform got it decides the orphan: the lock is
 		// held until the answer's write tells (delivered), so no retry
 		// of the platform's can succeed and then be undone.
-		h.delivering, h.status, h.record = true, status, record
+		h.Delivering, h.Status, h.Record = true, status, record
 	case record != nil:
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
-		g.retry.add(pending{lock: h.lock, record: record, keep: accepted})
+		g.retry.add(pending{lock: h.Lock, record: record, keep: accepted})
 	case !accepted && !unheard:
-		g.release(ctx, h.lock)
+		g.release(ctx, h.Lock)
 	}
 }
 
@@ -197,7 +197,7 @@ func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
 
 // asyncLock is the call's lock as the async operation its 202 started.
 func (g *guard) asyncLock(s *Scope) store.Lock {
-	l := s.lock.lock
+	l := s.lock.Lock
 	l.Async, l.Operation, l.Deadline = true, s.Operation, g.asyncDeadline(s, g.now())
 	return l
 }
@@ -206,8 +206,8 @@ func (g *guard) asyncLock(s *Scope) store.Lock {
 // starts at now: the plan's maximum_polling_duration, else
 // state.operation_deadline.
 func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
-	if s.catalog != nil && s.lock != nil && s.lock.lock.PlanID != "" {
-		if d, ok := s.catalog.index.MaximumPollingDuration(s.lock.lock.PlanID); ok {
+	if s.catalog != nil && s.lock != nil && s.lock.Lock.PlanID != "" {
+		if d, ok := s.catalog.index.MaximumPollingDuration(s.lock.Lock.PlanID); ok {
 			return now.Add(d)
 		}
 	}
@@ -221,13 +221,13 @@ func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
 // the lock over.
 func (g *guard) holdAfterTimeout(s *Scope) string {
 	h := s.lock
-	if h == nil || h.settled {
+	if h == nil || h.Settled {
 		return ""
 	}
-	h.settled = true
-	if s.shim.shimmed() {
-		s.shim.timedOut = true // the shim holds the lock when the call ends
-		return h.lock.Owner
+	h.Settled = true
+	if s.shim.Shimmed() {
+		s.shim.TimedOut = true // the shim holds the lock when the call ends
+		return h.Lock.Owner
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
@@ -238,12 +238,12 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 // and returns its owner.
 func (g *guard) hold(ctx context.Context, s *Scope) string {
 	h := s.lock
-	l := h.lock
+	l := h.Lock
 	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
-			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.Time("deadline", h.lock.Deadline),
+			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.Time("deadline", h.Lock.Deadline),
 			slog.String("error", err.Error()))
 	}
 	return l.Owner
@@ -255,15 +255,15 @@ func (g *guard) hold(ctx context.Context, s *Scope) string {
 // connection, panic).
 func (g *guard) finish(w http.ResponseWriter, s *Scope) {
 	h := s.lock
-	if h != nil && h.delivering {
+	if h != nil && h.Delivering {
 		g.delivered(w, s)
 		return
 	}
-	if h != nil && !h.settled {
-		h.settled = true
+	if h != nil && !h.Settled {
+		h.Settled = true
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		g.release(ctx, h.lock)
+		g.release(ctx, h.Lock)
 	}
 }
 

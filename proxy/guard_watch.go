@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -123,7 +124,7 @@ func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 	if u == nil {
 		return // the broker is no longer configured: the deadline ends it
 	}
-	start, id := g.guard.now(), newRequestID()
+	start, id := g.guard.now(), core.NewRequestID()
 	ctx = withOperator(ctx, Reconciler, id)
 	a, perr := u.pollOperation(ctx, l)
 	res, err := g.settleReconciled(ctx, u, l, a, perr, false)

@@ -74,7 +74,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 	if !iv.keeps(s.route.up) || a.Malformed() {
 		return nil
 	}
-	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.lock.lock.Started}
+	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.lock.Lock.Started}
 	switch {
 	case status == http.StatusAccepted:
 		op.State, op.Operation = store.StateInProgress, a.Operation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -26,7 +27,7 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
 		cl := CatalogLint{Broker: b.Name, Version: u.warmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: newRequestID(), force: true}, nil)
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: core.NewRequestID(), force: true}, nil)
 		var refusal *versionRefusal
 		if err != nil {
 			cl.Err, cl.Refused = err, errors.As(err, &refusal)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // RefusedVersion is an API version a broker refuses, as it answered GET
@@ -31,7 +32,7 @@ func (g *Gateway) ProbeVersions(ctx context.Context, broker string) ([]RefusedVe
 	}
 	var out []RefusedVersion
 	for v := u.min; !u.max.Less(v); v.Minor++ {
-		f := catalogFetch{up: u, key: catalogKey{broker: u.name, version: v.String()}, reqID: newRequestID()}
+		f := catalogFetch{up: u, key: catalogKey{broker: u.name, version: v.String()}, reqID: core.NewRequestID()}
 		_, err := g.catalogs.fetchEntry(ctx, f, nil)
 		var refusal *versionRefusal
 		switch {

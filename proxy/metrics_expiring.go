@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // Bindings expiring soon, per broker: osb_gateway_bindings_expiring.
@@ -37,17 +39,17 @@ func (m *Metrics) ObserveExpiring(counts ExpiringCounts) {
 	if m == nil {
 		return
 	}
-	m.expiring.reads.set(counts)
+	m.expiring.reads.Set(counts)
 }
 
-// expiringCollector shows the last counts read (cachedRead).
+// expiringCollector shows the last counts read (metrics.CachedRead).
 type expiringCollector struct {
 	desc  *prometheus.Desc
-	reads *cachedRead[map[string]int]
+	reads *metrics.CachedRead[map[string]int]
 }
 
 func newExpiringCollector(now func() time.Time, errs *prometheus.CounterVec) *expiringCollector {
-	return &expiringCollector{reads: newCachedRead[map[string]int](now, ExpiringRefresh, expiringTimeout, errs, "expiring"),
+	return &expiringCollector{reads: metrics.NewCachedRead[map[string]int](now, ExpiringRefresh, expiringTimeout, errs, "expiring"),
 		desc: prometheus.NewDesc("osb_gateway_bindings_expiring",
 			"Bindings whose expires_at falls within inventory.expiry_warning (or is past), per broker; read at most once a minute.",
 			[]string{"broker"}, nil)}
@@ -58,7 +60,7 @@ func (c *expiringCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc 
 
 // Collect implements prometheus.Collector.
 func (c *expiringCollector) Collect(ch chan<- prometheus.Metric) {
-	last, _ := c.reads.get()
+	last, _ := c.reads.Get()
 	for broker, n := range last {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), broker)
 	}

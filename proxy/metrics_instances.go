@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // Live instances per tenant, broker, service and plan:
@@ -43,17 +44,17 @@ func (m *Metrics) ObserveInstances(counts InstanceCounts) {
 	if m == nil {
 		return
 	}
-	m.instances.reads.set(counts)
+	m.instances.reads.Set(counts)
 }
 
-// instancesCollector shows the last counts read (cachedRead).
+// instancesCollector shows the last counts read (metrics.CachedRead).
 type instancesCollector struct {
 	desc  *prometheus.Desc
-	reads *cachedRead[[]InstanceCount]
+	reads *metrics.CachedRead[[]InstanceCount]
 }
 
 func newInstancesCollector(now func() time.Time, errs *prometheus.CounterVec) *instancesCollector {
-	return &instancesCollector{reads: newCachedRead[[]InstanceCount](now, InstancesRefresh, instancesTimeout, errs, "inventory"),
+	return &instancesCollector{reads: metrics.NewCachedRead[[]InstanceCount](now, InstancesRefresh, instancesTimeout, errs, "inventory"),
 		desc: prometheus.NewDesc("osb_gateway_instances",
 			"Live service instances in the inventory, by tenant, broker, service id and plan id; read at most once a minute.",
 			[]string{"tenant", "broker", "service", "plan"}, nil)}
@@ -64,7 +65,7 @@ func (c *instancesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc
 
 // Collect implements prometheus.Collector.
 func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
-	last, _ := c.reads.get()
+	last, _ := c.reads.Get()
 	for _, n := range last {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Live), n.Tenant, n.Broker, n.Service, n.Plan)
 	}

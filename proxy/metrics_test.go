@@ -28,6 +28,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -364,7 +365,7 @@ func TestOutcome(t *testing.T) {
 		{"blocked", Scope{Blocked: true, Err: osb.Errorf(400, "", "busy")}, OutcomeBlocked},
 		{"from cache", Scope{FromCache: true}, OutcomeFromCache},
 		{"refused by a rule", Scope{Err: osb.Errorf(422, "", "bad")}, OutcomeRejected},
-		{"broker answer refused", Scope{Err: &osb.Error{Status: 502, Err: &responseRefused{}}}, OutcomeRejected},
+		{"broker answer refused", Scope{Err: &osb.Error{Status: 502, Err: &core.ResponseRefused{}}}, OutcomeRejected},
 		{"broker unreachable", Scope{Err: osb.Errorf(502, "", "unreachable")}, OutcomeFailed},
 		{"platform went away", Scope{Err: fmt.Errorf("gone: %w", context.Canceled), Status: StatusClientClosed}, OutcomeFailed},
 	}

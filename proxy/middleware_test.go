@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // serveStage runs one request through scope + the stages under test + a
@@ -64,12 +65,12 @@ func TestScopeRequestIdentity(t *testing.T) {
 	if s.Status != 200 || s.Bytes != 2 {
 		t.Errorf("scope recorded status %d, %d bytes", s.Status, s.Bytes)
 	}
-	if a, b := newRequestID(), newRequestID(); a == b {
+	if a, b := core.NewRequestID(), core.NewRequestID(); a == b {
 		t.Errorf("two generated ids are equal: %s", a)
 	}
 	uuidForm := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	for range 100 {
-		if id := newRequestID(); !uuidForm.MatchString(id) {
+		if id := core.NewRequestID(); !uuidForm.MatchString(id) {
 			t.Fatalf("generated id %q is not a version 4 UUID", id)
 		}
 	}
@@ -172,11 +173,11 @@ func TestScopeContextAttachesToItsParent(t *testing.T) {
 	}
 }
 
-// TestHeaderKeysAreCanonical: headerValue reads the map directly, so the
+// TestHeaderKeysAreCanonical: core.HeaderValue reads the map directly, so the
 // keys it is given must be in canonical form.
 func TestHeaderKeysAreCanonical(t *testing.T) {
 	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Authorization", headerOriginatingIdentity,
-		headerRequestIdentity, headerAPIVersion} {
+		core.HeaderRequestIdentity, core.HeaderAPIVersion} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("%q is not canonical (%q)", k, c)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -211,7 +212,7 @@ func (g *Gateway) MigrationProblems(ctx context.Context) []string {
 			return nil
 		}
 		key := catalogKey{broker: u.name, version: u.warmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: newRequestID()}, nil)
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil)
 		if err != nil {
 			return nil
 		}

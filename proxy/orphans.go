@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -72,7 +73,7 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 	if s.lock == nil {
 		return store.Orphan{}, true
 	}
-	l := s.lock.lock
+	l := s.lock.Lock
 	l.Tenant = s.Tenant
 	o, decision := g.newOrphan(up, l, reason, due, lockOwner)
 	if decision == "" {
@@ -149,7 +150,7 @@ func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
 		hold := g.now().Add(s.route.up.cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
-			held := s.lock.lock
+			held := s.lock.Lock
 			held.Owner = owner
 			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
 		}
@@ -219,7 +220,7 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	}
 	owner := o.LockOwner
 	if owner == "" {
-		owner = newRequestID()
+		owner = core.NewRequestID()
 	}
 	l := store.Lock{Key: u.lockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
 		InstanceID: o.InstanceID, BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID,
@@ -402,7 +403,7 @@ func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParen
 	if u.auth != nil {
 		req.Header["Authorization"] = u.auth
 	}
-	req.Header[headerAPIVersion] = u.maxHeader
-	req.Header[headerRequestIdentity] = []string{cmp.Or(ownRequestID(ctx), newRequestID())} // a reconcile's own (withOperator)
+	req.Header[core.HeaderAPIVersion] = u.maxHeader
+	req.Header[core.HeaderRequestIdentity] = []string{cmp.Or(ownRequestID(ctx), core.NewRequestID())} // a reconcile's own (withOperator)
 	return req, nil
 }

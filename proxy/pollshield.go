@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -148,7 +149,7 @@ func (p *pollShield) forward(req *http.Request, s *Scope) (*http.Response, error
 func pollKey(s *Scope, req *http.Request) string {
 	c := &s.Call
 	parts := [...]string{s.Tenant, c.InstanceID, c.BindingID, c.Operation, c.ServiceID, c.PlanID,
-		s.Forward, headerValue(req.Header, "Accept-Encoding"), s.polled.Owner}
+		s.Forward, core.HeaderValue(req.Header, "Accept-Encoding"), s.polled.Owner}
 	var b strings.Builder
 	for _, p := range parts { // length-prefixed: no two lists make one key
 		b.WriteString(strconv.Itoa(len(p)))
@@ -186,7 +187,7 @@ func (p *pollShield) share(req *http.Request, f *pollFlight, key string, now fun
 	own := &Scope{Broker: f.broker, Call: f.call}
 	ctx := trace.ContextWithSpan(context.Background(), f.span)
 	ctx = own.withContext(ctx, ctx)
-	ctx, cancel := context.WithTimeoutCause(ctx, p.timeout, errBrokerTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, p.timeout, core.ErrBrokerTimeout)
 	defer cancel()
 	res, err := p.forward(req.Clone(ctx), own)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -160,7 +161,7 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware
 		return nil
 	}
 	if timer == nil {
-		timer = realTimer
+		timer = core.RealTimer
 	}
 	m.quotaStart(byPrefix)
 	return func(next http.Handler) http.Handler {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -24,7 +25,7 @@ func (g *Gateway) QuotaWarnings(ctx context.Context) []string {
 		var ix *rules.Index
 		if u := g.upstreams[broker]; u != nil {
 			key := catalogKey{broker: u.name, version: u.warmVersion().String()}
-			if e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: newRequestID()}, nil); err == nil {
+			if e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil); err == nil {
 				ix = e.index
 			}
 		}

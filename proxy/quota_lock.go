@@ -11,6 +11,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // quotaLease is the deadline of a quota's lock: it is held for a
@@ -55,7 +56,7 @@ func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *quotaRule) er
 	}
 	l := q.lock
 	now := qc.g.now()
-	l.Owner, l.Started, l.Deadline = newRequestID(), now, now.Add(quotaLease)
+	l.Owner, l.Started, l.Deadline = core.NewRequestID(), now, now.Add(quotaLease)
 	pause := time.Millisecond
 	for {
 		holder, err := qc.g.st.Acquire(ctx, l)

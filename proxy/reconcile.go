@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -153,7 +154,7 @@ func (g *Gateway) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcil
 		g.ownRecord(ctx, ownAction{action: "force", who: req.Who, lock: l, start: start, method: http.MethodPost, res: res, err: err})
 		return res, err
 	}
-	id := newRequestID()
+	id := core.NewRequestID()
 	octx := withOperator(ctx, req.Who, id)
 	a, perr := u.pollOperation(octx, pollTarget(l))
 	res, err = g.settleReconciled(octx, u, l, a, perr, !l.Async)

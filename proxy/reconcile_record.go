@@ -8,6 +8,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/accesslog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -47,7 +49,7 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 	}
 	id := act.requestID
 	if id == "" {
-		id = newRequestID()
+		id = core.NewRequestID()
 	}
 	status := act.res.Status
 	var e *osb.Error
@@ -72,24 +74,24 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 				slog.String("request_id", id), slog.String("action", act.action), slog.String("error", err.Error()))
 		}
 	}
-	fields := []accessField{{key: "request_id", str: id}, {key: "method", str: act.method}, {key: "tenant", str: l.Tenant},
-		{key: "broker", str: l.Broker}, {key: "endpoint", str: ep.String()}, {key: "instance_id", str: l.InstanceID}}
+	fields := []accesslog.Field{{Key: "request_id", Str: id}, {Key: "method", Str: act.method}, {Key: "tenant", Str: l.Tenant},
+		{Key: "broker", Str: l.Broker}, {Key: "endpoint", Str: ep.String()}, {Key: "instance_id", Str: l.InstanceID}}
 	if l.BindingID != "" {
-		fields = append(fields, accessField{key: "binding_id", str: l.BindingID})
+		fields = append(fields, accesslog.Field{Key: "binding_id", Str: l.BindingID})
 	}
-	fields = append(fields, accessField{key: "status", num: int64(status), isN: true},
-		accessField{key: "duration_us", num: now.Sub(act.start).Microseconds(), isN: true},
-		accessField{key: "origin", str: originGateway}, accessField{key: "action", str: act.action},
-		accessField{key: "operator", str: act.who}, accessField{key: "outcome", str: act.res.Outcome})
+	fields = append(fields, accesslog.Field{Key: "status", Num: int64(status), IsN: true},
+		accesslog.Field{Key: "duration_us", Num: now.Sub(act.start).Microseconds(), IsN: true},
+		accesslog.Field{Key: "origin", Str: originGateway}, accesslog.Field{Key: "action", Str: act.action},
+		accesslog.Field{Key: "operator", Str: act.who}, accesslog.Field{Key: "outcome", Str: act.res.Outcome})
 	if e != nil {
-		fields = append(fields, accessField{key: "error", str: e.Description})
+		fields = append(fields, accesslog.Field{Key: "error", Str: e.Description})
 	}
 	level := slog.LevelInfo
 	if act.action != "reconcile" || status >= 500 {
 		level = slog.LevelWarn // an operator changed what the platform sees, or the broker failed
 	}
 	if g.own.access != nil {
-		g.own.access.write(now, level, fields)
+		g.own.access.Write(now, level, fields)
 		return
 	}
 	h := g.own.log.Handler()
@@ -98,10 +100,10 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 	}
 	rec := slog.NewRecord(now, level, "request", 0)
 	for _, f := range fields {
-		if f.isN {
-			rec.AddAttrs(slog.Int64(f.key, f.num))
+		if f.IsN {
+			rec.AddAttrs(slog.Int64(f.Key, f.Num))
 		} else {
-			rec.AddAttrs(slog.String(f.key, f.str))
+			rec.AddAttrs(slog.String(f.Key, f.Str))
 		}
 	}
 	_ = h.Handle(ctx, rec)

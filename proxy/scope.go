@@ -2,15 +2,14 @@ package proxy
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -105,8 +104,8 @@ type Scope struct {
 	route   *route
 	catalog *catalogEntry // the catalog the validate stage checked against
 	guard   *guard
-	lock    *heldLock   // the lock a mutating call holds
-	polled  *store.Lock // the async operation a last_operation polls
+	lock    *core.HeldLock // the lock a mutating call holds
+	polled  *store.Lock    // the async operation a last_operation polls
 	// pollUnseen: the store did not answer when the poll looked for its
 	// operation; an answer that ends it is settled later (guard.settlePoll).
 	pollUnseen bool
@@ -123,7 +122,7 @@ type Scope struct {
 	ownerUnseen bool
 	// shim is the async shim's record of a call it may answer 202 for
 	// (shim.go); nil for other calls.
-	shim *shimCall
+	shim *core.ShimCall
 	// shimTooOld is the 412 of a binding poll to a broker too old for it,
 	// held back by the classify stage so that the shim can answer the poll
 	// of an operation it owns.
@@ -142,7 +141,7 @@ type Scope struct {
 	// cred is the tenant credential the auth stage found (see
 	// Scope.username): nil before auth, without basic auth, or when the
 	// presented username is none of the tenant's.
-	cred *credential
+	cred *core.Credential
 	// hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
 	hdrs [2]string
@@ -150,7 +149,7 @@ type Scope struct {
 	// the platform request's, unless the call runs on without it.
 	callParent context.Context
 	// call lists the broker call with its upstream's deadlines.
-	call callNode
+	call core.CallNode
 	// metered times the broker call's body (Metrics.transport).
 	metered doneBody
 }
@@ -219,7 +218,7 @@ func (s *Scope) Outcome() string {
 	case s.Err == nil:
 		return OutcomeForwarded
 	}
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	var e *osb.Error
 	if errors.As(s.Err, &refused) || errors.As(s.Err, &e) && e.Status < 500 {
 		return OutcomeRejected
@@ -269,14 +268,14 @@ func withScope(now func() time.Time) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := &Scope{Start: now()}
-			if ids := r.Header[headerRequestIdentity]; len(ids) == 1 && ids[0] != "" {
+			if ids := r.Header[core.HeaderRequestIdentity]; len(ids) == 1 && ids[0] != "" {
 				s.RequestID, s.idHeader = ids[0], ids[:1:1]
 			} else {
-				s.RequestID = newRequestID()
+				s.RequestID = core.NewRequestID()
 				s.hdrs[0] = s.RequestID
 				s.idHeader = s.hdrs[0:1:1]
 			}
-			w.Header()[headerRequestIdentity] = s.idHeader
+			w.Header()[core.HeaderRequestIdentity] = s.idHeader
 			s.w = statusWriter{ResponseWriter: w, scope: s}
 			next.ServeHTTP(&s.w, r)
 			if s.Status == StatusClientClosed {
@@ -291,47 +290,6 @@ func withScope(now func() time.Time) Middleware {
 		})
 	}
 }
-
-// headerValue is h.Get(key) for a key already in canonical form, without
-// canonicalizing it again on every request.
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// Canonical header keys, precomputed so hot paths index maps directly.
-var (
-	headerRequestIdentity = http.CanonicalHeaderKey(osb.HeaderRequestIdentity)
-	headerAPIVersion      = http.CanonicalHeaderKey(osb.HeaderAPIVersion)
-)
-
-// newRequestID returns a random RFC 4122 version 4 UUID.
-func newRequestID() string {
-	var u [16]byte
-	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	var out [36]byte
-	j := 0
-	for i, c := range u {
-		out[j], out[j+1] = hexDigits[c>>4], hexDigits[c&0x0f]
-		j += 2
-		if dashAfter>>i&1 == 1 {
-			out[j] = '-'
-			j++
-		}
-	}
-	return string(out[:])
-}
-
-const (
-	hexDigits = "0123456789abcdef"
-	// dashAfter marks the bytes of a UUID followed by a dash (3, 5, 7, 9).
-	dashAfter = 1<<3 | 1<<5 | 1<<7 | 1<<9
-)
 
 // statusWriter records the status and body size in the Scope. It forwards
 // Flush and exposes the underlying writer to http.ResponseController.

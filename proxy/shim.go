@@ -8,11 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -26,7 +26,7 @@ import (
 //
 // The broker call runs in a goroutine of its own, on a copy of the
 // request's Scope, and writes into a buffer; the platform's handler waits
-// for it or for the timer. Whichever comes first decides, once (shimCall):
+// for it or for the timer. Whichever comes first decides, once (core.ShimCall):
 // an answer before the timer reaches the platform as any answer does, and
 // the copy's findings, lock and outcome become the request's; after the
 // timer, the platform gets 202 and the broker's answer still goes through
@@ -47,66 +47,14 @@ const shimDescriptionMax = 4096
 
 // Timer starts a timer of d: it returns a channel that receives once d has
 // passed, and a func that stops the timer (Options.Timer).
-type Timer func(d time.Duration) (fired <-chan time.Time, stop func() bool)
-
-// realTimer is the Timer of time.NewTimer.
-func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
-}
-
-// Where a call the shim may answer for stands (shimCall.state).
-const (
-	shimRunning  int32 = iota // the broker call runs; the platform waits
-	shimDirect                // the broker's answer (or the failure) goes to the platform, as without the shim
-	shimClaiming              // the timer fired: the shim is recording its operation
-	shimShimmed               // the platform got the shim's 202; the outcome goes into the lock
-)
-
-// shimCall is one call the async shim may answer 202 for. state is shared
-// by the platform's handler and the goroutine of the broker call; the
-// other fields are each written by one side before a channel orders them.
-type shimCall struct {
-	state atomic.Int32
-	// recorded is closed once a claim (shimClaiming) is decided:
-	// shimShimmed, or shimDirect when the store did not take it.
-	recorded chan struct{}
-	// done is closed when the goroutine of the broker call has ended.
-	done chan struct{}
-	// operation is the operation the platform gets with the 202.
-	operation string
-	// timedOut is set by the broker call's goroutine when the broker did
-	// not answer within its timeout after the 202 went out.
-	timedOut bool
-	// panicked is what the broker call panicked with, for the platform's
-	// handler to panic with again (written before done is closed).
-	panicked any
-	// record, when set by the broker call's goroutine, writes the
-	// inventory record of the call's answer, which the store did not take:
-	// the retry queue writes it before the outcome (concludeShim).
-	record func(context.Context) error
-}
-
-// shimmed reports whether the platform got (or is getting) the shim's 202,
-// so that the broker's answer, or its absence, is the shim's to record; the
-// first caller before the timer makes it false for good. nil: false.
-func (c *shimCall) shimmed() bool {
-	if c == nil {
-		return false
-	}
-	if c.state.CompareAndSwap(shimRunning, shimDirect) || c.state.Load() == shimDirect {
-		return false
-	}
-	<-c.recorded
-	return c.state.Load() == shimShimmed
-}
+type Timer = core.Timer
 
 // withShim is the async shim's stage, after the guard: it runs a call that
 // may be shimmed (shimmable) with the timer, and answers the polls of the
 // operations the shim owns (servePoll).
 func withShim(g *guard, after Timer) Middleware {
 	if after == nil {
-		after = realTimer
+		after = core.RealTimer
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -139,8 +87,8 @@ func shimmable(s *Scope) bool {
 // serveShimmed runs the broker call of s in a goroutine and answers the
 // platform with its answer, or with 202 once async_after has passed.
 func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
-	c := &shimCall{recorded: make(chan struct{}), done: make(chan struct{}),
-		operation: ShimOperationPrefix + s.lock.lock.Kind + "-" + newRequestID()}
+	c := &core.ShimCall{Recorded: make(chan struct{}), Done: make(chan struct{}),
+		Operation: ShimOperationPrefix + s.lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
 	call := s.fork(buf, c)
 	// The call outlives the platform's request: a request of its own,
@@ -155,29 +103,29 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	fired, stop := after(s.route.up.cfg.Emulate.AsyncAfter)
 	defer stop()
 	select {
-	case <-c.done:
+	case <-c.Done:
 	case <-fired:
 		// A platform already gone gets nothing: the call settles as
 		// any call whose platform left.
-		if r.Context().Err() == nil && c.state.CompareAndSwap(shimRunning, shimClaiming) {
+		if r.Context().Err() == nil && c.State.CompareAndSwap(core.ShimRunning, core.ShimClaiming) {
 			ok := g.claimShim(s, call)
 			if ok {
-				c.state.Store(shimShimmed)
+				c.State.Store(core.ShimShimmed)
 			} else {
-				c.state.Store(shimDirect)
+				c.State.Store(core.ShimDirect)
 			}
-			close(c.recorded)
+			close(c.Recorded)
 			if ok {
 				writeAnswer(w, http.StatusAccepted, struct {
 					Operation string `json:"operation"`
-				}{c.operation})
+				}{c.Operation})
 				return
 			}
 		}
-		<-c.done
+		<-c.Done
 	}
-	if c.panicked != nil {
-		panic(c.panicked)
+	if c.Panicked != nil {
+		panic(c.Panicked)
 	}
 	s.adopt(call)
 	buf.writeTo(w)
@@ -188,10 +136,10 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 // records the outcome.
 func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
 	c := s.shim
-	defer close(c.done)
+	defer close(c.Done)
 	panicked := serveRecovering(next, &s.w, r)
-	if !c.shimmed() {
-		c.panicked = panicked
+	if !c.Shimmed() {
+		c.Panicked = panicked
 		return
 	}
 	g.concludeShim(s, buf, panicked)
@@ -213,13 +161,13 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // platform then waits for the broker's answer, as without the shim.
 func (g *guard) claimShim(s, call *Scope) bool {
 	up := s.route.up
-	l := s.lock.lock
+	l := s.lock.Lock
 	now := g.now()
 	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
-	l.Async, l.Operation = true, call.shim.operation
+	l.Async, l.Operation = true, call.shim.Operation
 	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
 	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.platform), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.Platform), releaseTimeout)
 	defer cancel()
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
@@ -227,8 +175,8 @@ func (g *guard) claimShim(s, call *Scope) bool {
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 		return false
 	}
-	call.lock.lock = l
-	s.lock.settled = true // the broker call's copy holds the lock from here
+	call.lock.Lock = l
+	s.lock.Settled = true // the broker call's copy holds the lock from here
 	s.Operation, s.Emulated = l.Operation, EmulatedShim
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
 		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
@@ -248,36 +196,36 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // reports the outcome (or its deadline).
 func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	h, up, c := s.lock, s.route.up, s.shim
-	l := h.lock
+	l := h.Lock
 	now := g.now()
 	switch {
 	case panicked != nil:
 		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
 		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
-	case h.settled && !c.timedOut && malformedCreate(s.Call, buf):
+	case h.Settled && !c.TimedOut && malformedCreate(s.Call, buf):
 		// Cloud Controller takes such an answer as failed, and the orphan
 		// table makes it a candidate: the poll must not say "succeeded"
 		// for what the undo then deletes.
 		l.Shim.State = store.StateFailed
 		l.Shim.Description = fmt.Sprintf("the broker answered %d %s, but its body is not a JSON object", buf.status, http.StatusText(buf.status))
-	case h.settled && !c.timedOut && buf.status == http.StatusAccepted:
+	case h.Settled && !c.TimedOut && buf.status == http.StatusAccepted:
 		l.Shim.BrokerAsync = true
 		l.Shim.BrokerOperation = rules.ReadResponse(s.Call, buf.status, buf.body.Bytes()).Operation
 		l.Deadline = later(l.Deadline, g.asyncDeadline(s, now))
-	case h.settled && !c.timedOut && rules.Succeeded(s.Call, buf.status):
+	case h.Settled && !c.TimedOut && rules.Succeeded(s.Call, buf.status):
 		l.Shim.State = store.StateSucceeded
 	default:
 		l.Shim.State, l.Shim.Description = store.StateFailed, shimDescription(s.Call, buf)
 	}
-	if c.timedOut {
+	if c.TimedOut {
 		l.Shim.Hold, l.Deadline = true, now.Add(up.cfg.HoldAfterTimeout)
 	}
-	h.settled = true
+	h.Settled = true
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := errInventoryPending
-	if c.record == nil {
+	if c.Record == nil {
 		err = g.st.Update(ctx, l)
 	}
 	if err != nil {
@@ -287,7 +235,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		if !errors.Is(err, errInventoryPending) {
 			g.metrics.StoreError("update")
 		}
-		g.retry.add(pending{lock: l, outcome: true, record: c.record, cause: err})
+		g.retry.add(pending{lock: l, outcome: true, record: c.Record, cause: err})
 		return
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.name),

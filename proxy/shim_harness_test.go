@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -300,7 +301,7 @@ func timeoutTransport(now <-chan struct{}) func(http.RoundTripper) http.RoundTri
 				return rt.RoundTrip(r)
 			}
 			<-now
-			return nil, errBrokerTimeout
+			return nil, core.ErrBrokerTimeout
 		})
 	}
 }

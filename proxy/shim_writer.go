@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"slices"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // shimWriter is the ResponseWriter of a broker call the async shim may
@@ -53,7 +55,7 @@ func (b *shimWriter) writeTo(w http.ResponseWriter) {
 // its own (the async shim), answering into buf: the copy fills its own
 // findings, status and lock while s stays the platform's request's. c is
 // the call's shim record, shared by both.
-func (s *Scope) fork(buf http.ResponseWriter, c *shimCall) *Scope {
+func (s *Scope) fork(buf http.ResponseWriter, c *core.ShimCall) *Scope {
 	f := new(Scope)
 	*f = *s
 	f.w = statusWriter{ResponseWriter: buf, scope: f}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -48,7 +49,7 @@ type syncWait struct {
 // sent no accepts_incomplete=true to a provision, update, deprovision, bind
 // or unbind, and the call holds its lock.
 func (u *upstream) syncWaits(s *Scope, a rules.Answer) bool {
-	return u.cfg.Emulate.SyncWithin > 0 && s.lock != nil && !s.lock.settled && rules.AsyncRequired(s.Call, a)
+	return u.cfg.Emulate.SyncWithin > 0 && s.lock != nil && !s.lock.Settled && rules.AsyncRequired(s.Call, a)
 }
 
 // waitSync serves the platform that cannot wait, in place of the broker's
@@ -72,13 +73,13 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 			"broker %q performs this %s only asynchronously (it answered 422 AsyncRequired), and the gateway cannot wait for it on the platform's behalf (emulate.sync_within): %s",
 			u.name, s.Call.Endpoint, why)))
 	}
-	l := s.lock.lock
+	l := s.lock.Lock
 	sw := &syncWait{u: u, g: s.guard, w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
 		serviceID: l.ServiceID, planID: l.PlanID, lock: l}
 	// The platform request's context, without its cancellation: the
 	// gateway's own calls are client spans beside the refused one, under
 	// the call's server span.
-	ctx := context.WithoutCancel(s.lock.platform)
+	ctx := context.WithoutCancel(s.lock.Platform)
 	until := s.Start.Add(u.cfg.Emulate.SyncWithin)
 	u.log.LogAttrs(ctx, slog.LevelInfo, "broker requires an asynchronous call; waiting for it on the platform's behalf (emulate.sync_within)",
 		slog.String("request_id", s.RequestID), slog.String("broker", u.name), slog.String("endpoint", s.Call.Endpoint.String()),
@@ -138,7 +139,7 @@ func (u *upstream) cannotWait(s *Scope) string {
 	if w, _ := rules.SyncWaitOf(s.Call); !w.Fetch {
 		return ""
 	}
-	serviceID := s.lock.lock.ServiceID
+	serviceID := s.lock.Lock.ServiceID
 	switch {
 	case s.catalog == nil:
 		return "the broker's catalog is not at hand to tell whether it serves GET binding, where the credentials of an asynchronous binding come from"
@@ -161,8 +162,8 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	}
 	header = withoutHopByHop(header.Clone())
 	header["Content-Length"] = []string{strconv.Itoa(len(body))}
-	if _, ok := header[headerRequestIdentity]; !ok {
-		header[headerRequestIdentity] = s.idHeader
+	if _, ok := header[core.HeaderRequestIdentity]; !ok {
+		header[core.HeaderRequestIdentity] = s.idHeader
 	}
 	res.StatusCode, res.Status = status, strconv.Itoa(status)+" "+http.StatusText(status)
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
@@ -177,7 +178,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 // bind, an orphan candidate due when the operation ends (or the lock's
 // deadline, should this gateway stop polling first); carryOn polls on.
 func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) error {
-	s.lock.settled = true
+	s.lock.Settled = true
 	within := sw.u.cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
 		why := fmt.Sprintf("the broker's operation had not ended within emulate.sync_within (%s), so the platform got a 504", within)
@@ -205,7 +206,7 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 // orphan candidate (rules.OrphanUnseen), and the lock is released.
 func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 	h := s.lock
-	h.settled = true
+	h.Settled = true
 	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"
 	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {
 		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), "", time.Time{}); !ok {

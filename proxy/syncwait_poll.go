@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -69,7 +70,7 @@ func nextWait(last, ra, limit time.Duration) time.Duration {
 // retryAfter reads a Retry-After header, in seconds or an HTTP-date
 // (relative to now); 0 when there is none or it cannot be read.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := headerValue(h, "Retry-After")
+	v := core.HeaderValue(h, "Retry-After")
 	if v == "" {
 		return 0
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/lean"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
@@ -40,7 +41,7 @@ type upstream struct {
 	maxString string
 	maxHeader []string // []string{maxString}, shared: never appended to
 	timeout   time.Duration
-	deadlines *callDeadlines // cancels calls that outlive timeout
+	deadlines *core.CallDeadlines // cancels calls that outlive timeout
 	// bindingLocks: bind and unbind lock the binding, not the whole
 	// instance (lock_granularity binding).
 	bindingLocks bool
@@ -86,7 +87,7 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	u.maxHeader = []string{u.maxString}
 	u.bindingLocks = b.LockGranularity != "instance"
 	u.basePath = strings.TrimSuffix(target.EscapedPath(), "/")
-	u.deadlines = &callDeadlines{timeout: b.Timeout}
+	u.deadlines = &core.CallDeadlines{Timeout: b.Timeout}
 	if b.Username != "" {
 		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
 	}
@@ -169,8 +170,8 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The Scope's value goes outside the deadline's cancel context, one
 	// step nearer to the reverse proxy's callbacks and the transports
 	// that look it up (ScopeFrom).
-	ctx := s.withContext(parent, u.deadlines.start(parent, &s.call))
-	defer u.deadlines.finish(&s.call)
+	ctx := s.withContext(parent, u.deadlines.Start(parent, &s.call))
+	defer u.deadlines.Finish(&s.call)
 	s.outHeader = w.Header()
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
 	s.outHeader = nil
@@ -200,9 +201,9 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 		h["Authorization"] = u.auth
 	}
 	if s.Forward == u.maxString {
-		h[headerAPIVersion] = u.maxHeader
+		h[core.HeaderAPIVersion] = u.maxHeader
 	} // else the platform's own single value, cloned into out
-	h[headerRequestIdentity] = s.idHeader
+	h[core.HeaderRequestIdentity] = s.idHeader
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = noUserAgent // as ReverseProxy would set, without its allocation
 	}
@@ -261,7 +262,7 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if s == nil {
 		return nil
 	}
-	delete(res.Header, headerRequestIdentity)
+	delete(res.Header, core.HeaderRequestIdentity)
 	var body []byte
 	if s.lock != nil || s.polled != nil || s.pollUnseen || u.checksResponses(s) {
 		var err error
@@ -338,7 +339,7 @@ func (e *cutShort) Unwrap() error { return e.err }
 func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	s := ScopeFrom(r.Context())
 	var e *osb.Error
-	var refused *responseRefused
+	var refused *core.ResponseRefused
 	var cut *cutShort
 	var own *ownAnswer
 	var auth *authFailed
@@ -350,7 +351,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		// Never a candidate for orphan mitigation: the broker did nothing.
 		e = osb.Errorf(auth.statusFor(s.Call.Endpoint), "", "broker %q %s", u.name, auth.said)
 	case errors.As(err, &refused):
-		e = refused.asOSBError()
+		e = refused.AsOSBError()
 	case errors.As(err, &cut):
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
 	case isTimeout(err, r.Context()):
@@ -404,7 +405,7 @@ func mayHaveReached(err error) bool {
 
 // StatusClientClosed is recorded (never sent) when the platform closed the
 // connection before the broker answered.
-const StatusClientClosed = 499
+const StatusClientClosed = core.StatusClientClosed
 
 func isTimeout(err error, ctx context.Context) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {

@@ -9,15 +9,13 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// Finding is one OSB rule a request or a broker response broke.
-type Finding struct {
-	// Direction is "request" or "response".
-	Direction string
-	rules.Violation
-}
+// Finding is one OSB rule a request or a broker response broke
+// (core.Finding).
+type Finding = core.Finding
 
 // withValidate is the validate stage. For provision, update, bind,
 // deprovision and unbind it gets the broker's catalog where the call needs

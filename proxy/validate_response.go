@@ -5,40 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
-	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // maxCheckedResponse is the largest broker response the gateway reads to
 // check it; a larger one passes unchecked, with a finding.
 const maxCheckedResponse = 4 << 20
-
-// responseRefused is returned by ModifyResponse when a broker response
-// breaks the OSB rules and the broker's responses are enforced.
-type responseRefused struct {
-	broker string
-	call   rules.Call
-	status int
-	vs     []rules.Violation
-}
-
-func (e *responseRefused) Error() string {
-	ids := make([]string, len(e.vs))
-	for i, v := range e.vs {
-		ids[i] = v.Rule
-	}
-	return fmt.Sprintf("broker %q answered %s with status %d, which breaks the OSB rules (%s): %s",
-		e.broker, e.call.Endpoint, e.status, strings.Join(ids, ", "), rules.Reject(e.vs).Description)
-}
-
-// asOSBError is the 502 the platform gets instead of the invalid answer.
-func (e *responseRefused) asOSBError() *osb.Error {
-	return &osb.Error{Status: http.StatusBadGateway, Description: e.Error(), Err: e}
-}
 
 var pooledBodies = sync.Pool{New: func() any { return new(pooledBody) }}
 
@@ -131,7 +107,7 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 	mode := u.cfg.Validation.Responses
 	s.addFindings(u.log, res.Request, "response", vs, mode == config.ModeReport)
 	if mode == config.ModeEnforce {
-		return read, &responseRefused{broker: u.name, call: s.Call, status: res.StatusCode, vs: vs}
+		return read, &core.ResponseRefused{Broker: u.name, Call: s.Call, Status: res.StatusCode, Violations: vs}
 	}
 	return read, nil
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -31,7 +32,7 @@ func withVersion() Middleware {
 // maximum.
 func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
 	up := rt.up
-	vals := r.Header[headerAPIVersion]
+	vals := r.Header[core.HeaderAPIVersion]
 	n, err := rules.Negotiate(vals, up.min, up.max, rt.tenant.missingStatus, up.name)
 	if err != nil {
 		return n, "", err

@@ -44,8 +44,8 @@ func (g *Gateway) brokerInfo(u *upstream) BrokerInfo {
 	b.Catalogs = len(b.Cached)
 	if p := g.brokerProtect[u.name]; p != nil {
 		if q := p.queue; q != nil {
-			b.InFlight, b.Queued = q.counts()
-			b.MaxInFlight, b.QueueTimeout = q.max, q.timeout
+			b.InFlight, b.Queued = q.Counts()
+			b.MaxInFlight, b.QueueTimeout = q.Max, q.Timeout
 		}
 		if p.breaker != nil {
 			b.BreakerInfo = p.breaker.status()

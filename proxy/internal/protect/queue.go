@@ -1,4 +1,6 @@
-package proxy
+// Package protect holds the protections of brokers and of the gateway:
+// the cap on a broker's calls in flight with its fair queue.
+package protect
 
 import (
 	"container/list"
@@ -6,13 +8,15 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// errQueueTimeout is what a call gets that waited its broker's whole
+// ErrQueueTimeout is what a call gets that waited its broker's whole
 // queue_timeout (or could not wait: queue_timeout 0) without a slot.
-var errQueueTimeout = errors.New("no slot within queue_timeout")
+var ErrQueueTimeout = errors.New("no slot within queue_timeout")
 
-// brokerQueue caps the calls in flight to one broker (max_in_flight).
+// Queue caps the calls in flight to one broker (max_in_flight).
 // A call over the cap waits up to queue_timeout for a slot. Waiting calls
 // stand in one line per tenant, first come first served; when a slot frees,
 // the lines take turns (round-robin), so one tenant's burst holds another
@@ -20,12 +24,12 @@ var errQueueTimeout = errors.New("no slot within queue_timeout")
 // calls waiting. A slot that frees while calls wait is handed to the next
 // of them directly, so no newcomer overtakes a waiting call. Safe for
 // concurrent use.
-type brokerQueue struct {
-	max     int
-	timeout time.Duration // queue_timeout; 0: refuse at once
-	// timer starts the wait of one call; tests replace it to fire at
+type Queue struct {
+	Max     int           // max_in_flight
+	Timeout time.Duration // queue_timeout; 0: refuse at once
+	// Timer starts the wait of one call; tests replace it to fire at
 	// will. Set before the queue is used.
-	timer Timer
+	Timer core.Timer
 
 	mu       sync.Mutex
 	inFlight int // calls holding a slot
@@ -49,14 +53,16 @@ type waiter struct {
 	elem    *list.Element
 }
 
-func newBrokerQueue(max int, timeout time.Duration) *brokerQueue {
-	return &brokerQueue{max: max, timeout: timeout, timer: realTimer, lines: map[string]*tenantLine{}}
+// NewQueue returns a Queue of max slots whose calls wait up to timeout
+// (0: refused at once) for one.
+func NewQueue(max int, timeout time.Duration) *Queue {
+	return &Queue{Max: max, Timeout: timeout, Timer: core.RealTimer, lines: map[string]*tenantLine{}}
 }
 
-// tryAcquire takes a slot when one is free and no call waits.
-func (q *brokerQueue) tryAcquire() bool {
+// TryAcquire takes a slot when one is free and no call waits.
+func (q *Queue) TryAcquire() bool {
 	q.mu.Lock()
-	ok := q.inFlight < q.max && q.queued == 0
+	ok := q.inFlight < q.Max && q.queued == 0
 	if ok {
 		q.inFlight++
 	}
@@ -64,23 +70,23 @@ func (q *brokerQueue) tryAcquire() bool {
 	return ok
 }
 
-// wait waits in tenant's line for a slot, for a call tryAcquire found
+// Wait waits in tenant's line for a slot, for a call tryAcquire found
 // none for, until one is handed over, queue_timeout passes
-// (errQueueTimeout; at once for 0) or ctx ends (its error). It returns how
+// (ErrQueueTimeout; at once for 0) or ctx ends (its error). It returns how
 // long the call waited. On success the caller holds a slot and must
-// release it.
-func (q *brokerQueue) wait(ctx context.Context, tenant string) (time.Duration, error) {
+// Release it.
+func (q *Queue) Wait(ctx context.Context, tenant string) (time.Duration, error) {
 	start := time.Now()
 	w := &waiter{ready: make(chan struct{})}
 	q.mu.Lock()
-	if q.inFlight < q.max && q.queued == 0 { // freed meanwhile
+	if q.inFlight < q.Max && q.queued == 0 { // freed meanwhile
 		q.inFlight++
 		q.mu.Unlock()
 		return 0, nil
 	}
-	if q.timeout <= 0 {
+	if q.Timeout <= 0 {
 		q.mu.Unlock()
-		return 0, errQueueTimeout
+		return 0, ErrQueueTimeout
 	}
 	w.line = q.lines[tenant]
 	if w.line == nil {
@@ -95,14 +101,14 @@ func (q *brokerQueue) wait(ctx context.Context, tenant string) (time.Duration, e
 	q.queued++
 	q.mu.Unlock()
 
-	fired, stop := q.timer(q.timeout)
+	fired, stop := q.Timer(q.Timeout)
 	var err error
 	select {
 	case <-w.ready:
 		stop()
 		return time.Since(start), nil
 	case <-fired:
-		err = errQueueTimeout
+		err = ErrQueueTimeout
 	case <-ctx.Done():
 		err = ctx.Err()
 		stop()
@@ -122,15 +128,15 @@ func (q *brokerQueue) wait(ctx context.Context, tenant string) (time.Duration, e
 	return time.Since(start), err
 }
 
-// release gives back a slot: to the next waiting call, in turn, or to the
+// Release gives back a slot: to the next waiting call, in turn, or to the
 // pool.
-func (q *brokerQueue) release() {
+func (q *Queue) Release() {
 	q.mu.Lock()
 	q.releaseLocked()
 	q.mu.Unlock()
 }
 
-func (q *brokerQueue) releaseLocked() {
+func (q *Queue) releaseLocked() {
 	if q.queued == 0 {
 		q.inFlight--
 		return
@@ -148,7 +154,7 @@ func (q *brokerQueue) releaseLocked() {
 }
 
 // leaveLocked takes w out of its line: it stops waiting.
-func (q *brokerQueue) leaveLocked(w *waiter) {
+func (q *Queue) leaveLocked(w *waiter) {
 	w.line.waiting.Remove(w.elem)
 	q.queued--
 	if w.line.waiting.Len() > 0 {
@@ -166,7 +172,7 @@ func (q *brokerQueue) leaveLocked(w *waiter) {
 }
 
 // dropLine takes the empty line at ring index i out of the ring.
-func (q *brokerQueue) dropLine(i int) {
+func (q *Queue) dropLine(i int) {
 	q.ring[i].inRing = false
 	copy(q.ring[i:], q.ring[i+1:])
 	q.ring[len(q.ring)-1] = nil
@@ -176,8 +182,8 @@ func (q *brokerQueue) dropLine(i int) {
 	}
 }
 
-// counts returns the calls in flight and waiting.
-func (q *brokerQueue) counts() (inFlight, queued int) {
+// Counts returns the calls in flight and waiting.
+func (q *Queue) Counts() (inFlight, queued int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.inFlight, q.queued

@@ -1,4 +1,7 @@
-package proxy
+// Package metrics holds the Prometheus series shared by every layer of the
+// request path that are not the call counters of package proxy: the
+// configuration's reloads, and the cached store reads that scrapes show.
+package metrics
 
 import (
 	"context"
@@ -9,14 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// cachedRead is a read of the store that scrapes show, done at most once
+// CachedRead is a read of the store that scrapes show, done at most once
 // per refresh and within timeout: scrapes between two reads show the last
 // result, so the store is read once per refresh whatever the number of
 // scrapers and their interval (osb_gateway_bindings_expiring,
 // osb_gateway_instances). A failed read keeps the last result, counts as
 // a store error of op, and waits for the next refresh too: a store that
 // is down is not asked again by every scrape.
-type cachedRead[T any] struct {
+type CachedRead[T any] struct {
 	now              func() time.Time
 	refresh, timeout time.Duration
 	errs             *prometheus.CounterVec // the store errors' family
@@ -28,15 +31,17 @@ type cachedRead[T any] struct {
 	at   time.Time // when last was read (or a read failed); zero: never
 }
 
-func newCachedRead[T any](now func() time.Time, refresh, timeout time.Duration, errs *prometheus.CounterVec, op string) *cachedRead[T] {
+// NewCachedRead returns a CachedRead without a read (Set); now nil:
+// time.Now.
+func NewCachedRead[T any](now func() time.Time, refresh, timeout time.Duration, errs *prometheus.CounterVec, op string) *CachedRead[T] {
 	if now == nil {
 		now = time.Now
 	}
-	return &cachedRead[T]{now: now, refresh: refresh, timeout: timeout, errs: errs, op: op}
+	return &CachedRead[T]{now: now, refresh: refresh, timeout: timeout, errs: errs, op: op}
 }
 
-// set replaces the read and forgets the last result; nil reads nothing.
-func (c *cachedRead[T]) set(read func(context.Context) (T, error)) {
+// Set replaces the read and forgets the last result; nil reads nothing.
+func (c *CachedRead[T]) Set(read func(context.Context) (T, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero T
@@ -48,9 +53,9 @@ func (c *cachedRead[T]) set(read func(context.Context) (T, error)) {
 	c.read.Store(&read)
 }
 
-// get returns the last result, reading again first when it is older than
+// Get returns the last result, reading again first when it is older than
 // refresh; ok is false while no read is set.
-func (c *cachedRead[T]) get() (last T, ok bool) {
+func (c *CachedRead[T]) Get() (last T, ok bool) {
 	read := c.read.Load()
 	if read == nil {
 		return last, false

@@ -1,4 +1,4 @@
-package proxy
+package accesslog
 
 import (
 	"log/slog"
@@ -9,17 +9,17 @@ import (
 // level) with attrs in order, for a listener outside the request path
 // such as the admin listener (package admin): integer values as JSON
 // numbers, every other value as its text.
-func (a *AccessLog) WriteAttrs(t time.Time, level slog.Level, attrs ...slog.Attr) {
+func (a *Writer) WriteAttrs(t time.Time, level slog.Level, attrs ...slog.Attr) {
 	if level < a.level.Level() {
 		return
 	}
-	fields := make([]accessField, 0, len(attrs))
+	fields := make([]Field, 0, len(attrs))
 	for _, at := range attrs {
 		if at.Value.Kind() == slog.KindInt64 {
-			fields = append(fields, accessField{key: at.Key, num: at.Value.Int64(), isN: true})
+			fields = append(fields, Field{Key: at.Key, Num: at.Value.Int64(), IsN: true})
 			continue
 		}
-		fields = append(fields, accessField{key: at.Key, str: at.Value.String()})
+		fields = append(fields, Field{Key: at.Key, Str: at.Value.String()})
 	}
-	a.write(t, level, fields)
+	a.Write(t, level, fields)
 }
