@@ -317,9 +317,13 @@ func (g *gatewayProc) adminGet(path string, v any) error {
 }
 
 // newCluster starts brokers, Redis or PostgreSQL, and replicas gateways in dir.
-func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, error) {
+func newCluster(dir, store string, replicas int, prebuilt string) (_ *cluster, err error) {
 	c := &cluster{dir: dir, store: store}
-	var err error
+	defer func() {
+		if err != nil {
+			c.stop() // what started, and PostgreSQL's data directory
+		}
+	}()
 	if c.gatewayBin, c.brokerBin, err = build(dir, prebuilt); err != nil {
 		return nil, err
 	}
@@ -359,9 +363,6 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 	}
 	if store == "postgres" {
 		if c.postgres, err = startPostgres(dir); err != nil {
-			if c.postgres != nil {
-				c.postgres.stop()
-			}
 			return nil, err
 		}
 		if c.storeLink, err = newLink("link to postgres", c.postgres.addr); err != nil {

@@ -33,6 +33,8 @@ type pgProc struct {
 	cred *syscall.Credential
 }
 
+// startPostgres returns the server even with an error once it made its
+// directory: stop removes what there is.
 func startPostgres(dir string) (*pgProc, error) {
 	bin := postgresBin()
 	if bin == "" {
@@ -47,23 +49,23 @@ func startPostgres(dir string) (*pgProc, error) {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
-			return nil, fmt.Errorf("PostgreSQL refuses to run as root and there is no user nobody: %w", err)
+			return p, fmt.Errorf("PostgreSQL refuses to run as root and there is no user nobody: %w", err)
 		}
 		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 		if err := os.Chown(p.data, int(uid), int(gid)); err != nil {
-			return nil, err
+			return p, err
 		}
 	}
 	if p.log, err = os.Create(filepath.Join(dir, "postgres.log")); err != nil {
-		return nil, err
+		return p, err
 	}
 	initdb := p.command(filepath.Join(bin, "initdb"), "-D", filepath.Join(p.data, "data"), "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	initdb.Stdout, initdb.Stderr = p.log, p.log
 	if err := initdb.Run(); err != nil {
-		return nil, fmt.Errorf("initdb: %w; see %s", err, p.log.Name())
+		return p, fmt.Errorf("initdb: %w; see %s", err, p.log.Name())
 	}
 	_, port, _ := net.SplitHostPort(p.addr)
 	cmd := p.command(filepath.Join(bin, "postgres"), "-D", filepath.Join(p.data, "data"), "-k", p.data, "-p", port,
@@ -72,7 +74,7 @@ func startPostgres(dir string) (*pgProc, error) {
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // nothing outlives the campaign; its backends follow the postmaster
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return p, err
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -95,7 +97,7 @@ func startPostgres(dir string) (*pgProc, error) {
 	})
 	select {
 	case <-done:
-		return nil, fmt.Errorf("postgres exited at start; see %s", p.log.Name())
+		return p, fmt.Errorf("postgres exited at start; see %s", p.log.Name())
 	default:
 	}
 	p.up.Store(true)
