@@ -179,9 +179,9 @@ func (c *cluster) locks() ([]adminLock, error) {
 }
 
 // viewReplicas are the replicas whose state is to be read: one when they
-// share Redis, each when each has its own file.
+// share Redis or PostgreSQL, each when each has its own file.
 func (c *cluster) viewReplicas() []*gatewayProc {
-	if c.store == "redis" {
+	if c.store == "redis" || c.store == "postgres" {
 		return c.gateways[:1]
 	}
 	return c.gateways
@@ -255,6 +255,7 @@ type brokerView struct {
 
 // verdict is the checker: every violation of (a) to (f).
 type verdict struct {
+	store      string // bolt, redis or postgres: the target of the store's faults
 	ops        []*op
 	faults     []*fault
 	held       map[string]string // platform-held instance or "instance/binding" -> broker
@@ -399,7 +400,7 @@ func (v *verdict) checkLockAges() {
 		age := l.last.Sub(l.Started)
 		bound, excuses := syncLockBound, []string{fGatewayKill}
 		if l.Async || l.Shim != nil {
-			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause}, brokerSide...)
+			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide...)
 		}
 		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.last, excuses...) {
 			continue
@@ -425,11 +426,11 @@ func (v *verdict) faulted(target string, from, to time.Time, kinds ...string) bo
 }
 
 var brokerSide = []string{fBrokerCrash, fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk, fLinkDelay, fLinkStall, fLinkCut}
-var storeSide = []string{fRedisPause, fLinkDelay, fLinkStall, fLinkCut}
+var storeSide = []string{fRedisPause, fPgPause, fLinkDelay, fLinkStall, fLinkCut}
 
 // check5xx is (d): a 5xx to a mutating call names the broker (and a fault
 // on the broker's side was in effect) or the state store (and a fault on
-// Redis's side was).
+// the store's side, Redis's or PostgreSQL's, was).
 func (v *verdict) check5xx() {
 	for _, o := range v.ops {
 		if !o.mutating() || o.Status < 500 {
@@ -444,7 +445,7 @@ func (v *verdict) check5xx() {
 		switch {
 		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store") ||
 			strings.Contains(d, "inventory is unavailable"):
-			if !v.faulted("redis", from.Add(-3*time.Second), to, storeSide...) {
+			if !v.faulted(v.store, from.Add(-3*time.Second), to, storeSide...) {
 				v.add("d", fmt.Sprintf("%s: the state store blamed, and it was not faulted", o), o.Instance, o.Start, o.End)
 			}
 		case strings.Contains(d, "broker") || strings.Contains(d, "injected fault"):

@@ -17,7 +17,8 @@ func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Seco
 
 func newVerdict() *verdict {
 	return &verdict{
-		held: map[string]string{},
+		store: "redis",
+		held:  map[string]string{},
 		brokers: map[string]*brokerView{
 			"modern": {instances: map[string]bool{}, bindings: map[string]bool{}},
 			"legacy": {instances: map[string]bool{}, bindings: map[string]bool{}},
@@ -258,6 +259,58 @@ func TestCheckerReadsLagAfterAStoreOutage(t *testing.T) {
 		v.checkReads()
 		if got := rules(v); got != c.want {
 			t.Errorf("%s GET at +%vs: rules %q, want %q", c.broker, c.getAt, got, c.want)
+		}
+	}
+}
+
+// TestPlanOnPostgres: on postgres the schedule is redis's of the same
+// seed, its pauses and a third of its link faults aimed at PostgreSQL.
+func TestPlanOnPostgres(t *testing.T) {
+	r := plan(7, 10*time.Minute, "redis", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	p := plan(7, 10*time.Minute, "postgres", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	if len(r) != len(p) {
+		t.Fatalf("%d faults on redis, %d on postgres", len(r), len(p))
+	}
+	pauses, links := 0, 0
+	for i := range r {
+		want := strings.NewReplacer("redis-sigstop", "postgres-sigstop", " redis", " postgres").Replace(r[i].String())
+		if p[i].String() != want {
+			t.Fatalf("fault %d: %s on postgres, want %s", i, p[i], want)
+		}
+		switch {
+		case p[i].Kind == fPgPause && p[i].Target == "postgres":
+			pauses++
+		case p[i].Target == "postgres":
+			links++
+		}
+	}
+	if pauses == 0 || links == 0 {
+		t.Errorf("%d pauses of postgres, %d link faults on it, want some of each", pauses, links)
+	}
+}
+
+// TestChecker5xxBlamesPostgres: a 503 that blames the state store is
+// excused by a fault on PostgreSQL's side when the store is postgres, and
+// by nothing else.
+func TestChecker5xxBlamesPostgres(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault *fault
+		want  string
+	}{
+		{"paused", &fault{Kind: fPgPause, Target: "postgres", Start: at(17), End: at(19)}, ""},
+		{"its link stalled", &fault{Kind: fLinkStall, Target: "postgres", Start: at(17), End: at(19)}, ""},
+		{"a broker's link stalled", &fault{Kind: fLinkStall, Target: "modern", Start: at(17), End: at(19)}, "d"},
+		{"paused long before", &fault{Kind: fPgPause, Target: "postgres", Start: at(1), End: at(2)}, "d"},
+	} {
+		v := newVerdict()
+		v.store = "postgres"
+		v.faults = []*fault{c.fault}
+		v.ops = []*op{{ID: 1, Kind: "provision", Broker: "modern", Instance: "i1", Start: at(20), End: at(21), Status: 503,
+			Desc: "the gateway's operation state is unavailable"}}
+		v.check5xx()
+		if got := rules(v); got != c.want {
+			t.Errorf("%s: rules %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -20,16 +20,17 @@ import (
 )
 
 // The cluster is every real process of a run: the sample brokers (each
-// behind a link), Redis (behind a link) when the store is redis, and the
-// gateway replicas the platforms call.
+// behind a link), Redis or PostgreSQL (behind a link) when the store is
+// redis or postgres, and the gateway replicas the platforms call.
 type cluster struct {
 	dir        string
 	gatewayBin string
 	brokerBin  string
-	store      string // bolt or redis
+	store      string // bolt, redis or postgres
 	keyFile    string
 	redis      *redisProc
-	redisLink  *link
+	postgres   *pgProc
+	storeLink  *link // to Redis or PostgreSQL
 	brokers    []*brokerProc
 	gateways   []*gatewayProc
 }
@@ -315,10 +316,14 @@ func (g *gatewayProc) adminGet(path string, v any) error {
 	return json.NewDecoder(res.Body).Decode(v)
 }
 
-// newCluster starts brokers, Redis and replicas gateways in dir.
-func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, error) {
+// newCluster starts brokers, Redis or PostgreSQL, and replicas gateways in dir.
+func newCluster(dir, store string, replicas int, prebuilt string) (_ *cluster, err error) {
 	c := &cluster{dir: dir, store: store}
-	var err error
+	defer func() {
+		if err != nil {
+			c.stop() // what started, and PostgreSQL's data directory
+		}
+	}()
 	if c.gatewayBin, c.brokerBin, err = build(dir, prebuilt); err != nil {
 		return nil, err
 	}
@@ -351,10 +356,19 @@ func newCluster(dir, store string, replicas int, prebuilt string) (*cluster, err
 		if c.redis, err = startRedis(dir); err != nil {
 			return nil, err
 		}
-		if c.redisLink, err = newLink("link to redis", c.redis.addr); err != nil {
+		if c.storeLink, err = newLink("link to redis", c.redis.addr); err != nil {
 			return nil, err
 		}
-		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", c.redisLink.Addr())
+		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", c.storeLink.Addr())
+	}
+	if store == "postgres" {
+		if c.postgres, err = startPostgres(dir); err != nil {
+			return nil, err
+		}
+		if c.storeLink, err = newLink("link to postgres", c.postgres.addr); err != nil {
+			return nil, err
+		}
+		state = fmt.Sprintf("{backend: postgres, postgres: {url: %q}, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", c.postgres.url(c.storeLink.Addr()))
 	}
 	for i := range replicas {
 		g := &gatewayProc{proc: proc{name: fmt.Sprintf("gw%d", i)}, i: i, bin: c.gatewayBin, listen: freeAddr(), admin: freeAddr()}
@@ -431,7 +445,12 @@ func (c *cluster) stop() {
 	if c.redis != nil {
 		_ = c.redis.signal(syscall.SIGCONT)
 		c.redis.kill9()
-		c.redisLink.Close()
+	}
+	if c.postgres != nil {
+		c.postgres.stop()
+	}
+	if c.storeLink != nil {
+		c.storeLink.Close()
 	}
 }
 

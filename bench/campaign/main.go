@@ -2,13 +2,14 @@
 // processes in front of real sample broker processes (their state on disk,
 // so that a kill -9 is a real crash), runs simulated platforms that behave
 // as Cloud Controller does, lets a nemesis inject seeded faults (kill -9 of
-// gateways and brokers, SIGSTOP of Redis, broker errors, latency and
+// gateways and brokers, SIGSTOP of Redis or PostgreSQL, broker errors, latency and
 // hangs, slow, stalled and reset links, clients that half-close or hang
 // up), then drains and checks three independent views against the
 // gateway's promises. See docs/faults.md.
 //
 //	go run ./bench/campaign -duration 60s -seed 1 -store bolt -replicas 1
 //	go run ./bench/campaign -duration 60s -seed 1 -store redis -replicas 2
+//	go run ./bench/campaign -duration 60s -seed 1 -store postgres -replicas 2
 //
 // Its last line reads "campaign: N operations, F faults, V violations"; it
 // exits 1 when V > 0.
@@ -64,7 +65,7 @@ func run(args []string) (int, error) {
 	ci := fs.Bool("ci", false, "the CI campaign: -store bolt -seed 1 and -store redis -replicas 2 -seed 2 side by side, for -duration (default 30s here)")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the platforms and the nemesis run (the drain and the check come after)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the seed of the fault schedule and of every platform's choices")
-	fs.StringVar(&o.store, "store", "bolt", "the gateways' state: bolt (one file per replica) or redis (a redis-server it starts, shared)")
+	fs.StringVar(&o.store, "store", "bolt", "the gateways' state: bolt (one file per replica), redis (a redis-server it starts, shared) or postgres (a PostgreSQL server it starts, shared)")
 	fs.IntVar(&o.replicas, "replicas", 1, "gateway replicas (with bolt, use 1: replicas must share state)")
 	fs.IntVar(&o.platforms, "platforms", 4, "simulated platforms, two workers each")
 	fs.DurationVar(&o.every, "fault-every", 2500*time.Millisecond, "the mean time between two faults")
@@ -162,10 +163,10 @@ func (p *prefixed) Write(b []byte) (int, error) {
 // campaign runs one campaign and returns its number of violations.
 func campaign(o options) (int, error) {
 	switch {
-	case o.store != "bolt" && o.store != "redis":
-		return 0, fmt.Errorf("-store %q: want bolt or redis", o.store)
+	case o.store != "bolt" && o.store != "redis" && o.store != "postgres":
+		return 0, fmt.Errorf("-store %q: want bolt, redis or postgres", o.store)
 	case o.store == "bolt" && o.replicas != 1:
-		return 0, fmt.Errorf("-store bolt -replicas %d: replicas share state only through redis", o.replicas)
+		return 0, fmt.Errorf("-store bolt -replicas %d: replicas share state only through redis or postgres", o.replicas)
 	case o.replicas < 1 || o.platforms < 1:
 		return 0, fmt.Errorf("-replicas and -platforms must be at least 1")
 	}
@@ -243,8 +244,8 @@ func campaign(o options) (int, error) {
 		_, _ = b.control("DELETE", "fault", nil)
 		b.link.heal()
 	}
-	if c.redisLink != nil {
-		c.redisLink.heal()
+	if c.storeLink != nil {
+		c.storeLink.heal()
 	}
 	giveUp := time.Now().Add(o.giveUp)
 	for _, p := range platforms {
@@ -312,7 +313,7 @@ func waitQuiet(c *cluster) error {
 // collect reads the three views.
 func collect(c *cluster, h *history, platforms []*platform) (*verdict, error) {
 	ops, faults := h.snapshot()
-	v := &verdict{ops: ops, faults: faults, held: map[string]string{}, brokers: map[string]*brokerView{},
+	v := &verdict{store: c.store, ops: ops, faults: faults, held: map[string]string{}, brokers: map[string]*brokerView{},
 		shimmed: map[string]bool{"legacy": true}, fetched: map[string]bool{"legacy": true}}
 	for _, p := range platforms {
 		in, bs := p.holds()

@@ -16,7 +16,7 @@ type fault struct {
 	N      int           `json:"n"`
 	At     time.Duration `json:"at"` // from the start of the run
 	Kind   string        `json:"kind"`
-	Target string        `json:"target"` // gw0, modern, legacy, redis, p3
+	Target string        `json:"target"` // gw0, modern, legacy, redis, postgres, p3
 	For    time.Duration `json:"for"`
 	Detail string        `json:"detail,omitempty"`
 	// set while it runs
@@ -52,6 +52,7 @@ const (
 	fGatewayKill  = "gateway-kill9"    // kill -9 a replica; restart it after For
 	fBrokerCrash  = "broker-kill9"     // kill -9 a broker (its state on disk); restart after For
 	fRedisPause   = "redis-sigstop"    // SIGSTOP Redis; SIGCONT after For
+	fPgPause      = "postgres-sigstop" // SIGSTOP the postmaster and every backend; SIGCONT after For
 	fBrokerError  = "broker-error"     // the broker answers status to count calls of endpoint
 	fBrokerSlow   = "broker-latency"   // the broker delays count calls of endpoint by latency
 	fBrokerHang   = "broker-hang"      // the broker never answers count calls of endpoint
@@ -77,8 +78,9 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 	}
 	kinds := []kind{{fGatewayKill, 3}, {fBrokerCrash, 3}, {fBrokerError, 3}, {fBrokerSlow, 3}, {fBrokerHang, 1},
 		{fBrokerFailOp, 2}, {fBrokerJunk, 1}, {fLinkDelay, 2}, {fLinkStall, 2}, {fLinkCut, 2}, {fHalfClose, 2}, {fHangUp, 2}}
-	if store == "redis" {
-		kinds = append(kinds, kind{fRedisPause, 3})
+	shared := store == "redis" || store == "postgres" // a store process the nemesis can reach
+	if shared {
+		kinds = append(kinds, kind{storePause(store), 3})
 	}
 	total := 0
 	for _, k := range kinds {
@@ -107,8 +109,8 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 			f.Target, f.For = fmt.Sprintf("gw%d", rng.IntN(replicas)), dur(200*time.Millisecond, 2*time.Second)
 		case fBrokerCrash:
 			f.Target, f.For = broker, dur(200*time.Millisecond, 3*time.Second)
-		case fRedisPause:
-			f.Target, f.For = "redis", dur(500*time.Millisecond, 4*time.Second)
+		case fRedisPause, fPgPause:
+			f.Target, f.For = store, dur(500*time.Millisecond, 4*time.Second)
 		case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
 			f.Target = broker
 			f.endpoint = faultEndpoints[rng.IntN(len(faultEndpoints))]
@@ -133,8 +135,8 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 			}
 		case fLinkDelay, fLinkStall, fLinkCut:
 			f.Target = broker
-			if store == "redis" && rng.IntN(3) == 0 {
-				f.Target = "redis"
+			if shared && rng.IntN(3) == 0 {
+				f.Target = store
 			}
 			switch k {
 			case fLinkDelay:
@@ -151,6 +153,14 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 		}
 		out = append(out, f)
 	}
+}
+
+// storePause is the kind of fault that pauses store's server.
+func storePause(store string) string {
+	if store == "postgres" {
+		return fPgPause
+	}
+	return fRedisPause
 }
 
 // nemesis carries out a schedule against the cluster and the platforms.
@@ -191,8 +201,8 @@ func (n *nemesis) broker(name string) *brokerProc {
 }
 
 func (n *nemesis) linkOf(target string) *link {
-	if target == "redis" {
-		return n.c.redisLink
+	if target == n.c.store {
+		return n.c.storeLink
 	}
 	return n.broker(target).link
 }
@@ -229,6 +239,12 @@ func (n *nemesis) do(f *fault) {
 		if err = n.c.redis.signal(syscall.SIGSTOP); err == nil {
 			time.Sleep(f.For)
 			err = n.c.redis.signal(syscall.SIGCONT)
+		}
+	case fPgPause:
+		err = n.c.postgres.pause()
+		time.Sleep(f.For)
+		if err2 := n.c.postgres.resume(); err == nil {
+			err = err2
 		}
 	case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
 		b := n.broker(f.Target)
