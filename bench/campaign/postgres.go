@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,13 +9,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // pgProc is the PostgreSQL server of -store postgres: initdb in a
@@ -36,7 +35,7 @@ type pgProc struct {
 // startPostgres returns the server even with an error once it made its
 // directory: stop removes what there is.
 func startPostgres(dir string) (*pgProc, error) {
-	bin := postgresBin()
+	bin := osbtest.PostgresBin()
 	if bin == "" {
 		return nil, errors.New("PostgreSQL is not installed: no initdb and postgres in /usr/lib/postgresql/*/bin or on PATH (Debian: apt-get install -y postgresql)")
 	}
@@ -134,7 +133,7 @@ func (p *pgProc) pause() error {
 	if err := waitStopped([]int{pid}); err != nil {
 		return err
 	}
-	kids := children(pid)
+	kids := osbtest.Children(pid)
 	for _, c := range kids {
 		_ = syscall.Kill(c, syscall.SIGSTOP)
 	}
@@ -145,7 +144,7 @@ func (p *pgProc) pause() error {
 func (p *pgProc) resume() error {
 	pid := p.cmd.Process.Pid
 	err := syscall.Kill(pid, syscall.SIGCONT)
-	for _, c := range children(pid) {
+	for _, c := range osbtest.Children(pid) {
 		_ = syscall.Kill(c, syscall.SIGCONT)
 	}
 	return err
@@ -160,7 +159,7 @@ func (p *pgProc) stop() {
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second):
-			for _, c := range children(p.cmd.Process.Pid) {
+			for _, c := range osbtest.Children(p.cmd.Process.Pid) {
 				_ = syscall.Kill(c, syscall.SIGKILL)
 			}
 			p.kill9()
@@ -176,7 +175,7 @@ func waitStopped(pids []int) error {
 	for {
 		running := 0
 		for _, pid := range pids {
-			if s := procState(pid); s != "" && s != "T" && s != "t" && s != "Z" {
+			if !osbtest.Stopped(pid) {
 				running++
 			}
 		}
@@ -188,66 +187,4 @@ func waitStopped(pids []int) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// children returns the pids whose parent is parent.
-func children(parent int) []int {
-	var out []int
-	files, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range files {
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if fields := statFields(pid); len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-func procState(pid int) string {
-	if fields := statFields(pid); len(fields) > 0 {
-		return fields[0]
-	}
-	return ""
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command
-// name: state, ppid, …; nil if the process is gone.
-func statFields(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')') // the name may hold spaces and parentheses
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
-// postgresBin returns the directory holding initdb and postgres: the
-// newest major version under /usr/lib/postgresql (Debian's layout), else
-// the one on PATH; "" if there is none.
-func postgresBin() string {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.SortFunc(dirs, func(a, b string) int {
-		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
-		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
-		return vb - va
-	})
-	for _, d := range dirs {
-		if isExec(filepath.Join(d, "initdb")) && isExec(filepath.Join(d, "postgres")) {
-			return d
-		}
-	}
-	initdb, err1 := exec.LookPath("initdb")
-	_, err2 := exec.LookPath("postgres")
-	if err1 != nil || err2 != nil {
-		return ""
-	}
-	return filepath.Dir(initdb)
-}
-
-func isExec(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,9 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -53,7 +50,7 @@ type Postgres struct {
 // when the test ends. It skips tb if PostgreSQL is not installed.
 func StartPostgres(tb testing.TB) *Postgres {
 	tb.Helper()
-	bin := postgresBin()
+	bin := osbtest.PostgresBin()
 	if bin == "" {
 		tb.Skip("PostgreSQL is not installed (no initdb and postgres in /usr/lib/postgresql/*/bin or on PATH); " +
 			"install it (Debian: apt-get install -y postgresql) to run the PostgreSQL tests")
@@ -87,34 +84,6 @@ func StartPostgres(tb testing.TB) *Postgres {
 	}
 	p.Start()
 	return p
-}
-
-// postgresBin returns the directory holding initdb and postgres: the
-// newest major version under /usr/lib/postgresql (Debian's layout), else
-// the one on PATH; "" if there is none.
-func postgresBin() string {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.SortFunc(dirs, func(a, b string) int {
-		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
-		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
-		return vb - va
-	})
-	for _, d := range dirs {
-		if isExec(filepath.Join(d, "initdb")) && isExec(filepath.Join(d, "postgres")) {
-			return d
-		}
-	}
-	initdb, err1 := exec.LookPath("initdb")
-	_, err2 := exec.LookPath("postgres")
-	if err1 != nil || err2 != nil {
-		return ""
-	}
-	return filepath.Dir(initdb)
-}
-
-func isExec(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // nobody returns the credential of the user nobody (and its group).
@@ -227,59 +196,19 @@ func (p *Postgres) Resume() {
 // signalTree sends sig to pid, then to its children.
 func signalTree(pid int, sig syscall.Signal) {
 	_ = syscall.Kill(pid, sig)
-	for _, c := range procs(pid) {
-		_ = syscall.Kill(c.pid, sig)
+	for _, c := range osbtest.Children(pid) {
+		_ = syscall.Kill(c, sig)
 	}
 }
 
 // treeStopped reports whether pid and its children are stopped (or gone).
 func treeStopped(pid int) bool {
-	for _, c := range append(procs(pid), proc{pid: pid, state: procState(pid)}) {
-		if c.state != "" && c.state != "T" && c.state != "t" && c.state != "Z" {
+	for _, c := range append(osbtest.Children(pid), pid) {
+		if !osbtest.Stopped(c) {
 			return false
 		}
 	}
 	return true
-}
-
-// proc is a process as /proc/<pid>/stat shows it.
-type proc struct {
-	pid   int
-	state string
-}
-
-// procs returns the children of parent.
-func procs(parent int) []proc {
-	var out []proc
-	files, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range files {
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if fields := statFields(pid); len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
-			out = append(out, proc{pid: pid, state: fields[0]})
-		}
-	}
-	return out
-}
-
-func procState(pid int) string {
-	if fields := statFields(pid); len(fields) > 0 {
-		return fields[0]
-	}
-	return ""
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command
-// name: state, ppid, pgrp, …; nil if the process is gone.
-func statFields(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')') // the name may hold spaces and parentheses
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
 }
 
 // kill ends a running server at the end of the test.
