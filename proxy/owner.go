@@ -41,26 +41,10 @@ type owners struct {
 // newOwners returns the owners of cfg's shared brokers, or nil when every
 // broker is reached by one tenant at most (nothing to keep apart).
 func newOwners(cfg *config.Config, st store.Store, log *slog.Logger, m *Metrics) *owners {
-	tenants := map[string]map[string]bool{}
-	add := func(broker, tenant string) {
-		if broker == "" {
-			return
-		}
-		if tenants[broker] == nil {
-			tenants[broker] = map[string]bool{}
-		}
-		tenants[broker][tenant] = true
-	}
-	for _, t := range cfg.Tenants {
-		for _, rc := range t.Routes {
-			add(rc.Broker, t.Name)
-			add(rc.MigrateTo, t.Name)
-		}
-	}
 	o := &owners{shared: map[string]bool{}, st: st, log: log, m: m}
-	for b, ts := range tenants {
-		if len(ts) > 1 {
-			o.shared[b] = true
+	for _, b := range cfg.Brokers {
+		if len(cfg.TenantsReaching(b.Name)) > 1 {
+			o.shared[b.Name] = true
 		}
 	}
 	if len(o.shared) == 0 {

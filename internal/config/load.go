@@ -152,6 +152,22 @@ func (c *Config) Tenant(name string) *Tenant {
 	return nil
 }
 
+// TenantsReaching returns the names of the tenants with a route to
+// broker, as the route's broker or its migrate_to, in configuration
+// order, each once.
+func (c *Config) TenantsReaching(broker string) []string {
+	var out []string
+	for _, t := range c.Tenants {
+		for _, r := range t.Routes {
+			if r.Broker == broker || r.MigrateTo == broker {
+				out = append(out, t.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // RouteCount returns the number of routes over all tenants.
 func (c *Config) RouteCount() int {
 	n := 0

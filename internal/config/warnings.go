@@ -41,16 +41,7 @@ func sharedWithoutInventory(c *Config) []string {
 		if !b.Inventory.Disabled {
 			continue
 		}
-		var tenants []string
-		for _, t := range c.Tenants {
-			for _, r := range t.Routes {
-				if r.Broker == b.Name || r.MigrateTo == b.Name {
-					tenants = append(tenants, t.Name)
-					break
-				}
-			}
-		}
-		if len(tenants) > 1 {
+		if tenants := c.TenantsReaching(b.Name); len(tenants) > 1 {
 			out = append(out, fmt.Sprintf("%s.inventory.disabled: tenants %q all reach broker %q, and without its inventory the gateway cannot tell which tenant owns an instance, so any of them can reach the others' instances; keep the inventory on",
 				joinIndex("brokers", i), tenants, b.Name))
 		}
