@@ -369,7 +369,7 @@ func withAuth(g *authGate) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			t := s.route.tenant
+			t := s.Route.Tenant
 			addr := clientAddr(r.RemoteAddr)
 			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
 			if certErr != nil {
@@ -387,7 +387,7 @@ func withAuth(g *authGate) Middleware {
 			user, pass, ok := parseBasic(header, buf[:])
 			var err *osb.Error
 			if ok {
-				s.cred, err = t.verify(r.Context(), g, addr, user, pass)
+				s.Cred, err = t.verify(r.Context(), g, addr, user, pass)
 			} else if wait, over := g.overLimit(addr); over {
 				err = g.tooMany(addr, wait)
 			} else if header == "" {
@@ -404,7 +404,7 @@ func withAuth(g *authGate) Middleware {
 				if err.Status == http.StatusUnauthorized {
 					err.Header = http.Header{"Www-Authenticate": challenge}
 					if ok {
-						s.cred = t.knownUser(user)
+						s.Cred = t.knownUser(user)
 					}
 				}
 				s.failUnread(w, r, err)

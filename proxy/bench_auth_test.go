@@ -36,7 +36,7 @@ func BenchmarkStageAuth(b *testing.B) {
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 	for _, tc := range tenants {
 		b.Run(tc.name, func(b *testing.B) {
-			rt := &route{prefix: "/t1/b1", up: up, tenant: mustTenant(b, tc.cfg)}
+			rt := &route{Prefix: "/t1/b1", Up: up, Tenant: mustTenant(b, tc.cfg)}
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, "/v2/service_instances/i-1/last_operation"),
 				withAuth(testAuthGate(b, config.Auth{}, time.Now)))
 			benchServe(b, h, benchRequest("/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"))

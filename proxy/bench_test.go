@@ -103,8 +103,8 @@ func prefillRoute(rt *route, path string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.route, s.Tenant, s.Broker, s.Path = rt, rt.tenant.name, rt.up.name, path
-			s.Version, s.Forward = rt.up.max, rt.up.maxString
+			s.Route, s.Tenant, s.Broker, s.Path = rt, rt.Tenant.name, rt.Up.name, path
+			s.Version, s.Forward = rt.Up.max, rt.Up.maxString
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -118,7 +118,7 @@ func BenchmarkStage(b *testing.B) {
 	var rt *route
 	for _, u := range g.upstreams {
 		if u.name == "b1" {
-			rt = &route{prefix: "/t1/b1", up: u, tenant: mustTenant(b, &g.cfg.Tenants[0])}
+			rt = &route{Prefix: "/t1/b1", Up: u, Tenant: mustTenant(b, &g.cfg.Tenants[0])}
 		}
 	}
 	prefill := prefillRoute(rt, "/v2/service_instances/i-1/last_operation")

@@ -299,7 +299,7 @@ func replayBody(req *http.Request) (io.ReadCloser, bool) {
 		b, err := req.GetBody()
 		return b, err == nil
 	}
-	if s := ScopeFrom(req.Context()); s != nil && !s.own && int64(len(s.Body)) == req.ContentLength {
+	if s := ScopeFrom(req.Context()); s != nil && !s.Own && int64(len(s.Body)) == req.ContentLength {
 		return io.NopCloser(bytes.NewReader(s.Body)), true
 	}
 	return nil, false

@@ -79,7 +79,7 @@ func withBrokerProtect(on bool) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if p := s.route.brokerProtect; p != nil {
+			if p := s.Route.BrokerProtect; p != nil {
 				p.serve(next, w, r, s)
 				return
 			}
@@ -98,7 +98,7 @@ func withBrokerCall(on bool) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if t := s.ticket; t != nil && t.claimed.CompareAndSwap(false, true) {
+			if t := s.Ticket; t != nil && t.claimed.CompareAndSwap(false, true) {
 				defer t.end(s, true)
 			}
 			next.ServeHTTP(w, r)
@@ -155,7 +155,7 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 		}
 		t.done = done
 	}
-	s.ticket = t
+	s.Ticket = t
 	defer func() {
 		if t.claimed.CompareAndSwap(false, true) { // the broker was not called
 			t.end(s, false)

@@ -109,10 +109,10 @@ func parseForwarded(entry string) (string, netip.Addr, bool) {
 // credentials, one of the tenant's whose username was presented; "" when
 // there is none.
 func (s *Scope) username() string {
-	if s.cred == nil {
+	if s.Cred == nil {
 		return ""
 	}
-	return s.cred.Name
+	return s.Cred.Name
 }
 
 // clientCertSubject returns the subject of r's verified client certificate

@@ -37,13 +37,13 @@ func withCatalog(cache *CatalogCache) Middleware {
 				serveCatalog(w, r, s, cache)
 				return
 			case rules.Provision, rules.Update, rules.Bind:
-				if s.route.filter != nil {
+				if s.Route.Filter != nil {
 					if err := hiddenFromTenant(r, s, cache); err != nil {
 						s.fail(w, err)
 						return
 					}
 				}
-				if m := s.route.migration; m != nil && s.route == m.new && s.Call.Endpoint == rules.Provision {
+				if m := s.Route.Migration; m != nil && s.Route == m.new && s.Call.Endpoint == rules.Provision {
 					if err := m.checkCatalogs(r, s, cache); err != nil {
 						s.fail(w, err)
 						return
@@ -58,7 +58,7 @@ func withCatalog(cache *CatalogCache) Middleware {
 // catalogFetchFor is the cache key and fetch details of the request's
 // catalog.
 func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
-	return catalogFetchOf(r, s, s.route.up, s.Forward)
+	return catalogFetchOf(r, s, s.Route.Up, s.Forward)
 }
 
 // catalogFetchOf is the cache key and fetch details of up's catalog at
@@ -75,7 +75,7 @@ func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) cat
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
 	f := catalogFetchFor(r, s)
 	e, stale, err := cache.get(r.Context(), f)
-	if err != nil && s.route.up.cfg.Retired.On && !s.wentAway(r, err) {
+	if err != nil && s.Route.Up.cfg.Retired.On && !s.wentAway(r, err) {
 		if kept := cache.keptEntry(r.Context(), f); kept != nil {
 			e, stale, err = kept, true, nil // catalog_retired.go
 		}
@@ -87,9 +87,9 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		s.fail(w, err)
 		return
 	}
-	v, err := e.viewFor(s.route.filter, s.route.up.cfg.Emulate.Advertise)
-	if err == nil && s.route.ids != nil {
-		v, err = e.idsView(v, s.route) // routes[].ids (routeids.go)
+	v, err := e.viewFor(s.Route.Filter, s.Route.Up.cfg.Emulate.Advertise)
+	if err == nil && s.Route.IDs != nil {
+		v, err = e.idsView(v, s.Route) // routes[].ids (routeids.go)
 	}
 	if err != nil {
 		s.fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
@@ -148,7 +148,7 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 			n++
 		}
 	}
-	e := s.catalog // fetched by the validate stage, when it ran
+	e := s.Catalog // fetched by the validate stage, when it ran
 	if e == nil {
 		var err error
 		if e, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
@@ -156,14 +156,14 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 		}
 	}
 	if n == 0 {
-		return checkVisible(s.route.filter, e, s.Tenant, s.Call.ServiceID, "")
+		return checkVisible(s.Route.Filter, e, s.Tenant, s.Call.ServiceID, "")
 	}
 	for _, id := range ids[:n] {
 		serviceID := id[0]
 		if serviceID == "" {
 			serviceID = s.Call.ServiceID
 		}
-		if err := checkVisible(s.route.filter, e, s.Tenant, serviceID, id[1]); err != nil {
+		if err := checkVisible(s.Route.Filter, e, s.Tenant, serviceID, id[1]); err != nil {
 			return err
 		}
 	}

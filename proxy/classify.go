@@ -19,7 +19,7 @@ func withClassify() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
-			if m := s.route.migration; m != nil && err == nil {
+			if m := s.Route.Migration; m != nil && err == nil {
 				err = m.migrate(r, s, call) // the broker that holds the instance
 			}
 			if err == nil {
@@ -48,7 +48,7 @@ func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	up := s.route.up
+	up := s.Route.Up
 	fw := rules.ForwardingFor(call, s.Version, up.max)
 	if need := rules.RequiredVersion(fw.Call(call)); up.max.Less(need) {
 		if up.claims(call) {
@@ -57,12 +57,12 @@ func checkVersions(call rules.Call, s *Scope) error {
 		err := osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
 			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.max)
 		if up.shimClaims(call) {
-			s.shimTooOld = err // refused by the async shim unless it owns the polled operation (servePoll)
+			s.ShimTooOld = err // refused by the async shim unless it owns the polled operation (servePoll)
 			return nil
 		}
 		return err
 	}
-	s.forwarding = fw
+	s.Forwarding = fw
 	if !fw.IsZero() && fw.ChangesQuery() {
 		s.Bridged = true
 	}

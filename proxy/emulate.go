@@ -40,12 +40,12 @@ func withEmulate(cache *CatalogCache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := s.route.up
-			if !u.emulates() || !s.guard.inv.keeps(u) {
+			u := s.Route.Up
+			if !u.emulates() || !s.Guard.inv.keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e := emulation{s: s, iv: s.guard.inv, u: u, ctx: r.Context()}
+			e := emulation{s: s, iv: s.Guard.inv, u: u, ctx: r.Context()}
 			var done bool
 			switch s.Call.Endpoint {
 			case rules.GetInstance, rules.GetBinding:
@@ -115,7 +115,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 			return true
 		}
 		out := instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
-		if x := e.s.route.ids; x != nil {
+		if x := e.s.Route.IDs; x != nil {
 			x.forwardFetched(out) // routes[].ids (routeids.go)
 		}
 		writeAnswer(w, http.StatusOK, out)

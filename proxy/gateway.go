@@ -136,7 +136,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, route: &route{up: u}}, l, a)
+		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: &route{Up: u}}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
 	g.guard.tookOver = g.tookOver
@@ -197,7 +197,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{prefix: rc.Prefix, tenant: t, up: u, filter: newCatalogFilter(rc), brokerProtect: g.brokerProtect[rc.Broker], ids: newRouteIDs(rc)}
+			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc)}
 		}
 	}
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
@@ -338,7 +338,7 @@ func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
 type dispatch struct{}
 
 func (dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ScopeOf(w, r).route.up.ServeHTTP(w, r)
+	ScopeOf(w, r).Route.Up.ServeHTTP(w, r)
 }
 
 // Switch serves each request with the Gateway current when the request

@@ -65,7 +65,7 @@ func withGuard(g *guard) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.guard = g
+			s.Guard = g
 			kind, mutating := rules.LockKind(s.Call.Endpoint)
 			if !mutating {
 				if s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation {
@@ -74,7 +74,7 @@ func withGuard(g *guard) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := s.route.up
+			up := s.Route.Up
 			now := g.now()
 			l := store.Lock{
 				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
@@ -117,7 +117,7 @@ func withGuard(g *guard) Middleware {
 				s.fail(w, err)
 				return
 			}
-			s.lock = &core.HeldLock{Lock: l, Platform: r.Context()}
+			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context()}
 			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})
@@ -206,7 +206,7 @@ func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.L
 // (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
 // spec, else 400).
 func (g *guard) busy(s *Scope) *osb.Error {
-	return rules.Busy(s.Version, s.route.up.cfg.ConcurrencyError == "spec")
+	return rules.Busy(s.Version, s.Route.Up.cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed at now, logs each and

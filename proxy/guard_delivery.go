@@ -35,7 +35,7 @@ const whyGone = "the platform went away before the answer reached it"
 // gone (a reset, not a half-close), makes it an orphan candidate, and
 // the record of what it created is dropped, before the lock is released.
 func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
-	h := s.lock
+	h := s.Lock
 	h.Delivering = false
 	err := http.NewResponseController(w).Flush()
 	if errors.Is(err, http.ErrNotSupported) {
@@ -53,8 +53,8 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 		}
 		return
 	}
-	if h.Status != http.StatusOK && g.inv.keeps(s.route.up) { // 201 or 202: this call made it
-		g.inv.failed(ctx, s.route.up.name, s.Call, g.inv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
+	if h.Status != http.StatusOK && g.inv.keeps(s.Route.Up) { // 201 or 202: this call made it
+		g.inv.failed(ctx, s.Route.Up.name, s.Call, g.inv.removed(ctx, s.Route.Up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
 	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
 	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {
@@ -70,7 +70,7 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 // byte. Nothing when s's call does not wait for its delivery, or its body
 // is empty (finish settles it after the write).
 func (g *guard) holdLastByte(res *http.Response, s *Scope, body []byte) {
-	if s.lock == nil || !s.lock.Delivering || len(body) == 0 {
+	if s.Lock == nil || !s.Lock.Delivering || len(body) == 0 {
 		return
 	}
 	res.Body = &lastByteHeld{ReadCloser: res.Body, before: len(body) - 1, g: g, s: s}
@@ -92,8 +92,8 @@ func (b *lastByteHeld) Read(p []byte) (int, error) {
 		b.before -= n
 		return n, err
 	}
-	if h := b.s.lock; h.Delivering {
-		b.g.delivered(&b.s.w, b.s)
+	if h := b.s.Lock; h.Delivering {
+		b.g.delivered(&b.s.W, b.s)
 	}
 	return b.ReadCloser.Read(p)
 }

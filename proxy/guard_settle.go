@@ -39,17 +39,17 @@ type answer struct {
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
 func (g *guard) answered(res *http.Response, s *Scope, a answer) {
-	if (s.lock == nil || s.lock.Settled) && s.polled == nil && !s.pollUnseen {
+	if (s.Lock == nil || s.Lock.Settled) && s.Polled == nil && !s.PollUnseen {
 		return // a read with no operation to settle: the hot path
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
 	defer cancel()
-	if h := s.lock; h != nil && !h.Settled {
+	if h := s.Lock; h != nil && !h.Settled {
 		h.Settled = true
 		g.settleCall(ctx, res.StatusCode, s, a)
 		g.holdLastByte(res, s, a.body) // a success whose delivery decides its orphan
 	}
-	if s.polled != nil || s.pollUnseen {
+	if s.Polled != nil || s.PollUnseen {
 		g.settlePoll(ctx, a.Answer, s)
 	}
 }
@@ -57,10 +57,10 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 // settleCall settles the call's own lock and the orphan its answer leaves
 // or cancels (see answered).
 func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) {
-	h := s.lock
+	h := s.Lock
 	// shimmed: the platform got the async shim's 202, and gets this answer
 	// from its polls; the shim records it in the lock when the call ends.
-	shimmed := s.shim.Shimmed()
+	shimmed := s.Shim.Shimmed()
 	gone := !shimmed && h.Platform != nil && h.Platform.Err() != nil
 	seen := !a.cut && !a.refused && !gone
 	// A 202 that is not a JSON object is no operation the platform can
@@ -88,7 +88,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
 			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {
-				s.shim.Record, record = record, nil
+				s.Shim.Record, record = record, nil
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
-		if id := orphanIDOf(s.route.up, s.Call); !g.cancelOrphan(ctx, s, id) {
+		if id := orphanIDOf(s.Route.Up, s.Call); !g.cancelOrphan(ctx, s, id) {
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
@@ -197,7 +197,7 @@ func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
 
 // asyncLock is the call's lock as the async operation its 202 started.
 func (g *guard) asyncLock(s *Scope) store.Lock {
-	l := s.lock.Lock
+	l := s.Lock.Lock
 	l.Async, l.Operation, l.Deadline = true, s.Operation, g.asyncDeadline(s, g.now())
 	return l
 }
@@ -206,8 +206,8 @@ func (g *guard) asyncLock(s *Scope) store.Lock {
 // starts at now: the plan's maximum_polling_duration, else
 // state.operation_deadline.
 func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
-	if s.catalog != nil && s.lock != nil && s.lock.Lock.PlanID != "" {
-		if d, ok := s.catalog.index.MaximumPollingDuration(s.lock.Lock.PlanID); ok {
+	if s.Catalog != nil && s.Lock != nil && s.Lock.Lock.PlanID != "" {
+		if d, ok := s.Catalog.index.MaximumPollingDuration(s.Lock.Lock.PlanID); ok {
 			return now.Add(d)
 		}
 	}
@@ -220,13 +220,13 @@ func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
 // it. It returns the lock's owner, under which an orphan mitigation takes
 // the lock over.
 func (g *guard) holdAfterTimeout(s *Scope) string {
-	h := s.lock
+	h := s.Lock
 	if h == nil || h.Settled {
 		return ""
 	}
 	h.Settled = true
-	if s.shim.Shimmed() {
-		s.shim.TimedOut = true // the shim holds the lock when the call ends
+	if s.Shim.Shimmed() {
+		s.Shim.TimedOut = true // the shim holds the lock when the call ends
 		return h.Lock.Owner
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -237,9 +237,9 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 // hold keeps the call's lock for the broker's hold_after_timeout from now
 // and returns its owner.
 func (g *guard) hold(ctx context.Context, s *Scope) string {
-	h := s.lock
+	h := s.Lock
 	l := h.Lock
-	l.Deadline = g.now().Add(s.route.up.cfg.HoldAfterTimeout)
+	l.Deadline = g.now().Add(s.Route.Up.cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
@@ -254,7 +254,7 @@ func (g *guard) hold(ctx context.Context, s *Scope) string {
 // ended without an answer from the broker (unreachable, refused
 // connection, panic).
 func (g *guard) finish(w http.ResponseWriter, s *Scope) {
-	h := s.lock
+	h := s.Lock
 	if h != nil && h.Delivering {
 		g.delivered(w, s)
 		return
@@ -286,7 +286,7 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 	l, err := g.st.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
-			s.pollUnseen = true
+			s.PollUnseen = true
 		}
 		return
 	}
@@ -294,7 +294,7 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 		return
 	}
 	polled := l // copied only for a tracked operation: l itself stays on the stack
-	s.polled = &polled
+	s.Polled = &polled
 	s.StartedBy = l.TraceParent
 	if s.Operation == "" {
 		s.Operation = l.Operation
@@ -304,9 +304,9 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 // pollKey is the lock key of the operation a last_operation call polls.
 func (g *guard) pollKey(s *Scope) string {
 	if s.Call.Endpoint == rules.BindingLastOperation {
-		return s.route.up.lockKey(s.Call.InstanceID, s.Call.BindingID)
+		return s.Route.Up.lockKey(s.Call.InstanceID, s.Call.BindingID)
 	}
-	return store.LockKey(s.route.up.name, s.Call.InstanceID)
+	return store.LockKey(s.Route.Up.name, s.Call.InstanceID)
 }
 
 // polls reports whether a last_operation call is about the operation l.
@@ -319,10 +319,10 @@ func polls(c rules.Call, l store.Lock) bool {
 
 // polledEndpoint is the endpoint whose operation s polls, or Unknown.
 func polledEndpoint(s *Scope) rules.Endpoint {
-	if s.polled == nil {
+	if s.Polled == nil {
 		return rules.Unknown
 	}
-	return rules.LockedBy(s.polled.Kind)
+	return rules.LockedBy(s.Polled.Kind)
 }
 
 // settlePoll releases the polled operation's lock when the broker's answer
@@ -330,10 +330,10 @@ func polledEndpoint(s *Scope) rules.Endpoint {
 // store was down), an answer that may end it goes to the retry queue, which
 // settles it once the store answers.
 func (g *guard) settlePoll(ctx context.Context, a rules.Answer, s *Scope) {
-	if s.polled != nil {
+	if s.Polled != nil {
 		if a.Ends(polledEndpoint(s)) {
-			g.inv.polled(ctx, s, *s.polled, a) // under the lock, before it is released
-			g.release(ctx, *s.polled)
+			g.inv.polled(ctx, s, *s.Polled, a) // under the lock, before it is released
+			g.release(ctx, *s.Polled)
 		}
 		return
 	}

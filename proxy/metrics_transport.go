@@ -74,8 +74,8 @@ func (t *meteredTransport) roundTrip(req *http.Request, s *Scope) (*http.Respons
 		return res, nil
 	}
 	var b *doneBody
-	if s != nil && !s.metered.inUse { // the call's own: no allocation
-		b = &s.metered
+	if s != nil && !s.Metered.inUse { // the call's own: no allocation
+		b = &s.Metered
 	} else {
 		b = new(doneBody)
 	}

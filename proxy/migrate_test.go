@@ -29,7 +29,7 @@ func TestMigrationOwner(t *testing.T) {
 	}
 	defer st.Close()
 	inv := &unreadableInventory{Store: st}
-	old, nw := &route{up: &upstream{name: "old"}}, &route{up: &upstream{name: "new"}}
+	old, nw := &route{Up: &upstream{name: "old"}}, &route{Up: &upstream{name: "new"}}
 	m := &routeMigration{old: old, new: nw, inv: inv, locks: inv}
 	put := func(broker, id string) {
 		if _, err := st.PutInstance(ctx, store.Instance{Broker: broker, InstanceID: id}); err != nil {
@@ -83,9 +83,9 @@ func TestMigrationOwner(t *testing.T) {
 		if err != nil || got != tc.want {
 			name := "none"
 			if got != nil {
-				name = got.up.name
+				name = got.Up.name
 			}
-			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, tc.want.up.name)
+			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, tc.want.Up.name)
 		}
 	}
 

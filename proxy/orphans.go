@@ -69,11 +69,11 @@ func orphanIDOf(u *upstream, c rules.Call) string {
 // caller keeps the call's lock and queues both (pending.putOrphan), so no
 // platform call can succeed and cancel in between.
 func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
-	up := s.route.up
-	if s.lock == nil {
+	up := s.Route.Up
+	if s.Lock == nil {
 		return store.Orphan{}, true
 	}
-	l := s.lock.Lock
+	l := s.Lock.Lock
 	l.Tenant = s.Tenant
 	o, decision := g.newOrphan(up, l, reason, due, lockOwner)
 	if decision == "" {
@@ -148,9 +148,9 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		hold := g.now().Add(s.route.up.cfg.HoldAfterTimeout)
+		hold := g.now().Add(s.Route.Up.cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
-			held := s.lock.Lock
+			held := s.Lock.Lock
 			held.Owner = owner
 			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
 		}

@@ -64,7 +64,7 @@ func withOverload(o *overload) Middleware {
 func (o *overload) shed(w http.ResponseWriter, r *http.Request, s *Scope) {
 	c := methodClass(r.Method)
 	s.Protection = ProtectionOverload
-	count(s.route.shed[c])
+	count(s.Route.Shed[c])
 	s.failUnread(w, r, o.answer[c])
 }
 

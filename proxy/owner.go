@@ -78,7 +78,7 @@ func withOwner(o *owners) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			c := s.Call
-			u := s.route.up
+			u := s.Route.Up
 			if c.InstanceID == "" || !o.shared[u.name] || u.cfg.Inventory.Disabled {
 				next.ServeHTTP(w, r)
 				return
@@ -93,7 +93,7 @@ func withOwner(o *owners) Middleware {
 				o.refuse(w, s, owner)
 				return
 			case owner == "" && mutating:
-				s.ownerUnseen = true
+				s.OwnerUnseen = true
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -112,11 +112,11 @@ func withOwnerHeld(o *owners) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if !s.ownerUnseen || s.lock == nil {
+			if !s.OwnerUnseen || s.Lock == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
-			owner, err := o.ownerOf(r.Context(), s.route.up.name, s.Call, false)
+			owner, err := o.ownerOf(r.Context(), s.Route.Up.name, s.Call, false)
 			switch {
 			case err != nil:
 				o.unavailable(w, r, s, err)

@@ -82,7 +82,7 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s == nil || (s.Call.Endpoint != rules.InstanceLastOperation && s.Call.Endpoint != rules.BindingLastOperation) {
 		return p.forward(req, s)
 	}
-	if s.polled == nil || s.guard == nil {
+	if s.Polled == nil || s.Guard == nil {
 		s.Shield = ShieldForwarded
 		res, err := p.forward(req, s)
 		if err == nil {
@@ -90,7 +90,7 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return res, err
 	}
-	now := s.guard.now
+	now := s.Guard.now
 	key := pollKey(s, req)
 	if a, ok := p.answers.Get(key); ok && now().Before(a.until) {
 		s.Shield = ShieldReused
@@ -149,7 +149,7 @@ func (p *pollShield) forward(req *http.Request, s *Scope) (*http.Response, error
 func pollKey(s *Scope, req *http.Request) string {
 	c := &s.Call
 	parts := [...]string{s.Tenant, c.InstanceID, c.BindingID, c.Operation, c.ServiceID, c.PlanID,
-		s.Forward, core.HeaderValue(req.Header, "Accept-Encoding"), s.polled.Owner}
+		s.Forward, core.HeaderValue(req.Header, "Accept-Encoding"), s.Polled.Owner}
 	var b strings.Builder
 	for _, p := range parts { // length-prefixed: no two lists make one key
 		b.WriteString(strconv.Itoa(len(p)))

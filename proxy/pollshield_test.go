@@ -606,7 +606,7 @@ func TestPollShieldPassesOnePollUnchanged(t *testing.T) {
 
 func TestPollKeyInjective(t *testing.T) {
 	key := func(op, service string) string {
-		s := &Scope{Call: rules.Call{InstanceID: "i", Operation: op, ServiceID: service}, polled: &store.Lock{Owner: "o"}}
+		s := &Scope{Call: rules.Call{InstanceID: "i", Operation: op, ServiceID: service}, Polled: &store.Lock{Owner: "o"}}
 		return pollKey(s, httptest.NewRequest("GET", "/", nil))
 	}
 	if a, b := key("a\x00b", ""), key("a", "b"); a == b {

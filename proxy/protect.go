@@ -110,7 +110,7 @@ func newProtection(cfg *config.Config, routes routeTable, st store.Store, opts O
 		for _, rc := range tc.Routes {
 			rt := routes[rc.Prefix]
 			for c := range numCallClasses {
-				rt.shed[c] = m.shedCounter(tc.Name, rc.Broker, c)
+				rt.Shed[c] = m.shedCounter(tc.Name, rc.Broker, c)
 			}
 			var rl routeLimits
 			for c := range numCallClasses {
@@ -130,7 +130,7 @@ func newProtection(cfg *config.Config, routes routeTable, st store.Store, opts O
 				}
 			}
 			if rl.limits() {
-				rt.limits, p.limited = &rl, true
+				rt.Limits, p.limited = &rl, true
 			}
 		}
 	}

@@ -171,7 +171,7 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware
 				next.ServeHTTP(w, r)
 				return
 			}
-			qs := byPrefix[s.route.prefix]
+			qs := byPrefix[s.Route.Prefix]
 			if len(qs) == 0 {
 				next.ServeHTTP(w, r)
 				return
@@ -241,7 +241,7 @@ type quotaCount struct {
 // provision may not go on; the locks taken are then released.
 func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRule) bool {
 	s := qc.s
-	u := s.route.up
+	u := s.Route.Up
 	req := s.Request
 	if req == nil && len(s.Body) > 0 { // validation.requests: off
 		req, _ = rules.CheckRequest(s.Call, s.Version, s.Body, nil)
@@ -250,8 +250,8 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 		return true // no body to count by: the request rules refuse it, or the broker does
 	}
 	var ix *rules.Index
-	if s.catalog != nil {
-		ix = s.catalog.index
+	if s.Catalog != nil {
+		ix = s.Catalog.index
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
 	defer cancel()
@@ -350,7 +350,7 @@ func (qc *quotaCall) counted(status int) {
 // be had because the store did not answer: the provision does not reach
 // the broker.
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
-	u := qc.s.route.up
+	u := qc.s.Route.Up
 	qc.g.metrics.StoreError("quota")
 	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.name),
 		slog.String("tenant", qc.s.Tenant), slog.String("error", err.Error()))

@@ -173,7 +173,7 @@ func withRateLimit(p *protection) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if rl := s.route.limits; rl != nil {
+			if rl := s.Route.Limits; rl != nil {
 				if err := rl.admit(r.Context(), classOf(s.Call.Endpoint), now()); err != nil {
 					s.Protection = ProtectionRateLimit
 					s.fail(w, err)

@@ -50,7 +50,7 @@ func withRetire(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if err := retiredRefusal(s.route.up, s.Call); err != nil {
+			if err := retiredRefusal(s.Route.Up, s.Call); err != nil {
 				s.fail(w, err)
 				return
 			}
@@ -105,14 +105,14 @@ func withRetiredGone(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := s.route.up
+			u := s.Route.Up
 			if !u.cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			if err := dropRetired(r.Context(), s); err != nil {
-				s.guard.inv.metrics.StoreError("inventory")
-				s.guard.log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
+				s.Guard.inv.metrics.StoreError("inventory")
+				s.Guard.log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
 				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.name) +
 					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
 				return
@@ -125,11 +125,11 @@ func withRetiredGone(cfg *config.Config) Middleware {
 
 // dropRetired removes from the inventory what the call deletes.
 func dropRetired(ctx context.Context, s *Scope) error {
-	iv := s.guard.inv
-	if !iv.keeps(s.route.up) {
+	iv := s.Guard.inv
+	if !iv.keeps(s.Route.Up) {
 		return nil
 	}
-	return iv.removed(ctx, s.route.up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+	return iv.removed(ctx, s.Route.Up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
 }
 
 // upstreamOf is g's upstream of the broker named, nil when g is nil or has

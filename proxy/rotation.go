@@ -24,7 +24,7 @@ import (
 // or when the store cannot tell: the guard, which needs the same store
 // next, answers for that.
 func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store.Inventory, log *slog.Logger) bool {
-	up := s.route.up
+	up := s.Route.Up
 	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.cfg.Inventory.Disabled {
 		return false
 	}
@@ -35,7 +35,7 @@ func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store
 	refuse := up.cfg.Validation.Requests == config.ModeEnforce && up.cfg.Emulate.Gone
 	s.addFindings(log, r, "request", vs, !refuse)
 	if refuse {
-		s.refusedByRules = true
+		s.RefusedByRules = true
 		s.fail(w, rules.Reject(vs))
 	}
 	return refuse

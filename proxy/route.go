@@ -11,24 +11,24 @@ import (
 
 // route is one tenant's access to one broker under a URL prefix.
 type route struct {
-	prefix string
-	tenant *tenant
-	up     *upstream
-	filter *catalogFilter // the tenant's view of the broker's catalog; nil: all
-	// limits are the rate limits the route's calls pass (ratelimit.go);
+	Prefix string
+	Tenant *tenant
+	Up     *upstream
+	Filter *catalogFilter // the tenant's view of the broker's catalog; nil: all
+	// Limits are the rate Limits the route's calls pass (ratelimit.go);
 	// nil: none. shed counts the calls the overload stage refused, by
 	// class; nil without Metrics.
-	limits *routeLimits
-	shed   [numCallClasses]prometheus.Counter
-	// brokerProtect is the broker's cap and breaker (brokerprotect.go);
+	Limits *routeLimits
+	Shed   [numCallClasses]prometheus.Counter
+	// BrokerProtect is the broker's cap and breaker (brokerprotect.go);
 	// nil: none.
-	brokerProtect *brokerProtection
-	// migration is the route's migrate_to (migrate.go), set on both of
+	BrokerProtect *brokerProtection
+	// Migration is the route's migrate_to (migrate.go), set on both of
 	// its routes; nil: none.
-	migration *routeMigration
-	// ids is the rewrite of the ids the route shows (routeids.go); nil:
+	Migration *routeMigration
+	// IDs is the rewrite of the IDs the route shows (routeids.go); nil:
 	// the broker's own.
-	ids *routeIDs
+	IDs *routeIDs
 }
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config
@@ -73,7 +73,7 @@ func withRoute(routes routeTable) Middleware {
 				s.failUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
-			s.route, s.Tenant, s.Broker, s.Path = rt, rt.tenant.name, rt.up.name, rest
+			s.Route, s.Tenant, s.Broker, s.Path = rt, rt.Tenant.name, rt.Up.name, rest
 			next.ServeHTTP(w, r)
 		})
 	}

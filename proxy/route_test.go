@@ -130,7 +130,7 @@ func TestRoutingErrorBodies(t *testing.T) {
 }
 
 func TestRouteTableMatch(t *testing.T) {
-	rt := routeTable{"/a/b": {prefix: "/a/b"}, "/c": {prefix: "/c"}}
+	rt := routeTable{"/a/b": {Prefix: "/a/b"}, "/c": {Prefix: "/c"}}
 	tests := []struct{ path, prefix, rest string }{
 		{"/a/b/v2/catalog", "/a/b", "/v2/catalog"},
 		{"/a/b", "/a/b", ""},
@@ -144,7 +144,7 @@ func TestRouteTableMatch(t *testing.T) {
 		r, rest := rt.match(tc.path)
 		got := ""
 		if r != nil {
-			got = r.prefix
+			got = r.Prefix
 		}
 		if got != tc.prefix || rest != tc.rest {
 			t.Errorf("match(%q) = %q, %q; want %q, %q", tc.path, got, rest, tc.prefix, tc.rest)

@@ -141,14 +141,14 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
 func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
-	key := rt.ids.views[0]
-	if rt.up.cfg.Emulate.Advertise {
-		key = rt.ids.views[1]
+	key := rt.IDs.views[0]
+	if rt.Up.cfg.Emulate.Advertise {
+		key = rt.IDs.views[1]
 	}
 	if got, ok := e.views.Load(key); ok {
 		return got.(*catalogView), nil
 	}
-	body, err := deriveCatalogIDs(v.body, rt.ids)
+	body, err := deriveCatalogIDs(v.body, rt.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
 func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 	on := false
 	for _, rt := range routes {
-		on = on || rt.ids != nil
+		on = on || rt.IDs != nil
 	}
 	if !on {
 		return nil
@@ -267,7 +267,7 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if s.route.ids == nil || !carriesIDs(s) {
+			if s.Route.IDs == nil || !carriesIDs(s) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -276,14 +276,14 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 				if s.wentAway(r, err) {
 					return
 				}
-				if ep := s.Call.Endpoint; s.route.up.cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
+				if ep := s.Call.Endpoint; s.Route.Up.cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
 					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
 					return
 				}
 				s.fail(w, idsWithoutCatalog(s, err))
 				return
 			}
-			r2, miss := e.idTable(s.route.ids).mapBack(r, s)
+			r2, miss := e.idTable(s.Route.IDs).mapBack(r, s)
 			if miss != nil {
 				s.fail(w, miss.refusal(s))
 				return

@@ -552,10 +552,10 @@ func BenchmarkRouteIDs(b *testing.B) {
 	}
 	b.Cleanup(func() { g.Close(nil) })
 	tn := mustTenant(b, &g.cfg.Tenants[0])
-	plain := &route{prefix: "/t1/b1", up: g.upstreams["b1"], tenant: tn}
-	withIDs := &route{prefix: "/t1/ids", up: g.upstreams["b1"], tenant: tn, ids: newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})}
-	routes := routeTable{plain.prefix: plain, withIDs.prefix: withIDs}
-	x := withIDs.ids
+	plain := &route{Prefix: "/t1/b1", Up: g.upstreams["b1"], Tenant: tn}
+	withIDs := &route{Prefix: "/t1/ids", Up: g.upstreams["b1"], Tenant: tn, IDs: newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})}
+	routes := routeTable{plain.Prefix: plain, withIDs.Prefix: withIDs}
+	x := withIDs.IDs
 	const poll = "/v2/service_instances/i-1/last_operation"
 	const provision = "/v2/service_instances/i-1"
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
@@ -584,7 +584,7 @@ func BenchmarkRouteIDs(b *testing.B) {
 			}
 			h := Stack(terminal, withScope(time.Now), prefillRoute(row.rt, row.path), prefill, withClassify(),
 				withRouteIDs(routes, g.catalogs), withCatalog(g.catalogs))
-			r := httptest.NewRequest(row.method, row.rt.prefix+row.path+"?"+row.query, nil)
+			r := httptest.NewRequest(row.method, row.rt.Prefix+row.path+"?"+row.query, nil)
 			r.SetBasicAuth(t1User, t1Pass)
 			r.Header.Set("X-Broker-API-Version", "2.14")
 			benchServe(b, h, r)

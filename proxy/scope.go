@@ -101,57 +101,57 @@ type Scope struct {
 	// passed through.
 	Err error
 
-	route   *route
-	catalog *catalogEntry // the catalog the validate stage checked against
-	guard   *guard
-	lock    *core.HeldLock // the lock a mutating call holds
-	polled  *store.Lock    // the async operation a last_operation polls
-	// pollUnseen: the store did not answer when the poll looked for its
+	Route   *route
+	Catalog *catalogEntry // the catalog the validate stage checked against
+	Guard   *guard
+	Lock    *core.HeldLock // the lock a mutating call holds
+	Polled  *store.Lock    // the async operation a last_operation polls
+	// PollUnseen: the store did not answer when the poll looked for its
 	// operation; an answer that ends it is settled later (guard.settlePoll).
-	pollUnseen bool
-	// forwarding is what the broker's call goes without: the flags and
+	PollUnseen bool
+	// Forwarding is what the broker's call goes without: the flags and
 	// fields its version predates (set by the classify stage).
-	forwarding rules.Forwarding
-	// refusedByRules is set when the validate stage refused the request;
+	Forwarding rules.Forwarding
+	// RefusedByRules is set when the validate stage refused the request;
 	// logs then name the rules, not the descriptions. (The bools sit
 	// together: see TestScopeAllocSizeClass.)
-	refusedByRules bool
-	own            bool // a broker call the gateway makes itself (upstream.ownCall), not a platform call
-	// ownerUnseen: the owner stage found no owner of the mutating call's
+	RefusedByRules bool
+	Own            bool // a broker call the gateway makes itself (upstream.ownCall), not a platform call
+	// OwnerUnseen: the owner stage found no owner of the mutating call's
 	// instance; withOwnerHeld looks again under the call's lock.
-	ownerUnseen bool
-	// shim is the async shim's record of a call it may answer 202 for
-	// (shim.go); nil for other calls.
-	shim *core.ShimCall
-	// shimTooOld is the 412 of a binding poll to a broker too old for it,
+	OwnerUnseen bool
+	// Shim is the async Shim's record of a call it may answer 202 for
+	// (Shim.go); nil for other calls.
+	Shim *core.ShimCall
+	// ShimTooOld is the 412 of a binding poll to a broker too old for it,
 	// held back by the classify stage so that the shim can answer the poll
 	// of an operation it owns.
-	shimTooOld error
-	// idHeader is []string{RequestID}, shared by the response and the
+	ShimTooOld error
+	// IDHeader is []string{RequestID}, shared by the response and the
 	// broker request (never appended to: cap 1).
-	idHeader []string
-	w        statusWriter
-	// outHeader is the header of the writer the upstream stage hands the
+	IDHeader []string
+	W        statusWriter
+	// OutHeader is the header of the writer the upstream stage hands the
 	// reverse proxy, while it runs (modifyResponse moves the broker's
 	// header fields to it).
-	outHeader http.Header
-	// ticket is the call's slot and breaker permit of its broker
+	OutHeader http.Header
+	// Ticket is the call's slot and breaker permit of its broker
 	// (brokerprotect.go); nil without them.
-	ticket *brokerTicket
-	// cred is the tenant credential the auth stage found (see
+	Ticket *brokerTicket
+	// Cred is the tenant credential the auth stage found (see
 	// Scope.username): nil before auth, without basic auth, or when the
 	// presented username is none of the tenant's.
-	cred *core.Credential
-	// hdrs backs idHeader and traceparent, so they cost no allocation of
+	Cred *core.Credential
+	// Hdrs backs idHeader and traceparent, so they cost no allocation of
 	// their own.
-	hdrs [2]string
-	// callParent is the broker call's parent context (see withContext):
+	Hdrs [2]string
+	// CallParent is the broker call's parent context (see withContext):
 	// the platform request's, unless the call runs on without it.
-	callParent context.Context
-	// call lists the broker call with its upstream's deadlines.
-	call core.CallNode
-	// metered times the broker call's body (Metrics.transport).
-	metered doneBody
+	CallParent context.Context
+	// BrokerCall lists the broker BrokerCall with its upstream's deadlines.
+	BrokerCall core.CallNode
+	// Metered times the broker call's body (Metrics.transport).
+	Metered doneBody
 }
 
 type scopeKey struct{}
@@ -159,7 +159,7 @@ type scopeKey struct{}
 // withContext returns ctx, derived from parent, the broker call's parent
 // context (or parent itself), with s as its Scope value.
 func (s *Scope) withContext(parent, ctx context.Context) context.Context {
-	s.callParent = parent
+	s.CallParent = parent
 	return context.WithValue(ctx, scopeKey{}, s)
 }
 
@@ -269,15 +269,15 @@ func withScope(now func() time.Time) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := &Scope{Start: now()}
 			if ids := r.Header[core.HeaderRequestIdentity]; len(ids) == 1 && ids[0] != "" {
-				s.RequestID, s.idHeader = ids[0], ids[:1:1]
+				s.RequestID, s.IDHeader = ids[0], ids[:1:1]
 			} else {
 				s.RequestID = core.NewRequestID()
-				s.hdrs[0] = s.RequestID
-				s.idHeader = s.hdrs[0:1:1]
+				s.Hdrs[0] = s.RequestID
+				s.IDHeader = s.Hdrs[0:1:1]
 			}
-			w.Header()[core.HeaderRequestIdentity] = s.idHeader
-			s.w = statusWriter{ResponseWriter: w, scope: s}
-			next.ServeHTTP(&s.w, r)
+			w.Header()[core.HeaderRequestIdentity] = s.IDHeader
+			s.W = statusWriter{ResponseWriter: w, scope: s}
+			next.ServeHTTP(&s.W, r)
 			if s.Status == StatusClientClosed {
 				// The platform went away and gets nothing: no default
 				// 200 written in the gateway's name (the stages inside

@@ -77,8 +77,8 @@ func withShim(g *guard, after Timer) Middleware {
 // answer, and, for a bind, the inventory keeps credentials (encrypted):
 // after a 202 the platform can only get them from GET binding.
 func shimmable(s *Scope) bool {
-	up := s.route.up
-	if up.cfg.Emulate.AsyncAfter <= 0 || s.lock == nil || !s.Call.AcceptsIncomplete {
+	up := s.Route.Up
+	if up.cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
 		return false
 	}
 	return s.Call.Endpoint != rules.Bind || up.cfg.Inventory.Secrets == config.SecretsEncrypted
@@ -88,7 +88,7 @@ func shimmable(s *Scope) bool {
 // platform with its answer, or with 202 once async_after has passed.
 func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
 	c := &core.ShimCall{Recorded: make(chan struct{}), Done: make(chan struct{}),
-		Operation: ShimOperationPrefix + s.lock.Lock.Kind + "-" + core.NewRequestID()}
+		Operation: ShimOperationPrefix + s.Lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
 	call := s.fork(buf, c)
 	// The call outlives the platform's request: a request of its own,
@@ -100,7 +100,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	}
 	go g.runShimmed(next, call, r2, buf)
 
-	fired, stop := after(s.route.up.cfg.Emulate.AsyncAfter)
+	fired, stop := after(s.Route.Up.cfg.Emulate.AsyncAfter)
 	defer stop()
 	select {
 	case <-c.Done:
@@ -135,9 +135,9 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 // serves r with next into buf and, when the platform got the shim's 202,
 // records the outcome.
 func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
-	c := s.shim
+	c := s.Shim
 	defer close(c.Done)
-	panicked := serveRecovering(next, &s.w, r)
+	panicked := serveRecovering(next, &s.W, r)
 	if !c.Shimmed() {
 		c.Panicked = panicked
 		return
@@ -160,14 +160,14 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // converted lock. It reports false when the store did not take it: the
 // platform then waits for the broker's answer, as without the shim.
 func (g *guard) claimShim(s, call *Scope) bool {
-	up := s.route.up
-	l := s.lock.Lock
+	up := s.Route.Up
+	l := s.Lock.Lock
 	now := g.now()
 	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
-	l.Async, l.Operation = true, call.shim.Operation
+	l.Async, l.Operation = true, call.Shim.Operation
 	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
 	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.lock.Platform), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.Lock.Platform), releaseTimeout)
 	defer cancel()
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
@@ -175,8 +175,8 @@ func (g *guard) claimShim(s, call *Scope) bool {
 			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 		return false
 	}
-	call.lock.Lock = l
-	s.lock.Settled = true // the broker call's copy holds the lock from here
+	call.Lock.Lock = l
+	s.Lock.Settled = true // the broker call's copy holds the lock from here
 	s.Operation, s.Emulated = l.Operation, EmulatedShim
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
 		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
@@ -195,7 +195,7 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // candidate, if any, takes it over). The lock stays until the poll that
 // reports the outcome (or its deadline).
 func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
-	h, up, c := s.lock, s.route.up, s.shim
+	h, up, c := s.Lock, s.Route.Up, s.Shim
 	l := h.Lock
 	now := g.now()
 	switch {

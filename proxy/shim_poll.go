@@ -39,19 +39,19 @@ type lastOperationBody struct {
 // 412 to here) is refused.
 func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
 	op := s.Call.Operation
-	if l := s.polled; l != nil && l.Shim.State != "" {
+	if l := s.Polled; l != nil && l.Shim.State != "" {
 		if op == "" || op == l.Operation {
 			g.answerShimPoll(w, r, s, next)
 			return
 		}
-		s.polled = nil // a poll of another operation does not settle the shim's
+		s.Polled = nil // a poll of another operation does not settle the shim's
 	}
-	if s.route.up.cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
+	if s.Route.Up.cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
 		g.answerUntracked(w, r, s, op)
 		return
 	}
-	if s.shimTooOld != nil {
-		s.fail(w, s.shimTooOld)
+	if s.ShimTooOld != nil {
+		s.fail(w, s.ShimTooOld)
 		return
 	}
 	next.ServeHTTP(w, r)
@@ -66,7 +66,7 @@ func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next
 // all, the poll goes to the broker with the broker's operation, and its
 // answer settles the lock as any poll's does.
 func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
-	l := *s.polled
+	l := *s.Polled
 	s.Operation = l.Operation
 	if l.Shim.BrokerAsync {
 		next.ServeHTTP(w, withOperation(r, l.Shim.BrokerOperation))
@@ -79,13 +79,13 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
-		l = g.lostShim(ctx, s.route.up, l)
-		*s.polled = l
+		l = g.lostShim(ctx, s.Route.Up, l)
+		*s.Polled = l
 	}
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
-		if d := s.route.up.cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
+		if d := s.Route.Up.cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
@@ -215,7 +215,7 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 // of what the inventory does not hold; else "failed", saying so.
 func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope, op string) {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
-	up := s.route.up
+	up := s.Route.Up
 	var last store.LastOperation
 	var err error
 	if s.Call.Endpoint == rules.BindingLastOperation {

@@ -58,13 +58,13 @@ func (b *shimWriter) writeTo(w http.ResponseWriter) {
 func (s *Scope) fork(buf http.ResponseWriter, c *core.ShimCall) *Scope {
 	f := new(Scope)
 	*f = *s
-	f.w = statusWriter{ResponseWriter: buf, scope: f}
+	f.W = statusWriter{ResponseWriter: buf, scope: f}
 	f.Status, f.Bytes = 0, 0
 	f.Findings = slices.Clip(s.Findings) // appends go to a new array
-	f.shim = c
-	if s.lock != nil {
-		l := *s.lock
-		f.lock = &l
+	f.Shim = c
+	if s.Lock != nil {
+		l := *s.Lock
+		f.Lock = &l
 	}
 	return f
 }
@@ -74,7 +74,7 @@ func (s *Scope) fork(buf http.ResponseWriter, c *core.ShimCall) *Scope {
 // but what the platform's writer records (Status, Bytes), which writing the
 // answer fills.
 func (s *Scope) adopt(f *Scope) {
-	w, status, n := s.w, s.Status, s.Bytes
+	w, status, n := s.W, s.Status, s.Bytes
 	*s = *f
-	s.w, s.Status, s.Bytes = w, status, n
+	s.W, s.Status, s.Bytes = w, status, n
 }

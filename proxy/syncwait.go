@@ -49,7 +49,7 @@ type syncWait struct {
 // sent no accepts_incomplete=true to a provision, update, deprovision, bind
 // or unbind, and the call holds its lock.
 func (u *upstream) syncWaits(s *Scope, a rules.Answer) bool {
-	return u.cfg.Emulate.SyncWithin > 0 && s.lock != nil && !s.lock.Settled && rules.AsyncRequired(s.Call, a)
+	return u.cfg.Emulate.SyncWithin > 0 && s.Lock != nil && !s.Lock.Settled && rules.AsyncRequired(s.Call, a)
 }
 
 // waitSync serves the platform that cannot wait, in place of the broker's
@@ -73,13 +73,13 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 			"broker %q performs this %s only asynchronously (it answered 422 AsyncRequired), and the gateway cannot wait for it on the platform's behalf (emulate.sync_within): %s",
 			u.name, s.Call.Endpoint, why)))
 	}
-	l := s.lock.Lock
-	sw := &syncWait{u: u, g: s.guard, w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
+	l := s.Lock.Lock
+	sw := &syncWait{u: u, g: s.Guard, w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
 		serviceID: l.ServiceID, planID: l.PlanID, lock: l}
 	// The platform request's context, without its cancellation: the
 	// gateway's own calls are client spans beside the refused one, under
 	// the call's server span.
-	ctx := context.WithoutCancel(s.lock.Platform)
+	ctx := context.WithoutCancel(s.Lock.Platform)
 	until := s.Start.Add(u.cfg.Emulate.SyncWithin)
 	u.log.LogAttrs(ctx, slog.LevelInfo, "broker requires an asynchronous call; waiting for it on the platform's behalf (emulate.sync_within)",
 		slog.String("request_id", s.RequestID), slog.String("broker", u.name), slog.String("endpoint", s.Call.Endpoint.String()),
@@ -91,7 +91,7 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 	body, err := readOwn(rep)
 	if err != nil {
 		res.StatusCode = rep.StatusCode
-		s.guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
+		s.Guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
 		return &cutShort{status: rep.StatusCode, err: err}
 	}
 	if rep.StatusCode != http.StatusAccepted {
@@ -106,7 +106,7 @@ func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, hea
 	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
 	kctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	sw.lock = s.guard.keepAsync(kctx, s)
+	sw.lock = s.Guard.keepAsync(kctx, s)
 	cancel()
 	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.now()))
 	if !ended {
@@ -139,13 +139,13 @@ func (u *upstream) cannotWait(s *Scope) string {
 	if w, _ := rules.SyncWaitOf(s.Call); !w.Fetch {
 		return ""
 	}
-	serviceID := s.lock.Lock.ServiceID
+	serviceID := s.Lock.Lock.ServiceID
 	switch {
-	case s.catalog == nil:
+	case s.Catalog == nil:
 		return "the broker's catalog is not at hand to tell whether it serves GET binding, where the credentials of an asynchronous binding come from"
-	case s.catalog.index.Service(serviceID) == nil:
+	case s.Catalog.index.Service(serviceID) == nil:
 		return fmt.Sprintf("service_id %q is not in the broker's catalog, so whether it serves GET binding is unknown", serviceID)
-	case !s.catalog.index.Service(serviceID).BindingsRetrievable:
+	case !s.Catalog.index.Service(serviceID).BindingsRetrievable:
 		return fmt.Sprintf("its catalog says bindings_retrievable false for service %q, and the credentials of an asynchronous binding come only from GET binding",
 			serviceID)
 	}
@@ -163,13 +163,13 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	header = withoutHopByHop(header.Clone())
 	header["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if _, ok := header[core.HeaderRequestIdentity]; !ok {
-		header[core.HeaderRequestIdentity] = s.idHeader
+		header[core.HeaderRequestIdentity] = s.IDHeader
 	}
 	res.StatusCode, res.Status = status, strconv.Itoa(status)+" "+http.StatusText(status)
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	read, err := u.readResponse(res, s, body)
-	s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	s.Guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	return err
 }
 
@@ -178,7 +178,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 // bind, an orphan candidate due when the operation ends (or the lock's
 // deadline, should this gateway stop polling first); carryOn polls on.
 func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) error {
-	s.lock.Settled = true
+	s.Lock.Settled = true
 	within := sw.u.cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
 		why := fmt.Sprintf("the broker's operation had not ended within emulate.sync_within (%s), so the platform got a 504", within)
@@ -205,7 +205,7 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 // exists at the broker and the platform did not get it, so it is an
 // orphan candidate (rules.OrphanUnseen), and the lock is released.
 func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
-	h := s.lock
+	h := s.Lock
 	h.Settled = true
 	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"
 	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {

@@ -130,8 +130,8 @@ func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
 	if r.Method != requestMethod(r.Method) {
 		attrs = append(attrs, semconv.HTTPRequestMethodOriginal(truncate(r.Method)))
 	}
-	if tmpl := endpoint.Template(); tmpl != "" && s.route != nil {
-		route := s.route.prefix + tmpl
+	if tmpl := endpoint.Template(); tmpl != "" && s.Route != nil {
+		route := s.Route.Prefix + tmpl
 		attrs = append(attrs, semconv.HTTPRoute(route), semconv.URLPath(route))
 	} else {
 		// No OSB endpoint (a 404, a 405): no ids of an operation to
@@ -305,7 +305,7 @@ type tracingTransport struct {
 // RoundTrip implements http.RoundTripper.
 func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := ScopeFrom(req.Context())
-	if !trace.SpanFromContext(req.Context()).IsRecording() && (s == nil || !s.own) {
+	if !trace.SpanFromContext(req.Context()).IsRecording() && (s == nil || !s.Own) {
 		// A proxied call that is not sampled: no client span is exported,
 		// so the broker gets the server span's traceparent, which the
 		// upstream stage already set.
@@ -329,7 +329,7 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		semconv.ServerAddress(req.URL.Hostname()),
 		attribute.String("osb.broker", broker),
 	)
-	if s != nil && s.own { // marked as the gateway's own call, and who asked for it (reconcile.go)
+	if s != nil && s.Own { // marked as the gateway's own call, and who asked for it (reconcile.go)
 		span.SetAttributes(attribute.String("osb.origin", originGateway))
 		if who := operatorFrom(req.Context()); who != "" {
 			span.SetAttributes(attribute.String("osb.operator", who))

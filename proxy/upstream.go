@@ -164,17 +164,17 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// by what the broker did, never released while the broker still works.
 	s := ScopeOf(w, r)
 	parent := r.Context()
-	if s.lock != nil {
+	if s.Lock != nil {
 		parent = context.WithoutCancel(parent)
 	}
 	// The Scope's value goes outside the deadline's cancel context, one
 	// step nearer to the reverse proxy's callbacks and the transports
 	// that look it up (ScopeFrom).
-	ctx := s.withContext(parent, u.deadlines.Start(parent, &s.call))
-	defer u.deadlines.Finish(&s.call)
-	s.outHeader = w.Header()
+	ctx := s.withContext(parent, u.deadlines.Start(parent, &s.BrokerCall))
+	defer u.deadlines.Finish(&s.BrokerCall)
+	s.OutHeader = w.Header()
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
-	s.outHeader = nil
+	s.OutHeader = nil
 }
 
 // noUserAgent is the User-Agent of a call whose platform sent none: an
@@ -192,8 +192,8 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	out.Host = u.target.Host
 	rest := s.Path // escaped, prefix stripped
 	out.URL.Path, out.URL.RawPath = joinPath(u.basePath, rest)
-	if !s.forwarding.IsZero() && s.forwarding.ChangesQuery() {
-		out.URL.RawQuery = s.forwarding.Query(out.URL.RawQuery)
+	if !s.Forwarding.IsZero() && s.Forwarding.ChangesQuery() {
+		out.URL.RawQuery = s.Forwarding.Query(out.URL.RawQuery)
 	}
 	h := out.Header
 	delete(h, "Authorization")
@@ -203,13 +203,13 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	if s.Forward == u.maxString {
 		h[core.HeaderAPIVersion] = u.maxHeader
 	} // else the platform's own single value, cloned into out
-	h[core.HeaderRequestIdentity] = s.idHeader
+	h[core.HeaderRequestIdentity] = s.IDHeader
 	if _, ok := h["User-Agent"]; !ok {
 		h["User-Agent"] = noUserAgent // as ReverseProxy would set, without its allocation
 	}
 	if s.TraceParent != "" { // the W3C trace context of the call's server span
-		s.hdrs[1] = s.TraceParent
-		h["Traceparent"] = s.hdrs[1:2:2]
+		s.Hdrs[1] = s.TraceParent
+		h["Traceparent"] = s.Hdrs[1:2:2]
 	}
 	// No X-Forwarded-* headers: ReverseProxy drops the platform's, and a
 	// broker needs its own URL, not the platform's address; every header
@@ -231,7 +231,7 @@ func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent s
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, own: true}
+	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, Own: true}
 	return s.withContext(ctx, ctx)
 }
 
@@ -264,11 +264,11 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	}
 	delete(res.Header, core.HeaderRequestIdentity)
 	var body []byte
-	if s.lock != nil || s.polled != nil || s.pollUnseen || u.checksResponses(s) {
+	if s.Lock != nil || s.Polled != nil || s.PollUnseen || u.checksResponses(s) {
 		var err error
 		if body, err = bufferResponse(res); err != nil {
-			if s.guard != nil {
-				s.guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
+			if s.Guard != nil {
+				s.Guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
 			}
 			return &cutShort{status: res.StatusCode, err: err}
 		}
@@ -277,17 +277,17 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if err == nil && u.syncWaits(s, read) {
 		return u.waitSync(res, s) // a platform that cannot wait (emulate.sync_within)
 	}
-	if s.lock != nil && res.StatusCode == http.StatusAccepted {
+	if s.Lock != nil && res.StatusCode == http.StatusAccepted {
 		s.Operation = read.Operation
 	}
-	if s.guard != nil {
-		s.guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	if s.Guard != nil {
+		s.Guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	}
-	if err == nil && s.route != nil && s.route.ids != nil {
-		err = s.route.ids.forwardAnswer(res, s, body) // routes[].ids (routeids.go)
+	if err == nil && s.Route != nil && s.Route.IDs != nil {
+		err = s.Route.IDs.forwardAnswer(res, s, body) // routes[].ids (routeids.go)
 	}
-	if err == nil && s.outHeader != nil {
-		handOver(s.outHeader, res.Header)
+	if err == nil && s.OutHeader != nil {
+		handOver(s.OutHeader, res.Header)
 	}
 	return err
 }
@@ -356,10 +356,10 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
-		if s.guard != nil {
-			s.guard.onTimeout(r.Context(), s)
+		if s.Guard != nil {
+			s.Guard.onTimeout(r.Context(), s)
 		}
-	case s.callParent != nil && s.callParent.Err() != nil:
+	case s.CallParent != nil && s.CallParent.Err() != nil:
 		// The platform went away (a reset, not a half-close): whatever
 		// error ended the call, it gets nothing, and the scope stage
 		// aborts the answer rather than let a default 200 out.
@@ -367,13 +367,13 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		return
 	default:
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
-		if s.guard != nil && mayHaveReached(err) {
+		if s.Guard != nil && mayHaveReached(err) {
 			// The request went out and no answer came back (a reset, a
 			// connection closed before the answer): as after a timeout,
 			// the broker may have done it, or be doing it, so a retry must
 			// not overlap it (the campaign's "broker connection reset after
 			// the request").
-			s.guard.onTimeout(r.Context(), s)
+			s.Guard.onTimeout(r.Context(), s)
 		}
 	}
 	e.Err = err

@@ -40,16 +40,16 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := s.route.up
+			up := s.Route.Up
 			var noCatalog error // why the catalog the call needs cannot be had
 			if needsCatalog(s) {
 				e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
-				s.catalog, noCatalog = e, err
+				s.Catalog, noCatalog = e, err
 			}
 			if mode := up.cfg.Validation.Requests; mode != config.ModeOff {
 				var cat rules.CatalogView // nil: checked without the catalog
-				if s.catalog != nil {
-					cat = s.catalog.index
+				if s.Catalog != nil {
+					cat = s.Catalog.index
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
 				vs = append(vs, rules.CheckRotation(s.Call, s.Version, up.max, req, cat)...)
@@ -57,7 +57,7 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				if len(vs) > 0 {
 					s.addFindings(log, r, "request", vs, mode == config.ModeReport)
 					if mode == config.ModeEnforce {
-						s.refusedByRules = true
+						s.RefusedByRules = true
 						s.fail(w, rules.Reject(vs))
 						return
 					}
@@ -118,7 +118,7 @@ func loggable(v rules.Violation) string {
 // or, for a refusal by the request rules, the rule ids (descriptions may
 // quote parameter values).
 func (s *Scope) logError() string {
-	if !s.refusedByRules {
+	if !s.RefusedByRules {
 		return s.Err.Error()
 	}
 	ids := make([]string, 0, len(s.Findings))

@@ -96,8 +96,8 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 		return rules.ReadResponse(s.Call, res.StatusCode, body), nil
 	}
 	var cat rules.CatalogView
-	if s.catalog != nil {
-		cat = s.catalog.index
+	if s.Catalog != nil {
+		cat = s.Catalog.index
 	}
 	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s),
 		Platform: s.Version, RetryAfter: res.Header[headerRetryAfter]})

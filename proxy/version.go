@@ -16,7 +16,7 @@ func withVersion() Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			n, forward, err := negotiate(r, s.route)
+			n, forward, err := negotiate(r, s.Route)
 			if err != nil {
 				s.fail(w, err)
 				return
@@ -31,9 +31,9 @@ func withVersion() Middleware {
 // returns the version forwarded: the platform's, capped at the broker's
 // maximum.
 func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
-	up := rt.up
+	up := rt.Up
 	vals := r.Header[core.HeaderAPIVersion]
-	n, err := rules.Negotiate(vals, up.min, up.max, rt.tenant.missingStatus, up.name)
+	n, err := rules.Negotiate(vals, up.min, up.max, rt.Tenant.missingStatus, up.name)
 	if err != nil {
 		return n, "", err
 	}
