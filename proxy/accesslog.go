@@ -49,7 +49,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			if v := trusted.forwardedFor(r); v != "" {
 				add("forwarded_for", v)
 			}
-			if v := s.username(); v != "" {
+			if v := s.Username(); v != "" {
 				add("username", v)
 			}
 			if v := clientCertSubject(r); v != "" {
@@ -62,7 +62,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 				add("protection", s.Protection)
 			}
 			if s.Err != nil {
-				add("error", s.logError())
+				add("error", s.LogError())
 			}
 			if s.Shield == ShieldShared || s.Shield == ShieldReused {
 				add("poll_shield", s.Shield)

@@ -97,7 +97,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		TraceID:           traceIDOf(callTraceParent(s, r)),
 		ClientAddr:        peerAddr(r.RemoteAddr),
 		ForwardedFor:      trusted.forwardedFor(r),
-		Username:          s.username(),
+		Username:          s.Username(),
 		ClientCertSubject: clientCertSubject(r),
 		Tenant:            s.Tenant,
 		Broker:            s.Broker,
@@ -106,7 +106,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		InstanceID:        s.Call.InstanceID,
 		BindingID:         s.Call.BindingID,
 		AcceptsIncomplete: s.Call.AcceptsIncomplete,
-		Status:            s.status(),
+		Status:            s.StatusSent(),
 		DurationMS:        float64(now.Sub(s.Start).Microseconds()) / 1000,
 		Outcome:           s.Outcome(),
 		Operation:         truncateTo(s.Operation, maxOperationLen),
@@ -119,7 +119,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 	if s.Shield == ShieldShared || s.Shield == ShieldReused {
 		rec.PollShield = s.Shield
 	}
-	rec.ServiceID, rec.PlanID = s.serviceAndPlan()
+	rec.ServiceID, rec.PlanID = s.ServiceAndPlan()
 	if !s.Version.IsZero() {
 		rec.APIVersion = apiVersionString(s.Version)
 	}

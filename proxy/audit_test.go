@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -26,6 +25,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -232,7 +232,7 @@ func TestAuditStageWritesWithoutAllocating(t *testing.T) {
 		Version: osb.Version{Major: 2, Minor: 17}, Status: 200, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		Call: rules.Call{Endpoint: rules.InstanceLastOperation, InstanceID: "i-1"}}
 	r := httptest.NewRequest("GET", "/t1/b1/v2/service_instances/i-1/last_operation", nil)
-	r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, s))
+	r = r.WithContext(core.ContextWith(r.Context(), s))
 	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(nil, r) }); n != 0 {
 		t.Errorf("%v allocations per record, want 0", n)
 	}

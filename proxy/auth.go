@@ -369,12 +369,12 @@ func withAuth(g *authGate) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			t := s.Route.Tenant
+			t := tenantOf(s.Route)
 			addr := clientAddr(r.RemoteAddr)
 			pwNeeded, certErr := t.cert.PasswordNeeded(r.TLS)
 			if certErr != nil {
 				g.fail(addr)
-				s.failUnread(w, r, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
+				s.FailUnread(w, r, &osb.Error{Status: http.StatusUnauthorized, Err: certErr, Header: http.Header{"Www-Authenticate": challenge},
 					Description: fmt.Sprintf("the client certificate is not accepted for tenant %q: %s", t.name, certErr)})
 				return
 			}
@@ -407,7 +407,7 @@ func withAuth(g *authGate) Middleware {
 						s.Cred = t.knownUser(user)
 					}
 				}
-				s.failUnread(w, r, err)
+				s.FailUnread(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -103,8 +103,8 @@ func prefillRoute(rt *route, path string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, rt.Tenant.name, rt.Up.name, path
-			s.Version, s.Forward = rt.Up.max, rt.Up.maxString
+			s.Route, s.Tenant, s.Broker, s.Path = rt, tenantOf(rt).name, upOf(rt).name, path
+			s.Version, s.Forward = upOf(rt).max, upOf(rt).maxString
 			next.ServeHTTP(w, r)
 		})
 	}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // withBodyLimit is the body stage: it reads a request body whole, up to max
@@ -24,18 +24,18 @@ import (
 func withBodyLimit(max int64) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !hasBody(r) {
+			if !core.HasBody(r) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			s := ScopeOf(w, r)
 			if r.ContentLength > max {
-				s.failUnread(w, r, tooLarge(r.ContentLength, max))
+				s.FailUnread(w, r, tooLarge(r.ContentLength, max))
 				return
 			}
 			body, err := readBody(r, max)
 			if err != nil {
-				s.fail(w, err)
+				s.Fail(w, err)
 				return
 			}
 			s.Body = body
@@ -46,34 +46,6 @@ func withBodyLimit(max int64) Middleware {
 			next.ServeHTTP(w, &r2)
 		})
 	}
-}
-
-// hasBody reports whether r comes with a body (declared or chunked).
-func hasBody(r *http.Request) bool {
-	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-}
-
-// failUnread answers err, like Scope.fail, to a request whose body the
-// gateway will not read: the route and auth stages' refusals, which run
-// before the body stage, and a declared body over the limit. The answer
-// goes out at once, whatever the client is still sending, and the
-// connection is closed after it instead of being drained for the next
-// request: net/http would otherwise read up to 256 KiB of the unread body
-// (waiting for it as long as listen.read_timeout allows) before it even
-// writes the status line. Over HTTP/2 only the stream ends, which the
-// server does by itself.
-func (s *Scope) failUnread(w http.ResponseWriter, r *http.Request, err error) {
-	if !hasBody(r) {
-		s.fail(w, err)
-		return
-	}
-	if r.ProtoMajor == 1 {
-		w.Header().Set("Connection", "close")
-	}
-	s.fail(w, err)
-	// The response is flushed before the server closes the request body;
-	// with the read deadline passed, closing it reads nothing more.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 }
 
 func readBody(r *http.Request, max int64) ([]byte, error) {

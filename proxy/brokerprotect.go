@@ -7,13 +7,13 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 )
 
@@ -79,7 +79,7 @@ func withBrokerProtect(on bool) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if p := s.Route.BrokerProtect; p != nil {
+			if p := brokerProtectOf(s.Route); p != nil {
 				p.serve(next, w, r, s)
 				return
 			}
@@ -98,32 +98,24 @@ func withBrokerCall(on bool) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if t := s.Ticket; t != nil && t.claimed.CompareAndSwap(false, true) {
-				defer t.end(s, true)
+			if t := s.Ticket; t != nil && t.Claimed.CompareAndSwap(false, true) {
+				defer endTicket(t, s, true)
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
 }
 
-// brokerTicket is what one call holds of its broker's protection from the
-// protect stage until the broker call ends: a slot of the cap, a permit of
-// the breaker. It is ended once, by whichever stage claims it.
-type brokerTicket struct {
-	p       *brokerProtection
-	slot    bool       // holds a slot of p.queue
-	done    func(bool) // the breaker permit's outcome; nil: none
-	claimed atomic.Bool
-}
-
-// end gives back the slot and tells the breaker how the call went;
-// reached reports whether the broker was called (see judge).
-func (t *brokerTicket) end(s *Scope, reached bool) {
-	if t.done != nil {
-		t.p.breaker.account(s, reached, t.done)
+// endTicket gives back t's slot and tells the breaker how the call went;
+// reached reports whether the broker was called (see judge). t is the
+// call's core.Ticket, issued by a brokerProtection's serve.
+func endTicket(t *core.Ticket, s *Scope, reached bool) {
+	p := t.Of.(*brokerProtection)
+	if t.Done != nil {
+		p.breaker.account(s, reached, t.Done)
 	}
-	if t.slot {
-		t.p.queue.Release()
+	if t.Slot {
+		p.queue.Release()
 	}
 }
 
@@ -133,7 +125,7 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 	if s.Call.Endpoint.Mutating() {
 		status = http.StatusTooManyRequests
 	}
-	t := &brokerTicket{p: p}
+	t := &core.Ticket{Of: p}
 	if q := p.queue; q != nil {
 		if !q.TryAcquire() {
 			if p.breaker != nil && p.breaker.isOpen() { // refused anyway: not worth a wait
@@ -144,21 +136,21 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 				return
 			}
 		}
-		t.slot = true
+		t.Slot = true
 	}
 	if b := p.breaker; b != nil {
 		done, refusal := b.allow(status)
 		if refusal != nil {
-			t.end(s, false)
+			endTicket(t, s, false)
 			p.refuseBreaker(w, s, refusal)
 			return
 		}
-		t.done = done
+		t.Done = done
 	}
 	s.Ticket = t
 	defer func() {
-		if t.claimed.CompareAndSwap(false, true) { // the broker was not called
-			t.end(s, false)
+		if t.Claimed.CompareAndSwap(false, true) { // the broker was not called
+			endTicket(t, s, false)
 		}
 	}()
 	next.ServeHTTP(w, r)
@@ -179,7 +171,7 @@ func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope
 		return true
 	case errors.Is(err, protect.ErrQueueTimeout):
 		s.Protection = ProtectionQueueTimeout
-		s.fail(w, p.queueRefusal(s, status))
+		s.Fail(w, p.queueRefusal(s, status))
 	default: // the platform went away: nobody to answer
 		s.Err, s.Status = fmt.Errorf("the platform went away after %s waiting for a slot of broker %q: %w",
 			waited.Round(time.Millisecond), p.broker, err), StatusClientClosed
@@ -190,7 +182,7 @@ func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope
 func (p *brokerProtection) refuseBreaker(w http.ResponseWriter, s *Scope, refusal *osb.Error) {
 	s.Protection = ProtectionBreaker
 	p.metrics.breakerRefused(s.Tenant, p.broker)
-	s.fail(w, refusal)
+	s.Fail(w, refusal)
 }
 
 // queueRefusal is the answer to a call that got no slot in time.

@@ -104,17 +104,6 @@ func parseForwarded(entry string) (string, netip.Addr, bool) {
 	return peerAddr(entry), ap.Addr(), true
 }
 
-// username is the tenant credential's username the auth stage found:
-// the credential that authenticated the call or, for refused
-// credentials, one of the tenant's whose username was presented; "" when
-// there is none.
-func (s *Scope) username() string {
-	if s.Cred == nil {
-		return ""
-	}
-	return s.Cred.Name
-}
-
 // clientCertSubject returns the subject of r's verified client certificate
 // (mTLS), "" when there is none.
 func clientCertSubject(r *http.Request) string {

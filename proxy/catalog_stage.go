@@ -37,15 +37,15 @@ func withCatalog(cache *CatalogCache) Middleware {
 				serveCatalog(w, r, s, cache)
 				return
 			case rules.Provision, rules.Update, rules.Bind:
-				if s.Route.Filter != nil {
+				if filterOf(s.Route) != nil {
 					if err := hiddenFromTenant(r, s, cache); err != nil {
-						s.fail(w, err)
+						s.Fail(w, err)
 						return
 					}
 				}
-				if m := s.Route.Migration; m != nil && s.Route == m.new && s.Call.Endpoint == rules.Provision {
+				if m := migrationOf(s.Route); m != nil && s.Route == m.new && s.Call.Endpoint == rules.Provision {
 					if err := m.checkCatalogs(r, s, cache); err != nil {
-						s.fail(w, err)
+						s.Fail(w, err)
 						return
 					}
 				}
@@ -58,7 +58,7 @@ func withCatalog(cache *CatalogCache) Middleware {
 // catalogFetchFor is the cache key and fetch details of the request's
 // catalog.
 func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
-	return catalogFetchOf(r, s, s.Route.Up, s.Forward)
+	return catalogFetchOf(r, s, upOf(s.Route), s.Forward)
 }
 
 // catalogFetchOf is the cache key and fetch details of up's catalog at
@@ -75,24 +75,24 @@ func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) cat
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
 	f := catalogFetchFor(r, s)
 	e, stale, err := cache.get(r.Context(), f)
-	if err != nil && s.Route.Up.cfg.Retired.On && !s.wentAway(r, err) {
+	if err != nil && upOf(s.Route).cfg.Retired.On && !s.WentAway(r, err) {
 		if kept := cache.keptEntry(r.Context(), f); kept != nil {
 			e, stale, err = kept, true, nil // catalog_retired.go
 		}
 	}
 	if err != nil {
-		if s.wentAway(r, err) {
+		if s.WentAway(r, err) {
 			return
 		}
-		s.fail(w, err)
+		s.Fail(w, err)
 		return
 	}
-	v, err := e.viewFor(s.Route.Filter, s.Route.Up.cfg.Emulate.Advertise)
-	if err == nil && s.Route.IDs != nil {
+	v, err := e.viewFor(filterOf(s.Route), upOf(s.Route).cfg.Emulate.Advertise)
+	if err == nil && idsOf(s.Route) != nil {
 		v, err = e.idsView(v, s.Route) // routes[].ids (routeids.go)
 	}
 	if err != nil {
-		s.fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
+		s.Fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
 			Description: "the catalog of broker " + strconv.Quote(s.Broker) + " could not be filtered for tenant " + strconv.Quote(s.Tenant) + ": " + err.Error()})
 		return
 	}
@@ -148,7 +148,7 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 			n++
 		}
 	}
-	e := s.Catalog // fetched by the validate stage, when it ran
+	e := catalogOf(s) // fetched by the validate stage, when it ran
 	if e == nil {
 		var err error
 		if e, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
@@ -156,14 +156,14 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 		}
 	}
 	if n == 0 {
-		return checkVisible(s.Route.Filter, e, s.Tenant, s.Call.ServiceID, "")
+		return checkVisible(filterOf(s.Route), e, s.Tenant, s.Call.ServiceID, "")
 	}
 	for _, id := range ids[:n] {
 		serviceID := id[0]
 		if serviceID == "" {
 			serviceID = s.Call.ServiceID
 		}
-		if err := checkVisible(s.Route.Filter, e, s.Tenant, serviceID, id[1]); err != nil {
+		if err := checkVisible(filterOf(s.Route), e, s.Tenant, serviceID, id[1]); err != nil {
 			return err
 		}
 	}

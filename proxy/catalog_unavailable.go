@@ -31,13 +31,13 @@ const RuleCatalogUnavailable = "request.catalog.unavailable"
 // and plan), and those the request rules check against the catalog when
 // request validation is not off. Without either, nothing is fetched.
 func needsCatalog(s *Scope) bool {
-	if s.Route.Up.cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
+	if upOf(s.Route).cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
 		return false // answered by the gateway, whatever the catalog (retire.go)
 	}
-	if s.Route.Filter != nil {
+	if filterOf(s.Route) != nil {
 		return true
 	}
-	return s.Route.Up.cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
+	return upOf(s.Route).cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
 }
 
 // withoutCatalog decides a call that needs the catalog (needsCatalog)
@@ -58,13 +58,13 @@ func withoutCatalog(s *Scope, cause error) error {
 	if errors.As(cause, &oe) {
 		why, hdr = oe.Description, oe.Header
 	}
-	if s.Route.Filter != nil {
+	if filterOf(s.Route) != nil {
 		s.CatalogUnavailable = CatalogRefused
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: cause, Header: hdr, Description: fmt.Sprintf(
 			"the %s was not forwarded: the route of tenant %q to broker %q has services or plans filters, and without the broker's catalog the gateway cannot tell whether they let this call through; %s",
 			s.Call.Endpoint, s.Tenant, s.Broker, why)}
 	}
-	if s.Route.Up.cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
+	if upOf(s.Route).cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
 		s.CatalogUnavailable = CatalogForwarded
 		s.Findings = append(s.Findings, Finding{Direction: "request", Violation: rules.Violation{
 			Rule: RuleCatalogUnavailable, Status: http.StatusServiceUnavailable,

@@ -153,3 +153,10 @@ func etagMatch(header, etag string) bool {
 	}
 	return false
 }
+
+// Index implements core.Catalog.
+func (e *catalogEntry) Index() *rules.Index { return e.index }
+
+// catalogOf is the catalog the validate stage checked s's call against
+// (core.Scope.Catalog); nil when it had none.
+func catalogOf(s *Scope) *catalogEntry { e, _ := s.Catalog.(*catalogEntry); return e }

@@ -19,7 +19,7 @@ func withClassify() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
-			if m := s.Route.Migration; m != nil && err == nil {
+			if m := migrationOf(s.Route); m != nil && err == nil {
 				err = m.migrate(r, s, call) // the broker that holds the instance
 			}
 			if err == nil {
@@ -27,7 +27,7 @@ func withClassify() Middleware {
 			}
 			s.Call = call
 			if err != nil {
-				s.fail(w, err)
+				s.Fail(w, err)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -48,7 +48,7 @@ func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	up := s.Route.Up
+	up := upOf(s.Route)
 	fw := rules.ForwardingFor(call, s.Version, up.max)
 	if need := rules.RequiredVersion(fw.Call(call)); up.max.Less(need) {
 		if up.claims(call) {
@@ -75,15 +75,3 @@ func checkVersions(call rules.Call, s *Scope) error {
 // call with 412. Each emulation that answers what a broker's version lacks
 // adds its claim here.
 func (u *upstream) claims(call rules.Call) bool { return u.fetchClaimed(call) }
-
-// labelEndpoint is the endpoint the call is counted and traced under: the
-// classified call's, or, for a call refused before the classify stage ran
-// (a wrong password, a missing version header), the endpoint its method and
-// path have the shape of (rules.EndpointOf), so that a 401 or 412 is not
-// counted as "unknown". It does not allocate.
-func (s *Scope) labelEndpoint(method string) rules.Endpoint {
-	if s.Call.Endpoint != rules.Unknown || s.Path == "" {
-		return s.Call.Endpoint
-	}
-	return rules.EndpointOf(method, s.Path)
-}

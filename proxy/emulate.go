@@ -40,12 +40,12 @@ func withEmulate(cache *CatalogCache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := s.Route.Up
-			if !u.emulates() || !s.Guard.inv.keeps(u) {
+			u := upOf(s.Route)
+			if !u.emulates() || !guardOf(s).inv.keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e := emulation{s: s, iv: s.Guard.inv, u: u, ctx: r.Context()}
+			e := emulation{s: s, iv: guardOf(s).inv, u: u, ctx: r.Context()}
 			var done bool
 			switch s.Call.Endpoint {
 			case rules.GetInstance, rules.GetBinding:
@@ -106,16 +106,16 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 	e.s.Emulated = EmulatedFetch
 	if c.Endpoint == rules.GetInstance {
 		if !found || !exists(in.LastOperation, store.KindProvision) {
-			e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service instance %q provisioned at broker %q, or saw it deprovisioned "+
+			e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service instance %q provisioned at broker %q, or saw it deprovisioned "+
 				"(or its provision is in progress or failed); it answers GET instance for this broker, which cannot, from what it saw succeed", c.InstanceID, e.u.name))
 			return true
 		}
 		if in.LastOperation.Kind == store.KindUpdate && in.LastOperation.State == store.StateInProgress {
-			e.s.fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
+			e.s.Fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
 			return true
 		}
 		out := instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
-		if x := e.s.Route.IDs; x != nil {
+		if x := idsOf(e.s.Route); x != nil {
 			x.forwardFetched(out) // routes[].ids (routeids.go)
 		}
 		writeAnswer(w, http.StatusOK, out)
@@ -128,7 +128,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		e.unavailable(w, err)
 	case err != nil || !exists(b.LastOperation, store.KindBind) || (found && !exists(in.LastOperation, store.KindProvision)):
-		e.s.fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
+		e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
 			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.name))
 	default:
 		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
@@ -166,7 +166,7 @@ func exists(op store.LastOperation, create string) bool {
 func (e emulation) unavailable(w http.ResponseWriter, err error) {
 	e.iv.metrics.StoreError("inventory")
 	e.iv.log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.name), slog.String("error", err.Error()))
-	e.s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+	e.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: "the gateway's inventory is unavailable, so it cannot answer for broker " + strconv.Quote(e.u.name) + "; try again later"})
 }
 

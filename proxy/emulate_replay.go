@@ -56,7 +56,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 		differs = "parameters"
 	}
 	if differs != "" {
-		e.s.fail(w, osb.Errorf(http.StatusConflict, "", "service instance %q already exists with another %s; a repeat of its provision must carry the same attributes", c.InstanceID, differs))
+		e.s.Fail(w, osb.Errorf(http.StatusConflict, "", "service instance %q already exists with another %s; a repeat of its provision must carry the same attributes", c.InstanceID, differs))
 		return true
 	}
 	body := map[string]any{}
@@ -95,7 +95,7 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 	}
 	if differs != "" {
 		e.s.Emulated = EmulatedReplay
-		e.s.fail(w, osb.Errorf(http.StatusConflict, "", "service binding %q already exists with another %s; a repeat of its bind must carry the same attributes", c.BindingID, differs))
+		e.s.Fail(w, osb.Errorf(http.StatusConflict, "", "service binding %q already exists with another %s; a repeat of its bind must carry the same attributes", c.BindingID, differs))
 		return true
 	}
 	creds := e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID)

@@ -61,7 +61,7 @@ func withFlights(f *flights) Middleware {
 						return
 					}
 				case <-r.Context().Done():
-					s.fail(w, r.Context().Err())
+					s.Fail(w, r.Context().Err())
 					return
 				}
 				next.ServeHTTP(w, r) // the first answer could not be shared

@@ -197,7 +197,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc)}
+			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc), Guard: g.guard}
 		}
 	}
 	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
@@ -338,7 +338,7 @@ func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
 type dispatch struct{}
 
 func (dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ScopeOf(w, r).Route.Up.ServeHTTP(w, r)
+	upOf(ScopeOf(w, r).Route).ServeHTTP(w, r)
 }
 
 // Switch serves each request with the Gateway current when the request

@@ -65,7 +65,7 @@ func withGuard(g *guard) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Guard = g
+			s.Guarded = true
 			kind, mutating := rules.LockKind(s.Call.Endpoint)
 			if !mutating {
 				if s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation {
@@ -74,7 +74,7 @@ func withGuard(g *guard) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := s.Route.Up
+			up := upOf(s.Route)
 			now := g.now()
 			l := store.Lock{
 				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
@@ -93,19 +93,19 @@ func withGuard(g *guard) Middleware {
 					return
 				}
 				s.Blocked = true
-				s.fail(w, g.busy(s))
+				s.Fail(w, g.busy(s))
 				return
 			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 				g.metrics.StoreError("acquire")
 				g.log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.name),
 					slog.String("error", err.Error()))
-				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 					Description: "the gateway's operation state is unavailable, so it cannot tell whether another operation on this instance is in progress; try again later"})
 				return
-			case s.wentAway(r, err): // nothing is sent
+			case s.WentAway(r, err): // nothing is sent
 				return
 			case err != nil:
-				s.fail(w, err) // a bug: a generic 500, the cause in the log
+				s.Fail(w, err) // a bug: a generic 500, the cause in the log
 				return
 			}
 			if err := quotaAdmitted(r.Context()); err != nil {
@@ -114,7 +114,7 @@ func withGuard(g *guard) Middleware {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 				g.release(rctx, l)
 				cancel()
-				s.fail(w, err)
+				s.Fail(w, err)
 				return
 			}
 			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context()}
@@ -206,7 +206,7 @@ func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.L
 // (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
 // spec, else 400).
 func (g *guard) busy(s *Scope) *osb.Error {
-	return rules.Busy(s.Version, s.Route.Up.cfg.ConcurrencyError == "spec")
+	return rules.Busy(s.Version, upOf(s.Route).cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed at now, logs each and

@@ -104,7 +104,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
-		if id := orphanIDOf(s.Route.Up, s.Call); !g.cancelOrphan(ctx, s, id) {
+		if id := orphanIDOf(upOf(s.Route), s.Call); !g.cancelOrphan(ctx, s, id) {
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
@@ -207,7 +207,7 @@ func (g *guard) asyncLock(s *Scope) store.Lock {
 // state.operation_deadline.
 func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
 	if s.Catalog != nil && s.Lock != nil && s.Lock.Lock.PlanID != "" {
-		if d, ok := s.Catalog.index.MaximumPollingDuration(s.Lock.Lock.PlanID); ok {
+		if d, ok := s.Catalog.Index().MaximumPollingDuration(s.Lock.Lock.PlanID); ok {
 			return now.Add(d)
 		}
 	}
@@ -239,7 +239,7 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 func (g *guard) hold(ctx context.Context, s *Scope) string {
 	h := s.Lock
 	l := h.Lock
-	l.Deadline = g.now().Add(s.Route.Up.cfg.HoldAfterTimeout)
+	l.Deadline = g.now().Add(upOf(s.Route).cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
@@ -304,9 +304,9 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 // pollKey is the lock key of the operation a last_operation call polls.
 func (g *guard) pollKey(s *Scope) string {
 	if s.Call.Endpoint == rules.BindingLastOperation {
-		return s.Route.Up.lockKey(s.Call.InstanceID, s.Call.BindingID)
+		return upOf(s.Route).lockKey(s.Call.InstanceID, s.Call.BindingID)
 	}
-	return store.LockKey(s.Route.Up.name, s.Call.InstanceID)
+	return store.LockKey(upOf(s.Route).name, s.Call.InstanceID)
 }
 
 // polls reports whether a last_operation call is about the operation l.

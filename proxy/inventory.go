@@ -71,7 +71,7 @@ func (iv *inventory) sealsFor(u *upstream) bool {
 // platform holds (and emulate.gone would answer its deprovision in the
 // broker's place).
 func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) error {
-	if !iv.keeps(s.Route.Up) || a.Malformed() {
+	if !iv.keeps(upOf(s.Route)) || a.Malformed() {
 		return nil
 	}
 	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.Lock.Lock.Started}
@@ -102,12 +102,12 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 			// Not gone yet: the record stays, with the deletion in
 			// progress, until a poll says it succeeded; one that fails
 			// leaves the record whole.
-			err = iv.setOperation(ctx, s.Route.Up.name, s.Call.InstanceID, s.Call.BindingID, op)
+			err = iv.setOperation(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, op)
 			break
 		}
-		err = iv.removed(ctx, s.Route.Up.name, s.Call.InstanceID, s.Call.BindingID, op)
+		err = iv.removed(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
-	iv.failed(ctx, s.Route.Up.name, s.Call, err)
+	iv.failed(ctx, upOf(s.Route).name, s.Call, err)
 	return err
 }
 
@@ -115,7 +115,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 // operation l tells: the outcome, and for a deprovision or unbind that
 // succeeded, the record's removal.
 func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules.Answer) {
-	if !iv.keeps(s.Route.Up) {
+	if !iv.keeps(upOf(s.Route)) {
 		return
 	}
 	op := store.LastOperation{Kind: l.Kind, Operation: l.Operation, Status: a.Status, Started: l.Started, Ended: iv.now()}
@@ -125,7 +125,7 @@ func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules
 	default:
 		op.State, op.Description = store.StateFailed, a.Description
 	}
-	u := s.Route.Up
+	u := upOf(s.Route)
 	var err error
 	switch {
 	case op.State == store.StateSucceeded && (l.Kind == store.KindDeprovision || l.Kind == store.KindUnbind):
@@ -151,7 +151,7 @@ func (iv *inventory) failed(ctx context.Context, broker string, c rules.Call, er
 
 // putInstance stores a provisioned (or provisioning) instance, whole.
 func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
-	u := s.Route.Up
+	u := upOf(s.Route)
 	in := store.Instance{Broker: u.name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
 		DashboardURL: res.DashboardURL, Metadata: res.Metadata}
 	if req != nil {
@@ -174,7 +174,7 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 // context, maintenance_info and parameters when req is set, else planID;
 // the answer's dashboard_url and metadata; op.
 func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation, planID string) error {
-	u := s.Route.Up
+	u := upOf(s.Route)
 	id := s.Call.InstanceID
 	in, err := iv.st.GetInstance(ctx, u.name, id)
 	switch {
@@ -223,7 +223,7 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 
 // putBinding stores a created (or creating) binding, whole.
 func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
-	u := s.Route.Up
+	u := upOf(s.Route)
 	b := store.Binding{Broker: u.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, Tenant: s.Tenant,
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
 		VolumeMounts: res.VolumeMounts, Endpoints: res.Endpoints, ExpiresAt: res.ExpiresAt, RenewBefore: res.RenewBefore}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -63,7 +64,8 @@ func endpointIndex(e rules.Endpoint) int {
 // and cached, so a call costs a map lookup on (tenant, broker) and a few
 // atomic adds.
 type Metrics struct {
-	now func() time.Time // nil: the real clock, read as cheaply as it can be
+	now   func() time.Time // nil: the real clock, read as cheaply as it can be
+	clock core.Clock       // now, read as ticks (the broker calls' timings)
 
 	inFlight      atomic.Int64 // read by the in-flight gauge at scrape time
 	requests      *prometheus.CounterVec
@@ -141,6 +143,7 @@ var durationBuckets = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, error) {
 	m := &Metrics{now: now, state: newStateCollector(), catalogs: newCatalogCollector(), brokerProtect: newBrokerProtectMetrics()}
 	m.state.now = now
+	m.clock.Now = now
 	m.expiring = newExpiringCollector(now, m.state.errs)
 	m.instances = newInstancesCollector(now, m.state.errs)
 	m.routes.Store(&map[routeKey]*routeSeries{})
@@ -193,22 +196,14 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	return m, errors.Join(errs...)
 }
 
-// epoch is the origin of tick readings.
-var epoch = time.Now()
-
 // since returns the time elapsed since t, which the gateway's clock gave.
 // On the real clock that is one monotonic clock read (time.Since), where
 // time.Now reads the wall clock too.
-func (m *Metrics) since(t time.Time) time.Duration {
-	if m.now == nil {
-		return time.Since(t)
-	}
-	return m.now().Sub(t)
-}
+func (m *Metrics) since(t time.Time) time.Duration { return m.clock.Since(t) }
 
 // tick reads m's clock as an offset from epoch; the difference of two
 // ticks is the time between them.
-func (m *Metrics) tick() time.Duration { return m.since(epoch) }
+func (m *Metrics) tick() time.Duration { return m.clock.Tick() }
 
 // route returns the series cache of a (tenant, broker) pair, adding it on
 // first use.
@@ -413,8 +408,8 @@ func withMetrics(m *Metrics) Middleware {
 
 // record counts one served call from its Scope.
 func (m *Metrics) record(ctx context.Context, s *Scope, method string) {
-	ep := s.labelEndpoint(method)
-	c := m.calls(s.Tenant, s.Broker, ep, s.status())
+	ep := s.LabelEndpoint(method)
+	c := m.calls(s.Tenant, s.Broker, ep, s.StatusSent())
 	d := m.since(s.Start).Seconds()
 	var sc trace.SpanContext
 	if s.TraceParent != "" { // else no trace stage ran: no span to look up

@@ -319,7 +319,7 @@ func TestMetricsCachedSeries(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
 	}))
-	ctx := context.WithValue(t.Context(), scopeKey{}, &Scope{Broker: "b", Call: rules.Call{Endpoint: rules.Catalog}})
+	ctx := core.ContextWith(t.Context(), &Scope{Broker: "b", Call: rules.Call{Endpoint: rules.Catalog}})
 	res, err := rt.RoundTrip(httptest.NewRequestWithContext(ctx, "GET", "http://broker/v2/catalog", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func BenchmarkMetricsStage(b *testing.B) {
 				_ = res.Body.Close()
 				s.Status = 200
 			}), withMetrics(tc.m))
-			r := httptest.NewRequestWithContext(context.WithValue(tc.ctx, scopeKey{}, s), "GET", "/v2/catalog", nil)
+			r := httptest.NewRequestWithContext(core.ContextWith(tc.ctx, s), "GET", "/v2/catalog", nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				s.Start = time.Now()

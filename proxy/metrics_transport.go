@@ -1,13 +1,10 @@
 package proxy
 
 import (
-	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -73,34 +70,13 @@ func (t *meteredTransport) roundTrip(req *http.Request, s *Scope) (*http.Respons
 		obs.Observe((t.m.tick() - start).Seconds())
 		return res, nil
 	}
-	var b *doneBody
-	if s != nil && !s.Metered.inUse { // the call's own: no allocation
+	var b *core.MeteredBody
+	if s != nil && !s.Metered.InUse { // the call's own: no allocation
 		b = &s.Metered
 	} else {
-		b = new(doneBody)
+		b = new(core.MeteredBody)
 	}
-	*b = doneBody{ReadCloser: res.Body, m: t.m, obs: obs, start: start, inUse: true}
+	*b = core.MeteredBody{ReadCloser: res.Body, Clock: &t.m.clock, Obs: obs, Start: start, InUse: true}
 	res.Body = b
 	return res, nil
-}
-
-// doneBody observes the time since start (a tick) once, when the body is
-// first closed. It holds what it needs directly; a platform call's lives
-// in its Scope, so metering costs no allocation.
-type doneBody struct {
-	io.ReadCloser
-	m     *Metrics
-	obs   prometheus.Observer
-	start time.Duration
-	done  uint32 // 1 once observed (atomic; a plain word so a Scope may be copied)
-	inUse bool   // set by RoundTrip: a Scope's own doneBody is taken
-}
-
-// Close implements io.Closer.
-func (b *doneBody) Close() error {
-	err := b.ReadCloser.Close()
-	if atomic.CompareAndSwapUint32(&b.done, 0, 1) {
-		b.obs.Observe((b.m.tick() - b.start).Seconds())
-	}
-	return err
 }

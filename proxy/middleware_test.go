@@ -157,7 +157,7 @@ func TestScopeContextAttachesToItsParent(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.Background())
 	s := &Scope{}
 	before := runtime.NumGoroutine()
-	ctx, cancel := context.WithTimeout(s.withContext(parent, parent), time.Hour)
+	ctx, cancel := context.WithTimeout(s.WithContext(parent, parent), time.Hour)
 	defer cancel()
 	if n := runtime.NumGoroutine(); n != before {
 		t.Errorf("%d goroutines after deriving a context, want %d", n, before)

@@ -67,7 +67,7 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 	if err != nil {
 		return err
 	}
-	s.Route, s.Broker = to, to.Up.name
+	s.Route, s.Broker = to, upOf(to).name
 	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
 	return nil
 }
@@ -102,7 +102,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 	}
 	for _, look := range looks {
 		for _, rt := range [2]*route{m.new, m.old} {
-			switch err := look(rt.Up.name); {
+			switch err := look(upOf(rt).name); {
 			case err == nil:
 				return rt, nil
 			case !errors.Is(err, store.ErrNotFound):
@@ -119,7 +119,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 func (m *routeMigration) unavailable(err error) error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: fmt.Sprintf("the gateway's inventory is unavailable, so it cannot tell whether broker %q or %q (routes[].migrate_to) holds this instance; try again later",
-			m.old.Up.name, m.new.Up.name)}
+			upOf(m.old).name, upOf(m.new).name)}
 }
 
 // checkCatalogs refuses a provision the migration sends to the new broker
@@ -129,14 +129,14 @@ func (m *routeMigration) unavailable(err error) error {
 // cache cannot give is left to the validation of the new one. The
 // comparison is made once per pair of catalog versions.
 func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *CatalogCache) error {
-	ne := s.Catalog // the new broker's, when the validate stage fetched it
+	ne := catalogOf(s) // the new broker's, when the validate stage fetched it
 	if ne == nil {
 		var err error
 		if ne, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
 			return nil
 		}
 	}
-	old := m.old.Up
+	old := upOf(m.old)
 	_, forward, err := negotiate(r, m.old) // the version the platform's catalog was fetched at
 	if err != nil {
 		return nil
@@ -147,10 +147,10 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 	}
 	c := m.checked.Load()
 	if c == nil || c.old != oe || c.new != ne {
-		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(m.old.Filter, oe.index, ne.index)}
+		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(filterOf(m.old), oe.index, ne.index)}
 		if prev := m.checked.Swap(c); c.missing != "" && (prev == nil || prev.missing != c.missing) {
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "migration refuses new instances: the new broker's catalog lacks ids of the old one",
-				slog.String("tenant", s.Tenant), slog.String("broker", old.name), slog.String("migrate_to", m.new.Up.name),
+				slog.String("tenant", s.Tenant), slog.String("broker", old.name), slog.String("migrate_to", upOf(m.new).name),
 				slog.String("missing", c.missing))
 		}
 	}
@@ -159,7 +159,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 	}
 	return osb.Errorf(http.StatusUnprocessableEntity, "",
 		"new instances of this route go to broker %q (routes[].migrate_to), whose catalog must carry every service and plan id of broker %q's catalog, which the platform sees; it lacks %s",
-		m.new.Up.name, old.name, c.missing)
+		upOf(m.new).name, old.name, c.missing)
 }
 
 // missingIDs names the services and plans of old, as the filter shows it,

@@ -83,9 +83,9 @@ func TestMigrationOwner(t *testing.T) {
 		if err != nil || got != tc.want {
 			name := "none"
 			if got != nil {
-				name = got.Up.name
+				name = upOf(got).name
 			}
-			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, tc.want.Up.name)
+			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, upOf(tc.want).name)
 		}
 	}
 

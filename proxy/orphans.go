@@ -69,7 +69,7 @@ func orphanIDOf(u *upstream, c rules.Call) string {
 // caller keeps the call's lock and queues both (pending.putOrphan), so no
 // platform call can succeed and cancel in between.
 func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
-	up := s.Route.Up
+	up := upOf(s.Route)
 	if s.Lock == nil {
 		return store.Orphan{}, true
 	}
@@ -148,7 +148,7 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 func (g *guard) onTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		hold := g.now().Add(s.Route.Up.cfg.HoldAfterTimeout)
+		hold := g.now().Add(upOf(s.Route).cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
 			held := s.Lock.Lock
 			held.Owner = owner

@@ -65,7 +65,7 @@ func (o *overload) shed(w http.ResponseWriter, r *http.Request, s *Scope) {
 	c := methodClass(r.Method)
 	s.Protection = ProtectionOverload
 	count(s.Route.Shed[c])
-	s.failUnread(w, r, o.answer[c])
+	s.FailUnread(w, r, o.answer[c])
 }
 
 // leave takes a call the gate admitted out of the count while it waits

@@ -78,7 +78,7 @@ func withOwner(o *owners) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			c := s.Call
-			u := s.Route.Up
+			u := upOf(s.Route)
 			if c.InstanceID == "" || !o.shared[u.name] || u.cfg.Inventory.Disabled {
 				next.ServeHTTP(w, r)
 				return
@@ -116,7 +116,7 @@ func withOwnerHeld(o *owners) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			owner, err := o.ownerOf(r.Context(), s.Route.Up.name, s.Call, false)
+			owner, err := o.ownerOf(r.Context(), upOf(s.Route).name, s.Call, false)
 			switch {
 			case err != nil:
 				o.unavailable(w, r, s, err)
@@ -171,7 +171,7 @@ func (o *owners) refuse(w http.ResponseWriter, s *Scope, owner string) {
 	o.m.ownerRefused(s.Tenant, s.Broker)
 	e := rules.NotOwned(s.Call, s.Version, s.Tenant, s.Broker)
 	e.Err = fmt.Errorf("the instance belongs to tenant %q", owner)
-	s.fail(w, e)
+	s.Fail(w, e)
 }
 
 // unavailable answers 503 when the owner cannot be read.
@@ -179,7 +179,7 @@ func (o *owners) unavailable(w http.ResponseWriter, r *http.Request, s *Scope, e
 	o.m.StoreError("owner")
 	o.log.LogAttrs(r.Context(), slog.LevelError, "instance owner unavailable", slog.String("broker", s.Broker),
 		slog.String("tenant", s.Tenant), slog.String("error", err.Error()))
-	s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+	s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: "the gateway's inventory is unavailable, so it cannot tell whether tenant " + strconv.Quote(s.Tenant) +
 			" holds this service instance at broker " + strconv.Quote(s.Broker) + " (which several tenants reach); try again later"})
 }

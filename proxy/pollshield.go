@@ -82,7 +82,7 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s == nil || (s.Call.Endpoint != rules.InstanceLastOperation && s.Call.Endpoint != rules.BindingLastOperation) {
 		return p.forward(req, s)
 	}
-	if s.Polled == nil || s.Guard == nil {
+	if s.Polled == nil || guardOf(s) == nil {
 		s.Shield = ShieldForwarded
 		res, err := p.forward(req, s)
 		if err == nil {
@@ -90,7 +90,7 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return res, err
 	}
-	now := s.Guard.now
+	now := guardOf(s).now
 	key := pollKey(s, req)
 	if a, ok := p.answers.Get(key); ok && now().Before(a.until) {
 		s.Shield = ShieldReused
@@ -186,7 +186,7 @@ func (p *pollShield) share(req *http.Request, f *pollFlight, key string, now fun
 	}
 	own := &Scope{Broker: f.broker, Call: f.call}
 	ctx := trace.ContextWithSpan(context.Background(), f.span)
-	ctx = own.withContext(ctx, ctx)
+	ctx = own.WithContext(ctx, ctx)
 	ctx, cancel := context.WithTimeoutCause(ctx, p.timeout, core.ErrBrokerTimeout)
 	defer cancel()
 	res, err := p.forward(req.Clone(ctx), own)

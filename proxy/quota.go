@@ -241,7 +241,7 @@ type quotaCount struct {
 // provision may not go on; the locks taken are then released.
 func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRule) bool {
 	s := qc.s
-	u := s.Route.Up
+	u := upOf(s.Route)
 	req := s.Request
 	if req == nil && len(s.Body) > 0 { // validation.requests: off
 		req, _ = rules.CheckRequest(s.Call, s.Version, s.Body, nil)
@@ -251,7 +251,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 	}
 	var ix *rules.Index
 	if s.Catalog != nil {
-		ix = s.Catalog.index
+		ix = s.Catalog.Index()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
 	defer cancel()
@@ -292,7 +292,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 		qc.counts = append(qc.counts, c)
 		if c.recorded+c.inFlight >= h.q.max {
 			qc.release()
-			s.fail(w, quotaRefusal(h.q, c.recorded, c.inFlight))
+			s.Fail(w, quotaRefusal(h.q, c.recorded, c.inFlight))
 			return false
 		}
 	}
@@ -305,9 +305,9 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 func (qc *quotaCall) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	var busy *osb.Error
 	switch {
-	case qc.s.wentAway(r, err):
+	case qc.s.WentAway(r, err):
 	case errors.As(err, &busy):
-		qc.s.fail(w, busy)
+		qc.s.Fail(w, busy)
 	default:
 		qc.unavailable(w, r, err)
 	}
@@ -350,11 +350,11 @@ func (qc *quotaCall) counted(status int) {
 // be had because the store did not answer: the provision does not reach
 // the broker.
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
-	u := qc.s.Route.Up
+	u := upOf(qc.s.Route)
 	qc.g.metrics.StoreError("quota")
 	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.name),
 		slog.String("tenant", qc.s.Tenant), slog.String("error", err.Error()))
-	qc.s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "the gateway cannot count tenant " +
+	qc.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "the gateway cannot count tenant " +
 		strconv.Quote(qc.s.Tenant) + "'s instances against its quotas (its state store is unavailable), so it does not forward the provision; try again later"})
 }
 

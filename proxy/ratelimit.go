@@ -173,10 +173,10 @@ func withRateLimit(p *protection) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if rl := s.Route.Limits; rl != nil {
+			if rl := limitsOf(s.Route); rl != nil {
 				if err := rl.admit(r.Context(), classOf(s.Call.Endpoint), now()); err != nil {
 					s.Protection = ProtectionRateLimit
-					s.fail(w, err)
+					s.Fail(w, err)
 					return
 				}
 			}

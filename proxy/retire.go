@@ -10,17 +10,18 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // EmulatedRetired is Scope.Emulated for the 410 Gone the gateway answers
 // to an unbind or deprovision of a broker retired with answer: gone.
-const EmulatedRetired = "retired"
+const EmulatedRetired = core.EmulatedRetired
 
 // OutcomeRetired is the outcome of such an answer (Scope.Outcome): the
 // gateway answered for a broker that is gone, and dropped the instance or
 // binding from the inventory.
-const OutcomeRetired = "retired"
+const OutcomeRetired = core.OutcomeRetired
 
 // retiredStatus is what a provision or bind (and, with answer: gone, an
 // update) of a retired broker gets. 422, not 410: Cloud Controller shows a
@@ -50,8 +51,8 @@ func withRetire(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if err := retiredRefusal(s.Route.Up, s.Call); err != nil {
-				s.fail(w, err)
+			if err := retiredRefusal(upOf(s.Route), s.Call); err != nil {
+				s.Fail(w, err)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -105,15 +106,15 @@ func withRetiredGone(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := s.Route.Up
+			u := upOf(s.Route)
 			if !u.cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			if err := dropRetired(r.Context(), s); err != nil {
-				s.Guard.inv.metrics.StoreError("inventory")
-				s.Guard.log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
-				s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.name) +
+				guardOf(s).inv.metrics.StoreError("inventory")
+				guardOf(s).log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
+				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.name) +
 					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
 				return
 			}
@@ -125,11 +126,11 @@ func withRetiredGone(cfg *config.Config) Middleware {
 
 // dropRetired removes from the inventory what the call deletes.
 func dropRetired(ctx context.Context, s *Scope) error {
-	iv := s.Guard.inv
-	if !iv.keeps(s.Route.Up) {
+	iv := guardOf(s).inv
+	if !iv.keeps(upOf(s.Route)) {
 		return nil
 	}
-	return iv.removed(ctx, s.Route.Up.name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+	return iv.removed(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
 }
 
 // upstreamOf is g's upstream of the broker named, nil when g is nil or has

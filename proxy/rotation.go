@@ -24,7 +24,7 @@ import (
 // or when the store cannot tell: the guard, which needs the same store
 // next, answers for that.
 func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store.Inventory, log *slog.Logger) bool {
-	up := s.Route.Up
+	up := upOf(s.Route)
 	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.cfg.Inventory.Disabled {
 		return false
 	}
@@ -33,10 +33,10 @@ func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store
 	}
 	vs := []rules.Violation{rules.UnknownPredecessor(s.Call, s.Request.PredecessorBindingID)}
 	refuse := up.cfg.Validation.Requests == config.ModeEnforce && up.cfg.Emulate.Gone
-	s.addFindings(log, r, "request", vs, !refuse)
+	s.AddFindings(log, r, "request", vs, !refuse)
 	if refuse {
 		s.RefusedByRules = true
-		s.fail(w, rules.Reject(vs))
+		s.Fail(w, rules.Reject(vs))
 	}
 	return refuse
 }

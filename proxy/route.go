@@ -4,32 +4,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// route is one tenant's access to one broker under a URL prefix.
-type route struct {
-	Prefix string
-	Tenant *tenant
-	Up     *upstream
-	Filter *catalogFilter // the tenant's view of the broker's catalog; nil: all
-	// Limits are the rate Limits the route's calls pass (ratelimit.go);
-	// nil: none. shed counts the calls the overload stage refused, by
-	// class; nil without Metrics.
-	Limits *routeLimits
-	Shed   [numCallClasses]prometheus.Counter
-	// BrokerProtect is the broker's cap and breaker (brokerprotect.go);
-	// nil: none.
-	BrokerProtect *brokerProtection
-	// Migration is the route's migrate_to (migrate.go), set on both of
-	// its routes; nil: none.
-	Migration *routeMigration
-	// IDs is the rewrite of the IDs the route shows (routeids.go); nil:
-	// the broker's own.
-	IDs *routeIDs
-}
+// route is one tenant's access to one broker under a URL prefix
+// (core.Route); its parts are read through their accessors (upOf,
+// tenantOf, filterOf, limitsOf, brokerProtectOf, migrationOf, idsOf).
+type route = core.Route
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config
 // validation guarantees no prefix is a segment-wise ancestor of another, so
@@ -61,19 +43,19 @@ func withRoute(routes routeTable) Middleware {
 			p := r.URL.EscapedPath()
 			if r.URL.Opaque != "" || (r.URL.Host != "" && r.RequestURI != "" && r.RequestURI[0] != '/') {
 				// absolute-form and opaque request targets are for proxies, not origins
-				s.failUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "request target %q is not an origin-form path", r.RequestURI))
+				s.FailUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "request target %q is not an origin-form path", r.RequestURI))
 				return
 			}
 			if why := uncleanPath(p); why != "" {
-				s.failUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "path %q is refused: %s", p, why))
+				s.FailUnread(w, r, osb.Errorf(http.StatusBadRequest, "", "path %q is refused: %s", p, why))
 				return
 			}
 			rt, rest := routes.match(p)
 			if rt == nil {
-				s.failUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
+				s.FailUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
-			s.Route, s.Tenant, s.Broker, s.Path = rt, rt.Tenant.name, rt.Up.name, rest
+			s.Route, s.Tenant, s.Broker, s.Path = rt, tenantOf(rt).name, upOf(rt).name, rest
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -150,4 +132,27 @@ func badEscape(s string) string {
 		return "it contains an encoded NUL (\"%00\")"
 	}
 	return ""
+}
+
+// The route's parts (core.Route), each as its feature's type; nil when the
+// route has none.
+func upOf(rt *route) *upstream          { u, _ := rt.Up.(*upstream); return u }
+func tenantOf(rt *route) *tenant        { t, _ := rt.Tenant.(*tenant); return t }
+func filterOf(rt *route) *catalogFilter { f, _ := rt.Filter.(*catalogFilter); return f }
+func limitsOf(rt *route) *routeLimits   { l, _ := rt.Limits.(*routeLimits); return l }
+func brokerProtectOf(rt *route) *brokerProtection {
+	p, _ := rt.BrokerProtect.(*brokerProtection)
+	return p
+}
+func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
+func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
+
+// guardOf is the guard of a call the guard stage marked Guarded; nil for
+// other calls.
+func guardOf(s *Scope) *guard {
+	if !s.Guarded {
+		return nil
+	}
+	g, _ := s.Route.Guard.(*guard)
+	return g
 }

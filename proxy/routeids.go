@@ -141,14 +141,14 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
 func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
-	key := rt.IDs.views[0]
-	if rt.Up.cfg.Emulate.Advertise {
-		key = rt.IDs.views[1]
+	key := idsOf(rt).views[0]
+	if upOf(rt).cfg.Emulate.Advertise {
+		key = idsOf(rt).views[1]
 	}
 	if got, ok := e.views.Load(key); ok {
 		return got.(*catalogView), nil
 	}
-	body, err := deriveCatalogIDs(v.body, rt.IDs)
+	body, err := deriveCatalogIDs(v.body, idsOf(rt))
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
 func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 	on := false
 	for _, rt := range routes {
-		on = on || rt.IDs != nil
+		on = on || idsOf(rt) != nil
 	}
 	if !on {
 		return nil
@@ -267,25 +267,25 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if s.Route.IDs == nil || !carriesIDs(s) {
+			if idsOf(s.Route) == nil || !carriesIDs(s) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
 			if err != nil {
-				if s.wentAway(r, err) {
+				if s.WentAway(r, err) {
 					return
 				}
-				if ep := s.Call.Endpoint; s.Route.Up.cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
+				if ep := s.Call.Endpoint; upOf(s.Route).cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
 					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
 					return
 				}
-				s.fail(w, idsWithoutCatalog(s, err))
+				s.Fail(w, idsWithoutCatalog(s, err))
 				return
 			}
-			r2, miss := e.idTable(s.Route.IDs).mapBack(r, s)
+			r2, miss := e.idTable(idsOf(s.Route)).mapBack(r, s)
 			if miss != nil {
-				s.fail(w, miss.refusal(s))
+				s.Fail(w, miss.refusal(s))
 				return
 			}
 			next.ServeHTTP(w, r2)

@@ -555,7 +555,7 @@ func BenchmarkRouteIDs(b *testing.B) {
 	plain := &route{Prefix: "/t1/b1", Up: g.upstreams["b1"], Tenant: tn}
 	withIDs := &route{Prefix: "/t1/ids", Up: g.upstreams["b1"], Tenant: tn, IDs: newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})}
 	routes := routeTable{plain.Prefix: plain, withIDs.Prefix: withIDs}
-	x := withIDs.IDs
+	x := idsOf(withIDs)
 	const poll = "/v2/service_instances/i-1/last_operation"
 	const provision = "/v2/service_instances/i-1"
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })

@@ -77,7 +77,7 @@ func withShim(g *guard, after Timer) Middleware {
 // answer, and, for a bind, the inventory keeps credentials (encrypted):
 // after a 202 the platform can only get them from GET binding.
 func shimmable(s *Scope) bool {
-	up := s.Route.Up
+	up := upOf(s.Route)
 	if up.cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
 		return false
 	}
@@ -90,7 +90,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	c := &core.ShimCall{Recorded: make(chan struct{}), Done: make(chan struct{}),
 		Operation: ShimOperationPrefix + s.Lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
-	call := s.fork(buf, c)
+	call := s.Fork(buf, c)
 	// The call outlives the platform's request: a request of its own,
 	// never canceled by the platform, with the body the body stage read.
 	r2 := r.Clone(context.WithoutCancel(r.Context()))
@@ -100,7 +100,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	}
 	go g.runShimmed(next, call, r2, buf)
 
-	fired, stop := after(s.Route.Up.cfg.Emulate.AsyncAfter)
+	fired, stop := after(upOf(s.Route).cfg.Emulate.AsyncAfter)
 	defer stop()
 	select {
 	case <-c.Done:
@@ -127,7 +127,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	if c.Panicked != nil {
 		panic(c.Panicked)
 	}
-	s.adopt(call)
+	s.Adopt(call)
 	buf.writeTo(w)
 }
 
@@ -160,7 +160,7 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // converted lock. It reports false when the store did not take it: the
 // platform then waits for the broker's answer, as without the shim.
 func (g *guard) claimShim(s, call *Scope) bool {
-	up := s.Route.Up
+	up := upOf(s.Route)
 	l := s.Lock.Lock
 	now := g.now()
 	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
@@ -195,7 +195,7 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // candidate, if any, takes it over). The lock stays until the poll that
 // reports the outcome (or its deadline).
 func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
-	h, up, c := s.Lock, s.Route.Up, s.Shim
+	h, up, c := s.Lock, upOf(s.Route), s.Shim
 	l := h.Lock
 	now := g.now()
 	switch {

@@ -46,12 +46,12 @@ func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next
 		}
 		s.Polled = nil // a poll of another operation does not settle the shim's
 	}
-	if s.Route.Up.cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
+	if upOf(s.Route).cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
 		g.answerUntracked(w, r, s, op)
 		return
 	}
 	if s.ShimTooOld != nil {
-		s.fail(w, s.ShimTooOld)
+		s.Fail(w, s.ShimTooOld)
 		return
 	}
 	next.ServeHTTP(w, r)
@@ -79,13 +79,13 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
-		l = g.lostShim(ctx, s.Route.Up, l)
+		l = g.lostShim(ctx, upOf(s.Route), l)
 		*s.Polled = l
 	}
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
-		if d := s.Route.Up.cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
+		if d := upOf(s.Route).cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
@@ -215,7 +215,7 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 // of what the inventory does not hold; else "failed", saying so.
 func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope, op string) {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
-	up := s.Route.Up
+	up := upOf(s.Route)
 	var last store.LastOperation
 	var err error
 	if s.Call.Endpoint == rules.BindingLastOperation {
@@ -231,7 +231,7 @@ func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		g.metrics.StoreError("inventory")
-		s.fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
+		s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
 	case err == nil && last.Operation == op && last.State != "":
 		writeAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})

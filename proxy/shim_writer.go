@@ -3,9 +3,6 @@ package proxy
 import (
 	"bytes"
 	"net/http"
-	"slices"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // shimWriter is the ResponseWriter of a broker call the async shim may
@@ -49,32 +46,4 @@ func (b *shimWriter) writeTo(w http.ResponseWriter) {
 	}
 	w.WriteHeader(b.status)
 	_, _ = w.Write(b.body.Bytes())
-}
-
-// fork returns a copy of s for a broker call that runs in a goroutine of
-// its own (the async shim), answering into buf: the copy fills its own
-// findings, status and lock while s stays the platform's request's. c is
-// the call's shim record, shared by both.
-func (s *Scope) fork(buf http.ResponseWriter, c *core.ShimCall) *Scope {
-	f := new(Scope)
-	*f = *s
-	f.W = statusWriter{ResponseWriter: buf, scope: f}
-	f.Status, f.Bytes = 0, 0
-	f.Findings = slices.Clip(s.Findings) // appends go to a new array
-	f.Shim = c
-	if s.Lock != nil {
-		l := *s.Lock
-		f.Lock = &l
-	}
-	return f
-}
-
-// adopt takes back into s what the broker call filled into f, the fork of
-// s, once the call ended and its answer goes to the platform: everything
-// but what the platform's writer records (Status, Bytes), which writing the
-// answer fills.
-func (s *Scope) adopt(f *Scope) {
-	w, status, n := s.W, s.Status, s.Bytes
-	*s = *f
-	s.W, s.Status, s.Bytes = w, status, n
 }

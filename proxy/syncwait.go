@@ -74,7 +74,7 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 			u.name, s.Call.Endpoint, why)))
 	}
 	l := s.Lock.Lock
-	sw := &syncWait{u: u, g: s.Guard, w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
+	sw := &syncWait{u: u, g: guardOf(s), w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
 		serviceID: l.ServiceID, planID: l.PlanID, lock: l}
 	// The platform request's context, without its cancellation: the
 	// gateway's own calls are client spans beside the refused one, under
@@ -91,7 +91,7 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 	body, err := readOwn(rep)
 	if err != nil {
 		res.StatusCode = rep.StatusCode
-		s.Guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
+		guardOf(s).answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
 		return &cutShort{status: rep.StatusCode, err: err}
 	}
 	if rep.StatusCode != http.StatusAccepted {
@@ -106,7 +106,7 @@ func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, hea
 	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
 	kctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	sw.lock = s.Guard.keepAsync(kctx, s)
+	sw.lock = guardOf(s).keepAsync(kctx, s)
 	cancel()
 	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.now()))
 	if !ended {
@@ -143,9 +143,9 @@ func (u *upstream) cannotWait(s *Scope) string {
 	switch {
 	case s.Catalog == nil:
 		return "the broker's catalog is not at hand to tell whether it serves GET binding, where the credentials of an asynchronous binding come from"
-	case s.Catalog.index.Service(serviceID) == nil:
+	case s.Catalog.Index().Service(serviceID) == nil:
 		return fmt.Sprintf("service_id %q is not in the broker's catalog, so whether it serves GET binding is unknown", serviceID)
-	case !s.Catalog.index.Service(serviceID).BindingsRetrievable:
+	case !s.Catalog.Index().Service(serviceID).BindingsRetrievable:
 		return fmt.Sprintf("its catalog says bindings_retrievable false for service %q, and the credentials of an asynchronous binding come only from GET binding",
 			serviceID)
 	}
@@ -169,7 +169,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	read, err := u.readResponse(res, s, body)
-	s.Guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	guardOf(s).answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	return err
 }
 

@@ -114,10 +114,10 @@ func withTrace(t *Tracing) Middleware {
 // url.scheme, http.response.status_code, server.address, server.port)
 // beside the gateway's osb.* ones.
 func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
-	endpoint := s.labelEndpoint(r.Method)
+	endpoint := s.LabelEndpoint(r.Method)
 	ep := endpoint.String()
 	span.SetName("osb " + ep)
-	status := s.status()
+	status := s.StatusSent()
 	attrs := make([]attribute.KeyValue, 0, 32)
 	attrs = append(attrs,
 		semconv.HTTPRequestMethodKey.String(requestMethod(r.Method)),
@@ -153,7 +153,7 @@ func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
 	add("osb.broker", s.Broker)
 	add("osb.instance_id", s.Call.InstanceID)
 	add("osb.binding_id", s.Call.BindingID)
-	service, plan := s.serviceAndPlan()
+	service, plan := s.ServiceAndPlan()
 	add("osb.service_id", service)
 	add("osb.plan_id", plan)
 	if !s.Version.IsZero() {
@@ -219,21 +219,6 @@ func serverAddress(r *http.Request) (string, int) {
 	}
 	n, _ := strconv.Atoi(port)
 	return host, n
-}
-
-// serviceAndPlan returns the call's service and plan ids: from the
-// request body when it has them, else from the query.
-func (s *Scope) serviceAndPlan() (service, plan string) {
-	service, plan = s.Call.ServiceID, s.Call.PlanID
-	if s.Request != nil {
-		if s.Request.ServiceID != "" {
-			service = s.Request.ServiceID
-		}
-		if s.Request.PlanID != "" {
-			plan = s.Request.PlanID
-		}
-	}
-	return service, plan
 }
 
 // errorDescription is the description of the gateway's OSB error, which

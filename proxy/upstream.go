@@ -170,7 +170,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The Scope's value goes outside the deadline's cancel context, one
 	// step nearer to the reverse proxy's callbacks and the transports
 	// that look it up (ScopeFrom).
-	ctx := s.withContext(parent, u.deadlines.Start(parent, &s.BrokerCall))
+	ctx := s.WithContext(parent, u.deadlines.Start(parent, &s.BrokerCall))
 	defer u.deadlines.Finish(&s.BrokerCall)
 	s.OutHeader = w.Header()
 	u.proxy.ServeHTTP(w, r.WithContext(ctx))
@@ -232,7 +232,7 @@ func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent s
 		}
 	}
 	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, Own: true}
-	return s.withContext(ctx, ctx)
+	return s.WithContext(ctx, ctx)
 }
 
 // joinPath appends the escaped rest to base, the broker URL's escaped path
@@ -267,8 +267,8 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if s.Lock != nil || s.Polled != nil || s.PollUnseen || u.checksResponses(s) {
 		var err error
 		if body, err = bufferResponse(res); err != nil {
-			if s.Guard != nil {
-				s.Guard.answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
+			if guardOf(s) != nil {
+				guardOf(s).answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
 			}
 			return &cutShort{status: res.StatusCode, err: err}
 		}
@@ -280,11 +280,11 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	if s.Lock != nil && res.StatusCode == http.StatusAccepted {
 		s.Operation = read.Operation
 	}
-	if s.Guard != nil {
-		s.Guard.answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	if guardOf(s) != nil {
+		guardOf(s).answered(res, s, answer{Answer: read, refused: err != nil, body: body})
 	}
-	if err == nil && s.Route != nil && s.Route.IDs != nil {
-		err = s.Route.IDs.forwardAnswer(res, s, body) // routes[].ids (routeids.go)
+	if err == nil && s.Route != nil && idsOf(s.Route) != nil {
+		err = idsOf(s.Route).forwardAnswer(res, s, body) // routes[].ids (routeids.go)
 	}
 	if err == nil && s.OutHeader != nil {
 		handOver(s.OutHeader, res.Header)
@@ -345,7 +345,7 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 	var auth *authFailed
 	switch {
 	case errors.As(err, &own): // the gateway answers in the broker's place (emulate.sync_within)
-		s.fail(w, own.e)
+		s.Fail(w, own.e)
 		return
 	case errors.As(err, &auth): // the broker refused the gateway's credentials, or no token (brokerauth.go)
 		// Never a candidate for orphan mitigation: the broker did nothing.
@@ -356,8 +356,8 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
 	case isTimeout(err, r.Context()):
 		e = u.timeoutError()
-		if s.Guard != nil {
-			s.Guard.onTimeout(r.Context(), s)
+		if guardOf(s) != nil {
+			guardOf(s).onTimeout(r.Context(), s)
 		}
 	case s.CallParent != nil && s.CallParent.Err() != nil:
 		// The platform went away (a reset, not a half-close): whatever
@@ -367,17 +367,17 @@ func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err erro
 		return
 	default:
 		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
-		if s.Guard != nil && mayHaveReached(err) {
+		if guardOf(s) != nil && mayHaveReached(err) {
 			// The request went out and no answer came back (a reset, a
 			// connection closed before the answer): as after a timeout,
 			// the broker may have done it, or be doing it, so a retry must
 			// not overlap it (the campaign's "broker connection reset after
 			// the request").
-			s.Guard.onTimeout(r.Context(), s)
+			guardOf(s).onTimeout(r.Context(), s)
 		}
 	}
 	e.Err = err
-	s.fail(w, e)
+	s.Fail(w, e)
 }
 
 // mayHaveReached reports whether a broker call that failed with err may

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -40,25 +39,28 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := s.Route.Up
+			up := upOf(s.Route)
 			var noCatalog error // why the catalog the call needs cannot be had
 			if needsCatalog(s) {
 				e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
-				s.Catalog, noCatalog = e, err
+				if e != nil { // a nil *catalogEntry would make a non-nil core.Catalog
+					s.Catalog = e
+				}
+				noCatalog = err
 			}
 			if mode := up.cfg.Validation.Requests; mode != config.ModeOff {
 				var cat rules.CatalogView // nil: checked without the catalog
 				if s.Catalog != nil {
-					cat = s.Catalog.index
+					cat = s.Catalog.Index()
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
 				vs = append(vs, rules.CheckRotation(s.Call, s.Version, up.max, req, cat)...)
 				s.Request = req
 				if len(vs) > 0 {
-					s.addFindings(log, r, "request", vs, mode == config.ModeReport)
+					s.AddFindings(log, r, "request", vs, mode == config.ModeReport)
 					if mode == config.ModeEnforce {
 						s.RefusedByRules = true
-						s.fail(w, rules.Reject(vs))
+						s.Fail(w, rules.Reject(vs))
 						return
 					}
 				}
@@ -69,11 +71,11 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 			// After the rules that need no catalog: a request they refuse
 			// gets their lasting 400, not a 503 that invites a retry.
 			if noCatalog != nil {
-				if s.wentAway(r, noCatalog) {
+				if s.WentAway(r, noCatalog) {
 					return
 				}
 				if refusal := withoutCatalog(s, noCatalog); refusal != nil {
-					s.fail(w, refusal)
+					s.Fail(w, refusal)
 					return
 				}
 			}
@@ -89,41 +91,4 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// addFindings records vs in the scope and, when report is set, logs each
-// (see loggable for what a log line may say).
-func (s *Scope) addFindings(log *slog.Logger, r *http.Request, dir string, vs []rules.Violation, report bool) {
-	for _, v := range vs {
-		s.Findings = append(s.Findings, Finding{Direction: dir, Violation: v})
-		if report {
-			log.LogAttrs(r.Context(), slog.LevelWarn, "OSB rule broken", slog.String("request_id", s.RequestID),
-				slog.String("tenant", s.Tenant), slog.String("broker", s.Broker), slog.String("endpoint", s.Call.Endpoint.String()),
-				slog.String("direction", dir), slog.String("rule", v.Rule), slog.String("finding", loggable(v)))
-		}
-	}
-}
-
-// loggable is what logs may say of a finding: its description, except for
-// the rules on parameters, whose descriptions quote the platform's values
-// (which may be secrets): they are named by rule only.
-func loggable(v rules.Violation) string {
-	if strings.HasPrefix(v.Rule, "request.parameters") {
-		return "parameters break the plan's schema (values withheld from logs; the rule id says which check)"
-	}
-	return v.Description
-}
-
-// logError is the access log's "error": the gateway's own description,
-// or, for a refusal by the request rules, the rule ids (descriptions may
-// quote parameter values).
-func (s *Scope) logError() string {
-	if !s.RefusedByRules {
-		return s.Err.Error()
-	}
-	ids := make([]string, 0, len(s.Findings))
-	for _, f := range s.Findings {
-		ids = append(ids, f.Rule)
-	}
-	return "refused by the OSB request rules: " + strings.Join(ids, ", ")
 }

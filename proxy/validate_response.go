@@ -97,7 +97,7 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 	}
 	var cat rules.CatalogView
 	if s.Catalog != nil {
-		cat = s.Catalog.index
+		cat = s.Catalog.Index()
 	}
 	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s),
 		Platform: s.Version, RetryAfter: res.Header[headerRetryAfter]})
@@ -105,7 +105,7 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 		return read, nil
 	}
 	mode := u.cfg.Validation.Responses
-	s.addFindings(u.log, res.Request, "response", vs, mode == config.ModeReport)
+	s.AddFindings(u.log, res.Request, "response", vs, mode == config.ModeReport)
 	if mode == config.ModeEnforce {
 		return read, &core.ResponseRefused{Broker: u.name, Call: s.Call, Status: res.StatusCode, Violations: vs}
 	}

@@ -18,7 +18,7 @@ func withVersion() Middleware {
 			s := ScopeOf(w, r)
 			n, forward, err := negotiate(r, s.Route)
 			if err != nil {
-				s.fail(w, err)
+				s.Fail(w, err)
 				return
 			}
 			s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
@@ -31,9 +31,9 @@ func withVersion() Middleware {
 // returns the version forwarded: the platform's, capped at the broker's
 // maximum.
 func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
-	up := rt.Up
+	up := upOf(rt)
 	vals := r.Header[core.HeaderAPIVersion]
-	n, err := rules.Negotiate(vals, up.min, up.max, rt.Tenant.missingStatus, up.name)
+	n, err := rules.Negotiate(vals, up.min, up.max, tenantOf(rt).missingStatus, up.name)
 	if err != nil {
 		return n, "", err
 	}
