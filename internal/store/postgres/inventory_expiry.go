@@ -32,15 +32,7 @@ func (s *pgStore) ExpiringBindings(ctx context.Context, broker string, before ti
 		args: []any{us(before)}}
 	q.and("broker", broker)
 	q.add(` ORDER BY expires_us, broker, instance_id, binding_id LIMIT `, limit)
-	rows, err := s.db.Query(cctx, q.sql, q.args...)
-	if err != nil {
-		return nil, s.fail(ctx, "expiring bindings", err)
-	}
-	out, err := bindingRows(rows)
-	if err != nil {
-		return nil, s.fail(ctx, "expiring bindings", err)
-	}
-	return out, nil
+	return collect(s, ctx, cctx, "expiring bindings", scanBinding, q.sql, q.args...)
 }
 
 func (s *pgStore) CountExpiring(ctx context.Context, before time.Time) (map[string]int, error) {

@@ -20,15 +20,11 @@ func (s *pgStore) bindingsAfter(ctx context.Context, pos store.BindingPos, limit
 		return nil, pos, false, err
 	}
 	defer cancel()
-	rows, err := s.db.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
+	out, err := collect(s, ctx, cctx, "export bindings", scanBinding, `SELECT broker, instance_id, binding_id, rec FROM bindings
 WHERE (broker, instance_id, binding_id) > ($1, $2, $3) ORDER BY broker, instance_id, binding_id LIMIT $4`,
 		b(pos.Broker), b(pos.Instance), b(pos.Binding), limit)
 	if err != nil {
-		return nil, pos, false, s.fail(ctx, "export bindings", err)
-	}
-	out, err := bindingRows(rows)
-	if err != nil {
-		return nil, pos, false, s.fail(ctx, "export bindings", err)
+		return nil, pos, false, err
 	}
 	if len(out) < limit {
 		return out, pos, true, nil

@@ -12,15 +12,13 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
-// bindingRows collects rows of (broker, instance_id, binding_id, rec).
-func bindingRows(rows pgx.Rows) ([]store.Binding, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Binding, error) {
-		var broker, instance, binding, rec []byte
-		if err := r.Scan(&broker, &instance, &binding, &rec); err != nil {
-			return store.Binding{}, err
-		}
-		return store.DecodeBinding(string(broker), string(instance), string(binding), rec)
-	})
+// scanBinding reads a row of (broker, instance_id, binding_id, rec).
+func scanBinding(r pgx.CollectableRow) (store.Binding, error) {
+	var broker, instance, binding, rec []byte
+	if err := r.Scan(&broker, &instance, &binding, &rec); err != nil {
+		return store.Binding{}, err
+	}
+	return store.DecodeBinding(string(broker), string(instance), string(binding), rec)
 }
 
 func (s *pgStore) ListBindings(ctx context.Context, broker, instanceID string) ([]store.Binding, error) {
@@ -35,16 +33,8 @@ func (s *pgStore) ListBindings(ctx context.Context, broker, instanceID string) (
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.db.Query(cctx, `SELECT broker, instance_id, binding_id, rec FROM bindings
+	return collect(s, ctx, cctx, "list bindings", scanBinding, `SELECT broker, instance_id, binding_id, rec FROM bindings
 WHERE broker = $1 AND instance_id = $2 ORDER BY binding_id`, b(broker), b(instanceID))
-	if err != nil {
-		return nil, s.fail(ctx, "list bindings", err)
-	}
-	out, err := bindingRows(rows)
-	if err != nil {
-		return nil, s.fail(ctx, "list bindings", err)
-	}
-	return out, nil
 }
 
 func (s *pgStore) ListInstances(ctx context.Context, f store.InstanceFilter, cursor string, limit int) ([]store.Instance, string, error) {
@@ -69,19 +59,15 @@ func (s *pgStore) ListInstances(ctx context.Context, f store.InstanceFilter, cur
 	q.and("broker", f.Broker)
 	q.and("tenant", f.Tenant)
 	q.add(` ORDER BY broker, instance_id LIMIT `, limit+1)
-	rows, err := s.db.Query(cctx, q.sql, q.args...)
-	if err != nil {
-		return nil, "", s.fail(ctx, "list instances", err)
-	}
-	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Instance, error) {
+	found, err := collect(s, ctx, cctx, "list instances", func(r pgx.CollectableRow) (store.Instance, error) {
 		var broker, id, rec []byte
 		if err := r.Scan(&broker, &id, &rec); err != nil {
 			return store.Instance{}, err
 		}
 		return store.DecodeInstance(string(broker), string(id), rec)
-	})
+	}, q.sql, q.args...)
 	if err != nil {
-		return nil, "", s.fail(ctx, "list instances", err)
+		return nil, "", err
 	}
 	page, next := store.PageOf(found, limit, store.InstanceName)
 	return page, next, nil
