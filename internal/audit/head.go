@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -139,3 +140,64 @@ func headTarget(h Head, files []string) int {
 
 // isNotExist reports whether err says a file does not exist.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// heads is the head file's side of a Writer: the last head stored and
+// whether it was handed to OnHead.
+type heads struct {
+	mu      sync.Mutex
+	gen     uint64 // of last; 0: none stored yet
+	last    Head
+	logged  uint64 // gen of the last head handed to onHead
+	now     func() time.Time
+	onHead  func(Head)
+	ticks   <-chan time.Time
+	stopTck func()
+}
+
+// takeHeadLocked returns the head of what was written to the file so far
+// and its generation; w.mu is held, and the buffer was flushed.
+func (w *Writer) takeHeadLocked() (Head, uint64, bool) {
+	h, ok := w.out.head(string(w.prev[:]), w.hash.id, w.heads.now())
+	if !ok {
+		return Head{}, 0, false
+	}
+	w.headGen++
+	return h, w.headGen, true
+}
+
+// storeHead writes h, taken as generation gen, to the head file, unless a
+// newer head is there already. Errors go to OnError.
+func (w *Writer) storeHead(h Head, gen uint64) {
+	w.heads.mu.Lock()
+	defer w.heads.mu.Unlock()
+	if gen <= w.heads.gen {
+		return
+	}
+	if err := w.out.storeHead(h); err != nil {
+		if w.onError != nil {
+			w.onError(err)
+		}
+		return
+	}
+	w.heads.gen, w.heads.last = gen, h
+}
+
+// logHead hands the stored head to OnHead, unless it was handed out
+// already.
+func (w *Writer) logHead() {
+	w.heads.mu.Lock()
+	h, fresh := w.heads.last, w.heads.gen > w.heads.logged
+	w.heads.logged = w.heads.gen
+	w.heads.mu.Unlock()
+	if fresh && w.heads.onHead != nil {
+		w.heads.onHead(h)
+	}
+}
+
+// Head returns the head last stored in the head file, and false when none
+// was yet (or the sink has none).
+func (w *Writer) Head() (Head, bool) {
+	w.heads.mu.Lock()
+	defer w.heads.mu.Unlock()
+	return w.heads.last, w.heads.gen > 0
+}

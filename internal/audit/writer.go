@@ -41,41 +41,6 @@ type Writer struct {
 	heads heads
 }
 
-// heads is the head file's side of a Writer: the last head stored and
-// whether it was handed to OnHead.
-type heads struct {
-	mu      sync.Mutex
-	gen     uint64 // of last; 0: none stored yet
-	last    Head
-	logged  uint64 // gen of the last head handed to onHead
-	now     func() time.Time
-	onHead  func(Head)
-	ticks   <-chan time.Time
-	stopTck func()
-}
-
-// sink is where lines go: a rotating file or a stream.
-type sink interface {
-	io.Writer
-	// sync makes what was written durable (no-op for streams).
-	sync() error
-	// syncer returns a function that makes what was written so far
-	// durable and may be called without the writer's lock, while writes
-	// go on; nil for streams.
-	syncer() func() error
-	// needsRotation reports whether a line of n bytes, after buffered
-	// bytes not written yet, would grow a non-empty file past its limit;
-	// rotate then starts a new file (the buffer is flushed first).
-	needsRotation(buffered, n int) bool
-	rotate() error
-	close() error
-	// head returns the head of what was written so far, the last record's
-	// hash being last; false for sinks without one (streams).
-	head(last string, keyID string, now time.Time) (Head, bool)
-	// storeHead makes h the head that survives the process.
-	storeHead(h Head) error
-}
-
 // Options tune a Writer beyond its configuration.
 type Options struct {
 	// Stdout is where the stdout sink writes; nil: the sink is unusable.
@@ -324,54 +289,6 @@ func (w *Writer) flushEvery(interval time.Duration) {
 	}
 }
 
-// takeHeadLocked returns the head of what was written to the file so far
-// and its generation; w.mu is held, and the buffer was flushed.
-func (w *Writer) takeHeadLocked() (Head, uint64, bool) {
-	h, ok := w.out.head(string(w.prev[:]), w.hash.id, w.heads.now())
-	if !ok {
-		return Head{}, 0, false
-	}
-	w.headGen++
-	return h, w.headGen, true
-}
-
-// storeHead writes h, taken as generation gen, to the head file, unless a
-// newer head is there already. Errors go to OnError.
-func (w *Writer) storeHead(h Head, gen uint64) {
-	w.heads.mu.Lock()
-	defer w.heads.mu.Unlock()
-	if gen <= w.heads.gen {
-		return
-	}
-	if err := w.out.storeHead(h); err != nil {
-		if w.onError != nil {
-			w.onError(err)
-		}
-		return
-	}
-	w.heads.gen, w.heads.last = gen, h
-}
-
-// logHead hands the stored head to OnHead, unless it was handed out
-// already.
-func (w *Writer) logHead() {
-	w.heads.mu.Lock()
-	h, fresh := w.heads.last, w.heads.gen > w.heads.logged
-	w.heads.logged = w.heads.gen
-	w.heads.mu.Unlock()
-	if fresh && w.heads.onHead != nil {
-		w.heads.onHead(h)
-	}
-}
-
-// Head returns the head last stored in the head file, and false when none
-// was yet (or the sink has none).
-func (w *Writer) Head() (Head, bool) {
-	w.heads.mu.Lock()
-	defer w.heads.mu.Unlock()
-	return w.heads.last, w.heads.gen > 0
-}
-
 // Close flushes and syncs what is buffered and closes the sink. Writes
 // after Close fail.
 func (w *Writer) Close() error {
@@ -397,16 +314,3 @@ func (w *Writer) Close() error {
 	w.logHead()
 	return err
 }
-
-// stream is a sink on a writer that is never rotated or synced, such as
-// standard output.
-type stream struct{ io.Writer }
-
-func (stream) sync() error                 { return nil }
-func (stream) syncer() func() error        { return nil }
-func (stream) needsRotation(int, int) bool { return false }
-func (stream) rotate() error               { return nil }
-func (stream) close() error                { return nil }
-
-func (stream) head(string, string, time.Time) (Head, bool) { return Head{}, false }
-func (stream) storeHead(Head) error                        { return nil }

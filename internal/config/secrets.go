@@ -12,6 +12,25 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+// Secret is a string that never prints: String, GoString, MarshalText and
+// slog's LogValue all return a redaction marker.
+type Secret string
+
+// Redacted is what a Secret prints as.
+const Redacted = "[REDACTED]"
+
+// String implements fmt.Stringer.
+func (Secret) String() string { return Redacted }
+
+// GoString implements fmt.GoStringer.
+func (Secret) GoString() string { return Redacted }
+
+// MarshalText implements encoding.TextMarshaler (used by JSON and YAML).
+func (Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
+
+// Reveal returns the secret value.
+func (s Secret) Reveal() string { return string(s) }
+
 // LogValue implements slog.LogValuer: a Secret logs as Redacted.
 func (Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }
 

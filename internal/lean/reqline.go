@@ -113,3 +113,67 @@ func badFirstLine(buf []byte) *requestError {
 	}
 	return checkTarget(line[:sp1], line[sp1+1:sp2])
 }
+
+// parseTarget parses a request target as net/http's server does
+// (url.ParseRequestURI), into u when it is a plain path with an optional
+// query.
+func parseTarget(target string, u *url.URL) (*url.URL, error) {
+	if len(target) > 0 && target[0] == '/' && plainPath(target) {
+		path, query, _ := cutByte(target, '?')
+		u.Path, u.RawQuery = path, query
+		u.ForceQuery = query == "" && len(path) < len(target)
+		return u, nil
+	}
+	return url.ParseRequestURI(target)
+}
+
+// plainPath reports whether url.ParseRequestURI would give target's path
+// as it is (no escapes, no byte that url would escape, so no RawPath) and
+// its query as it is: bytes of the path unreserved or allowed in a path
+// unescaped, and no control byte anywhere (ParseRequestURI's error).
+func plainPath(target string) bool {
+	inPath := true
+	for i := 0; i < len(target); i++ {
+		c := target[i]
+		if c < ' ' || c == 0x7f {
+			return false
+		}
+		if !inPath {
+			continue
+		}
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '_' || c == '.' || c == '~' || c == '/':
+		case c == '$' || c == '&' || c == '+' || c == ',' || c == ':' || c == ';' || c == '=' || c == '@':
+		case c == '?':
+			inPath = false
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// commonMethod returns the method's string without an allocation when it
+// is a common one, else "".
+func commonMethod(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return http.MethodGet
+	case "PUT":
+		return http.MethodPut
+	case "PATCH":
+		return http.MethodPatch
+	case "DELETE":
+		return http.MethodDelete
+	case "POST":
+		return http.MethodPost
+	case "HEAD":
+		return http.MethodHead
+	case "OPTIONS":
+		return http.MethodOptions
+	case "CONNECT":
+		return http.MethodConnect
+	}
+	return ""
+}

@@ -3,6 +3,8 @@ package samplebroker
 import (
 	"encoding/base64"
 	"net/http"
+
+	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
 
 // credentials replace Options.Username and Password at run time
@@ -46,4 +48,40 @@ func (c *credentials) allows(r *http.Request) bool {
 	}
 	u, p, ok := r.BasicAuth()
 	return ok && constantTimeEqual(u, c.user) && constantTimeEqual(p, c.pass)
+}
+
+// authorized reports whether r carries the broker's credentials. The common
+// case, an Authorization header byte-identical to the expected one, costs no
+// allocation; other spellings ("basic" in lower case) are decoded.
+func (b *Broker) authorized(r *http.Request) bool {
+	if c := b.creds.Load(); c != nil {
+		return c.allows(r)
+	}
+	if b.authHeader == "" {
+		return true
+	}
+	if h := r.Header["Authorization"]; len(h) > 0 && constantTimeEqual(h[0], b.authHeader) {
+		return true
+	}
+	u, p, ok := r.BasicAuth()
+	return ok && constantTimeEqual(u, b.opts.Username) && constantTimeEqual(p, b.opts.Password)
+}
+
+// unauthorized writes 401 with a basic-auth challenge and an OSB error body.
+func (b *Broker) unauthorized(w http.ResponseWriter) {
+	w.Header()["Www-Authenticate"] = basicChallenge
+	osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "missing or wrong basic-auth credentials"))
+}
+
+// constantTimeEqual compares two strings in time that depends only on their
+// lengths.
+func constantTimeEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := 0; i < len(a); i++ {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
 }

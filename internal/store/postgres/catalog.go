@@ -36,21 +36,13 @@ func (s *pgStore) ListCatalogs(ctx context.Context) ([]store.BrokerCatalogs, err
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.db.Query(cctx, `SELECT rec FROM catalogs ORDER BY broker`)
-	if err != nil {
-		return nil, s.fail(ctx, "list catalogs", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.BrokerCatalogs, error) {
+	return collect(s, ctx, cctx, "list catalogs", func(r pgx.CollectableRow) (store.BrokerCatalogs, error) {
 		var rec []byte
 		if err := r.Scan(&rec); err != nil {
 			return store.BrokerCatalogs{}, err
 		}
 		return store.DecodeCatalogs(rec)
-	})
-	if err != nil {
-		return nil, s.fail(ctx, "list catalogs", err)
-	}
-	return out, nil
+	}, `SELECT rec FROM catalogs ORDER BY broker`)
 }
 
 func (s *pgStore) PutCatalogs(ctx context.Context, bc store.BrokerCatalogs, ifAccepted string) error {

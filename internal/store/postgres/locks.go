@@ -241,20 +241,16 @@ func (s *pgStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock, e
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.db.Query(cctx, `DELETE FROM locks WHERE deadline_us <= $1 RETURNING rec`, us(now))
-	if err != nil {
-		return nil, s.fail(ctx, "expire locks", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Lock, error) {
+	out, err := collect(s, ctx, cctx, "expire locks", func(r pgx.CollectableRow) (store.Lock, error) {
 		var rec []byte
 		if err := r.Scan(&rec); err != nil {
 			return store.Lock{}, err
 		}
 		l, _ := store.DecodeLock(rec) // one that does not decode is gone; it has no key to report
 		return l, nil
-	})
+	}, `DELETE FROM locks WHERE deadline_us <= $1 RETURNING rec`, us(now))
 	if err != nil {
-		return nil, s.fail(ctx, "expire locks", err)
+		return nil, err
 	}
 	out = slices.DeleteFunc(out, func(l store.Lock) bool { return l.Key == "" })
 	slices.SortFunc(out, store.ByDeadline)

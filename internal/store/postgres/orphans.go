@@ -96,15 +96,7 @@ func (s *pgStore) ListOrphans(ctx context.Context) ([]store.Orphan, error) {
 
 // orphans runs a query of orphanCols.
 func (s *pgStore) orphans(ctx, cctx context.Context, sql string, args ...any) ([]store.Orphan, error) {
-	rows, err := s.db.Query(cctx, sql, args...)
-	if err != nil {
-		return nil, s.fail(ctx, "read orphans", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Orphan, error) { return scanOrphan(r) })
-	if err != nil {
-		return nil, s.fail(ctx, "read orphans", err)
-	}
-	return out, nil
+	return collect(s, ctx, cctx, "read orphans", func(r pgx.CollectableRow) (store.Orphan, error) { return scanOrphan(r) }, sql, args...)
 }
 
 func (s *pgStore) DeleteOrphan(ctx context.Context, id string) error {

@@ -151,6 +151,20 @@ func (s *pgStore) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%w: postgres %s: %w", store.ErrUnavailable, op, err)
 }
 
+// collect runs the query sql on cctx and scans each row with scan; a
+// failure of either is s.fail's, under op.
+func collect[T any](s *pgStore, ctx, cctx context.Context, op string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := s.db.Query(cctx, sql, args...)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return out, nil
+}
+
 func (s *pgStore) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -65,23 +65,16 @@ func (s *pgStore) usagePage(ctx context.Context, broker string, deleted, id int6
 	q := query{sql: `SELECT id, deleted_us, rec FROM usage_records WHERE (deleted_us, id) > ($1, $2)`, args: []any{deleted, id}}
 	q.and("broker", broker)
 	q.add(` ORDER BY deleted_us, id LIMIT `, store.UsagePage)
-	rows, err := s.db.Query(cctx, q.sql, q.args...)
-	if err != nil {
-		return nil, s.fail(ctx, "read usage", err)
-	}
-	page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (usageRow, error) {
+	return collect(s, ctx, cctx, "read usage", func(r pgx.CollectableRow) (usageRow, error) {
 		var u usageRow
 		var rec []byte
 		if err := r.Scan(&u.id, &u.deleted, &rec); err != nil {
 			return u, err
 		}
+		var err error
 		u.r, err = store.DecodeUsage(rec, u.deleted)
 		return u, err
-	})
-	if err != nil {
-		return nil, s.fail(ctx, "read usage", err)
-	}
-	return page, nil
+	}, q.sql, q.args...)
 }
 
 // PurgeUsage deletes store.UsagePage records per statement.
