@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -64,8 +65,6 @@ const (
 	credentialCurrent = 0
 	credentialNext    = 1
 )
-
-var credentialNames = [2]string{"current", "next"}
 
 // newBrokerAuth returns the authentication of broker b around rt, or nil
 // when b has one basic credential (or none). tc is the broker's TLS
@@ -125,7 +124,7 @@ func (a *brokerAuth) showCredential() {
 	if a.kind != config.BrokerAuthBasic {
 		return
 	}
-	a.metrics.Load().brokerCredential(a.name, int(a.using.Load()))
+	a.metrics.Load().BrokerCredential(a.name, int(a.using.Load()))
 }
 
 // RoundTrip implements http.RoundTripper. It sets the request's
@@ -229,7 +228,7 @@ func (a *brokerAuth) worked(which int) {
 		return // another call switched first
 	}
 	a.log.Info("broker credential switched: the broker refused one with 401 and accepted the other",
-		"broker", a.name, "from", credentialNames[from], "to", credentialNames[which])
+		"broker", a.name, "from", metrics.CredentialNames[from], "to", metrics.CredentialNames[which])
 	a.showCredential()
 }
 

@@ -175,7 +175,7 @@ func (o *oauthTokens) fetch(f *tokenFetch) {
 	}
 	o.flight = nil
 	o.mu.Unlock()
-	o.metrics.Load().tokenFetched(o.name, outcome) // before the waiters go on: counted when they answer
+	o.metrics.Load().TokenFetched(o.name, outcome) // before the waiters go on: counted when they answer
 	close(f.done)
 }
 

@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -75,7 +72,7 @@ func TestBrokerAuthRotation(t *testing.T) {
 	br := &authBroker{accept: basicHeader("u", "next")[0]}
 	srv := httptest.NewServer(br)
 	defer srv.Close()
-	m, err := NewMetrics(nil, nil)
+	m, err := registeredMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +204,7 @@ func (ts *tokenServer) set(hang bool, answer http.HandlerFunc) {
 // oauthAuth is the brokerAuth of broker "b" with the token endpoint
 // tokenURL and timeout, and the metrics it counts its fetches on.
 func oauthAuth(t *testing.T, tokenURL string, timeout time.Duration) (*brokerAuth, *Metrics) {
-	m, err := NewMetrics(nil, nil)
+	m, err := registeredMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +215,7 @@ func oauthAuth(t *testing.T, tokenURL string, timeout time.Duration) (*brokerAut
 }
 
 func tokenFetches(m *Metrics, outcome string) float64 {
-	var d dto.Metric
-	if err := m.tokenFetches.WithLabelValues("b", outcome).Write(&d); err != nil {
-		return -1
-	}
-	return d.GetCounter().GetValue()
+	return seriesValue(m, "osb_gateway_broker_token_fetches_total", map[string]string{"broker": "b", "outcome": outcome})
 }
 
 // TestBrokerAuthTokenEndpointFailures: no token, no call; what the token
@@ -458,15 +451,7 @@ func equalStrings(a, b []string) bool {
 }
 
 func gaugeValue(m *Metrics, broker, which string) float64 {
-	g, err := m.brokerCred.GetMetricWithLabelValues(broker, which)
-	if err != nil {
-		return -1
-	}
-	var d dto.Metric
-	if err := g.Write(&d); err != nil {
-		return -1
-	}
-	return d.GetGauge().GetValue()
+	return seriesValue(m, "osb_gateway_broker_credential", map[string]string{"broker": broker, "which": which})
 }
 
 // TestBrokerAuthReloadKeepsTheCredentialThatWorked: a reload that builds
@@ -474,7 +459,7 @@ func gaugeValue(m *Metrics, broker, which string) float64 {
 // when the new settings still hold it as the next one, and the gauge goes
 // when the second credential does.
 func TestBrokerAuthReloadKeepsTheCredentialThatWorked(t *testing.T) {
-	m, err := NewMetrics(nil, nil)
+	m, err := registeredMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,10 +496,7 @@ func TestBrokerAuthReloadKeepsTheCredentialThatWorked(t *testing.T) {
 }
 
 func testutilCount(m *Metrics) int {
-	ch := make(chan prometheus.Metric, 10)
-	m.brokerCred.Collect(ch)
-	close(ch)
-	return len(ch)
+	return seriesCount(m, "osb_gateway_broker_credential")
 }
 
 // TestBrokerAuthNoTokenCountsAsABrokerFailure: a call that gets no OAuth2

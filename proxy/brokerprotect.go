@@ -54,7 +54,7 @@ func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Tim
 		p.breaker = newBrokerBreaker(b.Name, *b.Breaker, now, log, m)
 		st = p.breaker.cb.State()
 	}
-	m.brokerProtectStart(b.Name, tenants, p.queue != nil, p.breaker != nil, st)
+	m.BrokerProtectStart(b.Name, tenants, p.queue != nil, p.breaker != nil, st)
 	return p
 }
 
@@ -162,9 +162,9 @@ func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope
 	q := p.queue
 	waited, err := q.Wait(r.Context(), s.Tenant)
 	if q.Timeout > 0 {
-		p.metrics.queueWaited(s.Tenant, p.broker, waited, errors.Is(err, protect.ErrQueueTimeout))
+		p.metrics.QueueWaited(s.Tenant, p.broker, waited, errors.Is(err, protect.ErrQueueTimeout))
 	} else if err != nil {
-		p.metrics.queueRefused(s.Tenant, p.broker)
+		p.metrics.QueueRefused(s.Tenant, p.broker)
 	}
 	switch {
 	case err == nil:
@@ -181,7 +181,7 @@ func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope
 
 func (p *brokerProtection) refuseBreaker(w http.ResponseWriter, s *Scope, refusal *osb.Error) {
 	s.Protection = ProtectionBreaker
-	p.metrics.breakerRefused(s.Tenant, p.broker)
+	p.metrics.BreakerRefused(s.Tenant, p.broker)
 	s.Fail(w, refusal)
 }
 

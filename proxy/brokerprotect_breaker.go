@@ -16,19 +16,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
-
-// Breaker states as /admin/brokers and the metrics name them, indexed by
-// gobreaker.State (closed 0, half-open 1, open 2: the value of
-// osb_gateway_breaker_state).
-var breakerStates = [...]string{"closed", "half_open", "open"}
-
-func breakerStateName(st gobreaker.State) string {
-	if int(st) >= 0 && int(st) < len(breakerStates) {
-		return breakerStates[st]
-	}
-	return st.String()
-}
 
 // brokerBreaker is one broker's circuit breaker (brokers[].breaker), a
 // gobreaker.TwoStepCircuitBreaker: the protect stage asks it before a call
@@ -80,14 +69,14 @@ func (b *brokerBreaker) changed(_ string, from, to gobreaker.State) {
 	}
 	last := b.lastErr
 	b.mu.Unlock()
-	b.metrics.breakerChanged(b.name, to)
-	attrs := []slog.Attr{slog.String("broker", b.name), slog.String("from", breakerStateName(from)), slog.String("to", breakerStateName(to))}
+	b.metrics.BreakerChanged(b.name, to)
+	attrs := []slog.Attr{slog.String("broker", b.name), slog.String("from", metrics.BreakerStateName(from)), slog.String("to", metrics.BreakerStateName(to))}
 	level := slog.LevelInfo
 	if to == gobreaker.StateOpen {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Duration("open_for", b.cfg.OpenFor), slog.String("last_error", last))
 	}
-	b.log.LogAttrs(context.Background(), level, "broker circuit breaker "+breakerStateName(to), attrs...)
+	b.log.LogAttrs(context.Background(), level, "broker circuit breaker "+metrics.BreakerStateName(to), attrs...)
 }
 
 // isOpen reports whether the breaker answers every call now.
@@ -208,7 +197,7 @@ type BreakerInfo struct {
 
 func (b *brokerBreaker) status() *BreakerInfo {
 	st, n := b.cb.State(), b.cb.Counts()
-	bs := &BreakerInfo{State: breakerStateName(st), Failures: b.cfg.Failures, OpenFor: b.cfg.OpenFor,
+	bs := &BreakerInfo{State: metrics.BreakerStateName(st), Failures: b.cfg.Failures, OpenFor: b.cfg.OpenFor,
 		Probes: b.cfg.Probes, Requests: n.Requests, ConsecutiveFailures: n.ConsecutiveFailures,
 		ConsecutiveSuccesses: n.ConsecutiveSuccesses, TotalFailures: n.TotalFailures, TotalSuccesses: n.TotalSuccesses}
 	b.mu.Lock()

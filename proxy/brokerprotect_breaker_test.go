@@ -11,6 +11,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // sampleBroker serves a sample broker (the credentials of protectYAML)
@@ -265,7 +266,7 @@ func TestProtectionKeptOverAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if same.brokerProtect["b"] != e.g.brokerProtect["b"] || breakerStateName(same.brokerProtect["b"].breaker.cb.State()) != "open" {
+	if same.brokerProtect["b"] != e.g.brokerProtect["b"] || metrics.BreakerStateName(same.brokerProtect["b"].breaker.cb.State()) != "open" {
 		t.Errorf("an unchanged broker's brokerProtection was not kept")
 	}
 	cfg := *e.g.cfg
@@ -275,7 +276,7 @@ func TestProtectionKeptOverAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.queue.Max != 8 || breakerStateName(p.breaker.cb.State()) != "closed" {
+	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.queue.Max != 8 || metrics.BreakerStateName(p.breaker.cb.State()) != "closed" {
 		t.Errorf("a changed broker's brokerProtection was kept")
 	}
 }

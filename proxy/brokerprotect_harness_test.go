@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // protectYAML fronts one broker b (the sample broker's credentials) for two
@@ -181,7 +182,7 @@ func (e *protectEnv) queueCounts() (int, int) { return e.g.brokerProtect["b"].qu
 
 // breakerState returns broker b's breaker state as /admin/brokers names it.
 func (e *protectEnv) breakerState() string {
-	return breakerStateName(e.g.brokerProtect["b"].breaker.cb.State())
+	return metrics.BreakerStateName(e.g.brokerProtect["b"].breaker.cb.State())
 }
 
 // metric returns the value of one series on the metrics page ("" when

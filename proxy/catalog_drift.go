@@ -130,7 +130,7 @@ func (g *Gateway) trackDrift(now func() time.Time, log *slog.Logger, m *Metrics)
 		}
 		prev.mu.Unlock()
 	}
-	m.startDrift(g.cfg)
+	m.StartDrift(g.cfg)
 	g.catalogs.drift.Store(t)
 }
 
@@ -185,7 +185,7 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry
 		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
-		t.metrics.setDrift(u.name, nil)
+		t.metrics.SetDrift(u.name, nil)
 		return nil, nil
 	}
 	acc, err := t.acceptedIndex(u.name, rec.Accepted)
@@ -203,7 +203,7 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry
 		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
-		t.metrics.setDrift(u.name, nil)
+		t.metrics.SetDrift(u.name, nil)
 		t.log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.name),
 			slog.String("accepted_hash", hash), slog.String("previous_hash", prevAccepted))
 		return nil, nil
@@ -214,7 +214,7 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry
 	if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 		return nil, err
 	}
-	t.metrics.setDrift(u.name, items)
+	t.metrics.SetDrift(u.name, driftKinds(items))
 	t.logNew(ctx, u.name, prev, hash, items, hold)
 	if !hold {
 		return nil, nil
@@ -383,4 +383,13 @@ func toStoreChanges(items []DriftItem) []store.CatalogChange {
 		out[i] = toStoreChange(it)
 	}
 	return out
+}
+
+// driftKinds lists the kind of each item, for the drift metric.
+func driftKinds(items []DriftItem) []string {
+	kinds := make([]string, len(items))
+	for i, it := range items {
+		kinds[i] = it.Kind
+	}
+	return kinds
 }

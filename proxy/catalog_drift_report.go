@@ -96,7 +96,7 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 			Description: fmt.Sprintf("the state store did not take the accepted catalog of broker %q", broker)}
 	}
 	accepted = rec.Accepted.Hash
-	g.guard.metrics.setDrift(broker, nil)
+	g.guard.metrics.SetDrift(broker, nil)
 	if _, err := g.catalogs.refresh(ctx, u, u.warmVersion().String()); err != nil {
 		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
 			slog.String("broker", broker), slog.String("error", err.Error()))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -15,10 +16,10 @@ import (
 // osb_gateway_catalog_unavailable_total metric name it.
 const (
 	// CatalogRefused: the call got 503 and was not forwarded.
-	CatalogRefused = "refused"
+	CatalogRefused = core.CatalogRefused
 	// CatalogForwarded: the call was forwarded without the catalog checks
 	// (brokers[].validation.without_catalog: forward).
-	CatalogForwarded = "forwarded"
+	CatalogForwarded = core.CatalogForwarded
 )
 
 // RuleCatalogUnavailable is the finding recorded on a call forwarded

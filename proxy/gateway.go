@@ -211,7 +211,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 	}
-	opts.Metrics.start(cfg)
+	opts.Metrics.Start(cfg)
 	for _, b := range cfg.Brokers {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
 	}
@@ -316,7 +316,7 @@ func (g *Gateway) Close(next *Gateway) {
 			continue
 		}
 		if u.brokerAuth.rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].brokerAuth.rotating()) {
-			g.guard.metrics.forgetBrokerCredential(name) // the broker has no second credential any more
+			g.guard.metrics.ForgetBrokerCredential(name) // the broker has no second credential any more
 		}
 		u.transport.CloseIdleConnections()
 	}
@@ -331,7 +331,7 @@ func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
 		rt = opts.Transport(rt)
 	}
 	rt = opts.Tracing.transport(rt)
-	return opts.Metrics.transport(rt)
+	return opts.Metrics.Transport(rt)
 }
 
 // dispatch is the innermost handler: the matched route's upstream.

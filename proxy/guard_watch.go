@@ -200,7 +200,7 @@ func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rule
 	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, Route: &route{Up: u}}
 	g.inv.polled(ctx, s, cur, a) // under the lock, before it is released
 	g.release(ctx, cur)
-	g.metrics.settledByWatch(u.name, a.State)
+	g.metrics.SettledByWatch(u.name, a.State)
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
 		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
 		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),

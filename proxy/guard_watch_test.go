@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -198,7 +195,7 @@ func TestLostAsyncAnswerDoesNotBlockOrphanMitigation(t *testing.T) {
 // it again once per watch_after, not at every sweep, and settles it when
 // the broker says it ended.
 func TestWatchLeavesAnOperationInProgress(t *testing.T) {
-	m, err := NewMetrics(prometheus.NewRegistry(), nil)
+	m, err := registeredMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,11 +235,7 @@ func TestWatchLeavesAnOperationInProgress(t *testing.T) {
 	if op, ok := e.lastOperation(t, ""); !ok || op.State != store.StateSucceeded {
 		t.Errorf("inventory: %+v (recorded: %v), want the provision succeeded", op, ok)
 	}
-	var settled dto.Metric
-	if err := m.health.watched.WithLabelValues("b", rules.PollSucceeded).Write(&settled); err != nil {
-		t.Fatal(err)
-	}
-	if n := settled.GetCounter().GetValue(); n != 1 {
+	if n := seriesValue(m, "osb_gateway_operations_settled_by_gateway_total", map[string]string{"broker": "b", "state": rules.PollSucceeded}); n != 1 {
 		t.Errorf("osb_gateway_operations_settled_by_gateway_total{state=succeeded}: %v, want 1", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // TestMetricsBindingsExpiring: osb_gateway_bindings_expiring shows every
@@ -93,7 +94,7 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 		t.Errorf("%d reads after ExpiringRefresh, want %d", reads, n+1)
 	}
 	fail = errors.New("store down")
-	clock.Advance(ExpiringRefresh)
+	clock.Advance(metrics.ExpiringRefresh)
 	scrape(t, p.MetricsHandler())
 	want("after a failed read", `osb_gateway_bindings_expiring{broker="strict"} 2`, `osb_gateway_store_errors_total{op="expiring"} 1`)
 	if reads != n+2 {

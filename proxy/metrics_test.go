@@ -49,7 +49,7 @@ func TestMetricsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var g *Gateway
-	m.ObserveCatalogs(func() *CatalogCache { return g.Catalogs() })
+	m.ObserveCatalogs(func() map[string]CatalogCounts { return g.Catalogs().Counts() })
 	var stateErr error // set after the first scrape: the store goes down
 	stateReads := 0
 	m.ObserveState(func(context.Context) (StateCount, error) {
@@ -159,7 +159,7 @@ func TestMetricsDisabled(t *testing.T) {
 	if withMetrics(nilMetrics) != nil {
 		t.Error("nil Metrics has a stage")
 	}
-	if rt := nilMetrics.transport(http.DefaultTransport); rt != http.DefaultTransport {
+	if rt := nilMetrics.Transport(http.DefaultTransport); rt != http.DefaultTransport {
 		t.Error("nil Metrics wraps the transport")
 	}
 }
@@ -223,14 +223,14 @@ func TestMetricsCachedSeries(t *testing.T) {
 		return &Scope{Start: clock.Add(-20 * time.Millisecond), Tenant: tenant, Broker: "b",
 			Call: rules.Call{Endpoint: rules.Provision}, Status: status, TraceParent: "00-traced"}
 	}
-	m.record(unsampled, scope("t1", 201), "PUT")
-	m.record(sampled, scope("t1", 201), "PUT")
-	m.record(unsampled, scope("t2", 201), "PUT")
-	m.record(unsampled, scope("t1", 999), "PUT")
+	m.Record(unsampled, scope("t1", 201), "PUT")
+	m.Record(sampled, scope("t1", 201), "PUT")
+	m.Record(unsampled, scope("t2", 201), "PUT")
+	m.Record(unsampled, scope("t1", 999), "PUT")
 	blocked := scope("t1", 422)
 	blocked.Blocked, blocked.Orphan = true, "deprovision"
 	blocked.Findings = []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r1"}}, {Direction: "request", Violation: rules.Violation{Rule: "r1"}}}
-	m.record(sampled, blocked, "PUT")
+	m.Record(sampled, blocked, "PUT")
 
 	reqs := gathered(t, g, "osb_gateway_requests_total", map[string]string{"tenant": "t1", "code": "201"})
 	if len(reqs) != 1 || reqs[0].GetCounter().GetValue() != 2 {
@@ -287,12 +287,12 @@ func TestMetricsCachedSeries(t *testing.T) {
 	later := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{5}, SpanID: trace.SpanID{6}, TraceFlags: trace.FlagsSampled}))
 	clock = clock.Add(500 * time.Millisecond)
-	m.record(later, scope("t1", 201), "PUT")
+	m.Record(later, scope("t1", 201), "PUT")
 	if got := exemplarTrace(); got != (trace.TraceID{1}).String() {
 		t.Errorf("exemplar replaced within a second: %s", got)
 	}
 	clock = clock.Add(600 * time.Millisecond)
-	m.record(later, scope("t1", 201), "PUT")
+	m.Record(later, scope("t1", 201), "PUT")
 	if got := exemplarTrace(); got != (trace.TraceID{5}).String() {
 		t.Errorf("exemplar after a second: %s, want the newer trace", got)
 	}
@@ -312,7 +312,7 @@ func TestMetricsCachedSeries(t *testing.T) {
 	// Broker calls: timed from the round trip until the body is first
 	// closed; no answer counts as "error"; endpoints outside the table are
 	// "unknown".
-	rt := m.transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	rt := m.Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		clock = clock.Add(5 * time.Millisecond)
 		if r.Method == "DELETE" {
 			return nil, errors.New("refused")
@@ -400,7 +400,7 @@ func BenchmarkMetricsStage(b *testing.B) {
 	}{{"on", on, b.Context()}, {"sampled", on, sampled}, {"nil", nil, b.Context()}} {
 		b.Run(tc.name, func(b *testing.B) {
 			answer := http.Response{StatusCode: 200, Body: http.NoBody}
-			rt := tc.m.transport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+			rt := tc.m.Transport(roundTripFunc(func(*http.Request) (*http.Response, error) {
 				res := answer
 				return &res, nil
 			}))
@@ -445,31 +445,31 @@ func TestMetricsExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache.statsFor("b").hits.Add(1)
-	m.ObserveCatalogs(func() *CatalogCache { return cache })
+	m.ObserveCatalogs(func() map[string]CatalogCounts { return cache.Counts() })
 	m.ObserveState(func(context.Context) (StateCount, error) { return StateCount{Locks: 1, Operations: 1}, nil })
 	m.ObserveExpiring(func(context.Context) (map[string]int, error) { return map[string]int{"b": 1}, nil })
-	m.record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
+	m.Record(context.Background(), &Scope{Start: now, Tenant: "t", Broker: "b", Call: rules.Call{Endpoint: rules.Provision},
 		Status: 400, Blocked: true, Findings: []Finding{{Direction: "request", Violation: rules.Violation{Rule: "r"}}},
 		Orphan: "queued", CatalogUnavailable: "refused"}, "PUT")
-	m.start(&config.Config{Brokers: []config.Broker{{Name: "b"}},
+	m.Start(&config.Config{Brokers: []config.Broker{{Name: "b"}},
 		Tenants: []config.Tenant{{Name: "t", Routes: []config.Route{{Broker: "b"}}}}})
 	m.SetBuildInfo("v1.2.3", "abc123", "go1.99")
-	m.mitigation("b", mitigationFail)
+	m.Mitigation("b", mitigationFail)
 	m.ObserveBrokers(func() map[string]bool { return map[string]bool{"b": false} })
 	m.ObserveCertificates(func() []CertExpiry {
 		return []CertExpiry{{Use: "broker", Broker: "b", Cert: &x509.Certificate{
 			Subject: pkix.Name{CommonName: "gateway-client"}, NotAfter: time.Unix(2000000000, 0)}}}
 	})
-	m.poll("b", ShieldShared)
+	m.Poll("b", ShieldShared)
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
-	m.brokerProtectStart("b", []string{"t"}, true, true, gobreaker.StateClosed)
-	m.queueWaited("t", "b", 2*time.Millisecond, true)
-	m.breakerRefused("t", "b")
-	m.breakerChanged("b", gobreaker.StateOpen)
+	m.BrokerProtectStart("b", []string{"t"}, true, true, gobreaker.StateClosed)
+	m.QueueWaited("t", "b", 2*time.Millisecond, true)
+	m.BreakerRefused("t", "b")
+	m.BreakerChanged("b", gobreaker.StateOpen)
 	m.StoreError("lock")
 	m.AuditWriteError()
-	m.limitedCounter("t", "b", classMutations, "tenant").Inc()
-	m.shedCounter("t", "b", classReads).Inc()
+	m.LimitedCounter("t", "b", classMutations, "tenant").Inc()
+	m.ShedCounter("t", "b", classReads).Inc()
 
 	var lines []string
 	sdk := regexp.MustCompile(`telemetry_sdk_version="[^"]*"`)

@@ -26,15 +26,16 @@ var neverDue = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // OrphanTick is how often the background worker looks for due orphans.
 const OrphanTick = 2 * time.Second
 
-// Results of one mitigation (mitigate), for logs and the admin API.
+// Results of one mitigation (mitigate), for logs and the admin API
+// (core's words).
 const (
-	mitigated       = "mitigated"         // the broker undid it (200 or 410, or a poll of its 202 that says it succeeded)
-	mitigationFail  = "failed"            // the broker did not; rescheduled or given up
-	mitigationBusy  = "busy"              // another operation holds the instance; tried when the claim lapses
-	mitigationTaken = "claimed"           // another gateway replica is carrying it out
-	mitigationGone  = "cancelled"         // nothing left to undo (a later success cancelled it)
-	mitigationDown  = "state unavailable" // the store did not answer; the next tick tries again
-	mitigationAsync = "deleting"          // the broker deletes it asynchronously (202); the next attempt polls it
+	mitigated       = core.Mitigated
+	mitigationFail  = core.MitigationFail
+	mitigationBusy  = core.MitigationBusy
+	mitigationTaken = core.MitigationTaken
+	mitigationGone  = core.MitigationGone
+	mitigationDown  = core.MitigationDown
+	mitigationAsync = core.MitigationAsync
 )
 
 // orphanID names the pending undo of one instance or binding: a repeated
@@ -187,7 +188,7 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) {
 //     releases the lock (so no success can be cancelled in between).
 func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
 	result := g.mitigateOnce(ctx, o)
-	g.guard.metrics.mitigation(o.Broker, result)
+	g.guard.metrics.Mitigation(o.Broker, result)
 	return result
 }
 

@@ -168,7 +168,7 @@ func (o *owners) ownerOf(ctx context.Context, broker string, c rules.Call, lock 
 // line and the audit record (the error's cause), never to the platform.
 func (o *owners) refuse(w http.ResponseWriter, s *Scope, owner string) {
 	s.Protection = ProtectionOwner
-	o.m.ownerRefused(s.Tenant, s.Broker)
+	o.m.OwnerRefused(s.Tenant, s.Broker)
 	e := rules.NotOwned(s.Call, s.Version, s.Tenant, s.Broker)
 	e.Err = fmt.Errorf("the instance belongs to tenant %q", owner)
 	s.Fail(w, e)

@@ -21,9 +21,9 @@ import (
 
 // How the poll shield answered a last_operation poll (Scope.Shield).
 const (
-	ShieldForwarded = "forwarded" // the poll's own broker call
-	ShieldShared    = "shared"    // the answer of another poll's broker call in flight
-	ShieldReused    = "reused"    // an "in progress" answer within brokers[].poll.min_interval
+	ShieldForwarded = core.ShieldForwarded // the poll's own broker call
+	ShieldShared    = core.ShieldShared    // the answer of another poll's broker call in flight
+	ShieldReused    = core.ShieldReused    // an "in progress" answer within brokers[].poll.min_interval
 )
 
 // pollShieldEntries bounds the "in progress" answers one broker's shield

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -167,7 +165,7 @@ func newShieldEnv(t *testing.T, set shieldSettings) *shieldEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMetrics(prometheus.NewRegistry(), clock.Now)
+	m, err := registeredMetrics(clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,11 +266,7 @@ func waitN(t *testing.T, ch <-chan struct{}, n int, what string) {
 
 // pollCount returns osb_gateway_polls_total of broker b for answer.
 func (e *shieldEnv) pollCount(answer string) float64 {
-	var m dto.Metric
-	if err := e.metrics.polls.WithLabelValues("b", answer).Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
+	return seriesValue(e.metrics, "osb_gateway_polls_total", map[string]string{"broker": "b", "answer": answer})
 }
 
 // TestPollShieldSharesOneBrokerCall: polls of one operation in flight

@@ -11,6 +11,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/redis"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -25,22 +26,17 @@ const (
 	ProtectionOverload = "overload"
 )
 
-// callClass is what the protections count a call as: a read or a
-// mutating call. They refuse a mutating call with 429, never a 5xx: by
-// Cloud Controller's orphan-mitigation record, a 5xx to a provision or
-// bind sets off a DELETE, and nothing was created by a call the broker
-// never saw.
-type callClass uint8
+// callClass is what the protections count a call as (core.CallClass).
+type callClass = core.CallClass
 
 const (
-	classReads callClass = iota
-	classMutations
-	numCallClasses
+	classReads     = core.ClassReads
+	classMutations = core.ClassMutations
+	numCallClasses = callClass(core.NumCallClasses)
 )
 
-// callClassNames label the metrics and name the config keys
-// (limits.reads, limits.mutations).
-var callClassNames = [numCallClasses]string{"reads", "mutations"}
+// callClassNames label the metrics and name the config keys.
+var callClassNames = core.CallClassNames
 
 // classOf is the class of a classified call.
 func classOf(e rules.Endpoint) callClass {
@@ -110,7 +106,7 @@ func newProtection(cfg *config.Config, routes routeTable, st store.Store, opts O
 		for _, rc := range tc.Routes {
 			rt := routes[rc.Prefix]
 			for c := range numCallClasses {
-				rt.Shed[c] = m.shedCounter(tc.Name, rc.Broker, c)
+				rt.Shed[c] = m.ShedCounter(tc.Name, rc.Broker, c)
 			}
 			var rl routeLimits
 			for c := range numCallClasses {
@@ -123,10 +119,10 @@ func newProtection(cfg *config.Config, routes routeTable, st store.Store, opts O
 					return nil, err
 				}
 				if cl.tenant != nil {
-					cl.byTenant = m.limitedCounter(tc.Name, rc.Broker, c, "tenant")
+					cl.byTenant = m.LimitedCounter(tc.Name, rc.Broker, c, "tenant")
 				}
 				if cl.route != nil {
-					cl.byRoute = m.limitedCounter(tc.Name, rc.Broker, c, "route")
+					cl.byRoute = m.LimitedCounter(tc.Name, rc.Broker, c, "route")
 				}
 			}
 			if rl.limits() {

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -163,7 +161,7 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware
 	if timer == nil {
 		timer = core.RealTimer
 	}
-	m.quotaStart(byPrefix)
+	m.QuotaStart(quotaSeries(byPrefix))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
@@ -288,7 +286,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 			qc.unavailable(w, r, err)
 			return false
 		}
-		qc.m.quotaSet(h.q, c.recorded+c.inFlight)
+		qc.m.QuotaSet(h.q.tenant, h.q.label, c.recorded+c.inFlight)
 		qc.counts = append(qc.counts, c)
 		if c.recorded+c.inFlight >= h.q.max {
 			qc.release()
@@ -342,7 +340,7 @@ func (qc *quotaCall) counted(status int) {
 		return
 	}
 	for _, c := range qc.counts {
-		qc.m.quotaSet(c.q, c.recorded+c.inFlight+1)
+		qc.m.QuotaSet(c.q.tenant, c.q.label, c.recorded+c.inFlight+1)
 	}
 }
 
@@ -358,29 +356,14 @@ func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err err
 		strconv.Quote(qc.s.Tenant) + "'s instances against its quotas (its state store is unavailable), so it does not forward the provision; try again later"})
 }
 
-func newQuotaGauge() *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "osb_gateway_quota_used",
-		Help: "Service instances counted against each quota (recorded and in flight), by tenant and quota, as of the latest provision that counted them."},
-		[]string{"tenant", "quota"})
-}
-
-// quotaStart shows every quota's series from the start, at 0 until a
-// provision counts it.
-func (m *Metrics) quotaStart(byPrefix map[string][]*quotaRule) {
-	if m == nil {
-		return
-	}
+// quotaSeries lists the (tenant, label) pair of every quota, for the
+// metrics' series shown from the start.
+func quotaSeries(byPrefix map[string][]*quotaRule) [][2]string {
+	var out [][2]string
 	for _, qs := range byPrefix {
 		for _, q := range qs {
-			m.quotaUsed.WithLabelValues(q.tenant, q.label)
+			out = append(out, [2]string{q.tenant, q.label})
 		}
 	}
-}
-
-// quotaSet records n instances counted against q.
-func (m *Metrics) quotaSet(q *quotaRule, n int) {
-	if m == nil {
-		return
-	}
-	m.quotaUsed.WithLabelValues(q.tenant, q.label).Set(float64(n))
+	return out
 }

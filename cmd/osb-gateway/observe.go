@@ -81,7 +81,7 @@ func (o *observability) observe(s *server) {
 	}
 	b := readBuildInfo()
 	m.SetBuildInfo(b.Version, b.Revision, runtime.Version())
-	m.ObserveCatalogs(func() *proxy.CatalogCache { return s.sw.Load().Catalogs() })
+	m.ObserveCatalogs(func() map[string]proxy.CatalogCounts { return s.sw.Load().Catalogs().Counts() })
 	m.ObserveBrokers(func() map[string]bool { return s.sw.Load().BrokersUp() })
 	m.ObserveState(func(ctx context.Context) (proxy.StateCount, error) {
 		held, err := s.st.List(ctx, store.ListFilter{}) // one read of the store per scrape

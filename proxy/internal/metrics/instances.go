@@ -1,13 +1,10 @@
-package proxy
+package metrics
 
 import (
 	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/osb-gateway/osb-gateway/internal/store"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // Live instances per tenant, broker, service and plan:
@@ -47,14 +44,14 @@ func (m *Metrics) ObserveInstances(counts InstanceCounts) {
 	m.instances.reads.Set(counts)
 }
 
-// instancesCollector shows the last counts read (metrics.CachedRead).
+// instancesCollector shows the last counts read (CachedRead).
 type instancesCollector struct {
 	desc  *prometheus.Desc
-	reads *metrics.CachedRead[[]InstanceCount]
+	reads *CachedRead[[]InstanceCount]
 }
 
 func newInstancesCollector(now func() time.Time, errs *prometheus.CounterVec) *instancesCollector {
-	return &instancesCollector{reads: metrics.NewCachedRead[[]InstanceCount](now, InstancesRefresh, instancesTimeout, errs, "inventory"),
+	return &instancesCollector{reads: NewCachedRead[[]InstanceCount](now, InstancesRefresh, instancesTimeout, errs, "inventory"),
 		desc: prometheus.NewDesc("osb_gateway_instances",
 			"Live service instances in the inventory, by tenant, broker, service id and plan id; read at most once a minute.",
 			[]string{"tenant", "broker", "service", "plan"}, nil)}
@@ -69,30 +66,4 @@ func (c *instancesCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range last {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Live), n.Tenant, n.Broker, n.Service, n.Plan)
 	}
-}
-
-// CountInstances returns the live instances per tenant, broker, service
-// and plan, from a listing of the inventory (see osb_gateway_instances).
-func (g *Gateway) CountInstances(ctx context.Context) ([]InstanceCount, error) {
-	type key struct{ tenant, broker, service, plan string }
-	counts := map[key]int{}
-	cursor := ""
-	for {
-		page, next, err := g.guard.st.ListInstances(ctx, store.InstanceFilter{}, cursor, store.MaxListLimit)
-		if err != nil {
-			return nil, err
-		}
-		for _, in := range page {
-			counts[key{in.Tenant, in.Broker, in.ServiceID, in.PlanID}]++
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	out := make([]InstanceCount, 0, len(counts))
-	for k, n := range counts {
-		out = append(out, InstanceCount{Tenant: k.tenant, Broker: k.broker, Service: k.service, Plan: k.plan, Live: n})
-	}
-	return out, nil
 }

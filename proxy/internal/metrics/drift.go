@@ -1,4 +1,4 @@
-package proxy
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,9 +16,9 @@ func newDriftGauge() *prometheus.GaugeVec {
 		[]string{"broker", "kind"})
 }
 
-// startDrift shows every configured broker's drift series, at 0 until a
+// StartDrift shows every configured broker's drift series, at 0 until a
 // fetch says otherwise.
-func (m *Metrics) startDrift(cfg *config.Config) {
+func (m *Metrics) StartDrift(cfg *config.Config) {
 	if m == nil {
 		return
 	}
@@ -29,14 +29,15 @@ func (m *Metrics) startDrift(cfg *config.Config) {
 	}
 }
 
-// setDrift sets the broker's drift series to the items' counts by kind.
-func (m *Metrics) setDrift(broker string, items []DriftItem) {
+// SetDrift sets the broker's drift series to the counts of kinds, one
+// entry per drift item.
+func (m *Metrics) SetDrift(broker string, kinds []string) {
 	if m == nil {
 		return
 	}
 	n := make(map[string]int, len(rules.DriftKinds))
-	for _, it := range items {
-		n[it.Kind]++
+	for _, k := range kinds {
+		n[k]++
 	}
 	for _, k := range rules.DriftKinds {
 		m.drift.WithLabelValues(broker, k).Set(float64(n[k]))

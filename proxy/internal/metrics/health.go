@@ -1,9 +1,10 @@
-package proxy
+package metrics
 
 import (
 	"crypto/x509"
 	"sync/atomic"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,13 +15,13 @@ import (
 // mitigationResults name the result label of
 // osb_gateway_orphan_mitigations_total for each result of mitigate.
 var mitigationResults = [...]struct{ result, label string }{
-	{mitigated, "mitigated"},
-	{mitigationFail, "failed"},
-	{mitigationBusy, "busy"},
-	{mitigationTaken, "claimed"},
-	{mitigationGone, "cancelled"},
-	{mitigationDown, "state_unavailable"},
-	{mitigationAsync, "deleting"},
+	{core.Mitigated, "mitigated"},
+	{core.MitigationFail, "failed"},
+	{core.MitigationBusy, "busy"},
+	{core.MitigationTaken, "claimed"},
+	{core.MitigationGone, "cancelled"},
+	{core.MitigationDown, "state_unavailable"},
+	{core.MitigationAsync, "deleting"},
 }
 
 // healthMetrics are those series' instruments.
@@ -65,9 +66,9 @@ func (m *Metrics) SetBuildInfo(version, revision, goVersion string) {
 	m.health.build.WithLabelValues(version, revision, goVersion).Set(1)
 }
 
-// mitigation counts one orphan mitigation of broker that ended in result
+// Mitigation counts one orphan Mitigation of broker that ended in result
 // (one of mitigate's results).
-func (m *Metrics) mitigation(broker, result string) {
+func (m *Metrics) Mitigation(broker, result string) {
 	if m == nil {
 		return
 	}
@@ -79,9 +80,9 @@ func (m *Metrics) mitigation(broker, result string) {
 	}
 }
 
-// settledByWatch counts one async operation of broker the gateway's own
+// SettledByWatch counts one async operation of broker the gateway's own
 // poll ended in state (rules.PollSucceeded, PollFailed or PollGone).
-func (m *Metrics) settledByWatch(broker, state string) {
+func (m *Metrics) SettledByWatch(broker, state string) {
 	if m == nil {
 		return
 	}

@@ -1,7 +1,8 @@
-package proxy
+package metrics
 
 import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -24,10 +25,10 @@ var orphanDecisions = [...]string{"reported", "queued", "cancelled"}
 
 // catalogDecisions are the decision values of
 // osb_gateway_catalog_unavailable_total.
-var catalogDecisions = [...]string{CatalogRefused, CatalogForwarded}
+var catalogDecisions = [...]string{core.CatalogRefused, core.CatalogForwarded}
 
-// start makes the zero-valued series of cfg's tenants and brokers.
-func (m *Metrics) start(cfg *config.Config) {
+// Start makes the zero-valued series of cfg's tenants and brokers.
+func (m *Metrics) Start(cfg *config.Config) {
 	if m == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package proxy
+package metrics
 
 import (
 	"net/http"
@@ -30,12 +30,12 @@ func (m *Metrics) BrokerCall(broker string, endpoint rules.Endpoint, statusClass
 	m.brokerCalls(broker, endpoint, class).Observe(d.Seconds())
 }
 
-// transport wraps a broker transport so that each call's duration, from
+// Transport wraps a broker Transport so that each call's duration, from
 // sending the request until its response body is closed, is recorded as
 // BrokerCall does, by the broker and endpoint of the Scope in the call's
 // context: a platform call's, or the gateway's own (upstream.ownCall). A
 // nil m returns rt.
-func (m *Metrics) transport(rt http.RoundTripper) http.RoundTripper {
+func (m *Metrics) Transport(rt http.RoundTripper) http.RoundTripper {
 	if m == nil {
 		return rt
 	}
@@ -49,25 +49,25 @@ type meteredTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.roundTrip(req, ScopeFrom(req.Context()))
+	return t.roundTrip(req, core.ScopeFrom(req.Context()))
 }
 
 // roundTrip is RoundTrip of a call whose Scope, s, its caller has already
 // looked up (scopedRoundTripper).
-func (t *meteredTransport) roundTrip(req *http.Request, s *Scope) (*http.Response, error) {
+func (t *meteredTransport) roundTrip(req *http.Request, s *core.Scope) (*http.Response, error) {
 	broker, ep := "", rules.Unknown
 	if s != nil {
 		broker, ep = s.Broker, s.Call.Endpoint
 	}
-	start := t.m.tick()
+	start := t.m.Tick()
 	res, err := t.rt.RoundTrip(req)
 	if err != nil {
-		t.m.brokerCalls(broker, ep, brokerError).Observe((t.m.tick() - start).Seconds())
+		t.m.brokerCalls(broker, ep, brokerError).Observe((t.m.Tick() - start).Seconds())
 		return nil, err
 	}
 	obs := t.m.brokerCalls(broker, ep, classIndex(res.StatusCode))
 	if res.Body == nil {
-		obs.Observe((t.m.tick() - start).Seconds())
+		obs.Observe((t.m.Tick() - start).Seconds())
 		return res, nil
 	}
 	var b *core.MeteredBody

@@ -1,8 +1,7 @@
-package proxy
+package metrics
 
 import (
 	"context"
-	"maps"
 	"sync/atomic"
 	"time"
 
@@ -38,11 +37,14 @@ func (m *Metrics) ObserveState(counts StateCounts) {
 	m.state.counts.Store(&counts)
 }
 
+// CatalogCounts are one broker's catalog cache counters.
+type CatalogCounts struct{ Hits, Misses, Stale int64 }
+
 // ObserveCatalogs makes each scrape show the catalog cache hits, misses
-// and stale serves per broker, read from the cache current returns (the
-// current Gateway's: Switch.Load().Catalogs). A later call replaces
+// and stale serves per broker, as current returns them (the current
+// Gateway's cache: Switch.Load().Catalogs().Counts). A later call replaces
 // current; nil shows none.
-func (m *Metrics) ObserveCatalogs(current func() *CatalogCache) {
+func (m *Metrics) ObserveCatalogs(current func() map[string]CatalogCounts) {
 	if m == nil {
 		return
 	}
@@ -110,7 +112,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // scrape.
 type catalogCollector struct {
 	hits, misses, stale *prometheus.Desc
-	current             atomic.Pointer[func() *CatalogCache] // nil: no series
+	current             atomic.Pointer[func() map[string]CatalogCounts] // nil: no series
 }
 
 func newCatalogCollector() *catalogCollector {
@@ -135,16 +137,9 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 	if current == nil {
 		return
 	}
-	cache := (*current)()
-	if cache == nil {
-		return
-	}
-	cache.mu.Lock()
-	stats := maps.Clone(cache.stats)
-	cache.mu.Unlock()
-	for name, st := range stats {
-		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.hits.Load()), name)
-		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.misses.Load()), name)
-		ch <- prometheus.MustNewConstMetric(c.stale, prometheus.CounterValue, float64(st.stale.Load()), name)
+	for name, st := range (*current)() {
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), name)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), name)
+		ch <- prometheus.MustNewConstMetric(c.stale, prometheus.CounterValue, float64(st.Stale), name)
 	}
 }

@@ -1,12 +1,10 @@
-package proxy
+package metrics
 
 import (
 	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // Bindings expiring soon, per broker: osb_gateway_bindings_expiring.
@@ -42,14 +40,14 @@ func (m *Metrics) ObserveExpiring(counts ExpiringCounts) {
 	m.expiring.reads.Set(counts)
 }
 
-// expiringCollector shows the last counts read (metrics.CachedRead).
+// expiringCollector shows the last counts read (CachedRead).
 type expiringCollector struct {
 	desc  *prometheus.Desc
-	reads *metrics.CachedRead[map[string]int]
+	reads *CachedRead[map[string]int]
 }
 
 func newExpiringCollector(now func() time.Time, errs *prometheus.CounterVec) *expiringCollector {
-	return &expiringCollector{reads: metrics.NewCachedRead[map[string]int](now, ExpiringRefresh, expiringTimeout, errs, "expiring"),
+	return &expiringCollector{reads: NewCachedRead[map[string]int](now, ExpiringRefresh, expiringTimeout, errs, "expiring"),
 		desc: prometheus.NewDesc("osb_gateway_bindings_expiring",
 			"Bindings whose expires_at falls within inventory.expiry_warning (or is past), per broker; read at most once a minute.",
 			[]string{"broker"}, nil)}

@@ -1,4 +1,4 @@
-package proxy
+package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
@@ -9,13 +9,13 @@ func newBrokerCredentialGauge() *prometheus.GaugeVec {
 		[]string{"broker", "which"})
 }
 
-// brokerCredential shows that broker's credential using (credentialCurrent
+// BrokerCredential shows that broker's credential using (credentialCurrent
 // or credentialNext) is in use.
-func (m *Metrics) brokerCredential(broker string, using int) {
+func (m *Metrics) BrokerCredential(broker string, using int) {
 	if m == nil {
 		return
 	}
-	for i, name := range credentialNames {
+	for i, name := range CredentialNames {
 		v := 0.0
 		if i == using {
 			v = 1
@@ -24,13 +24,13 @@ func (m *Metrics) brokerCredential(broker string, using int) {
 	}
 }
 
-// forgetBrokerCredential drops broker's series, once it has no second
+// ForgetBrokerCredential drops broker's series, once it has no second
 // credential (or is gone).
-func (m *Metrics) forgetBrokerCredential(broker string) {
+func (m *Metrics) ForgetBrokerCredential(broker string) {
 	if m == nil {
 		return
 	}
-	for _, name := range credentialNames {
+	for _, name := range CredentialNames {
 		m.brokerCred.DeleteLabelValues(broker, name)
 	}
 }
@@ -42,10 +42,12 @@ func newTokenFetchCounter() *prometheus.CounterVec {
 		[]string{"broker", "outcome"})
 }
 
-// tokenFetched counts one token fetch for broker that ended with outcome.
-func (m *Metrics) tokenFetched(broker, outcome string) {
+// TokenFetched counts one token fetch for broker that ended with outcome.
+func (m *Metrics) TokenFetched(broker, outcome string) {
 	if m == nil {
 		return
 	}
 	m.tokenFetches.WithLabelValues(broker, outcome).Inc()
 }
+
+var CredentialNames = [2]string{"current", "next"}

@@ -1,4 +1,4 @@
-package proxy
+package metrics
 
 import (
 	"time"
@@ -41,10 +41,10 @@ func (p *brokerProtectMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{p.queued, p.timeouts, p.wait, p.refused, p.state, p.transitions}
 }
 
-// brokerProtectStart makes the series of a protected broker and the tenants
+// BrokerProtectStart makes the series of a protected broker and the tenants
 // routed to it show from the start, zero-valued: the queue's when it has a
 // cap, the breaker's (in state st) when it has one.
-func (m *Metrics) brokerProtectStart(broker string, tenants []string, capped, breaker bool, st gobreaker.State) {
+func (m *Metrics) BrokerProtectStart(broker string, tenants []string, capped, breaker bool, st gobreaker.State) {
 	if m == nil {
 		return
 	}
@@ -61,15 +61,15 @@ func (m *Metrics) brokerProtectStart(broker string, tenants []string, capped, br
 	}
 	if breaker {
 		p.state.WithLabelValues(broker).Set(float64(st))
-		for _, to := range breakerStates {
+		for _, to := range BreakerStates {
 			p.transitions.WithLabelValues(broker, to)
 		}
 	}
 }
 
-// queueWaited counts a call that waited for a slot, for d; timedOut: it
+// QueueWaited counts a call that waited for a slot, for d; timedOut: it
 // got none in time.
-func (m *Metrics) queueWaited(tenant, broker string, d time.Duration, timedOut bool) {
+func (m *Metrics) QueueWaited(tenant, broker string, d time.Duration, timedOut bool) {
 	if m == nil {
 		return
 	}
@@ -80,28 +80,40 @@ func (m *Metrics) queueWaited(tenant, broker string, d time.Duration, timedOut b
 	}
 }
 
-// queueRefused counts a call refused at once: the broker at its cap, and
+// QueueRefused counts a call refused at once: the broker at its cap, and
 // queue_timeout 0.
-func (m *Metrics) queueRefused(tenant, broker string) {
+func (m *Metrics) QueueRefused(tenant, broker string) {
 	if m == nil {
 		return
 	}
 	m.brokerProtect.timeouts.WithLabelValues(tenant, broker).Inc()
 }
 
-// breakerRefused counts a call the breaker answered.
-func (m *Metrics) breakerRefused(tenant, broker string) {
+// BreakerRefused counts a call the breaker answered.
+func (m *Metrics) BreakerRefused(tenant, broker string) {
 	if m == nil {
 		return
 	}
 	m.brokerProtect.refused.WithLabelValues(tenant, broker).Inc()
 }
 
-// breakerChanged records a transition of broker's breaker to the state to.
-func (m *Metrics) breakerChanged(broker string, to gobreaker.State) {
+// BreakerChanged records a transition of broker's breaker to the state to.
+func (m *Metrics) BreakerChanged(broker string, to gobreaker.State) {
 	if m == nil {
 		return
 	}
 	m.brokerProtect.state.WithLabelValues(broker).Set(float64(to))
-	m.brokerProtect.transitions.WithLabelValues(broker, breakerStateName(to)).Inc()
+	m.brokerProtect.transitions.WithLabelValues(broker, BreakerStateName(to)).Inc()
+}
+
+// Breaker states as /admin/brokers and the metrics name them, indexed by
+// gobreaker.State (closed 0, half-open 1, open 2: the value of
+// osb_gateway_breaker_state).
+var BreakerStates = [...]string{"closed", "half_open", "open"}
+
+func BreakerStateName(st gobreaker.State) string {
+	if int(st) >= 0 && int(st) < len(BreakerStates) {
+		return BreakerStates[st]
+	}
+	return st.String()
 }

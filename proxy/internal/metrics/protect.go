@@ -1,6 +1,9 @@
-package proxy
+package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // protectMetrics count what the protections refused. Their series are
 // made when a Gateway is built, for every route (and every limit it is
@@ -26,29 +29,55 @@ func newProtectMetrics() protectMetrics {
 	}
 }
 
-// ownerRefused counts a call of tenant to broker refused because its
+// OwnerRefused counts a call of tenant to broker refused because its
 // instance is another tenant's; nothing for a nil m.
-func (m *Metrics) ownerRefused(tenant, broker string) {
+func (m *Metrics) OwnerRefused(tenant, broker string) {
 	if m == nil {
 		return
 	}
 	m.protect.owner.WithLabelValues(tenant, broker).Inc()
 }
 
-// limitedCounter is the counter of calls of class c from tenant to broker
+// LimitedCounter is the counter of calls of class c from tenant to broker
 // refused by limit ("tenant" or "route"); nil for a nil m.
-func (m *Metrics) limitedCounter(tenant, broker string, c callClass, limit string) prometheus.Counter {
+func (m *Metrics) LimitedCounter(tenant, broker string, c core.CallClass, limit string) prometheus.Counter {
 	if m == nil {
 		return nil
 	}
-	return m.protect.limited.WithLabelValues(tenant, broker, callClassNames[c], limit)
+	return m.protect.limited.WithLabelValues(tenant, broker, core.CallClassNames[c], limit)
 }
 
-// shedCounter is the counter of calls of class c from tenant to broker
+// ShedCounter is the counter of calls of class c from tenant to broker
 // the overload stage refused; nil for a nil m.
-func (m *Metrics) shedCounter(tenant, broker string, c callClass) prometheus.Counter {
+func (m *Metrics) ShedCounter(tenant, broker string, c core.CallClass) prometheus.Counter {
 	if m == nil {
 		return nil
 	}
-	return m.protect.shed.WithLabelValues(tenant, broker, callClassNames[c])
+	return m.protect.shed.WithLabelValues(tenant, broker, core.CallClassNames[c])
+}
+
+// newQuotaGauge is osb_gateway_quota_used.
+func newQuotaGauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "osb_gateway_quota_used",
+		Help: "Service instances counted against each quota (recorded and in flight), by tenant and quota, as of the latest provision that counted them."},
+		[]string{"tenant", "quota"})
+}
+
+// QuotaStart shows the quotas' series from the start, at 0 until a
+// provision counts them: one per (tenant, quota label) pair.
+func (m *Metrics) QuotaStart(series [][2]string) {
+	if m == nil {
+		return
+	}
+	for _, s := range series {
+		m.quotaUsed.WithLabelValues(s[0], s[1])
+	}
+}
+
+// QuotaSet records n instances counted against the quota label of tenant.
+func (m *Metrics) QuotaSet(tenant, label string, n int) {
+	if m == nil {
+		return
+	}
+	m.quotaUsed.WithLabelValues(tenant, label).Set(float64(n))
 }
