@@ -224,14 +224,16 @@ func (t *tenant) remember(d [32]byte, c *core.Credential, addr netip.Addr) {
 // check compares user and pass, of digest d, presented from addr, with
 // the tenant's bcrypt credentials and returns the one they match, or nil.
 // Concurrent checks of one pair share one comparison (sharedCheck); its
-// callers wait out of listen.max_in_flight's count (see overload.leave).
+// callers wait out of listen.max_in_flight's count (see core.Gate).
 // The error, when not nil, says why nothing was checked: addr had no
 // failure left, the queue was full, ctx ended, or the gate had no room
 // left for the call afterwards (errRejoinShed).
 func (t *tenant) check(ctx context.Context, g *authGate, addr netip.Addr, d [32]byte, user, pass []byte) (*core.Credential, *osb.Error) {
-	g.inFlight.leave()
+	if g.inFlight != nil {
+		g.inFlight.Leave()
+	}
 	c, err := t.sharedCheck(ctx, g, addr, d, user, pass)
-	if !g.inFlight.rejoin() && err == nil && c != nil {
+	if g.inFlight != nil && !g.inFlight.Rejoin() && err == nil && c != nil {
 		return nil, errRejoinShed
 	}
 	return c, err
@@ -398,7 +400,7 @@ func withAuth(g *authGate) Middleware {
 			}
 			switch {
 			case err == errRejoinShed:
-				g.inFlight.shed(w, r, s)
+				g.inFlight.Shed(w, r, s)
 				return
 			case err != nil:
 				if err.Status == http.StatusUnauthorized {

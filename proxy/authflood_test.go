@@ -222,7 +222,7 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 					t.Errorf("attacker that waited: %+v, want 401", a)
 				}
 			}
-			if n := g.protect.overload.n.Load(); n != 0 {
+			if n := g.protect.Overload.InFlight(); n != 0 {
 				t.Errorf("%d calls still counted in flight", n)
 			}
 		})
@@ -333,7 +333,7 @@ func TestColdStartHashesACredentialOnce(t *testing.T) {
 		// reaches the check; there, it waits out of the count: all are
 		// waiting on the held comparison once all arrived and none counts.
 		waitUntil(t, fmt.Sprintf("%d requests waiting on one comparison, none counted in flight", parallel), func() bool {
-			return g.arrived.Load() == parallel && g.protect.overload.n.Load() == 0 && compared.Load() >= 1
+			return g.arrived.Load() == parallel && g.protect.Overload.InFlight() == 0 && compared.Load() >= 1
 		})
 		released = true
 		close(release)

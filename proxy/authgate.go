@@ -18,6 +18,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // authGate bounds what checking credentials costs the gateway (config
@@ -54,7 +55,7 @@ type authGate struct {
 	// inFlight is the Gateway's listen.max_in_flight gate, which a check
 	// leaves while it waits for or holds a bcrypt slot; nil: none (tests
 	// of verify alone).
-	inFlight *overload
+	inFlight core.Gate
 }
 
 // authLimits is the part of an authGate a reload carries over when its
@@ -229,7 +230,7 @@ const bcryptBusyRetryAfter = 1
 // busy is the answer to a check that found every bcrypt slot taken and the
 // queue full (errBcryptBusy).
 func (g *authGate) busy() *osb.Error {
-	return &osb.Error{Status: http.StatusTooManyRequests, Err: errBcryptBusy, Header: retryHeader(bcryptBusyRetryAfter),
+	return &osb.Error{Status: http.StatusTooManyRequests, Err: errBcryptBusy, Header: core.RetryHeader(bcryptBusyRetryAfter),
 		Description: fmt.Sprintf("the credentials were not checked: all %d bcrypt slots (auth.bcrypt_concurrency) are busy and "+
 			"%d checks already wait for one (auth.bcrypt_queue); credentials already verified are not affected; retry after %ds",
 			cap(g.limits.slots), g.limits.queue, bcryptBusyRetryAfter)}

@@ -12,6 +12,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 )
 
 // BenchmarkStageProtect measures the overload and rate-limit stages on
@@ -38,9 +40,9 @@ func BenchmarkStageProtect(b *testing.B) {
 			mw := Middleware(func(h http.Handler) http.Handler { return h })
 			switch {
 			case row.name == "overload":
-				mw = withOverload(p.overload)
+				mw = protect.WithOverload(p.Overload)
 			case row.tenant != "":
-				mw = withRateLimit(p)
+				mw = protect.WithRateLimit(p)
 			}
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, poll), withClassify(), mw)
 			benchServe(b, h, benchRequest("/t1/b1"+poll+"?operation=op1"))
@@ -51,7 +53,7 @@ func BenchmarkStageProtect(b *testing.B) {
 // benchProtection builds the route /t1/b1 of a tenant whose reads are
 // limited by tenantLimit and routeLimit ("": none) at scope, and its
 // protection; a cluster scope starts a redis-server.
-func benchProtection(b *testing.B, tenantLimit, routeLimit, scope string) (*route, *protection) {
+func benchProtection(b *testing.B, tenantLimit, routeLimit, scope string) (*route, *protect.Protection) {
 	b.Helper()
 	state := "memory"
 	st, err := backend.Open(store.Config{Backend: store.BackendMemory}, nil)
@@ -89,7 +91,7 @@ tenants:
 	var ticks atomic.Int64
 	base := time.Now()
 	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }
-	p, err := newProtection(cfg, routeTable{"/t1/b1": rt}, st, Options{Now: now, Logger: slog.New(slog.DiscardHandler)})
+	p, err := protect.NewProtection(cfg, map[string]*core.Route{"/t1/b1": rt}, st, protect.ProtectionOptions{Now: now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

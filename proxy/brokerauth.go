@@ -270,6 +270,9 @@ type authFailed struct {
 	detail string
 }
 
+// NoToken implements core.NoToken: no OAuth2 token could be had.
+func (e *authFailed) NoToken() bool { return e.noToken }
+
 // Error is detail, else said: what the log and the client span record.
 func (e *authFailed) Error() string {
 	if e.detail != "" {

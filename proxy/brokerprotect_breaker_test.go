@@ -11,7 +11,6 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // sampleBroker serves a sample broker (the credentials of protectYAML)
@@ -266,7 +265,7 @@ func TestProtectionKeptOverAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if same.brokerProtect["b"] != e.g.brokerProtect["b"] || metrics.BreakerStateName(same.brokerProtect["b"].breaker.cb.State()) != "open" {
+	if same.brokerProtect["b"] != e.g.brokerProtect["b"] || same.brokerProtect["b"].Breaker.Status().State != "open" {
 		t.Errorf("an unchanged broker's brokerProtection was not kept")
 	}
 	cfg := *e.g.cfg
@@ -276,7 +275,7 @@ func TestProtectionKeptOverAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.queue.Max != 8 || metrics.BreakerStateName(p.breaker.cb.State()) != "closed" {
+	if p := changed.brokerProtect["b"]; p == same.brokerProtect["b"] || p.Queue.Max != 8 || p.Breaker.Status().State != "closed" {
 		t.Errorf("a changed broker's brokerProtection was kept")
 	}
 }

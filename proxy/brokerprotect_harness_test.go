@@ -19,7 +19,6 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // protectYAML fronts one broker b (the sample broker's credentials) for two
@@ -178,11 +177,11 @@ func (e *protectEnv) brokerRow(t *testing.T) map[string]any {
 }
 
 // queueCounts returns broker b's calls in flight and queued.
-func (e *protectEnv) queueCounts() (int, int) { return e.g.brokerProtect["b"].queue.Counts() }
+func (e *protectEnv) queueCounts() (int, int) { return e.g.brokerProtect["b"].Queue.Counts() }
 
 // breakerState returns broker b's breaker state as /admin/brokers names it.
 func (e *protectEnv) breakerState() string {
-	return metrics.BreakerStateName(e.g.brokerProtect["b"].breaker.cb.State())
+	return e.g.brokerProtect["b"].Breaker.Status().State
 }
 
 // metric returns the value of one series on the metrics page ("" when

@@ -134,7 +134,7 @@ func TestQueueTimeout(t *testing.T) {
 	b, url := startGateBroker(t)
 	e := newProtectEnv(t, url, "    max_in_flight: 1\n    queue_timeout: 80s")
 	timers := &fakeTimers{started: make(chan chan time.Time, 1)}
-	e.g.brokerProtect["b"].queue.Timer = timers.start
+	e.g.brokerProtect["b"].Queue.Timer = timers.start
 
 	first := e.sendInBackground(t, t.Context(), "t1", "GET", instance("held"))
 	b.next(t)

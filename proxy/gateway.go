@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -78,9 +79,9 @@ type Gateway struct {
 	catalogs      *CatalogCache
 	guard         *guard
 	auth          *authGate
-	flights       *flights                     // shared by reloads
-	protect       *protection                  // overload gate and rate limits (protect.go)
-	brokerProtect map[string]*brokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
+	flights       *flights                             // shared by reloads
+	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
+	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
 	own           ownLog // where the gateway's own actions are written (reconcile.go)
 }
@@ -177,11 +178,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.auth, err = newAuthGate(cfg.Auth, opts.Now, prevAuth); err != nil {
 		return nil, err
 	}
-	var prevBrokerProtect map[string]*brokerProtection
+	var prevBrokerProtect map[string]*protect.BrokerProtection
 	if opts.Previous != nil {
 		prevBrokerProtect = opts.Previous.brokerProtect
 	}
-	g.brokerProtect = brokerProtections(cfg, func(name string) bool {
+	g.brokerProtect = protect.BrokerProtections(cfg, func(name string) bool {
 		return opts.Previous != nil && opts.Previous.upstreams[name] == g.upstreams[name]
 	},
 		prevBrokerProtect, opts.Now, opts.Logger, opts.Metrics)
@@ -200,10 +201,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc), Guard: g.guard}
 		}
 	}
-	if g.protect, err = newProtection(cfg, routes, st, opts); err != nil {
+	var prevProtect *protect.Protection
+	if opts.Previous != nil {
+		prevProtect = opts.Previous.protect
+	}
+	if g.protect, err = protect.NewProtection(cfg, routes, st, protect.ProtectionOptions{Now: opts.Now, Logger: opts.Logger, Metrics: opts.Metrics, Previous: prevProtect}); err != nil {
 		return nil, err
 	}
-	g.auth.inFlight = g.protect.overload // a bcrypt check waits out of its count
+	g.auth.inFlight = g.protect.Overload // a bcrypt check waits out of its count
 	for i := range cfg.Tenants {
 		for _, rc := range cfg.Tenants[i].Routes {
 			if rc.MigrateTo != "" {
@@ -230,26 +235,26 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRecover(opts.Logger),
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
 		withRoute(routes),
-		withOverload(g.protect.overload), // before anything that costs: see withOverload
+		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
 		withAuth(g.auth),
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
-		withRetire(cfg),          // nil without a retired broker
-		withRateLimit(g.protect), // nil without limits
+		withRetire(cfg),                  // nil without a retired broker
+		protect.WithRateLimit(g.protect), // nil without limits
 		withRouteIDs(routes, g.catalogs),
 		withOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
-		withBrokerProtect(g.brokerProtect != nil),
+		protect.WithBrokerProtect(g.brokerProtect != nil),
 		withQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
 		withOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),
 		withShim(g.guard, opts.Timer),
-		withBrokerCall(g.brokerProtect != nil),
+		protect.WithBrokerCall(g.brokerProtect != nil),
 	)
 	if fresh && cfg.State.Backend == store.BackendBolt {
 		// The bolt file is this process's alone: a broker call the async

@@ -14,7 +14,7 @@ func (g *Gateway) BrokersUp() map[string]bool {
 	out := make(map[string]bool, len(g.cfg.Brokers))
 	for _, b := range g.cfg.Brokers {
 		up := true
-		if p := g.brokerProtect[b.Name]; p != nil && p.breaker != nil && p.breaker.isOpen() {
+		if p := g.brokerProtect[b.Name]; p != nil && p.Breaker != nil && p.Breaker.IsOpen() {
 			up = false
 		}
 		st := g.catalogs.statsFor(b.Name)
@@ -46,3 +46,8 @@ func (g *Gateway) BrokerCertificates() []CertExpiry {
 	}
 	return out
 }
+
+// Overloaded reports nil while fewer than listen.max_in_flight platform
+// calls are in flight (those of Gateways this one replaced included), or
+// says how many are: the next call would be shed. Readiness reports it.
+func (g *Gateway) Overloaded() error { return g.protect.Overload.Overloaded() }

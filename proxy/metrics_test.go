@@ -468,8 +468,8 @@ func TestMetricsExposition(t *testing.T) {
 	m.BreakerChanged("b", gobreaker.StateOpen)
 	m.StoreError("lock")
 	m.AuditWriteError()
-	m.LimitedCounter("t", "b", classMutations, "tenant").Inc()
-	m.ShedCounter("t", "b", classReads).Inc()
+	m.LimitedCounter("t", "b", core.ClassMutations, "tenant").Inc()
+	m.ShedCounter("t", "b", core.ClassReads).Inc()
 
 	var lines []string
 	sdk := regexp.MustCompile(`telemetry_sdk_version="[^"]*"`)

@@ -43,7 +43,7 @@ type catalogCheck struct {
 }
 
 // newRouteMigration makes rt migrate its new instances to u.
-func newRouteMigration(rt *route, u *upstream, bp *brokerProtection, st store.Store, log *slog.Logger) *routeMigration {
+func newRouteMigration(rt *route, u *upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
 	to := *rt
 	to.Up, to.BrokerProtect = u, bp
 	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}

@@ -161,7 +161,7 @@ func TestOverloadShedsAtOnce(t *testing.T) {
 // DefaultMaxInFlightPerCPU per GOMAXPROCS.
 func TestMaxInFlightDefault(t *testing.T) {
 	g, _ := testGateway(t, twoTenantYAML, env("http://127.0.0.1:1", "http://127.0.0.1:1"))
-	if got, want := g.protect.overload.max, int64(config.DefaultMaxInFlightPerCPU*runtime.GOMAXPROCS(0)); got != want {
+	if got, want := g.protect.Overload.Max(), int64(config.DefaultMaxInFlightPerCPU*runtime.GOMAXPROCS(0)); got != want {
 		t.Errorf("max in flight %d, want %d", got, want)
 	}
 }

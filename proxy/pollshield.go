@@ -70,7 +70,7 @@ func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
 	p := &pollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
 	p.scoped, _ = rt.(scopedRoundTripper)
 	if d := b.Poll.RetryAfter; d > 0 {
-		p.retryAfter = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
+		p.retryAfter = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
 	}
 	p.answers, _ = lru.New[string, *sharedAnswer](pollShieldEntries) // only a size < 1 fails
 	return p

@@ -123,8 +123,8 @@ func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *quotaRul
 // the latest. A 429 is no 5xx: Cloud Controller starts no orphan
 // mitigation for it, and nothing reached the broker.
 func (qc *quotaCall) quotaHeld(q *quotaRule, holder store.Lock) error {
-	secs := retryAfterSecs(holder.Deadline.Sub(qc.g.now()))
-	return &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(secs), Description: fmt.Sprintf(
+	secs := core.RetryAfterSecs(holder.Deadline.Sub(qc.g.now()))
+	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(secs), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked by another gateway replica: its lock is held by another replica (for %ds more at most, should that replica have died); the provision was neither counted nor forwarded: try again after Retry-After",
 		q.label, q.tenant, secs)}
 }
@@ -132,7 +132,7 @@ func (qc *quotaCall) quotaHeld(q *quotaRule, holder store.Lock) error {
 // quotaQueued is the answer to a provision that waited in vain for its
 // turn on this replica, behind other provisions of q: 429 too.
 func quotaQueued(q *quotaRule) error {
-	return &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(1), Description: fmt.Sprintf(
+	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked for other provisions queued on this gateway replica (its lock is held by another replica or the state store is slow); the provision was neither counted nor forwarded: try again after Retry-After",
 		q.label, q.tenant)}
 }
@@ -172,7 +172,7 @@ func (qc *quotaCall) admitted() error {
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: failed, Description: "the gateway cannot tell whether tenant " +
 			strconv.Quote(qc.s.Tenant) + "'s quotas admit the provision (its state store is unavailable), so it does not forward it; try again later"}
 	case lapsed != nil:
-		return &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(1), Description: fmt.Sprintf(
+		return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 			"quota %q of tenant %q was counted for this provision, but its lock lapsed before the provision was admitted (the count took longer than %s), so another replica may have counted meanwhile; the provision was not forwarded: try again after Retry-After",
 			lapsed.label, lapsed.tenant, quotaLease)}
 	}

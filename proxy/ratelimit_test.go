@@ -16,6 +16,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 )
 
 // limitsYAML: tenant t1 may make 3 mutating calls at once, then 2 per
@@ -189,8 +191,8 @@ func TestRetryAfterSecs(t *testing.T) {
 		d    time.Duration
 		want int64
 	}{{0, 1}, {time.Nanosecond, 1}, {time.Second, 1}, {time.Second + time.Nanosecond, 2}, {2500 * time.Millisecond, 3}, {time.Hour, 3600}} {
-		if got := retryAfterSecs(row.d); got != row.want {
-			t.Errorf("retryAfterSecs(%s) = %d, want %d", row.d, got, row.want)
+		if got := core.RetryAfterSecs(row.d); got != row.want {
+			t.Errorf("core.RetryAfterSecs(%s) = %d, want %d", row.d, got, row.want)
 		}
 	}
 }
@@ -313,7 +315,7 @@ func TestRateLimitsCarriedOverReload(t *testing.T) {
 // configuration, the chain has no rate-limit stage.
 func TestRateLimitsOffLeaveTheStageOut(t *testing.T) {
 	g, _ := testGateway(t, twoTenantYAML, env("http://127.0.0.1:1", "http://127.0.0.1:1"))
-	if withRateLimit(g.protect) != nil || len(g.protect.limiters) != 0 {
+	if protect.WithRateLimit(g.protect) != nil || g.protect.Limiters() != 0 {
 		t.Error("a configuration without limits has a rate-limit stage")
 	}
 }

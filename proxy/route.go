@@ -136,14 +136,9 @@ func badEscape(s string) string {
 
 // The route's parts (core.Route), each as its feature's type; nil when the
 // route has none.
-func upOf(rt *route) *upstream          { u, _ := rt.Up.(*upstream); return u }
-func tenantOf(rt *route) *tenant        { t, _ := rt.Tenant.(*tenant); return t }
-func filterOf(rt *route) *catalogFilter { f, _ := rt.Filter.(*catalogFilter); return f }
-func limitsOf(rt *route) *routeLimits   { l, _ := rt.Limits.(*routeLimits); return l }
-func brokerProtectOf(rt *route) *brokerProtection {
-	p, _ := rt.BrokerProtect.(*brokerProtection)
-	return p
-}
+func upOf(rt *route) *upstream              { u, _ := rt.Up.(*upstream); return u }
+func tenantOf(rt *route) *tenant            { t, _ := rt.Tenant.(*tenant); return t }
+func filterOf(rt *route) *catalogFilter     { f, _ := rt.Filter.(*catalogFilter); return f }
 func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
 func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -86,7 +87,7 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
 		if d := upOf(s.Route).cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
-			w.Header()["Retry-After"] = []string{strconv.FormatInt(retryAfterSecs(d), 10)}
+			w.Header()["Retry-After"] = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
 		g.settlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)

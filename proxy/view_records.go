@@ -43,12 +43,12 @@ func (g *Gateway) brokerInfo(u *upstream) BrokerInfo {
 	sort.Slice(b.Cached, func(i, j int) bool { return b.Cached[i].Version < b.Cached[j].Version })
 	b.Catalogs = len(b.Cached)
 	if p := g.brokerProtect[u.name]; p != nil {
-		if q := p.queue; q != nil {
+		if q := p.Queue; q != nil {
 			b.InFlight, b.Queued = q.Counts()
 			b.MaxInFlight, b.QueueTimeout = q.Max, q.Timeout
 		}
-		if p.breaker != nil {
-			b.BreakerInfo = p.breaker.status()
+		if p.Breaker != nil {
+			b.BreakerInfo = p.Breaker.Status()
 			b.Breaker = b.BreakerInfo.State
 		}
 	}

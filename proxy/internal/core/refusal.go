@@ -37,3 +37,11 @@ func (e *ResponseRefused) Error() string {
 func (e *ResponseRefused) AsOSBError() *osb.Error {
 	return &osb.Error{Status: http.StatusBadGateway, Description: e.Error(), Err: e}
 }
+
+// NoToken is a broker call's failure for the gateway's own credentials to
+// the broker (the upstream's outbound auth): NoToken reports that no
+// OAuth2 token could be had, so the broker was not called.
+type NoToken interface {
+	error
+	NoToken() bool
+}

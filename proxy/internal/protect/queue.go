@@ -1,5 +1,11 @@
-// Package protect holds the protections of brokers and of the gateway:
-// the cap on a broker's calls in flight with its fair queue.
+// Package protect is the protection stages: the in-flight gate
+// (listen.max_in_flight, WithOverload), the tenants' and routes' rate
+// limits (WithRateLimit, local or shared through Redis), and each broker's
+// cap on calls in flight with its fair queue and its circuit breaker
+// (WithBrokerProtect, WithBrokerCall). Each answers in the broker's place
+// with 429 for a call that may be mutating, 503 for a read, and records
+// what it did in Scope.Protection. It imports the core and the metrics
+// service, and no other stage.
 package protect
 
 import (

@@ -1,4 +1,4 @@
-package proxy
+package protect
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type brokerBreaker struct {
 	cb      *gobreaker.TwoStepCircuitBreaker[struct{}]
 	now     func() time.Time // the gateway's clock, for Retry-After and the admin view
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
 
 	mu          sync.Mutex
 	lastErr     string    // the last failure's description (the gateway's own words, never a body)
@@ -42,7 +42,7 @@ type brokerBreaker struct {
 	transitions int64
 }
 
-func newBrokerBreaker(name string, c config.Breaker, now func() time.Time, log *slog.Logger, m *Metrics) *brokerBreaker {
+func newBrokerBreaker(name string, c config.Breaker, now func() time.Time, log *slog.Logger, m *metrics.Metrics) *brokerBreaker {
 	b := &brokerBreaker{name: name, cfg: c, now: now, log: log, metrics: m}
 	failures := uint32(c.Failures)
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
@@ -79,8 +79,8 @@ func (b *brokerBreaker) changed(_ string, from, to gobreaker.State) {
 	b.log.LogAttrs(context.Background(), level, "broker circuit breaker "+metrics.BreakerStateName(to), attrs...)
 }
 
-// isOpen reports whether the breaker answers every call now.
-func (b *brokerBreaker) isOpen() bool { return b.cb.State() == gobreaker.StateOpen }
+// IsOpen reports whether the breaker answers every call now.
+func (b *brokerBreaker) IsOpen() bool { return b.cb.State() == gobreaker.StateOpen }
 
 // allow asks for one call: it returns the func that accounts the call's
 // outcome, or the refusal to answer with (status 429 or 503 as the caller
@@ -117,7 +117,7 @@ func (b *brokerBreaker) refusal(status int, probing bool) *osb.Error {
 // account tells the breaker how an allowed call went, from its Scope (see
 // judge); reached reports whether the broker was called; done is what
 // allow returned.
-func (b *brokerBreaker) account(s *Scope, reached bool, done func(bool)) {
+func (b *brokerBreaker) account(s *core.Scope, reached bool, done func(bool)) {
 	failed, known, desc := judge(s, reached)
 	switch {
 	case failed:
@@ -143,8 +143,8 @@ func (b *brokerBreaker) account(s *Scope, reached bool, done func(bool)) {
 // cut short: the upstream stage's 502 and 504; no OAuth2 token to call it
 // with). A 4xx is no failure, nor
 // is an answer the response rules refused unless its status was 5xx.
-func judge(s *Scope, reached bool) (failed, known bool, desc string) {
-	if !reached || s.Status == 0 || s.Status == StatusClientClosed {
+func judge(s *core.Scope, reached bool) (failed, known bool, desc string) {
+	if !reached || s.Status == 0 || s.Status == core.StatusClientClosed {
 		return false, false, ""
 	}
 	if s.Err == nil {
@@ -161,8 +161,8 @@ func judge(s *Scope, reached bool) (failed, known bool, desc string) {
 		return false, true, ""
 	}
 	var e *osb.Error
-	var auth *authFailed
-	if errors.As(s.Err, &e) && errors.As(s.Err, &auth) && auth.noToken {
+	var auth core.NoToken
+	if errors.As(s.Err, &e) && errors.As(s.Err, &auth) && auth.NoToken() {
 		return true, true, e.Description // no OAuth2 token: the broker cannot be called, whatever the status (a mutating call's 429)
 	}
 	if errors.As(s.Err, &e) && (e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout) {
@@ -195,7 +195,9 @@ type BreakerInfo struct {
 	LastErrorAt time.Time
 }
 
-func (b *brokerBreaker) status() *BreakerInfo {
+// Status is the breaker as the View shows it: its settings, its state
+// and the counts since its last transition.
+func (b *brokerBreaker) Status() *BreakerInfo {
 	st, n := b.cb.State(), b.cb.Counts()
 	bs := &BreakerInfo{State: metrics.BreakerStateName(st), Failures: b.cfg.Failures, OpenFor: b.cfg.OpenFor,
 		Probes: b.cfg.Probes, Requests: n.Requests, ConsecutiveFailures: n.ConsecutiveFailures,

@@ -1,4 +1,4 @@
-package proxy
+package protect
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // limiter is one configured token bucket: a tenant's or a route's reads or
@@ -99,7 +100,7 @@ func (t *token) giveBack() {
 // refusal is the 429 of a call this limiter refused, to be retried after
 // wait.
 func (l *limiter) refusal(wait time.Duration) *osb.Error {
-	secs := retryAfterSecs(wait)
+	secs := core.RetryAfterSecs(wait)
 	what, where := "reads", "on each gateway replica"
 	if l.id.class == classMutations {
 		what = "mutating calls"
@@ -107,20 +108,20 @@ func (l *limiter) refusal(wait time.Duration) *osb.Error {
 	if l.scope == config.LimitScopeCluster {
 		where = "shared by all gateway replicas"
 	}
-	return &osb.Error{Status: http.StatusTooManyRequests, Header: retryHeader(secs),
+	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(secs),
 		Description: fmt.Sprintf("rate limit: %s may make %s %s per second (burst %d), %s (%s); "+
 			"this call was not sent to the broker; retry after %ds",
 			l.who, strconv.FormatFloat(l.rate, 'g', -1, 64), what, l.burst, where, l.path, secs)}
 }
 
-// routeLimits are the limiters a route's calls pass, by class: the
+// RouteLimits are the limiters a route's calls pass, by class: the
 // route's own, then its tenant's; nil where none is set.
-type routeLimits struct {
+type RouteLimits struct {
 	classes [numCallClasses]classLimits
 }
 
 // limits reports whether rl limits any class.
-func (rl *routeLimits) limits() bool {
+func (rl *RouteLimits) limits() bool {
 	for _, cl := range rl.classes {
 		if cl.route != nil || cl.tenant != nil {
 			return true
@@ -139,13 +140,13 @@ type classLimits struct {
 // admit takes a token from each limit the call is under, route first: a
 // call the route's limit refuses spends nothing of the tenant's, and one
 // the tenant's refuses gives the route's (local) token back.
-func (rl *routeLimits) admit(ctx context.Context, c callClass, now time.Time) error {
+func (rl *RouteLimits) admit(ctx context.Context, c callClass, now time.Time) error {
 	cl := &rl.classes[c]
 	var first token
 	if cl.route != nil {
 		t, wait, ok := cl.route.take(ctx, now)
 		if !ok {
-			count(cl.byRoute)
+			core.Count(cl.byRoute)
 			return cl.route.refusal(wait)
 		}
 		first = t
@@ -153,26 +154,26 @@ func (rl *routeLimits) admit(ctx context.Context, c callClass, now time.Time) er
 	if cl.tenant != nil {
 		if _, wait, ok := cl.tenant.take(ctx, now); !ok {
 			first.giveBack()
-			count(cl.byTenant)
+			core.Count(cl.byTenant)
 			return cl.tenant.refusal(wait)
 		}
 	}
 	return nil
 }
 
-// withRateLimit is the rate-limit stage. It sits right after the classify
+// WithRateLimit is the rate-limit stage. It sits right after the classify
 // stage, which tells reads from mutating calls, and before anything that
 // costs (validation, the catalog, the lock, the broker): a catalog
 // answered from the cache is a read like any other. Without limits in the
 // configuration the stage is left out (nil Middleware) and costs nothing.
-func withRateLimit(p *protection) Middleware {
+func WithRateLimit(p *Protection) core.Middleware {
 	if !p.limited {
 		return nil
 	}
 	now := p.now
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if rl := limitsOf(s.Route); rl != nil {
 				if err := rl.admit(r.Context(), classOf(s.Call.Endpoint), now()); err != nil {
 					s.Protection = ProtectionRateLimit
@@ -184,3 +185,6 @@ func withRateLimit(p *protection) Middleware {
 		})
 	}
 }
+
+// limitsOf is the route's part of this feature (core.Route); nil: none.
+func limitsOf(rt *core.Route) *RouteLimits { l, _ := rt.Limits.(*RouteLimits); return l }

@@ -1,4 +1,4 @@
-package proxy
+package protect
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // Scope.Protection values of the per-broker protections.
@@ -27,39 +27,39 @@ const (
 	ProtectionBreaker = "breaker"
 )
 
-// brokerProtection is what guards one broker from the platforms' calls:
+// BrokerProtection is what guards one broker from the platforms' calls:
 // the cap on its calls in flight with the queue of calls over it, and its
 // circuit breaker; either may be nil (off). It belongs to the broker's
 // upstream: a reload that keeps the upstream keeps it, slots and breaker
 // state included. Safe for concurrent use.
-type brokerProtection struct {
+type BrokerProtection struct {
 	broker  string
-	queue   *protect.Queue // nil: no cap
-	breaker *brokerBreaker // nil: no breaker
-	metrics *Metrics
+	Queue   *Queue         // nil: no cap
+	Breaker *brokerBreaker // nil: no breaker
+	metrics *metrics.Metrics
 }
 
 // newBrokerProtection builds the protection of broker b, or returns nil
 // when b has neither a cap nor a breaker. tenants are those routed to b.
-func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Time, log *slog.Logger, m *Metrics) *brokerProtection {
+func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Time, log *slog.Logger, m *metrics.Metrics) *BrokerProtection {
 	if b.MaxInFlight == 0 && b.Breaker == nil {
 		return nil
 	}
-	p := &brokerProtection{broker: b.Name, metrics: m}
+	p := &BrokerProtection{broker: b.Name, metrics: m}
 	if b.MaxInFlight > 0 {
-		p.queue = protect.NewQueue(b.MaxInFlight, b.QueueWait())
+		p.Queue = NewQueue(b.MaxInFlight, b.QueueWait())
 	}
 	st := gobreaker.StateClosed
 	if b.Breaker != nil {
-		p.breaker = newBrokerBreaker(b.Name, *b.Breaker, now, log, m)
-		st = p.breaker.cb.State()
+		p.Breaker = newBrokerBreaker(b.Name, *b.Breaker, now, log, m)
+		st = p.Breaker.cb.State()
 	}
-	m.BrokerProtectStart(b.Name, tenants, p.queue != nil, p.breaker != nil, st)
+	m.BrokerProtectStart(b.Name, tenants, p.Queue != nil, p.Breaker != nil, st)
 	return p
 }
 
-// withBrokerProtect is the protect stage, between the flight stage and the
-// guard: a call to a broker at its cap waits for a slot (see protect.Queue)
+// WithBrokerProtect is the protect stage, between the flight stage and the
+// guard: a call to a broker at its cap waits for a slot (see Queue)
 // and one its breaker refuses is answered at once, both before the guard,
 // so that no refused call ever takes an operation lock. Refusals are 429
 // with Retry-After for mutating calls (a platform retries a 4xx and never
@@ -72,13 +72,13 @@ func newBrokerProtection(b *config.Broker, tenants []string, now func() time.Tim
 // orphan mitigation, and the polls of emulate.sync_within, which run
 // inside the slot of the platform call they serve) do not pass here. on
 // false (no broker has a cap or a breaker) leaves the stage out.
-func withBrokerProtect(on bool) Middleware {
+func WithBrokerProtect(on bool) core.Middleware {
 	if !on {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if p := brokerProtectOf(s.Route); p != nil {
 				p.serve(next, w, r, s)
 				return
@@ -88,16 +88,16 @@ func withBrokerProtect(on bool) Middleware {
 	}
 }
 
-// withBrokerCall is the innermost stage, just before the upstream: it ends
+// WithBrokerCall is the innermost stage, just before the upstream: it ends
 // the call's ticket (withBrokerProtect) when the broker call ends, with
 // what the broker did. on as for withBrokerProtect.
-func withBrokerCall(on bool) Middleware {
+func WithBrokerCall(on bool) core.Middleware {
 	if !on {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if t := s.Ticket; t != nil && t.Claimed.CompareAndSwap(false, true) {
 				defer endTicket(t, s, true)
 			}
@@ -109,27 +109,27 @@ func withBrokerCall(on bool) Middleware {
 // endTicket gives back t's slot and tells the breaker how the call went;
 // reached reports whether the broker was called (see judge). t is the
 // call's core.Ticket, issued by a brokerProtection's serve.
-func endTicket(t *core.Ticket, s *Scope, reached bool) {
-	p := t.Of.(*brokerProtection)
+func endTicket(t *core.Ticket, s *core.Scope, reached bool) {
+	p := t.Of.(*BrokerProtection)
 	if t.Done != nil {
-		p.breaker.account(s, reached, t.Done)
+		p.Breaker.account(s, reached, t.Done)
 	}
 	if t.Slot {
-		p.queue.Release()
+		p.Queue.Release()
 	}
 }
 
 // serve passes one call through p's cap and breaker to next.
-func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *http.Request, s *Scope) {
+func (p *BrokerProtection) serve(next http.Handler, w http.ResponseWriter, r *http.Request, s *core.Scope) {
 	status := http.StatusServiceUnavailable
 	if s.Call.Endpoint.Mutating() {
 		status = http.StatusTooManyRequests
 	}
 	t := &core.Ticket{Of: p}
-	if q := p.queue; q != nil {
+	if q := p.Queue; q != nil {
 		if !q.TryAcquire() {
-			if p.breaker != nil && p.breaker.isOpen() { // refused anyway: not worth a wait
-				p.refuseBreaker(w, s, p.breaker.refusal(status, false))
+			if p.Breaker != nil && p.Breaker.IsOpen() { // refused anyway: not worth a wait
+				p.refuseBreaker(w, s, p.Breaker.refusal(status, false))
 				return
 			}
 			if !p.wait(w, r, s, status) {
@@ -138,7 +138,7 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 		}
 		t.Slot = true
 	}
-	if b := p.breaker; b != nil {
+	if b := p.Breaker; b != nil {
 		done, refusal := b.allow(status)
 		if refusal != nil {
 			endTicket(t, s, false)
@@ -158,36 +158,36 @@ func (p *brokerProtection) serve(next http.Handler, w http.ResponseWriter, r *ht
 
 // wait waits for a slot of p's queue; it answers and returns false when
 // none came.
-func (p *brokerProtection) wait(w http.ResponseWriter, r *http.Request, s *Scope, status int) bool {
-	q := p.queue
+func (p *BrokerProtection) wait(w http.ResponseWriter, r *http.Request, s *core.Scope, status int) bool {
+	q := p.Queue
 	waited, err := q.Wait(r.Context(), s.Tenant)
 	if q.Timeout > 0 {
-		p.metrics.QueueWaited(s.Tenant, p.broker, waited, errors.Is(err, protect.ErrQueueTimeout))
+		p.metrics.QueueWaited(s.Tenant, p.broker, waited, errors.Is(err, ErrQueueTimeout))
 	} else if err != nil {
 		p.metrics.QueueRefused(s.Tenant, p.broker)
 	}
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, protect.ErrQueueTimeout):
+	case errors.Is(err, ErrQueueTimeout):
 		s.Protection = ProtectionQueueTimeout
 		s.Fail(w, p.queueRefusal(s, status))
 	default: // the platform went away: nobody to answer
 		s.Err, s.Status = fmt.Errorf("the platform went away after %s waiting for a slot of broker %q: %w",
-			waited.Round(time.Millisecond), p.broker, err), StatusClientClosed
+			waited.Round(time.Millisecond), p.broker, err), core.StatusClientClosed
 	}
 	return false
 }
 
-func (p *brokerProtection) refuseBreaker(w http.ResponseWriter, s *Scope, refusal *osb.Error) {
+func (p *BrokerProtection) refuseBreaker(w http.ResponseWriter, s *core.Scope, refusal *osb.Error) {
 	s.Protection = ProtectionBreaker
 	p.metrics.BreakerRefused(s.Tenant, p.broker)
 	s.Fail(w, refusal)
 }
 
 // queueRefusal is the answer to a call that got no slot in time.
-func (p *brokerProtection) queueRefusal(s *Scope, status int) *osb.Error {
-	q := p.queue
+func (p *BrokerProtection) queueRefusal(s *core.Scope, status int) *osb.Error {
+	q := p.Queue
 	secs := max(1, int64(math.Ceil(q.Timeout.Seconds())))
 	why := fmt.Sprintf("no slot freed within %s (brokers[].queue_timeout)", q.Timeout)
 	if q.Timeout <= 0 {
@@ -198,11 +198,11 @@ func (p *brokerProtection) queueRefusal(s *Scope, status int) *osb.Error {
 			"it was not sent to the broker, retry after %ds", p.broker, q.Max, why, s.Tenant, secs)}
 }
 
-// brokerProtections builds the protection of every broker of cfg that has
+// BrokerProtections builds the protection of every broker of cfg that has
 // one, keeping prev's (a reload's previous protections) for brokers whose
 // upstream is kept; it returns nil when no broker has one.
-func brokerProtections(cfg *config.Config, kept func(name string) bool, prev map[string]*brokerProtection, now func() time.Time, log *slog.Logger, m *Metrics) map[string]*brokerProtection {
-	var out map[string]*brokerProtection
+func BrokerProtections(cfg *config.Config, kept func(name string) bool, prev map[string]*BrokerProtection, now func() time.Time, log *slog.Logger, m *metrics.Metrics) map[string]*BrokerProtection {
+	var out map[string]*BrokerProtection
 	for i := range cfg.Brokers {
 		b := &cfg.Brokers[i]
 		p := prev[b.Name]
@@ -213,7 +213,7 @@ func brokerProtections(cfg *config.Config, kept func(name string) bool, prev map
 			continue
 		}
 		if out == nil {
-			out = map[string]*brokerProtection{}
+			out = map[string]*BrokerProtection{}
 		}
 		out[b.Name] = p
 	}
@@ -232,4 +232,10 @@ func routedTenants(cfg *config.Config, broker string) []string {
 		}
 	}
 	return out
+}
+
+// brokerProtectOf is the route's part of this feature (core.Route); nil: none.
+func brokerProtectOf(rt *core.Route) *BrokerProtection {
+	p, _ := rt.BrokerProtect.(*BrokerProtection)
+	return p
 }

@@ -1,4 +1,4 @@
-package proxy
+package protect
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +30,7 @@ type sharedLimits struct {
 	prefix  string
 	now     func() time.Time
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
 	// downUntil is when Redis is asked again after a failure (UnixNano
 	// of now); 0: it is up.
 	downUntil  atomic.Int64
@@ -48,7 +49,7 @@ const (
 	sharedLimitLogEvery = 10 * time.Second
 )
 
-func newSharedLimits(client redis.UniversalClient, prefix string, now func() time.Time, log *slog.Logger, m *Metrics) *sharedLimits {
+func newSharedLimits(client redis.UniversalClient, prefix string, now func() time.Time, log *slog.Logger, m *metrics.Metrics) *sharedLimits {
 	return &sharedLimits{limiter: redis_rate.NewLimiter(client), client: client, prefix: prefix, now: now, log: log, metrics: m}
 }
 
