@@ -13,6 +13,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 )
 
 func TestAuth(t *testing.T) {
@@ -89,13 +90,11 @@ func TestAuthBcrypt(t *testing.T) {
 		{"plai", "nplain-pass", false}, // same bytes, split elsewhere: the digest keeps them apart
 		{"hashe", "dhashed-pass", false},
 	} {
-		if _, err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass)); (err == nil) != tc.want {
+		if _, err := tn.Verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass)); (err == nil) != tc.want {
 			t.Errorf("verify(%q, %q) = %v, want valid %v", tc.user, tc.pass, err, tc.want)
 		}
 	}
-	n := 0
-	tn.verified.Range(func(any, any) bool { n++; return true })
-	if n != 2 {
+	if n := tn.Verified(); n != 2 {
 		t.Errorf("verified cache holds %d entries, want 2 (successes only, one per credential)", n)
 	}
 }
@@ -118,9 +117,9 @@ func send(t *testing.T, req *http.Request) (*http.Response, string) {
 }
 
 // mustTenant is newTenant for a tenant the test knows to be valid.
-func mustTenant(tb testing.TB, tc *config.Tenant) *tenant {
+func mustTenant(tb testing.TB, tc *config.Tenant) *auth.Tenant {
 	tb.Helper()
-	tn, err := newTenant(tc)
+	tn, err := auth.NewTenant(tc)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func floodGateway(t *testing.T, listen, auth string, now func() time.Time, f fun
 			}
 			fs := &floodServer{Gateway: g}
 			fs.setCompare(bcrypt.CompareHashAndPassword)
-			g.auth.compare = func(hash, pass []byte) error { return (*fs.compare.Load())(hash, pass) }
+			g.auth.Compare = func(hash, pass []byte) error { return (*fs.compare.Load())(hash, pass) }
 			fs.url = s.serve(t, fs) + "/t1/b1/v2/service_instances/x/last_operation"
 			f(t, fs)
 		})
@@ -194,7 +194,7 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 					answers <- a
 				})
 				waitUntil(t, fmt.Sprintf("attacker %d answered, hashing or waiting", i+1), func() bool {
-					return answered.Load()+held.entered.Load()+g.auth.limits.waiting.Load() == int32(i+1)
+					return answered.Load()+held.entered.Load()+g.auth.Waiting() == int32(i+1)
 				})
 			}
 			if n := held.entered.Load(); n != 1 {
@@ -206,7 +206,7 @@ func TestPasswordFloodFromManyAddressesDoesNotShedVerifiedCalls(t *testing.T) {
 					t.Fatalf("verified read %d while the bcrypt slot is held by the flood: %d %s (want 200)", i, a.status, a.body)
 				}
 			}
-			if e, w := held.entered.Load(), g.auth.limits.waiting.Load(); e != 1 || w != queue {
+			if e, w := held.entered.Load(), g.auth.Waiting(); e != 1 || w != queue {
 				t.Fatalf("after the verified reads: %d comparing, %d waiting; want the flood still held (1, %d)", e, w, queue)
 			}
 			for range attackers - 1 - queue { // the queue was full for these
@@ -244,7 +244,7 @@ func TestBcryptQueueFullAnswer(t *testing.T) {
 			wg.Go(func() { get(t, fmt.Sprintf("127.0.0.%d", i+2), url, t1User, fmt.Sprintf("wrong-%d", i)) })
 		}
 		waitUntil(t, "one comparing, one waiting", func() bool {
-			return held.entered.Load() == 1 && g.auth.limits.waiting.Load() == 1
+			return held.entered.Load() == 1 && g.auth.Waiting() == 1
 		})
 		req, _ := http.NewRequest("GET", url, nil)
 		req.SetBasicAuth(t1User, "wrong-x")

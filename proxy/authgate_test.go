@@ -20,17 +20,18 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 )
 
 // testAddr is the client address of checks that call verify directly.
 var testAddr = netip.MustParseAddr("192.0.2.1")
 
 // testAuthGate is newAuthGate for the auth section a, defaults filled in.
-func testAuthGate(tb testing.TB, a config.Auth, now func() time.Time) *authGate {
+func testAuthGate(tb testing.TB, a config.Auth, now func() time.Time) *auth.Gate {
 	tb.Helper()
 	c := config.Config{Auth: a}
 	c.ApplyDefaults()
-	g, err := newAuthGate(c.Auth, now, nil)
+	g, err := auth.NewGate(c.Auth, now, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,9 +120,9 @@ func TestWrongPasswordCostsTheSameForEveryUsername(t *testing.T) {
 		t.Run(tc.tenant+"/"+tc.name, func(t *testing.T) {
 			g := testAuthGate(t, config.Auth{}, time.Now)
 			var log compareLog
-			g.compare = log.compare
+			g.Compare = log.compare
 			tn := mustTenant(t, tenants[tc.tenant])
-			_, err := tn.verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass))
+			_, err := tn.Verify(context.Background(), g, testAddr, []byte(tc.user), []byte(tc.pass))
 			if (err == nil) != tc.valid {
 				t.Fatalf("verify = %v, want valid %v", err, tc.valid)
 			}
@@ -139,7 +140,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 	g := testAuthGate(t, config.Auth{BcryptConcurrency: 2}, time.Now)
 	release := make(chan struct{})
 	var in, most atomic.Int32
-	g.compare = func(hash, pass []byte) error {
+	g.Compare = func(hash, pass []byte) error {
 		n := in.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -159,7 +160,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 			// Each from its own address, with its own password: neither the
 			// failure limit nor the cache of refusals is in play.
 			addr := netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})
-			if _, err := tn.verify(ctx, g, addr, []byte("u"), []byte{'x', byte('0' + i)}); err != nil {
+			if _, err := tn.Verify(ctx, g, addr, []byte("u"), []byte{'x', byte('0' + i)}); err != nil {
 				status = err.Status
 			}
 			results <- result{i, status}
@@ -170,9 +171,9 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 	waitFor(t, func() bool { return in.Load() == 2 })
 	ctx, cancel := context.WithCancel(context.Background())
 	check(ctx, 2)
-	waitFor(t, func() bool { return g.limits.waiting.Load() == 1 })
+	waitFor(t, func() bool { return g.Waiting() == 1 })
 	check(context.Background(), 3)
-	waitFor(t, func() bool { return g.limits.waiting.Load() == 2 })
+	waitFor(t, func() bool { return g.Waiting() == 2 })
 	if n := in.Load(); n != 2 {
 		t.Fatalf("%d comparisons running, want 2 (the slots)", n)
 	}
@@ -190,7 +191,7 @@ func TestBcryptSlotsBoundConcurrentChecks(t *testing.T) {
 	if m := most.Load(); m != 2 {
 		t.Errorf("at most %d comparisons ran at once, want 2", m)
 	}
-	if n := len(g.limits.slots); n != 0 {
+	if n := g.SlotsTaken(); n != 0 {
 		t.Errorf("%d slots still taken", n)
 	}
 }
@@ -201,12 +202,12 @@ func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 	clock := osbtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	g := testAuthGate(t, config.Auth{FailureCacheTTL: time.Minute, Failures: config.AuthFailures{Burst: 1000}}, clock.Now)
 	var log compareLog
-	g.compare = log.compare
+	g.Compare = log.compare
 	cfg := &config.Tenant{Name: "t", Credentials: []config.Credential{{Username: "u", Password: hashOf(t, "p", bcrypt.MinCost)}}}
 	tn, other := mustTenant(t, cfg), mustTenant(t, cfg)
 	steps := []struct {
 		name     string
-		tenant   *tenant
+		tenant   *auth.Tenant
 		pass     string
 		advance  time.Duration
 		compared int
@@ -220,7 +221,7 @@ func TestRecentlyRefusedPairIsNotHashedAgain(t *testing.T) {
 	}
 	for _, st := range steps {
 		clock.Advance(st.advance)
-		_, err := st.tenant.verify(context.Background(), g, testAddr, []byte("u"), []byte(st.pass))
+		_, err := st.tenant.Verify(context.Background(), g, testAddr, []byte("u"), []byte(st.pass))
 		if err == nil || err.Status != http.StatusUnauthorized {
 			t.Fatalf("%s: %v, want 401", st.name, err)
 		}
@@ -269,7 +270,7 @@ func TestRefusedCredentialsAreLimitedPerAddress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.auth.compare = log.compare
+		g.auth.Compare = log.compare
 		srv := httptest.NewServer(g)
 		t.Cleanup(srv.Close)
 		return g, srv.URL
@@ -350,7 +351,7 @@ func TestClientAddr(t *testing.T) {
 		{"@", "invalid IP"},
 		{"", "invalid IP"},
 	} {
-		if got := clientAddr(tc.remote).String(); got != tc.want {
+		if got := auth.ClientAddr(tc.remote).String(); got != tc.want {
 			t.Errorf("clientAddr(%q) = %s, want %s", tc.remote, got, tc.want)
 		}
 	}

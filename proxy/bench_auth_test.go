@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 )
 
 // BenchmarkStageAuth measures the auth stage on its hot path: a plain
@@ -38,7 +39,7 @@ func BenchmarkStageAuth(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			rt := &route{Prefix: "/t1/b1", Up: up, Tenant: mustTenant(b, tc.cfg)}
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, "/v2/service_instances/i-1/last_operation"),
-				withAuth(testAuthGate(b, config.Auth{}, time.Now)))
+				auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now)))
 			benchServe(b, h, benchRequest("/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"))
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 )
 
 // discardWriter is a reusable ResponseWriter that drops the body, so a
@@ -103,7 +104,7 @@ func prefillRoute(rt *route, path string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, tenantOf(rt).name, upOf(rt).name, path
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).name, path
 			s.Version, s.Forward = upOf(rt).max, upOf(rt).maxString
 			next.ServeHTTP(w, r)
 		})
@@ -134,7 +135,7 @@ func BenchmarkStage(b *testing.B) {
 		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now, nil)},
 		{"bodylimit", withBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
-		{"auth", withAuth(testAuthGate(b, config.Auth{}, time.Now))},
+		{"auth", auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now))},
 		{"version", withVersion()},
 		{"classify", withClassify()},
 	}

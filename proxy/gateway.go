@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -78,7 +79,7 @@ type Gateway struct {
 	upstreams     map[string]*upstream
 	catalogs      *CatalogCache
 	guard         *guard
-	auth          *authGate
+	auth          *auth.Gate
 	flights       *flights                             // shared by reloads
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
@@ -171,11 +172,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	var prevAuth *authGate
+	var prevAuth *auth.Gate
 	if opts.Previous != nil {
 		prevAuth = opts.Previous.auth
 	}
-	if g.auth, err = newAuthGate(cfg.Auth, opts.Now, prevAuth); err != nil {
+	if g.auth, err = auth.NewGate(cfg.Auth, opts.Now, prevAuth); err != nil {
 		return nil, err
 	}
 	var prevBrokerProtect map[string]*protect.BrokerProtection
@@ -189,7 +190,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	routes := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
-		t, err := newTenant(tc)
+		t, err := auth.NewTenant(tc)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +209,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.protect, err = protect.NewProtection(cfg, routes, st, protect.ProtectionOptions{Now: opts.Now, Logger: opts.Logger, Metrics: opts.Metrics, Previous: prevProtect}); err != nil {
 		return nil, err
 	}
-	g.auth.inFlight = g.protect.Overload // a bcrypt check waits out of its count
+	g.auth.InFlight = g.protect.Overload // a bcrypt check waits out of its count
 	for i := range cfg.Tenants {
 		for _, rc := range cfg.Tenants[i].Routes {
 			if rc.MigrateTo != "" {
@@ -236,7 +237,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
 		withRoute(routes),
 		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
-		withAuth(g.auth),
+		auth.WithAuth(g.auth),
 		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),

@@ -26,6 +26,7 @@ var layers = map[string]string{
 	"proxy/internal/metrics":   layerService,
 	"proxy/internal/usage":     layerService,
 
+	"proxy/internal/auth":    layerStage,
 	"proxy/internal/protect": layerStage,
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
@@ -55,7 +56,7 @@ func withRoute(routes routeTable) Middleware {
 				s.FailUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
-			s.Route, s.Tenant, s.Broker, s.Path = rt, tenantOf(rt).name, upOf(rt).name, rest
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).name, rest
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -137,7 +138,6 @@ func badEscape(s string) string {
 // The route's parts (core.Route), each as its feature's type; nil when the
 // route has none.
 func upOf(rt *route) *upstream              { u, _ := rt.Up.(*upstream); return u }
-func tenantOf(rt *route) *tenant            { t, _ := rt.Tenant.(*tenant); return t }
 func filterOf(rt *route) *catalogFilter     { f, _ := rt.Filter.(*catalogFilter); return f }
 func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
 func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }

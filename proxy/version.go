@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -33,7 +34,7 @@ func withVersion() Middleware {
 func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
 	up := upOf(rt)
 	vals := r.Header[core.HeaderAPIVersion]
-	n, err := rules.Negotiate(vals, up.min, up.max, tenantOf(rt).missingStatus, up.name)
+	n, err := rules.Negotiate(vals, up.min, up.max, auth.TenantOf(rt).MissingStatus, up.name)
 	if err != nil {
 		return n, "", err
 	}

@@ -1,4 +1,4 @@
-package proxy
+package auth
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// authGate bounds what checking credentials costs the gateway (config
+// Gate bounds what checking credentials costs the gateway (config
 // section auth). A bcrypt comparison takes tens of milliseconds of CPU, so
 // a flood of wrong passwords would otherwise starve every other request:
 //
@@ -42,7 +42,7 @@ import (
 //     without bcrypt (failed).
 //
 // A Gateway has one; it is safe for concurrent use.
-type authGate struct {
+type Gate struct {
 	now    func() time.Time
 	limits *authLimits
 	// failed maps a tenant and the digest of a refused username and
@@ -50,12 +50,12 @@ type authGate struct {
 	// reload: new credentials may accept what the old ones refused.
 	failed *lru.Cache[failedKey, time.Time]
 	ttl    time.Duration
-	// compare is bcrypt.CompareHashAndPassword; tests count the calls.
-	compare func(hash, pass []byte) error
-	// inFlight is the Gateway's listen.max_in_flight gate, which a check
+	// Compare is bcrypt.CompareHashAndPassword; tests count the calls.
+	Compare func(hash, pass []byte) error
+	// InFlight is the Gateway's listen.max_in_flight gate, which a check
 	// leaves while it waits for or holds a bcrypt slot; nil: none (tests
 	// of verify alone).
-	inFlight core.Gate
+	InFlight core.Gate
 }
 
 // authLimits is the part of an authGate a reload carries over when its
@@ -72,17 +72,17 @@ type authLimits struct {
 
 // failedKey names a refused username and password of one tenant.
 type failedKey struct {
-	t *tenant
+	t *Tenant
 	d [32]byte // presentedDigest
 }
 
 // failedDigests bounds authGate.failed: about 1 MB.
 const failedDigests = 8192
 
-// newAuthGate builds the gate for the auth section c, taking prev's limits
+// NewGate builds the gate for the auth section c, taking prev's limits
 // over when their settings are the same. prev may be nil.
-func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) (*authGate, error) {
-	g := &authGate{now: now, ttl: c.FailureCacheTTL, compare: bcrypt.CompareHashAndPassword}
+func NewGate(c config.Auth, now func() time.Time, prev *Gate) (*Gate, error) {
+	g := &Gate{now: now, ttl: c.FailureCacheTTL, Compare: bcrypt.CompareHashAndPassword}
 	var err error
 	if g.failed, err = lru.New[failedKey, time.Time](failedDigests); err != nil {
 		return nil, fmt.Errorf("auth failure cache: %w", err)
@@ -101,11 +101,11 @@ func newAuthGate(c config.Auth, now func() time.Time, prev *authGate) (*authGate
 	return g, nil
 }
 
-// clientAddr is the address failures are counted by: the connection's
+// ClientAddr is the address failures are counted by: the connection's
 // remote IP (never a header a client can set, such as X-Forwarded-For), an
 // IPv6 client's /64 (one host is usually given a whole /64). An address
 // that does not parse (a Unix socket) counts as the zero Addr.
-func clientAddr(remote string) netip.Addr {
+func ClientAddr(remote string) netip.Addr {
 	ap, err := netip.ParseAddrPort(remote)
 	if err != nil {
 		return netip.Addr{}
@@ -120,7 +120,7 @@ func clientAddr(remote string) netip.Addr {
 
 // overLimit reports whether addr has no failure left, and how long until
 // it has one. It costs no allocation: it runs for every request.
-func (g *authGate) overLimit(addr netip.Addr) (time.Duration, bool) {
+func (g *Gate) overLimit(addr netip.Addr) (time.Duration, bool) {
 	lim, ok := g.limits.addrs.Peek(addr)
 	if !ok {
 		return 0, false
@@ -133,7 +133,7 @@ func (g *authGate) overLimit(addr netip.Addr) (time.Duration, bool) {
 }
 
 // limiter returns addr's bucket, adding a full one when there is none.
-func (g *authGate) limiter(addr netip.Addr) *rate.Limiter {
+func (g *Gate) limiter(addr netip.Addr) *rate.Limiter {
 	if lim, ok := g.limits.addrs.Get(addr); ok {
 		return lim
 	}
@@ -146,7 +146,7 @@ func (g *authGate) limiter(addr netip.Addr) *rate.Limiter {
 }
 
 // fail counts a refusal that cost nothing to find against addr.
-func (g *authGate) fail(addr netip.Addr) {
+func (g *Gate) fail(addr netip.Addr) {
 	g.limiter(addr).AllowN(g.now(), 1)
 }
 
@@ -159,7 +159,7 @@ type failure struct {
 // reserve takes one failure from addr's bucket before a check that costs
 // bcrypt, so concurrent checks from one address never exceed what it has
 // left; it returns false and how long to wait when there is none.
-func (g *authGate) reserve(addr netip.Addr) (failure, time.Duration, bool) {
+func (g *Gate) reserve(addr netip.Addr) (failure, time.Duration, bool) {
 	now := g.now()
 	r := g.limiter(addr).ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
@@ -180,7 +180,7 @@ var errBcryptBusy = errors.New("every bcrypt slot is taken and the queue is full
 
 // acquire takes a bcrypt slot, waiting in the queue until one is free or
 // ctx is done; errBcryptBusy without waiting when the queue is full.
-func (g *authGate) acquire(ctx context.Context) error {
+func (g *Gate) acquire(ctx context.Context) error {
 	select {
 	case g.limits.slots <- struct{}{}:
 		return nil
@@ -200,21 +200,21 @@ func (g *authGate) acquire(ctx context.Context) error {
 }
 
 // release frees the slot acquire took.
-func (g *authGate) release() { <-g.limits.slots }
+func (g *Gate) release() { <-g.limits.slots }
 
 // recentlyFailed reports whether t refused the digest d less than ttl ago.
-func (g *authGate) recentlyFailed(t *tenant, d [32]byte) bool {
+func (g *Gate) recentlyFailed(t *Tenant, d [32]byte) bool {
 	at, ok := g.failed.Get(failedKey{t, d})
 	return ok && g.now().Sub(at) < g.ttl
 }
 
 // rememberFailed records that t refused d.
-func (g *authGate) rememberFailed(t *tenant, d [32]byte) {
+func (g *Gate) rememberFailed(t *Tenant, d [32]byte) {
 	g.failed.Add(failedKey{t, d}, g.now())
 }
 
 // tooMany is the answer to an address over its failure limit.
-func (g *authGate) tooMany(addr netip.Addr, wait time.Duration) *osb.Error {
+func (g *Gate) tooMany(addr netip.Addr, wait time.Duration) *osb.Error {
 	f := g.limits.failures
 	secs := max(1, int64(math.Ceil(wait.Seconds())))
 	return &osb.Error{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
@@ -229,7 +229,7 @@ const bcryptBusyRetryAfter = 1
 
 // busy is the answer to a check that found every bcrypt slot taken and the
 // queue full (errBcryptBusy).
-func (g *authGate) busy() *osb.Error {
+func (g *Gate) busy() *osb.Error {
 	return &osb.Error{Status: http.StatusTooManyRequests, Err: errBcryptBusy, Header: core.RetryHeader(bcryptBusyRetryAfter),
 		Description: fmt.Sprintf("the credentials were not checked: all %d bcrypt slots (auth.bcrypt_concurrency) are busy and "+
 			"%d checks already wait for one (auth.bcrypt_queue); credentials already verified are not affected; retry after %ds",
@@ -238,7 +238,7 @@ func (g *authGate) busy() *osb.Error {
 
 // abandoned is the answer to a request that ended while it waited for a
 // bcrypt slot (the platform hung up, or the gateway is shutting down).
-func (g *authGate) abandoned(err error) *osb.Error {
+func (g *Gate) abandoned(err error) *osb.Error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: fmt.Sprintf("the credentials were not checked: the request ended while it waited for one of the %d "+
 			"bcrypt slots (auth.bcrypt_concurrency)", cap(g.limits.slots))}
@@ -264,3 +264,9 @@ func addrName(a netip.Addr) string {
 func dummyHash(cost int) []byte {
 	return fmt.Appendf(nil, "$2a$%02d$%s", cost, "L7hJUUnTGjD9hBXbw8FaeuZctrwizijA3OpCJ7CIYTc8ycOugPNJS")
 }
+
+// Waiting is the number of checks waiting for a bcrypt slot.
+func (g *Gate) Waiting() int32 { return g.limits.waiting.Load() }
+
+// SlotsTaken is the number of bcrypt slots taken.
+func (g *Gate) SlotsTaken() int { return len(g.limits.slots) }
