@@ -26,7 +26,9 @@ import (
 // plan are the part of its intervals on that plan inside the period: from
 // its Created, or the plan change that put it on the plan, to its
 // deletion, or the plan change that took it off, or on. Counted exactly to
-// the microsecond the store keeps.
+// the microsecond the store keeps. A provision (or bind) that failed, or
+// whose outcome is unknown (its lock released by an operator), is not
+// counted until a reconcile records it succeeded.
 //
 // Cost: a report reads every live instance and binding (an export of the
 // inventory, a page at a time) and the usage records that ended after the
@@ -177,7 +179,7 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 		switch {
 		case e.Instance != nil:
 			in := e.Instance
-			if !sc.q.keep(in.Tenant, in.Broker) {
+			if !sc.q.keep(in.Tenant, in.Broker) || !made(in.LastOperation, store.KindProvision) {
 				continue
 			}
 			inc := incarnation{in.Broker, in.InstanceID, in.Created.UnixMicro()}
@@ -190,7 +192,7 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 			sc.spans(inc, []usageSpan{live})
 		case e.Binding != nil:
 			b := e.Binding
-			if c := b.Created.UnixMicro(); sc.q.keep(b.Tenant, b.Broker) && c >= from && c < to {
+			if c := b.Created.UnixMicro(); sc.q.keep(b.Tenant, b.Broker) && made(b.LastOperation, store.KindBind) && c >= from && c < to {
 				sc.bindings[usageKey{b.Tenant, b.Broker, b.ServiceID, b.PlanID}]++
 			}
 		}
@@ -205,6 +207,15 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 		sc.spans(inc, spans)
 	}
 	return nil
+}
+
+// made reports whether an instance (create: store.KindProvision) or a
+// binding (store.KindBind) counts: not one whose creation failed, or whose
+// outcome is unknown (an operator released its lock before it came). One
+// whose creation is in progress counts from its Created, as it will once
+// it succeeds.
+func made(op store.LastOperation, create string) bool {
+	return op.Kind != create || (op.State != store.StateFailed && op.State != store.StateUnknown)
 }
 
 // ReportUsage is proxy.Gateway.Usage over the store st, with now the time a
