@@ -81,13 +81,14 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeUsage writes rep as CSV (a header, then a line per row;
-// instance_hours with as many decimals as it takes to be exact to the
-// microsecond) or as the JSON of GET /admin/usage.
+// instance_hours rounded to a hundredth of an hour; the name columns
+// empty, as the command reads no catalog) or as the JSON of GET
+// /admin/usage (exact hours).
 func writeUsage(w io.Writer, rep proxy.UsageReport, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return rep.WriteCSV(w)
+	return rep.WriteCSV(w, nil)
 }

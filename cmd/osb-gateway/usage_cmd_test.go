@@ -52,9 +52,9 @@ func TestUsageCommand(t *testing.T) {
 
 	args := []string{"usage", "-config", path, "-from", "2026-03-02T01:00:00Z", "-to", "2026-03-02T13:30:00Z"}
 	code, stdout, stderr := runArgs("", args...)
-	wantCSV := "tenant,broker,service_id,plan_id,instance_hours,instances,bindings,live_at_end\n" +
-		"cf,b,svc,large,11.5,1,0,1\n" +
-		"cf,b,svc,small,9,1,1,0\n"
+	wantCSV := "tenant,broker,service_id,service_name,plan_id,plan_name,instance_hours,instances,bindings,live_at_end\n" +
+		"cf,b,svc,,large,,11.50,1,0,1\n" +
+		"cf,b,svc,,small,,9.00,1,1,0\n"
 	if code != 0 || stdout != wantCSV || stderr != "" {
 		t.Errorf("usage -format csv: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, wantCSV)
 	}

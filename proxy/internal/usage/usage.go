@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -272,18 +273,25 @@ func ReportUsage(ctx context.Context, st store.Store, q UsageQuery, now time.Tim
 }
 
 // UsageCSVHeader is the first line of UsageReport.WriteCSV.
-var UsageCSVHeader = []string{"tenant", "broker", "service_id", "plan_id", "instance_hours", "instances", "bindings", "live_at_end"}
+var UsageCSVHeader = []string{"tenant", "broker", "service_id", "service_name", "plan_id", "plan_name", "instance_hours", "instances", "bindings", "live_at_end"}
 
-// WriteCSV writes r as CSV: UsageCSVHeader, then a line per row, with
-// instance_hours in as many decimals as it takes to be exact to the
-// microsecond (osb-gateway usage, the console's download).
-func (r UsageReport) WriteCSV(w io.Writer) error {
+// BillingHours is what instance_hours is rounded to in the CSV: a
+// hundredth of an hour (36 seconds), half away from zero. The report's
+// JSON keeps the exact figure.
+const BillingHours = 0.01
+
+// WriteCSV writes r as CSV: UsageCSVHeader, then a line per row, with the
+// service and plan names names gives by id (empty for an id it lacks; nil:
+// all empty) beside the ids, and instance_hours rounded to BillingHours
+// with two decimals (osb-gateway usage, the console's download).
+func (r UsageReport) WriteCSV(w io.Writer, names map[string]string) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(UsageCSVHeader); err != nil {
 		return err
 	}
 	for _, x := range r.Rows {
-		err := cw.Write([]string{x.Tenant, x.Broker, x.Service, x.Plan, strconv.FormatFloat(x.InstanceHours, 'f', -1, 64),
+		err := cw.Write([]string{x.Tenant, x.Broker, x.Service, names[x.Service], x.Plan, names[x.Plan],
+			strconv.FormatFloat(BilledHours(x.InstanceHours), 'f', 2, 64),
 			strconv.Itoa(x.Instances), strconv.Itoa(x.Bindings), strconv.Itoa(x.LiveAtEnd)})
 		if err != nil {
 			return err
@@ -292,6 +300,9 @@ func (r UsageReport) WriteCSV(w io.Writer) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// BilledHours rounds h to BillingHours, half away from zero.
+func BilledHours(h float64) float64 { return math.Round(h/BillingHours) * BillingHours }
 
 // ParseUsageQuery reads a usage query from a form or a URL's query:
 // from and to (RFC 3339; empty: the defaults of UsageQuery), tenant and
