@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -22,7 +23,9 @@ import (
 // record (reconcile_released.go); the platform's next call does too.
 
 // markReleased records that the operation of the released lock l has an
-// unknown outcome. A record the store does not take is logged and counted
+// unknown outcome; a lock whose outcome is known (an operator's forced
+// state, the async shim's ended call) gets that outcome, as the
+// platform's poll would have recorded it. A record the store does not take is logged and counted
 // by the inventory, never turned into a failed release: the lock is gone
 // either way.
 func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason string) {
@@ -37,6 +40,15 @@ func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason st
 	defer cancel()
 	op := store.LastOperation{Kind: l.Kind, State: store.StateUnknown, Operation: l.Operation, Started: l.Started, Ended: iv.now(),
 		Description: releasedDescription(who, reason)}
+	if st := l.Shim.State; st == store.StateSucceeded || st == store.StateFailed {
+		// The outcome is known (the async shim's broker call ended, or an
+		// operator forced it): record it, as the platform's poll would have.
+		u := g.upstreams[l.Broker]
+		s := &Scope{Tenant: l.Tenant, Broker: u.name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
+			route: &route{up: u}}
+		iv.polled(ctx, s, l, rules.Answer{Status: http.StatusOK, Object: true, State: st, Description: l.Shim.Description})
+		return
+	}
 	var err error
 	if l.BindingID != "" {
 		err = g.markBindingReleased(ctx, iv, l, op)
