@@ -37,7 +37,7 @@ func (c *Console) audit(r *http.Request, f *frame) (any, error) {
 	q := r.URL.Query()
 	d := &auditData{Tenant: q.Get("tenant"), Broker: q.Get("broker"), Instance: strings.TrimSpace(q.Get("instance")),
 		Status: strings.TrimSpace(q.Get("status")), Since: strings.TrimSpace(q.Get("since")), Until: strings.TrimSpace(q.Get("until")),
-		Classes: []string{"2xx", "4xx", "5xx"}, Names: v.CatalogNames()}
+		Classes: []string{"2xx", "4xx", "5xx"}, Names: c.catalogNames(r.Context())}
 	routes := v.Routes()
 	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })

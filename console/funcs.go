@@ -199,3 +199,32 @@ func planName(names map[string]string, id string) string {
 	}
 	return n
 }
+
+// catalogNames maps service and plan ids to names ("service" and
+// "service/plan"): the cached catalogs' (View.CatalogNames), and for an
+// id a drifted catalog no longer has (a removed plan with live instances
+// on it), the name the accepted catalog gave it, from the drift report.
+func (c *Console) catalogNames(ctx context.Context) map[string]string {
+	v := c.o.View
+	out := v.CatalogNames()
+	reports, err := v.CatalogDrift(ctx)
+	if err != nil {
+		return out
+	}
+	for _, r := range reports {
+		for _, it := range r.Items {
+			if it.OldID == "" {
+				continue
+			}
+			if _, ok := out[it.OldID]; ok {
+				continue
+			}
+			if it.Plan != "" {
+				out[it.OldID] = it.Service + "/" + it.Plan
+			} else {
+				out[it.OldID] = it.Service
+			}
+		}
+	}
+	return out
+}

@@ -25,7 +25,7 @@ func (c *Console) instances(r *http.Request, f *frame) (any, error) {
 	v := c.o.View
 	q := r.URL.Query()
 	d := &instancesData{Q: proxy.InstanceQuery{Tenant: q.Get("tenant"), Broker: q.Get("broker"), Service: strings.TrimSpace(q.Get("service")),
-		Plan: strings.TrimSpace(q.Get("plan")), ID: strings.TrimSpace(q.Get("id"))}, Names: v.CatalogNames()}
+		Plan: strings.TrimSpace(q.Get("plan")), ID: strings.TrimSpace(q.Get("id"))}, Names: c.catalogNames(r.Context())}
 	routes := v.Routes()
 	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
@@ -66,7 +66,7 @@ func (c *Console) instance(r *http.Request, f *frame) (any, error) {
 	v := c.o.View
 	ctx := r.Context()
 	now := v.Now()
-	d := &instanceData{Broker: r.PathValue("broker"), ID: r.PathValue("id"), Names: v.CatalogNames()}
+	d := &instanceData{Broker: r.PathValue("broker"), ID: r.PathValue("id"), Names: c.catalogNames(r.Context())}
 	f.Title = "Instance " + d.ID
 	in, err := v.GetInstance(ctx, d.Broker, d.ID)
 	switch {

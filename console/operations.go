@@ -45,7 +45,7 @@ func (c *Console) operations(r *http.Request, f *frame) (any, error) {
 	q := r.URL.Query()
 	now := v.Now()
 	d := &operationsData{Broker: q.Get("broker"), Tenant: q.Get("tenant"), Kind: q.Get("kind"), Older: q.Get("older"),
-		Kinds: []string{store.KindProvision, store.KindUpdate, store.KindDeprovision, store.KindBind, store.KindUnbind}, Names: v.CatalogNames()}
+		Kinds: []string{store.KindProvision, store.KindUpdate, store.KindDeprovision, store.KindBind, store.KindUnbind}, Names: c.catalogNames(r.Context())}
 	d.Filtered = d.Broker != "" || d.Tenant != "" || d.Kind != "" || d.Older != ""
 	routes := v.Routes()
 	d.BrokerNames = routeBrokers(routes)
@@ -173,7 +173,7 @@ type forceData struct {
 func (c *Console) forcePage(r *http.Request, f *frame) (any, error) {
 	q := r.URL.Query()
 	v := c.o.View
-	d := &forceData{State: q.Get("state"), Description: strings.TrimSpace(q.Get("description")), Names: v.CatalogNames()}
+	d := &forceData{State: q.Get("state"), Description: strings.TrimSpace(q.Get("description")), Names: c.catalogNames(r.Context())}
 	broker, instance, binding := q.Get("broker"), q.Get("instance"), q.Get("binding")
 	ops, err := v.InstanceOperations(r.Context(), broker, instance)
 	if err != nil {

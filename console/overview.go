@@ -103,7 +103,7 @@ func (c *Console) overview(r *http.Request, f *frame) (any, error) {
 	samples := c.hist.all()
 	d.Sampled = len(samples) > 0
 	d.Refusals = recentRefusals(samples, now)
-	d.Attention = c.attention(d, ops, drift, v.CatalogNames(), now)
+	d.Attention = c.attention(d, ops, drift, c.catalogNames(r.Context()), now)
 	d.RequestChart = lineChart("Requests per second, by broker", "requests/s", rates(samples, func(s sample) map[string]float64 { return s.requests }))
 	d.RefusalChart = lineChart("Refusals and 5xx per second, by broker", "answers/s", rates(samples, func(s sample) map[string]float64 {
 		out := map[string]float64{}

@@ -31,7 +31,7 @@ func (c *Console) usage(r *http.Request, f *frame) (any, error) {
 	v := c.o.View
 	q := r.URL.Query()
 	d := &usageData{From: q.Get("from"), To: q.Get("to"), Tenant: q.Get("tenant"), Broker: q.Get("broker"), Query: r.URL.RawQuery,
-		Names: v.CatalogNames()}
+		Names: c.catalogNames(r.Context())}
 	routes := v.Routes()
 	d.BrokerNames = routeBrokers(routes)
 	d.TenantNames = names(routes, func(x proxy.RouteInfo) string { return x.Tenant })
@@ -98,7 +98,7 @@ func (c *Console) usageCSV(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="usage-%s-%s.csv"`,
 		rep.From.UTC().Format("20060102T150405Z"), rep.To.UTC().Format("20060102T150405Z")))
 	w.Header().Set("Cache-Control", "no-store")
-	if err := rep.WriteCSV(w, csvNames(c.o.View.CatalogNames())); err != nil {
+	if err := rep.WriteCSV(w, csvNames(c.catalogNames(r.Context()))); err != nil {
 		c.log.LogAttrs(r.Context(), slog.LevelWarn, "console: writing the usage CSV failed", slog.String("error", err.Error()))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,7 @@ listen: {address: "127.0.0.1:0", shutdown_grace: 5s, shutdown_delay: 0s}
 state: {backend: memory}
 admin: {address: "127.0.0.1:0", token: ADMIN_TOKEN}
 log: {format: json, level: info}
+audit: {sink: file, path: AUDIT_PATH}
 brokers:
   - name: sample
     url: BROKER_URL
@@ -51,8 +53,12 @@ tenants:
 type consoleWorld struct {
 	srv               *server
 	broker            *samplebroker.Broker
+	client            osbc.Client
 	admin             string // the admin listener's base URL
 	synced, inProcess string // the instance made, the instance whose provision runs
+	// stalled is a second instance whose provision runs; bound the
+	// binding made on synced.
+	stalled, bound string
 }
 
 func startConsoleWorld(t *testing.T) *consoleWorld {
@@ -62,26 +68,35 @@ func startConsoleWorld(t *testing.T) *consoleWorld {
 	t.Cleanup(b.Close)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	y := strings.NewReplacer("BROKER_URL", b.URL, "TENANT_PASS", consoleTenantPass, "ADMIN_TOKEN", consoleToken,
-		"BROKER_PASS", consoleBrokerPass).Replace(consoleConfig)
+		"BROKER_PASS", consoleBrokerPass, "AUDIT_PATH", filepath.Join(t.TempDir(), "audit.log")).Replace(consoleConfig)
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := startServer(t, path)
-	w := &consoleWorld{srv: s, broker: sb, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1"}
+	w := &consoleWorld{srv: s, broker: sb, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1",
+		stalled: "console-async-2", bound: "console-bind-1"}
 	c, err := osbc.NewClient(&osbc.ClientConfiguration{Name: "cc", URL: "http://" + s.mainLn.Addr().String() + "/cf-prod/sample",
 		APIVersion: osbc.LatestAPIVersion(), AuthConfig: &osbc.AuthConfig{BasicAuthConfig: &osbc.BasicAuthConfig{Username: "cc", Password: consoleTenantPass}},
 		TimeoutSeconds: 30, EnableAlphaFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.client = c
 	for _, p := range []struct {
-		id, plan string
-		async    bool
-	}{{w.synced, samplebroker.PlanSyncID, false}, {w.inProcess, samplebroker.PlanAsyncID, true}} {
+		id, plan, name string
+		async          bool
+	}{{w.synced, samplebroker.PlanSyncID, "orders-db", false}, {w.inProcess, samplebroker.PlanAsyncID, "reports-db", true},
+		{w.stalled, samplebroker.PlanAsyncID, "search-db", true}} {
 		if _, err := c.ProvisionInstance(&osbc.ProvisionRequest{InstanceID: p.id, ServiceID: samplebroker.ServiceID, PlanID: p.plan,
-			OrganizationGUID: "org", SpaceGUID: "space", AcceptsIncomplete: p.async}); err != nil {
+			OrganizationGUID: "org-guid-1", SpaceGUID: "space-guid-1", AcceptsIncomplete: p.async,
+			Context: map[string]any{"platform": "cloudfoundry", "organization_guid": "org-guid-1", "space_guid": "space-guid-1",
+				"organization_name": "acme", "space_name": "production", "instance_name": p.name}}); err != nil {
 			t.Fatalf("provision %s: %v", p.id, err)
 		}
+	}
+	if _, err := c.Bind(&osbc.BindRequest{BindingID: w.bound, InstanceID: w.synced, ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
+		AppGUID: strPtr("app-guid-1")}); err != nil {
+		t.Fatalf("bind %s: %v", w.bound, err)
 	}
 	return w
 }
@@ -104,6 +119,20 @@ func (w *consoleWorld) refuse(t *testing.T) {
 	readAll(t, res)
 	if res.StatusCode != http.StatusUnprocessableEntity && res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("the deprovision during the provision: %d, want it refused as in progress", res.StatusCode)
+	}
+}
+
+func strPtr(s string) *string { return &s }
+
+// provisionOnDroppedPlan asks for an instance on the plan dropSyncPlan
+// removed: the gateway's validation refuses it (400), naming the plan.
+func (w *consoleWorld) provisionOnDroppedPlan(t *testing.T) {
+	t.Helper()
+	_, err := w.client.ProvisionInstance(&osbc.ProvisionRequest{InstanceID: "console-refused-1", ServiceID: samplebroker.ServiceID,
+		PlanID: samplebroker.PlanSyncID, OrganizationGUID: "org-guid-1", SpaceGUID: "space-guid-1"})
+	var he osbc.HTTPStatusCodeError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a provision on the removed plan: %v, want the gateway's 400", err)
 	}
 }
 
