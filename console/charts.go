@@ -78,10 +78,15 @@ func lineChart(title, unit string, ss []series) template.HTML {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" class="axis">%s</text>`, x0-4, y+4, esc(short(v)))
 	}
 	layout := timeLayout(to.Sub(from))
+	prev := ""
 	for i := 0; i <= timeTicks; i++ { // x labels: dates for days, times for hours
 		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
 		x := float64(x0) + float64(i)/timeTicks*float64(x1-x0)
 		anchor, label := "middle", at.UTC().Format(layout)
+		if label == prev && i < timeTicks {
+			continue // a short span: one label per distinct time
+		}
+		prev = label
 		switch i {
 		case 0:
 			anchor = "start"
@@ -125,8 +130,10 @@ func timeLayout(span time.Duration) string {
 		return "01-02 15:04"
 	case span >= time.Hour:
 		return "15:04"
+	case span >= 10*time.Second:
+		return "15:04:05"
 	}
-	return "15:04:05"
+	return "15:04:05.000"
 }
 
 // bar is one bar of a bar chart.
