@@ -301,7 +301,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// Usage over the default 30 days: the plans by name, and a chart whose
 	// time axis reads in dates.
 	run("open the usage", chromedp.Navigate(w.admin+"/ui/usage"), chromedp.WaitVisible(chromedp.ID("#usage")))
-	if usage := text("read the usage", "#usage"); !strings.Contains(usage, "cf-prod") || !strings.Contains(usage, "sample/async") {
+	if usage := text("read the usage", "#usage"); !strings.Contains(usage, "cf-prod") || !strings.Contains(usage, "sample\tasync") {
 		t.Fatalf("the usage page does not show the tenant's plans:\n%s", usage)
 	}
 	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg.chart text.time")].map(e => e.textContent)`))
