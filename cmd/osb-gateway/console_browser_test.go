@@ -200,7 +200,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	// The audit trail, searched: the 4xx answers, and the chain's verdict.
 	run("search the audit records", chromedp.Navigate(w.admin+"/ui/audit"), chromedp.WaitVisible(chromedp.ID("#verdict")),
 		chromedp.SendKeys(chromedp.CSS(`input[name="status"]`), "4xx"), chromedp.Submit(chromedp.CSS(`input[name="status"]`)),
-		chromedp.WaitVisible(chromedp.ID("#records")))
+		// The page the search answered: its field says 4xx in the HTML
+		// (typing sets the property, not the attribute).
+		chromedp.WaitReady(chromedp.CSS(`input[name="status"][value="4xx"]`)))
+	if loc = location(); !strings.Contains(loc, "status=4xx") {
+		t.Fatalf("the audit search went to %s", loc)
+	}
 	if v := text("read the verdict", "#verdict"); !strings.Contains(v, "The chain verifies") || !strings.Contains(v, "from its first record") {
 		t.Fatalf("the audit page's verdict: %s", v)
 	}
