@@ -285,6 +285,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the released instance's usage says:\n%s", u)
 	}
 	screenshot(t, ctx, "released")
+	run("reconcile the released provision", chromedp.Click(chromedp.CSS(`#operations ~ form button[value="poll"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	if flash := text("read the outcome", `[role="status"]`); !strings.Contains(flash, "Reconciled instance "+w.stalled+" of broker sample: still in progress") {
+		t.Fatalf("the reconcile of the released provision said %q", flash)
+	}
+	if loc = location(); !strings.HasPrefix(loc, w.admin+"/ui/instances/sample/"+w.stalled+"?flash=") {
+		t.Fatalf("the reconcile from the instance page went back to %s", loc)
+	}
 
 	// Catalog drift: the page names the removed plan under the live
 	// instance, and accepting the change clears it.
