@@ -10,7 +10,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-const usageCmdHelp = `usage: osb-gateway usage [-config FILE] [-from TIME] [-to TIME] [-format csv|json] [-tenant T] [-broker B]
+const usageCmdHelp = `usage [-config FILE] [-from TIME] [-to TIME] [-format csv|json] [-tenant T] [-broker B]
 
 Writes the usage report of the period [from, to): per tenant, broker, service
 and plan, the instance-hours, the distinct instances, the bindings created and
@@ -62,7 +62,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	ctx := context.Background()
-	st, err := openInventory(ctx, cfg)
+	st, err := openStateFor(ctx, cfg, "read its usage report through the admin API (GET /admin/usage)")
 	if err != nil {
 		fmt.Fprintf(stderr, "osb-gateway usage: %v\n", err)
 		return exitFailed

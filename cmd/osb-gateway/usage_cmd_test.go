@@ -89,3 +89,23 @@ func TestUsageCommand(t *testing.T) {
 		}
 	}
 }
+
+// On a bolt file the running gateway holds, usage said to read the
+// inventory (GET /admin/instances); it points at the usage report's own
+// endpoint. And usage -h said "usage: osb-gateway usage: osb-gateway
+// usage …": once now.
+func TestUsageBoltHeldAndHelp(t *testing.T) {
+	state, _ := boltState(t)
+	path := inventoryConfig(t, state)
+	held := openState(t, path) // the running gateway
+	defer held.Close()
+	code, stdout, stderr := runArgs("", "usage", "-config", path)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "is locked by another process") || !strings.Contains(stderr, "GET /admin/usage") ||
+		strings.Contains(stderr, "/admin/instances") {
+		t.Errorf("usage on a held bolt file: exit %d, stdout %q, stderr %s; want 1, pointing at GET /admin/usage", code, stdout, stderr)
+	}
+	code, _, stderr = runArgs("", "usage", "-h")
+	if code != 0 || strings.Count(stderr, "usage:") != 1 || !strings.HasPrefix(stderr, "usage: osb-gateway usage [-config FILE]") {
+		t.Errorf("usage -h: exit %d, says:\n%s", code, stderr)
+	}
+}
