@@ -135,7 +135,7 @@ func New(o Options) *Console {
 		{Name: "operations", Path: "/ui/operations", Title: "Operations", Nav: true, Fill: c.operations},
 		{Name: "instances", Path: "/ui/instances", Title: "Instances", Nav: true, Fill: c.instances},
 		{Name: "instance", Path: "/ui/instances/{broker}/{id}", Title: "Instance", Fill: c.instance},
-		{Name: "audit", Path: "/ui/audit", Title: "Audit", Nav: true, Fill: c.audit},
+		{Name: "audit", Path: "/ui/audit", Title: "Audit", Nav: true, Fill: c.audit, NoRefresh: true}, // it reads every audit file
 		{Name: "drift", Path: "/ui/drift", Title: "Catalog drift", Nav: true, Fill: c.drift},
 		{Name: "usage", Path: "/ui/usage", Title: "Usage", Nav: true, Fill: c.usage},
 		{Name: "force", Path: "/ui/operations/force", Title: "Force a final state", Fill: c.forcePage, NoRefresh: true},

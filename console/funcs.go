@@ -93,9 +93,9 @@ func withoutOutcome(u *url.URL) string {
 	q.Del("flash")
 	q.Del("error")
 	if len(q) == 0 {
-		return u.Path
+		return u.EscapedPath()
 	}
-	return u.Path + "?" + q.Encode()
+	return u.EscapedPath() + "?" + q.Encode()
 }
 
 // cleanName keeps a printable operator name of at most 64 bytes.
