@@ -21,7 +21,7 @@ type operationStatus struct {
 // mountOperations adds the operation and orphan control routes:
 //
 //	GET    /admin/operations?broker=&tenant=     locks and async operations, with age and deadline
-//	DELETE /admin/operations/{broker}/{instance} force release (?reason=…, logged with who and why)
+//	DELETE /admin/operations/{broker}/{instance} force release (?reason=…, logged with who and why; the inventory records the outcome unknown)
 //	DELETE /admin/operations/{broker}/{instance}/{binding} force release of a binding's lock
 //	POST   /admin/operations/{broker}/{instance}[/{binding}]/reconcile  poll or force its state (reconcile.go)
 //	GET    /admin/orphans                        orphan candidates, queued and given up

@@ -77,9 +77,26 @@ func lineChart(title, unit string, ss []series) template.HTML {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`, x0, y, x1, y)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" class="axis">%s</text>`, x0-4, y+4, esc(short(v)))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis">%s</text>`, x0, chartH-8, esc(from.UTC().Format("15:04:05")))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" class="axis">%s UTC</text>`, x1, chartH-8, esc(to.UTC().Format("15:04:05")))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" class="axis">%s</text>`, (x0+x1)/2, chartH-8, esc(unit))
+	layout := timeLayout(to.Sub(from))
+	prev := ""
+	for i := 0; i <= timeTicks; i++ { // x labels: dates for days, times for hours
+		at := from.Add(time.Duration(float64(to.Sub(from)) * float64(i) / timeTicks))
+		x := float64(x0) + float64(i)/timeTicks*float64(x1-x0)
+		anchor, label := "middle", at.UTC().Format(layout)
+		if label == prev && i < timeTicks {
+			continue // a short span: one label per distinct time
+		}
+		prev = label
+		switch i {
+		case 0:
+			anchor = "start"
+		case timeTicks:
+			anchor, label = "end", label+" UTC"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ccc"/>`, x, y1, x, y1+4)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s" class="axis time">%s</text>`, x, chartH-8, anchor, esc(label))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis">%s</text>`, x0+4, y0+12, esc(unit))
 	for i, s := range ss {
 		c := palette[i%len(palette)]
 		var pts []string
@@ -97,6 +114,26 @@ func lineChart(title, unit string, ss []series) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // built from numbers and escaped text
+}
+
+// timeTicks is how many intervals the time axis is cut into (labels at
+// both ends and between).
+const timeTicks = 4
+
+// timeLayout is how the time axis labels a span: dates for days, dates
+// and times within a few days, times of day within one.
+func timeLayout(span time.Duration) string {
+	switch {
+	case span >= 4*24*time.Hour:
+		return "2006-01-02"
+	case span >= 24*time.Hour:
+		return "01-02 15:04"
+	case span >= time.Hour:
+		return "15:04"
+	case span >= 10*time.Second:
+		return "15:04:05"
+	}
+	return "15:04:05.000"
 }
 
 // bar is one bar of a bar chart.

@@ -89,3 +89,28 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+// The usage chart over 30 days labelled both ends with the time of day
+// ("21:22:30 … 21:22:30"), so it read as a flat line: labels fit the
+// period, dates for days, times for hours.
+func TestLineChartTimeLabelsFitThePeriod(t *testing.T) {
+	t0 := time.Date(2026, 10, 30, 21, 22, 30, 0, time.UTC)
+	for _, c := range []struct {
+		name       string
+		span       time.Duration
+		first, end string
+	}{
+		{"30 days", 30 * 24 * time.Hour, ">2026-10-30<", ">2026-11-29 UTC<"},
+		{"2 days", 48 * time.Hour, ">10-30 21:22<", ">11-01 21:22 UTC<"},
+		{"6 hours", 6 * time.Hour, ">21:22<", ">03:22 UTC<"},
+		{"10 minutes", 10 * time.Minute, ">21:22:30<", ">21:32:30 UTC<"},
+	} {
+		svg := string(lineChart("t", "u", []series{{name: "s", points: []point{{t0, 1}, {t0.Add(c.span), 2}}}}))
+		if !strings.Contains(svg, c.first) || !strings.Contains(svg, c.end) {
+			t.Errorf("%s: the time axis lacks %s … %s:\n%s", c.name, c.first, c.end, svg)
+		}
+		if n := strings.Count(svg, `class="axis time"`); n != timeTicks+1 {
+			t.Errorf("%s: %d time labels, want %d", c.name, n, timeTicks+1)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 // Package console serves the operator's status pages on the admin
-// listener: an overview of routes, brokers, locks, orphans, reloads,
-// certificates and refusals; the operations (locks) with the actions an
-// operator takes on them; the inventory search; catalog drift; usage.
+// listener: an overview that opens with what needs an operator, then
+// routes, brokers, locks, orphans, reloads, certificates and refusals; the
+// operations (locks) with the actions an operator takes on them; the
+// inventory search and each instance's story; the audit trail; catalog
+// drift; usage.
 // Pages are rendered on the server (html/template, one embedded
 // stylesheet, charts as inline SVG): nothing is loaded from elsewhere and
 // no script runs, so the console works offline and behind any proxy.
@@ -19,20 +21,17 @@ package console
 import (
 	"context"
 	"embed"
-	"errors"
-	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
-	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -45,9 +44,10 @@ var stylesheet []byte
 
 // Defaults of Options.
 const (
-	DefaultSessionTTL  = 8 * time.Hour
-	DefaultSampleEvery = 10 * time.Second
-	DefaultKeep        = 360 // an hour of samples at DefaultSampleEvery
+	DefaultSessionTTL   = 8 * time.Hour
+	DefaultSampleEvery  = 10 * time.Second
+	DefaultKeep         = 360 // an hour of samples at DefaultSampleEvery
+	DefaultOldOperation = 30 * time.Minute
 )
 
 // Options configure a Console. View is required; every other zero value
@@ -71,6 +71,9 @@ type Options struct {
 	// admin listener stands behind a proxy that terminates TLS); over TLS
 	// it is always marked.
 	Secure bool
+	// OldOperation is the age at which an operation in progress needs an
+	// operator: the overview lists it first (0: DefaultOldOperation).
+	OldOperation time.Duration
 	// Tokens limits refused admin tokens per client address; serve shares
 	// one with the admin API's bearer token. nil: a limiter of the
 	// console's own on the view's clock.
@@ -95,6 +98,8 @@ type Console struct {
 	o        Options
 	log      *slog.Logger
 	pages    map[string]*template.Template
+	funcs    template.FuncMap
+	nav      []navItem
 	login    *template.Template
 	sessions *sessions
 	hist     *history
@@ -113,6 +118,9 @@ func New(o Options) *Console {
 	if o.Keep <= 0 {
 		o.Keep = DefaultKeep
 	}
+	if o.OldOperation <= 0 {
+		o.OldOperation = DefaultOldOperation
+	}
 	c := &Console{o: o, log: o.Log, sessions: newSessions(o.SessionTTL, o.View.Now), hist: &history{keep: o.Keep}, mux: http.NewServeMux(),
 		tokens: o.Tokens}
 	if c.log == nil {
@@ -121,32 +129,25 @@ func New(o Options) *Console {
 	if c.tokens == nil {
 		c.tokens = tokenlimit.New(o.View.Now)
 	}
-	funcs := template.FuncMap{"fmtTime": fmtTime, "short": func(h string) string {
-		if len(h) > 12 {
-			return h[:12]
-		}
-		return h
-	}}
-	c.pages = map[string]*template.Template{}
-	funcs["name"] = func(names map[string]string, id string) string {
-		if n, ok := names[id]; ok {
-			return n
-		}
-		return id
-	}
-	for _, p := range []string{"overview", "operations", "instances", "drift", "usage"} {
-		c.pages[p] = template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
+	c.pages, c.funcs = map[string]*template.Template{}, templateFuncs()
+	for _, p := range []page{
+		{Name: "overview", Path: "/{$}", Href: "/", Title: "Overview", Nav: true, Fill: c.overview},
+		{Name: "operations", Path: "/ui/operations", Title: "Operations", Nav: true, Fill: c.operations},
+		{Name: "instances", Path: "/ui/instances", Title: "Instances", Nav: true, Fill: c.instances},
+		{Name: "instance", Path: "/ui/instances/{broker}/{id}", Title: "Instance", Fill: c.instance},
+		{Name: "audit", Path: "/ui/audit", Title: "Audit", Nav: true, Fill: c.audit, NoRefresh: true}, // it reads every audit file
+		{Name: "drift", Path: "/ui/drift", Title: "Catalog drift", Nav: true, Fill: c.drift},
+		{Name: "usage", Path: "/ui/usage", Title: "Usage", Nav: true, Fill: c.usage},
+		{Name: "force", Path: "/ui/operations/force", Title: "Force a final state", Fill: c.forcePage, NoRefresh: true},
+	} {
+		c.register(p)
 	}
 	c.login = template.Must(template.New("login.html").ParseFS(templateFS, "templates/login.html"))
-	c.mux.HandleFunc("GET /{$}", c.page("overview", c.overview))
-	c.mux.HandleFunc("GET /ui/operations", c.page("operations", c.operations))
-	c.mux.HandleFunc("GET /ui/instances", c.page("instances", c.instances))
-	c.mux.HandleFunc("GET /ui/drift", c.page("drift", c.drift))
-	c.mux.HandleFunc("GET /ui/usage", c.page("usage", c.usage))
 	c.mux.HandleFunc("GET /ui/usage.csv", c.usageCSV)
 	c.mux.HandleFunc("POST /ui/drift/accept", c.action(c.accept))
 	c.mux.HandleFunc("POST /ui/operations/release", c.action(c.release))
 	c.mux.HandleFunc("POST /ui/operations/reconcile", c.action(c.reconcile))
+	c.mux.HandleFunc("POST /ui/refresh", c.refreshToggle)
 	c.mux.HandleFunc("GET /login", c.loginPage)
 	c.mux.HandleFunc("POST /login", c.loginPost)
 	c.mux.HandleFunc("POST /logout", c.logout)
@@ -211,6 +212,13 @@ func (c *Console) Run(ctx context.Context, every time.Duration) {
 type frame struct {
 	Title, CSRF, Who, Flash, Error, Now string
 	Nav                                 []navItem
+	// Path is the page's path and query without its outcome (flash,
+	// error): where a refresh goes.
+	Path string
+	// Refresh is the seconds between refreshes while they are on (0:
+	// off); CanRefresh is set on pages that may refresh.
+	Refresh    int
+	CanRefresh bool
 }
 
 type navItem struct {
@@ -218,39 +226,69 @@ type navItem struct {
 	Here       bool
 }
 
-var nav = []navItem{{"Overview", "/", false}, {"Operations", "/ui/operations", false}, {"Instances", "/ui/instances", false},
-	{"Catalog drift", "/ui/drift", false}, {"Usage", "/ui/usage", false}}
-
 // pageFunc fills a page's data; an error is shown on the page.
 type pageFunc func(r *http.Request, f *frame) (any, error)
 
-// page serves a page behind the session.
-func (c *Console) page(name string, fill pageFunc) http.HandlerFunc {
+// page is one page of the console.
+type page struct {
+	// Name names its template, templates/Name.html, which defines
+	// "content" (the layout around it is templates/layout.html).
+	Name string
+	// Path is its GET pattern (http.ServeMux); Href the link to it in the
+	// navigation (default Path), shown when Nav is set, in the order of
+	// registration.
+	Path, Href string
+	Title      string
+	Nav        bool
+	Fill       pageFunc
+	// NoRefresh keeps the page from refreshing itself (a confirmation).
+	NoRefresh bool
+}
+
+// register adds a page: its template parsed with the layout, its handler
+// behind the session, and its link in the navigation. New registers the
+// pages, from one table: a new page is a row there and a template.
+func (c *Console) register(p page) {
+	if p.Href == "" {
+		p.Href = p.Path
+	}
+	c.pages[p.Name] = template.Must(template.New("layout").Funcs(c.funcs).ParseFS(templateFS, "templates/layout.html", "templates/records.html", "templates/"+p.Name+".html"))
+	if p.Nav {
+		c.nav = append(c.nav, navItem{Name: p.Title, Href: p.Href})
+	}
+	c.mux.HandleFunc("GET "+p.Path, c.servePage(p))
+}
+
+// servePage serves a page behind the session.
+func (c *Console) servePage(p page) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		se, ok := c.session(w, r)
 		if !ok {
 			return
 		}
-		f := &frame{CSRF: se.csrf, Who: se.who, Now: c.o.View.Now().UTC().Format("2006-01-02 15:04:05"),
-			Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("error")}
-		for _, n := range nav {
+		f := &frame{Title: p.Title, CSRF: se.csrf, Who: se.who, Now: c.o.View.Now().UTC().Format("2006-01-02 15:04:05"),
+			Flash: r.URL.Query().Get("flash"), Error: r.URL.Query().Get("error"), Path: withoutOutcome(r.URL), CanRefresh: !p.NoRefresh}
+		for _, n := range c.nav {
 			n.Here = n.Href == r.URL.Path
-			if n.Here {
-				f.Title = n.Name
-			}
 			f.Nav = append(f.Nav, n)
 		}
-		data, err := fill(r, f)
+		if f.CanRefresh {
+			f.Refresh = refreshOf(r)
+		}
+		data, err := p.Fill(r, f)
 		if err != nil {
 			f.Error = err.Error()
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if err := c.pages[name].ExecuteTemplate(w, "layout", struct {
+		if f.Refresh > 0 {
+			w.Header().Set("Refresh", strconv.Itoa(f.Refresh)+"; url="+f.Path)
+		}
+		if err := c.pages[p.Name].ExecuteTemplate(w, "layout", struct {
 			*frame
 			Data any
 		}{f, data}); err != nil {
-			c.log.LogAttrs(r.Context(), slog.LevelError, "console: rendering a page failed", slog.String("page", name), slog.String("error", err.Error()))
+			c.log.LogAttrs(r.Context(), slog.LevelError, "console: rendering a page failed", slog.String("page", p.Name), slog.String("error", err.Error()))
 		}
 	}
 }
@@ -277,116 +315,52 @@ type actionFunc func(r *http.Request, who string) (back, flash string, err error
 // redirects back (303) with the outcome.
 func (c *Console) action(fn actionFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		se, ok := c.sessionOf(r)
-		if !ok {
-			osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "no console session: log in at /login first"))
-			return
-		}
-		r, ok = readForm(w, r, MaxActionForm, "an action's form")
+		r, who, ok := c.actionForm(w, r)
 		if !ok {
 			return
-		}
-		if !se.csrfOK(r.PostForm.Get("csrf")) {
-			osb.WriteError(w, osb.Errorf(http.StatusForbidden, "", "the form's CSRF token is missing or is not this session's: reload the page and try again"))
-			return
-		}
-		who := "console"
-		if se.who != "" {
-			who = "console:" + se.who
 		}
 		back, flash, err := fn(r, who)
-		q := url.Values{}
-		if err != nil {
-			q.Set("error", err.Error())
-		} else {
-			q.Set("flash", flash)
-		}
-		sep := "?"
-		if strings.Contains(back, "?") {
-			sep = "&"
-		}
-		http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
+		redirectBack(w, r, back, flash, err)
 	}
 }
 
-// cleanName keeps a printable operator name of at most 64 bytes.
-func cleanName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, strings.TrimSpace(s))
-	if len(s) > 64 {
-		s = s[:64]
+// actionForm reads the form of a POST behind the session and checks its
+// CSRF token; it returns the request with its form read and who acts, or
+// answers and reports false.
+func (c *Console) actionForm(w http.ResponseWriter, r *http.Request) (*http.Request, string, bool) {
+	se, ok := c.sessionOf(r)
+	if !ok {
+		osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "no console session: log in at /login first"))
+		return r, "", false
 	}
-	return s
+	r, ok = readForm(w, r, MaxActionForm, "an action's form")
+	if !ok {
+		return r, "", false
+	}
+	if !se.csrfOK(r.PostForm.Get("csrf")) {
+		osb.WriteError(w, osb.Errorf(http.StatusForbidden, "", "the form's CSRF token is missing or is not this session's: reload the page and try again"))
+		return r, "", false
+	}
+	who := "console"
+	if se.who != "" {
+		who = "console:" + se.who
+	}
+	return r, who, true
 }
 
-func clientAddr(r *http.Request) string {
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i > 0 {
-		host = host[:i]
+// redirectBack answers an action: 303 to back with its outcome.
+func redirectBack(w http.ResponseWriter, r *http.Request, back, flash string, err error) {
+	q := url.Values{}
+	if err != nil {
+		q.Set("error", err.Error())
+	} else {
+		q.Set("flash", flash)
 	}
-	return host
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "–"
+	sep := "?"
+	if strings.Contains(back, "?") {
+		sep = "&"
 	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-// age formats a duration for people: 3s, 4m10s, 2h5m, 3d4h.
-func age(d time.Duration) string {
-	if d < 0 {
-		return "-" + age(-d)
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
-}
-
-// names returns the sorted distinct values of key over xs.
-func names[T any](xs []T, key func(T) string) []string {
-	var out []string
-	for _, x := range xs {
-		if k := key(x); !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// routeBrokers names the brokers the routes reach, migrate_to brokers
-// included, sorted.
-func routeBrokers(routes []proxy.RouteInfo) []string {
-	var out []string
-	for _, r := range routes {
-		for _, b := range []string{r.Broker, r.MigrateTo} {
-			if b != "" && !slices.Contains(out, b) {
-				out = append(out, b)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// stateError words a store failure for a page.
-func stateError(what string, err error) error {
-	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: the state store is unavailable; the cause is in the gateway's log", what)
-	}
-	return fmt.Errorf("%s failed; the cause is in the gateway's log", what)
+	http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
 }
 
 // sessionOf returns r's live session.

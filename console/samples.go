@@ -23,6 +23,10 @@ var refusalKinds = []struct{ kind, metric, label, value string }{
 	{"shed (overload)", "osb_gateway_shed_total", "", ""},
 	{"circuit breaker open", "osb_gateway_breaker_refusals_total", "", ""},
 	{"catalog unavailable", "osb_gateway_catalog_unavailable_total", "decision", "refused"},
+	// A request that breaks the OSB rules (an unknown or removed plan, a
+	// bad field) is refused with 400 under validation.requests: enforce,
+	// the default; under report it is counted and forwarded.
+	{"validation (request broke the OSB rules)", "osb_gateway_findings_total", "direction", "request"},
 }
 
 // sample is the counters at one time.

@@ -145,6 +145,9 @@ func (g *Gateway) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcil
 	}
 	l, err := g.reconcilable(ctx, u, req)
 	if err != nil {
+		if res, ok, rerr := g.reconcileReleased(ctx, u, req, err); ok { // reconcile_released.go
+			return res, rerr
+		}
 		return ReconcileResult{}, err
 	}
 	start := g.guard.now()
@@ -325,8 +328,8 @@ const EmulatedForced = "forced"
 // ReleaseOperation releases the lock of the instance (or of its binding,
 // when binding is set) of broker at once, whatever it holds, and writes
 // one audit record naming who and why (reason, required). The broker is not
-// called and nothing is recorded in the inventory: what the operation did
-// stays unknown to the gateway. Errors are *osb.Error: 400 without who or
+// called; the inventory records the operation with state unknown
+// (release_inventory.go), which a reconcile settles later. Errors are *osb.Error: 400 without who or
 // reason, 404 when no such lock exists, 503 when the state store failed.
 func (g *Gateway) ReleaseOperation(ctx context.Context, broker, instance, binding, who, reason string) error {
 	_, err := g.releaseOperation(ctx, broker, instance, binding, who, reason)
@@ -350,6 +353,7 @@ func (g *Gateway) releaseOperation(ctx context.Context, broker, instance, bindin
 	case err != nil:
 		return l, storeError("releasing the operation", err)
 	}
+	g.markReleased(ctx, l, who, reason) // release_inventory.go
 	res := ReconcileResult{Outcome: OutcomeReleased, Released: true, Description: reason}
 	g.ownRecord(ctx, ownAction{action: "release", who: who, lock: l, start: start, method: http.MethodDelete, res: res})
 	return l, nil

@@ -36,6 +36,10 @@ type UsagePoint = usage.UsagePoint
 // UsageCSVHeader is the first line of UsageReport.WriteCSV.
 var UsageCSVHeader = usage.UsageCSVHeader
 
+// BillingHours is what the usage CSV rounds instance_hours to
+// (usage.BillingHours).
+const BillingHours = usage.BillingHours
+
 // Usage returns the usage report of q: per tenant, broker, service and
 // plan, the instance-hours, instances and live instances at the end, and
 // the bindings created, over [q.From, q.To). See package usage for the cost. A query
@@ -84,3 +88,6 @@ func (g *Gateway) PurgeUsage(ctx context.Context) (int, error) {
 // ParseUsageQuery reads a UsageQuery from URL query values (see
 // usage.ParseUsageQuery).
 func ParseUsageQuery(v url.Values) (UsageQuery, error) { return usage.ParseUsageQuery(v) }
+
+// BilledHours rounds hours as the usage CSV does (usage.BilledHours).
+func BilledHours(h float64) float64 { return usage.BilledHours(h) }

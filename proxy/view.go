@@ -221,6 +221,10 @@ type InstanceInfo struct {
 	Broker, InstanceID, Tenant, ServiceID, PlanID, State, LastKind string
 	Bindings                                                       int
 	Created, Updated                                               time.Time
+	// OrganizationGUID and SpaceGUID are the provision's; Names what its
+	// context calls it (view_instance.go).
+	OrganizationGUID, SpaceGUID string
+	Names                       PlatformNames
 }
 
 // Instances searches the inventory (see InstanceQuery). Scanned reports
@@ -249,7 +253,8 @@ func (v *View) Instances(ctx context.Context, q InstanceQuery) (found []Instance
 				continue
 			}
 			info := InstanceInfo{Broker: in.Broker, InstanceID: in.InstanceID, Tenant: in.Tenant, ServiceID: in.ServiceID,
-				PlanID: in.PlanID, State: in.LastOperation.State, LastKind: in.LastOperation.Kind, Created: in.Created, Updated: in.Updated}
+				PlanID: in.PlanID, State: in.LastOperation.State, LastKind: in.LastOperation.Kind, Created: in.Created, Updated: in.Updated,
+				OrganizationGUID: in.OrganizationGUID, SpaceGUID: in.SpaceGUID, Names: NamesOf(in.Context)}
 			if bs, err := g.guard.st.ListBindings(ctx, in.Broker, in.InstanceID); err == nil {
 				info.Bindings = len(bs)
 			}

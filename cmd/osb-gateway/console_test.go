@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,7 @@ listen: {address: "127.0.0.1:0", shutdown_grace: 5s, shutdown_delay: 0s}
 state: {backend: memory}
 admin: {address: "127.0.0.1:0", token: ADMIN_TOKEN}
 log: {format: json, level: info}
+audit: {sink: file, path: AUDIT_PATH}
 brokers:
   - name: sample
     url: BROKER_URL
@@ -51,8 +53,12 @@ tenants:
 type consoleWorld struct {
 	srv               *server
 	broker            *samplebroker.Broker
+	client            osbc.Client
 	admin             string // the admin listener's base URL
 	synced, inProcess string // the instance made, the instance whose provision runs
+	// stalled is a second instance whose provision runs; bound the
+	// binding made on synced.
+	stalled, bound string
 }
 
 func startConsoleWorld(t *testing.T) *consoleWorld {
@@ -62,26 +68,35 @@ func startConsoleWorld(t *testing.T) *consoleWorld {
 	t.Cleanup(b.Close)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	y := strings.NewReplacer("BROKER_URL", b.URL, "TENANT_PASS", consoleTenantPass, "ADMIN_TOKEN", consoleToken,
-		"BROKER_PASS", consoleBrokerPass).Replace(consoleConfig)
+		"BROKER_PASS", consoleBrokerPass, "AUDIT_PATH", filepath.Join(t.TempDir(), "audit.log")).Replace(consoleConfig)
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := startServer(t, path)
-	w := &consoleWorld{srv: s, broker: sb, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1"}
+	w := &consoleWorld{srv: s, broker: sb, admin: "http://" + s.adminLn.Addr().String(), synced: "console-sync-1", inProcess: "console-async-1",
+		stalled: "console-async-2", bound: "console-bind-1"}
 	c, err := osbc.NewClient(&osbc.ClientConfiguration{Name: "cc", URL: "http://" + s.mainLn.Addr().String() + "/cf-prod/sample",
 		APIVersion: osbc.LatestAPIVersion(), AuthConfig: &osbc.AuthConfig{BasicAuthConfig: &osbc.BasicAuthConfig{Username: "cc", Password: consoleTenantPass}},
 		TimeoutSeconds: 30, EnableAlphaFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.client = c
 	for _, p := range []struct {
-		id, plan string
-		async    bool
-	}{{w.synced, samplebroker.PlanSyncID, false}, {w.inProcess, samplebroker.PlanAsyncID, true}} {
+		id, plan, name string
+		async          bool
+	}{{w.synced, samplebroker.PlanSyncID, "orders-db", false}, {w.inProcess, samplebroker.PlanAsyncID, "reports-db", true},
+		{w.stalled, samplebroker.PlanAsyncID, "search-db", true}} {
 		if _, err := c.ProvisionInstance(&osbc.ProvisionRequest{InstanceID: p.id, ServiceID: samplebroker.ServiceID, PlanID: p.plan,
-			OrganizationGUID: "org", SpaceGUID: "space", AcceptsIncomplete: p.async}); err != nil {
+			OrganizationGUID: "org-guid-1", SpaceGUID: "space-guid-1", AcceptsIncomplete: p.async,
+			Context: map[string]any{"platform": "cloudfoundry", "organization_guid": "org-guid-1", "space_guid": "space-guid-1",
+				"organization_name": "acme", "space_name": "production", "instance_name": p.name}}); err != nil {
 			t.Fatalf("provision %s: %v", p.id, err)
 		}
+	}
+	if _, err := c.Bind(&osbc.BindRequest{BindingID: w.bound, InstanceID: w.synced, ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
+		AppGUID: strPtr("app-guid-1")}); err != nil {
+		t.Fatalf("bind %s: %v", w.bound, err)
 	}
 	return w
 }
@@ -104,6 +119,20 @@ func (w *consoleWorld) refuse(t *testing.T) {
 	readAll(t, res)
 	if res.StatusCode != http.StatusUnprocessableEntity && res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("the deprovision during the provision: %d, want it refused as in progress", res.StatusCode)
+	}
+}
+
+func strPtr(s string) *string { return &s }
+
+// provisionOnDroppedPlan asks for an instance on the plan dropSyncPlan
+// removed: the gateway's validation refuses it (400), naming the plan.
+func (w *consoleWorld) provisionOnDroppedPlan(t *testing.T) {
+	t.Helper()
+	_, err := w.client.ProvisionInstance(&osbc.ProvisionRequest{InstanceID: "console-refused-1", ServiceID: samplebroker.ServiceID,
+		PlanID: samplebroker.PlanSyncID, OrganizationGUID: "org-guid-1", SpaceGUID: "space-guid-1"})
+	var he osbc.HTTPStatusCodeError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a provision on the removed plan: %v, want the gateway's 400", err)
 	}
 }
 
@@ -317,8 +346,17 @@ func TestConsoleUsageCSV(t *testing.T) {
 		t.Fatalf("the CSV: %d %s\n%s", res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
 	for _, l := range lines[1:] {
-		if !strings.HasPrefix(l, "cf-prod,sample,"+samplebroker.ServiceID+",") {
-			t.Errorf("CSV line %q: want the tenant's sample plans", l)
+		if !strings.HasPrefix(l, "cf-prod,sample,"+samplebroker.ServiceID+",sample,") {
+			t.Errorf("CSV line %q: want the tenant's sample plans, with the service's name beside its id", l)
+		}
+	}
+	// The plans' names beside their ids, and hours rounded for a bill:
+	// two decimals.
+	hours := regexp.MustCompile(`^\d+\.\d{2}$`)
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != len(proxy.UsageCSVHeader) || (f[5] != samplebroker.PlanSyncName && f[5] != "async") || !hours.MatchString(f[6]) {
+			t.Errorf("CSV line %q: want the plan's name after its id and instance_hours with two decimals", l)
 		}
 	}
 	res, err = c.Get(w.admin + "/ui/usage.csv?from=yesterday")
@@ -437,5 +475,94 @@ func TestAdminTokenLimitIsShared(t *testing.T) {
 		if time.Since(limited) < 5*time.Second || try == 2 {
 			t.Fatalf("the login with the right token after %d wrong bearer tokens: %d, want 429: %s", refused, res.StatusCode, body)
 		}
+	}
+}
+
+// Force had a default state (succeeded): one click told a platform that
+// an unfinished provision succeeded. Now a forced state is picked, shown
+// on a page that says what the platform's next poll reads, and confirmed
+// there; a POST without the confirmation or without a state changes
+// nothing.
+func TestConsoleForceIsPickedAndConfirmed(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	csrf := w.login(t, c)
+	page := w.get(t, c, "/ui/operations", http.StatusOK)
+	if strings.Contains(page, "<option>succeeded</option>") || !strings.Contains(page, `<option value="" selected>final state…</option>`) {
+		t.Fatal("the operations page preselects a forced state")
+	}
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		want string
+	}{
+		{"no state", url.Values{"state": {""}, "confirm": {"yes"}}, "Force needs a final state, and none is preselected"},
+		{"not confirmed", url.Values{"state": {"succeeded"}}, "confirmed on its own page first"},
+	} {
+		tc.form.Set("csrf", csrf)
+		tc.form.Set("broker", "sample")
+		tc.form.Set("instance", w.inProcess)
+		tc.form.Set("action", "force")
+		res, err := c.PostForm(w.admin+"/ui/operations/reconcile", tc.form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || loc == nil || !strings.Contains(loc.Query().Get("error"), tc.want) {
+			t.Errorf("%s: %d to %q, want back with %q", tc.name, res.StatusCode, res.Header.Get("Location"), tc.want)
+		}
+	}
+	confirm := w.get(t, c, "/ui/operations/force?broker=sample&instance="+w.inProcess+"&state=", http.StatusOK)
+	if !strings.Contains(confirm, "Force needs a final state") || strings.Contains(confirm, `id="confirm-force"`) {
+		t.Errorf("the force page without a state offers a confirmation:\n%s", confirm)
+	}
+	confirm = w.get(t, c, "/ui/operations/force?broker=sample&instance="+w.inProcess+"&state=succeeded", http.StatusOK)
+	if !strings.Contains(confirm, `<pre id="next-poll">{&#34;state&#34;: &#34;succeeded&#34;}</pre>`) || !strings.Contains(confirm, `name="confirm" value="yes"`) ||
+		!strings.Contains(confirm, `name="csrf" value="`+csrf+`"`) {
+		t.Errorf("the force page does not say what the next poll reads, or lacks the confirmation form:\n%s", confirm)
+	}
+	if page := w.get(t, c, "/ui/operations", http.StatusOK); strings.Contains(page, "shim succeeded") || !strings.Contains(page, w.inProcess) {
+		t.Errorf("the refused forces changed the operation:\n%s", page)
+	}
+}
+
+// Pages refresh themselves without script: a Refresh header once the
+// toggle is on, none once it is off; the CSP stays default-src 'none'.
+func TestConsoleRefreshIsAHeader(t *testing.T) {
+	w := startConsoleWorld(t)
+	c := consoleClient(t)
+	csrf := w.login(t, c)
+	refresh := func() (string, string) {
+		res, err := c.Get(w.admin + "/ui/operations?broker=sample&flash=done")
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		return res.Header.Get("Refresh"), res.Header.Get("Content-Security-Policy")
+	}
+	if r, _ := refresh(); r != "" {
+		t.Fatalf("Refresh %q before the toggle, want none", r)
+	}
+	for _, tc := range []struct{ set, want string }{{"on", "30; url=/ui/operations?broker=sample"}, {"off", ""}} {
+		res, err := c.PostForm(w.admin+"/ui/refresh", url.Values{"csrf": {csrf}, "refresh": {tc.set}, "back": {"/ui/operations?broker=sample"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, res)
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/ui/operations?broker=sample&flash=") {
+			t.Fatalf("refresh %s: %d to %q", tc.set, res.StatusCode, res.Header.Get("Location"))
+		}
+		if r, csp := refresh(); r != tc.want || !strings.HasPrefix(csp, "default-src 'none';") {
+			t.Errorf("refresh %s: Refresh %q, CSP %q; want %q and default-src 'none'", tc.set, r, csp, tc.want)
+		}
+	}
+	res, err := c.PostForm(w.admin+"/ui/refresh", url.Values{"refresh": {"on"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("the toggle without the CSRF token: %d, want 403", res.StatusCode)
 	}
 }

@@ -98,6 +98,13 @@ func loadForInventory(path, cmd string, stderr io.Writer) (*config.Config, int, 
 // openInventory opens the state store of cfg for export or import and
 // checks that it answers.
 func openInventory(ctx context.Context, cfg *config.Config) (store.Store, error) {
+	return openStateFor(ctx, cfg, "read its inventory through the admin API (GET /admin/instances)")
+}
+
+// openStateFor is openInventory, whose refusal of a bolt file the running
+// gateway holds says what to do instead: instead, such as "read its usage
+// report through the admin API (GET /admin/usage)".
+func openStateFor(ctx context.Context, cfg *config.Config, instead string) (store.Store, error) {
 	sc := cfg.State
 	if sc.Backend == store.BackendMemory {
 		return nil, errors.New("state.backend is memory: the inventory lives in the gateway's process and ends with it; " +
@@ -109,8 +116,7 @@ func openInventory(ctx context.Context, cfg *config.Config) (store.Store, error)
 	switch {
 	case errors.Is(err, store.ErrUnavailable) && sc.Backend == store.BackendBolt:
 		return nil, fmt.Errorf("the bolt file %s is locked by another process, most likely the running gateway "+
-			"(bbolt lets one process open it): stop the gateway first, or read its inventory through the admin API "+
-			"(GET /admin/instances) while it runs (%w)", sc.Path, err)
+			"(bbolt lets one process open it): stop the gateway first, or %s while it runs (%w)", sc.Path, instead, err)
 	case err != nil:
 		return nil, fmt.Errorf("state (%s): %w", sc.Backend, err)
 	}

@@ -45,6 +45,7 @@ const usage = `usage: osb-gateway <command> [flags]
 
 commands:
   serve          run the gateway (the default): -config FILE (default gateway.yaml)
+                 [-listen ADDR] [-admin ADDR] (in place of listen.address, admin.address)
   demo           run sample brokers behind the gateway on loopback: -addr HOST:PORT
   check          validate a configuration file; without -offline also fetch and lint
                  every broker's catalog (so every broker must answer): -config FILE [-offline]

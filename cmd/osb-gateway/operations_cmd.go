@@ -26,9 +26,13 @@ commands:
                    without -state: the gateway polls the broker's last_operation with the
                    lock's operation and settles the lock by the answer; with -state: the
                    platform's next poll reads that state (and the lock is released then,
-                   or at once with -release)
+                   or at once with -release); -state is required to force, there is no
+                   default. An operation released earlier (no lock, its record unknown)
+                   is polled the same way, and the outcome recorded
   release -reason TEXT BROKER INSTANCE [BINDING]
-                   release the lock at once (the broker is not asked)
+                   release the lock at once (the broker is not asked); the inventory
+                   records the operation's outcome as unknown (usage leaves out a
+                   provision or bind of unknown outcome) until a reconcile settles it
 
 Every command calls a running gateway's admin API (admin.address, with
 admin.token): the flags -config (default gateway.yaml, read for both),

@@ -24,14 +24,15 @@ import (
 )
 
 func runServe(args []string, stderr io.Writer) int {
-	fs := newFlagSet("serve", "[serve] [-config FILE]\n\n"+
+	fs := newFlagSet("serve", "[serve] [-config FILE] [-listen ADDR] [-admin ADDR]\n\n"+
 		"Runs the gateway until SIGTERM or SIGINT (after listen.shutdown_delay, then a drain of\n"+
 		"listen.shutdown_grace); a change of the file, SIGHUP or POST /admin/reload reloads it.", stderr)
 	path := fs.String("config", "gateway.yaml", "the configuration `file`")
+	addrs := addrFlags(fs) // serve_addr.go
 	if code, ok := parseFlags(fs, args, false); !ok {
 		return code
 	}
-	cfg, err := config.Load(*path)
+	cfg, err := addrs.load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "osb-gateway: %s: configuration refused:\n%v\n", *path, err)
 		return loadExitCode(err)
@@ -42,53 +43,11 @@ func runServe(args []string, stderr io.Writer) int {
 		logs.log.Error("cannot start", slog.String("error", err.Error()))
 		return 1
 	}
+	srv.load = addrs.load     // a reload keeps the addresses the flags gave
 	defer logs.access.Close() // the buffered access lines
 	srv.runtime = startRuntime(cfg.Runtime, os.LookupEnv, os.DirFS("/"), logs.log)
 	defer srv.runtime.stop()
 	return srv.runUntilSignal()
-}
-
-// logs are the process logger and the access log, writing to one writer
-// in one format; a reload may change the level, not the format.
-type logs struct {
-	log    *slog.Logger
-	level  *slog.LevelVar
-	access *proxy.AccessLog
-}
-
-// newLogs builds the loggers from log settings.
-func newLogs(lc config.Log, w io.Writer) logs {
-	level := new(slog.LevelVar)
-	setLevel(level, lc.Level)
-	opts := &slog.HandlerOptions{Level: level}
-	l := logs{level: level, access: proxy.NewAccessLog(w, lc.Format, level)}
-	if lc.AccessFlushInterval != nil {
-		l.access.Buffer(*lc.AccessFlushInterval)
-	}
-	if lc.Format == "text" {
-		l.log = slog.New(slog.NewTextHandler(w, opts))
-	} else {
-		opts.ReplaceAttr = durationString
-		l.log = slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return l
-}
-
-// durationString writes a duration attribute as Go's duration string
-// ("1m30s") in JSON logs, as the text format and gateway.yaml do, instead of
-// slog's integer nanoseconds.
-func durationString(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.StringValue(a.Value.Duration().String())
-	}
-	return a
-}
-
-func setLevel(v *slog.LevelVar, name string) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(name)); err == nil {
-		v.Set(l)
-	}
 }
 
 // server owns the listeners, the live Gateway and its reloads.

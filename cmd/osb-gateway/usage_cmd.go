@@ -10,7 +10,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
-const usageCmdHelp = `usage: osb-gateway usage [-config FILE] [-from TIME] [-to TIME] [-format csv|json] [-tenant T] [-broker B]
+const usageCmdHelp = `usage [-config FILE] [-from TIME] [-to TIME] [-format csv|json] [-tenant T] [-broker B]
 
 Writes the usage report of the period [from, to): per tenant, broker, service
 and plan, the instance-hours, the distinct instances, the bindings created and
@@ -62,7 +62,7 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	ctx := context.Background()
-	st, err := openInventory(ctx, cfg)
+	st, err := openStateFor(ctx, cfg, "read its usage report through the admin API (GET /admin/usage)")
 	if err != nil {
 		fmt.Fprintf(stderr, "osb-gateway usage: %v\n", err)
 		return exitFailed
@@ -81,13 +81,14 @@ func runUsage(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeUsage writes rep as CSV (a header, then a line per row;
-// instance_hours with as many decimals as it takes to be exact to the
-// microsecond) or as the JSON of GET /admin/usage.
+// instance_hours rounded to a hundredth of an hour; the name columns
+// empty, as the command reads no catalog) or as the JSON of GET
+// /admin/usage (exact hours).
 func writeUsage(w io.Writer, rep proxy.UsageReport, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return rep.WriteCSV(w)
+	return rep.WriteCSV(w, nil)
 }

@@ -52,9 +52,9 @@ func TestUsageCommand(t *testing.T) {
 
 	args := []string{"usage", "-config", path, "-from", "2026-03-02T01:00:00Z", "-to", "2026-03-02T13:30:00Z"}
 	code, stdout, stderr := runArgs("", args...)
-	wantCSV := "tenant,broker,service_id,plan_id,instance_hours,instances,bindings,live_at_end\n" +
-		"cf,b,svc,large,11.5,1,0,1\n" +
-		"cf,b,svc,small,9,1,1,0\n"
+	wantCSV := "tenant,broker,service_id,service_name,plan_id,plan_name,instance_hours,instances,bindings,live_at_end\n" +
+		"cf,b,svc,,large,,11.50,1,0,1\n" +
+		"cf,b,svc,,small,,9.00,1,1,0\n"
 	if code != 0 || stdout != wantCSV || stderr != "" {
 		t.Errorf("usage -format csv: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, wantCSV)
 	}
@@ -87,5 +87,25 @@ func TestUsageCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.err) {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, stderr, tc.code, tc.err)
 		}
+	}
+}
+
+// On a bolt file the running gateway holds, usage said to read the
+// inventory (GET /admin/instances); it points at the usage report's own
+// endpoint. And usage -h said "usage: osb-gateway usage: osb-gateway
+// usage …": once now.
+func TestUsageBoltHeldAndHelp(t *testing.T) {
+	state, _ := boltState(t)
+	path := inventoryConfig(t, state)
+	held := openState(t, path) // the running gateway
+	defer held.Close()
+	code, stdout, stderr := runArgs("", "usage", "-config", path)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "is locked by another process") || !strings.Contains(stderr, "GET /admin/usage") ||
+		strings.Contains(stderr, "/admin/instances") {
+		t.Errorf("usage on a held bolt file: exit %d, stdout %q, stderr %s; want 1, pointing at GET /admin/usage", code, stdout, stderr)
+	}
+	code, _, stderr = runArgs("", "usage", "-h")
+	if code != 0 || strings.Count(stderr, "usage:") != 1 || !strings.HasPrefix(stderr, "usage: osb-gateway usage [-config FILE]") {
+		t.Errorf("usage -h: exit %d, says:\n%s", code, stderr)
 	}
 }

@@ -18,6 +18,11 @@ const (
 	StateInProgress = "in progress"
 	StateSucceeded  = "succeeded"
 	StateFailed     = "failed"
+	// StateUnknown is the state of an operation whose lock an operator
+	// released before its outcome came (a LastOperation only, never a
+	// Shim): the broker may or may not have done it. A reconcile of the
+	// instance or binding polls the broker and settles it.
+	StateUnknown = "unknown"
 )
 
 // Limits of the inventory; a record beyond them is ErrInvalid.
@@ -46,8 +51,8 @@ type LastOperation struct {
 	// Kind is KindProvision, KindUpdate or KindDeprovision for an instance,
 	// KindBind or KindUnbind for a binding; empty when none is recorded.
 	Kind string `json:"kind,omitempty"`
-	// State is StateInProgress, StateSucceeded or StateFailed; required
-	// with Kind.
+	// State is StateInProgress, StateSucceeded, StateFailed or
+	// StateUnknown; required with Kind.
 	State string `json:"state,omitempty"`
 	// Description is the broker's (or the gateway's) description of the
 	// outcome, for the platform; may be empty.

@@ -15,6 +15,10 @@ var instanceKinds = map[string]bool{KindProvision: true, KindUpdate: true, KindD
 var bindingKinds = map[string]bool{KindBind: true, KindUnbind: true}
 var opStates = map[string]bool{StateInProgress: true, StateSucceeded: true, StateFailed: true}
 
+// lastOpStates are the states of a LastOperation: opStates and
+// StateUnknown (a released operation).
+var lastOpStates = map[string]bool{StateInProgress: true, StateSucceeded: true, StateFailed: true, StateUnknown: true}
+
 // CheckName returns ErrInvalid if a broker or tenant name is unusable;
 // required names must not be empty.
 func CheckName(what, name string, required bool) error {
@@ -73,9 +77,9 @@ func prepareOp(op LastOperation, kinds map[string]bool) (LastOperation, error) {
 		return op, nil
 	case !kinds[op.Kind]:
 		return op, fmt.Errorf("%w: last operation has Kind %q", ErrInvalid, op.Kind)
-	case !opStates[op.State]:
-		return op, fmt.Errorf("%w: last operation has State %q, want %q, %q or %q",
-			ErrInvalid, op.State, StateInProgress, StateSucceeded, StateFailed)
+	case !lastOpStates[op.State]:
+		return op, fmt.Errorf("%w: last operation has State %q, want %q, %q, %q or %q",
+			ErrInvalid, op.State, StateInProgress, StateSucceeded, StateFailed, StateUnknown)
 	case len(op.Operation) > MaxOperationLen:
 		return op, fmt.Errorf("%w: last operation has an Operation of %d bytes, more than %d",
 			ErrInvalid, len(op.Operation), MaxOperationLen)

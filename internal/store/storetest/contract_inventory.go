@@ -363,6 +363,23 @@ func testInventoryInvalid(t *testing.T, b Backend) {
 			WantErr(t, "PutBinding", err, store.ErrInvalid)
 		})
 	}
+	// A released operation's state, unknown, is one (proxy's
+	// release_inventory.go), on an instance and on a binding.
+	unknown := Instance("b1", "i-unknown", "cf1")
+	unknown.LastOperation = store.LastOperation{Kind: store.KindProvision, State: store.StateUnknown, Operation: "op-1", Description: "released by carol"}
+	if _, err := s.PutInstance(ctx, unknown); err != nil {
+		t.Errorf("PutInstance of a provision of unknown outcome: %v", err)
+	} else if got, err := s.GetInstance(ctx, "b1", "i-unknown"); err != nil || got.LastOperation.State != store.StateUnknown {
+		t.Errorf("GetInstance of a provision of unknown outcome: %+v, %v", got.LastOperation, err)
+	}
+	ub := Binding("b1", "i-unknown", "x-unknown")
+	ub.LastOperation = store.LastOperation{Kind: store.KindBind, State: store.StateUnknown}
+	if _, err := s.PutBinding(ctx, ub); err != nil {
+		t.Errorf("PutBinding of a bind of unknown outcome: %v", err)
+	}
+	if _, err := s.DeleteInstance(ctx, "b1", "i-unknown"); err != nil {
+		t.Errorf("DeleteInstance: %v", err)
+	}
 	keys := map[string]error{}
 	_, keys["GetInstance without broker"] = s.GetInstance(ctx, "", "i1")
 	_, keys["GetInstance with NUL"] = s.GetInstance(ctx, "b1", "i\x00")

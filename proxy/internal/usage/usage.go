@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,7 +27,9 @@ import (
 // plan are the part of its intervals on that plan inside the period: from
 // its Created, or the plan change that put it on the plan, to its
 // deletion, or the plan change that took it off, or on. Counted exactly to
-// the microsecond the store keeps.
+// the microsecond the store keeps. A provision (or bind) that failed, or
+// whose outcome is unknown (its lock released by an operator), is not
+// counted until a reconcile records it succeeded.
 //
 // Cost: a report reads every live instance and binding (an export of the
 // inventory, a page at a time) and the usage records that ended after the
@@ -177,7 +180,7 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 		switch {
 		case e.Instance != nil:
 			in := e.Instance
-			if !sc.q.keep(in.Tenant, in.Broker) {
+			if !sc.q.keep(in.Tenant, in.Broker) || !made(in.LastOperation, store.KindProvision) {
 				continue
 			}
 			inc := incarnation{in.Broker, in.InstanceID, in.Created.UnixMicro()}
@@ -190,7 +193,7 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 			sc.spans(inc, []usageSpan{live})
 		case e.Binding != nil:
 			b := e.Binding
-			if c := b.Created.UnixMicro(); sc.q.keep(b.Tenant, b.Broker) && c >= from && c < to {
+			if c := b.Created.UnixMicro(); sc.q.keep(b.Tenant, b.Broker) && made(b.LastOperation, store.KindBind) && c >= from && c < to {
 				sc.bindings[usageKey{b.Tenant, b.Broker, b.ServiceID, b.PlanID}]++
 			}
 		}
@@ -205,6 +208,15 @@ func (sc *usageScan) run(ctx context.Context, st store.Store) error {
 		sc.spans(inc, spans)
 	}
 	return nil
+}
+
+// made reports whether an instance (create: store.KindProvision) or a
+// binding (store.KindBind) counts: not one whose creation failed, or whose
+// outcome is unknown (an operator released its lock before it came). One
+// whose creation is in progress counts from its Created, as it will once
+// it succeeds.
+func made(op store.LastOperation, create string) bool {
+	return op.Kind != create || (op.State != store.StateFailed && op.State != store.StateUnknown)
 }
 
 // ReportUsage is proxy.Gateway.Usage over the store st, with now the time a
@@ -261,18 +273,25 @@ func ReportUsage(ctx context.Context, st store.Store, q UsageQuery, now time.Tim
 }
 
 // UsageCSVHeader is the first line of UsageReport.WriteCSV.
-var UsageCSVHeader = []string{"tenant", "broker", "service_id", "plan_id", "instance_hours", "instances", "bindings", "live_at_end"}
+var UsageCSVHeader = []string{"tenant", "broker", "service_id", "service_name", "plan_id", "plan_name", "instance_hours", "instances", "bindings", "live_at_end"}
 
-// WriteCSV writes r as CSV: UsageCSVHeader, then a line per row, with
-// instance_hours in as many decimals as it takes to be exact to the
-// microsecond (osb-gateway usage, the console's download).
-func (r UsageReport) WriteCSV(w io.Writer) error {
+// BillingHours is what instance_hours is rounded to in the CSV: a
+// hundredth of an hour (36 seconds), half away from zero. The report's
+// JSON keeps the exact figure.
+const BillingHours = 0.01
+
+// WriteCSV writes r as CSV: UsageCSVHeader, then a line per row, with the
+// service and plan names names gives by id (empty for an id it lacks; nil:
+// all empty) beside the ids, and instance_hours rounded to BillingHours
+// with two decimals (osb-gateway usage, the console's download).
+func (r UsageReport) WriteCSV(w io.Writer, names map[string]string) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(UsageCSVHeader); err != nil {
 		return err
 	}
 	for _, x := range r.Rows {
-		err := cw.Write([]string{x.Tenant, x.Broker, x.Service, x.Plan, strconv.FormatFloat(x.InstanceHours, 'f', -1, 64),
+		err := cw.Write([]string{x.Tenant, x.Broker, x.Service, names[x.Service], x.Plan, names[x.Plan],
+			strconv.FormatFloat(BilledHours(x.InstanceHours), 'f', 2, 64),
 			strconv.Itoa(x.Instances), strconv.Itoa(x.Bindings), strconv.Itoa(x.LiveAtEnd)})
 		if err != nil {
 			return err
@@ -281,6 +300,9 @@ func (r UsageReport) WriteCSV(w io.Writer) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// BilledHours rounds h to BillingHours, half away from zero.
+func BilledHours(h float64) float64 { return math.Round(h/BillingHours) * BillingHours }
 
 // ParseUsageQuery reads a usage query from a form or a URL's query:
 // from and to (RFC 3339; empty: the defaults of UsageQuery), tenant and

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// liveAtEnd is the usage report's live instances at now, over every plan.
+func (e *reconcileEnv) liveAtEnd(t *testing.T) int {
+	t.Helper()
+	rep, err := e.g.Usage(context.Background(), UsageQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rep.Rows {
+		n += r.LiveAtEnd
+	}
+	return n
+}
+
+// After Release, the inventory said "provision in progress" and usage
+// counted the instance as live: the record now says the outcome is
+// unknown (who released it, why), usage leaves it out, and a reconcile of
+// the instance polls the broker and settles the record, which usage then
+// counts.
+func TestReleaseLeavesTheOutcomeUnknownUntilAReconcile(t *testing.T) {
+	e := newReconcileEnv(t)
+	ctx := context.Background()
+	e.provisionAsync(t, "i1")
+	e.clock.Advance(time.Minute) // the broker finishes at 2 minutes
+	if n := e.liveAtEnd(t); n != 1 {
+		t.Fatalf("before the release usage counts %d live instances, want the provision in progress", n)
+	}
+	if err := e.g.ReleaseOperation(ctx, "b", "i1", "", "carol", "stuck since the outage"); err != nil {
+		t.Fatal(err)
+	}
+	last, ok := e.lastOperation(t, "")
+	if !ok || last.Kind != store.KindProvision || last.State != store.StateUnknown || last.Operation == "" ||
+		!strings.Contains(last.Description, "released by carol (stuck since the outage)") {
+		t.Fatalf("after the release the record says %+v (%t), want the provision's outcome unknown, naming carol", last, ok)
+	}
+	if n := e.liveAtEnd(t); n != 0 {
+		t.Errorf("after the release usage counts %d live instances, want the provision of unknown outcome left out", n)
+	}
+
+	// The broker still works on it: the reconcile says so, the record
+	// stays unknown.
+	res, err := e.g.Reconcile(ctx, ReconcileRequest{Broker: "b", InstanceID: "i1", Who: "dave"})
+	if err != nil || res.Outcome != OutcomeInProgress {
+		t.Fatalf("reconcile of the released provision while the broker works: %+v, %v", res, err)
+	}
+	if last, _ := e.lastOperation(t, ""); last.State != store.StateUnknown {
+		t.Errorf("after an in-progress answer the record says %s, want unknown", last.State)
+	}
+	e.clock.Advance(2 * time.Minute)
+	res, err = e.g.Reconcile(ctx, ReconcileRequest{Broker: "b", InstanceID: "i1", Who: "dave"})
+	if err != nil || res.Outcome != OutcomeSettledSucceeded {
+		t.Fatalf("reconcile of the released provision once done: %+v, %v", res, err)
+	}
+	if last, _ := e.lastOperation(t, ""); last.State != store.StateSucceeded {
+		t.Errorf("after the reconcile the record says %s, want succeeded", last.State)
+	}
+	if _, err := e.st.Get(ctx, store.LockKey("b", "i1")); err == nil {
+		t.Error("the reconcile left its lock behind")
+	}
+	if n := e.liveAtEnd(t); n != 1 {
+		t.Errorf("after the reconcile usage counts %d live instances, want the provision that succeeded", n)
+	}
+	if n := e.broker.Count(samplebroker.EndpointInstanceLastOperation); n != 2 {
+		t.Errorf("the broker got %d polls, want the two reconciles'", n)
+	}
+	var actions []string
+	for _, r := range e.recs.own() {
+		actions = append(actions, r.Action+" "+r.Outcome)
+	}
+	if got := strings.Join(actions, ", "); got != "release released, reconcile still in progress, reconcile settled succeeded" {
+		t.Errorf("audit: %s", got)
+	}
+}
+
+// A release of a lock whose outcome an operator forced records that
+// outcome, not unknown: what the operator said.
+func TestReleaseAfterAForcedStateRecordsIt(t *testing.T) {
+	e := newReconcileEnv(t)
+	ctx := context.Background()
+	e.provisionAsync(t, "i1")
+	if _, err := e.g.Reconcile(ctx, ReconcileRequest{Broker: "b", InstanceID: "i1", State: store.StateFailed, Description: "given up", Who: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.g.ReleaseOperation(ctx, "b", "i1", "", "carol", "no platform polls it"); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := e.lastOperation(t, ""); last.State != store.StateFailed || last.Description != "given up" {
+		t.Errorf("after the release the record says %+v, want the forced failure", last)
+	}
+	if n := e.liveAtEnd(t); n != 0 {
+		t.Errorf("usage counts %d live instances, want the failed provision left out", n)
+	}
+}

@@ -1,0 +1,55 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// One instance's story, for the operator's surface: its locks (its own
+// and its bindings'), and the names its platform gave it.
+
+// InstanceOperations returns the locks of one instance of broker (its own
+// and its bindings'), oldest first.
+func (v *View) InstanceOperations(ctx context.Context, broker, instance string) ([]Operation, error) {
+	locks, err := v.sw.Load().guard.st.List(ctx, store.ListFilter{Broker: broker, InstanceID: instance})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Operation, 0, len(locks))
+	for _, l := range locks {
+		out = append(out, viewOperation(l))
+	}
+	slices.SortFunc(out, func(a, b Operation) int { return a.Started.Compare(b.Started) })
+	return out, nil
+}
+
+// PlatformNames are the names a platform gave an instance and where it
+// lives, as its context object says (Cloud Foundry's organization_name,
+// space_name and instance_name; Kubernetes' namespace and
+// instance_name): what a person knows it by. Empty where the context
+// says nothing.
+type PlatformNames struct {
+	Organization, Space, Instance string
+}
+
+// NamesOf reads the PlatformNames of a context object (store.Instance's
+// Context).
+func NamesOf(contextObject json.RawMessage) PlatformNames {
+	var c struct {
+		Org       string `json:"organization_name"`
+		Space     string `json:"space_name"`
+		Instance  string `json:"instance_name"`
+		Namespace string `json:"namespace"`
+	}
+	if len(contextObject) == 0 || json.Unmarshal(contextObject, &c) != nil {
+		return PlatformNames{}
+	}
+	n := PlatformNames{Organization: c.Org, Space: c.Space, Instance: c.Instance}
+	if n.Space == "" {
+		n.Space = c.Namespace
+	}
+	return n
+}
