@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/accesslog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // withAccessLog writes one line per request, after it was served, from the
@@ -20,7 +21,7 @@ import (
 // a poll the poll shield answered, where its answer came from. It never
 // logs headers, bodies, passwords or a username that is none of the
 // tenant's. Server errors log at warn level, the rest at info.
-func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, trusted proxies) Middleware {
+func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, trusted core.Proxies) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
@@ -45,17 +46,17 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			t := now()
 			addN("duration_us", t.Sub(s.Start).Microseconds())
 			addN("bytes", s.Bytes)
-			add("client_addr", peerAddr(r.RemoteAddr))
-			if v := trusted.forwardedFor(r); v != "" {
+			add("client_addr", core.PeerAddr(r.RemoteAddr))
+			if v := trusted.ForwardedFor(r); v != "" {
 				add("forwarded_for", v)
 			}
 			if v := s.Username(); v != "" {
 				add("username", v)
 			}
-			if v := clientCertSubject(r); v != "" {
+			if v := core.ClientCertSubject(r); v != "" {
 				add("client_cert_subject", v)
 			}
-			if v := traceIDOf(callTraceParent(s, r)); v != "" {
+			if v := core.TraceIDOf(callTraceParent(s, r)); v != "" {
 				add("trace_id", v)
 			}
 			if s.Protection != "" {

@@ -13,27 +13,9 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// AuditWriter takes finished audit records; *audit.Writer is one. Write is
-// called concurrently, after each response, and should return quickly.
-type AuditWriter interface {
-	Write(r *audit.Record) error
-}
-
-// AuditOptions configure the audit stage (Options.Audit).
-type AuditOptions struct {
-	// Writer receives the records; required.
-	Writer AuditWriter
-	// ParameterKeys records the top-level keys of "parameters"
-	// (audit.parameters: keys); false records nothing of them (omit).
-	ParameterKeys bool
-}
-
 // describedByFindings stands in an audit record for an error description
 // built from rule findings.
 const describedByFindings = "refused by the rules in findings"
-
-// maxOperationLen caps the broker operation in a record.
-const maxOperationLen = 1024
 
 // auditErrorLogEvery is the least time between two logged write errors.
 const auditErrorLogEvery = 10 * time.Second
@@ -48,7 +30,7 @@ const auditErrorLogEvery = 10 * time.Second
 // sits inside the trace stage, so that the record carries the trace id. It
 // names who called as the access log does (caller.go), trusted being
 // listen.trusted_proxies. A nil o leaves the stage out (nil Middleware).
-func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time, trusted proxies) Middleware {
+func withAudit(o *core.AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time, trusted core.Proxies) Middleware {
 	if o == nil {
 		return nil
 	}
@@ -90,15 +72,15 @@ func withAudit(o *AuditOptions, m *Metrics, log *slog.Logger, now func() time.Ti
 }
 
 // fillAuditRecord sets rec to the record of a finished call.
-func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool, trusted proxies) {
+func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool, trusted core.Proxies) {
 	*rec = audit.Record{
 		Time:              s.Start.UTC(),
 		RequestID:         s.RequestID,
-		TraceID:           traceIDOf(callTraceParent(s, r)),
-		ClientAddr:        peerAddr(r.RemoteAddr),
-		ForwardedFor:      trusted.forwardedFor(r),
+		TraceID:           core.TraceIDOf(callTraceParent(s, r)),
+		ClientAddr:        core.PeerAddr(r.RemoteAddr),
+		ForwardedFor:      trusted.ForwardedFor(r),
 		Username:          s.Username(),
-		ClientCertSubject: clientCertSubject(r),
+		ClientCertSubject: core.ClientCertSubject(r),
 		Tenant:            s.Tenant,
 		Broker:            s.Broker,
 		Endpoint:          s.Call.Endpoint.String(),
@@ -109,7 +91,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		Status:            s.StatusSent(),
 		DurationMS:        float64(now.Sub(s.Start).Microseconds()) / 1000,
 		Outcome:           s.Outcome(),
-		Operation:         truncateTo(s.Operation, maxOperationLen),
+		Operation:         core.TruncateTo(s.Operation, core.MaxOperationLen),
 		Blocked:           s.Blocked,
 		Orphan:            s.Orphan,
 		Bridged:           s.Bridged,
@@ -123,7 +105,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 	if !s.Version.IsZero() {
 		rec.APIVersion = apiVersionString(s.Version)
 	}
-	if v := core.HeaderValue(r.Header, headerOriginatingIdentity); v != "" {
+	if v := core.HeaderValue(r.Header, core.HeaderOriginatingIdentity); v != "" {
 		rec.Identity = audit.CachedIdentity(v)
 	}
 	if len(s.Findings) > 0 {
@@ -141,10 +123,6 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		}
 	}
 }
-
-// headerOriginatingIdentity is X-Broker-API-Originating-Identity in its
-// canonical form, the key of http.Header.
-var headerOriginatingIdentity = http.CanonicalHeaderKey(osb.HeaderOriginatingIdentity)
 
 // apiVersions are the strings of API versions 2.0 to 2.31, so that a
 // record costs no allocation for its api_version.
@@ -201,25 +179,9 @@ func callTraceParent(s *Scope, r *http.Request) string {
 		return s.TraceParent
 	}
 	if v := r.Header["Traceparent"]; len(v) == 1 {
-		if _, ok := parseTraceParent(v[0]); ok {
+		if _, ok := core.ParseTraceParent(v[0]); ok {
 			return v[0]
 		}
 	}
 	return ""
-}
-
-// traceIDOf returns the trace id of a W3C traceparent, or "".
-func traceIDOf(tp string) string {
-	if len(tp) < 55 || tp[2] != '-' {
-		return ""
-	}
-	return tp[3:35]
-}
-
-// truncateTo caps s at n bytes.
-func truncateTo(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 func TestForwardedFor(t *testing.T) {
-	trusted := proxies{}
+	trusted := core.Proxies{}
 	for _, s := range []string{"10.0.0.0/8", "192.0.2.10", "fd00::/8"} {
 		p := config.Listen{TrustedProxies: []string{s}}.TrustedProxyPrefixes()
 		if len(p) != 1 {
@@ -33,10 +34,10 @@ func TestForwardedFor(t *testing.T) {
 		peer   string
 		xff    []string
 		want   string
-		noneOf proxies // nil: trusted
+		noneOf core.Proxies // nil: trusted
 	}{
 		{"peer not trusted", "198.51.100.1:4000", []string{"203.0.113.7"}, "", nil},
-		{"no proxies configured", "10.0.0.1:4000", []string{"203.0.113.7"}, "", proxies{}},
+		{"no proxies configured", "10.0.0.1:4000", []string{"203.0.113.7"}, "", core.Proxies{}},
 		{"trusted peer, one client", "10.0.0.1:4000", []string{"203.0.113.7"}, "203.0.113.7", nil},
 		{"no header", "10.0.0.1:4000", nil, "", nil},
 		{"rightmost untrusted wins over a forged left", "10.0.0.1:4000", []string{"1.1.1.1, 203.0.113.7, 10.0.0.2"}, "203.0.113.7", nil},
@@ -61,13 +62,13 @@ func TestForwardedFor(t *testing.T) {
 			for _, v := range tc.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := p.forwardedFor(r); got != tc.want {
+			if got := p.ForwardedFor(r); got != tc.want {
 				t.Errorf("forwardedFor = %q, want %q", got, tc.want)
 			}
 		})
 	}
 	for remote, want := range map[string]string{"192.0.2.1:80": "192.0.2.1", "[2001:db8::1]:443": "2001:db8::1", "pipe": "pipe"} {
-		if got := peerAddr(remote); got != want {
+		if got := core.PeerAddr(remote); got != want {
 			t.Errorf("peerAddr(%q) = %q, want %q", remote, got, want)
 		}
 	}

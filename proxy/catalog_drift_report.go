@@ -159,7 +159,7 @@ func (g *Gateway) auditAccept(ctx context.Context, broker, who string, start tim
 	}
 	rec := &audit.Record{Time: start.UTC(), RequestID: core.NewRequestID(), Broker: broker, Endpoint: rules.Catalog.String(),
 		Method: http.MethodPost, Status: http.StatusOK, DurationMS: float64(g.guard.now().Sub(start).Microseconds()) / 1000,
-		Outcome: "accepted " + hash, Origin: originGateway, Action: "accept", Operator: who}
+		Outcome: "accepted " + hash, Origin: core.OriginGateway, Action: "accept", Operator: who}
 	if err != nil {
 		e := osb.AsError(err)
 		rec.Status, rec.Outcome, rec.Error = e.Status, "refused", &audit.Error{Code: e.Code, Description: e.Description}

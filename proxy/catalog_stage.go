@@ -66,7 +66,7 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) catalogFetch {
 	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
 	if up.cfg.Catalog.VaryByPlatform {
-		f.identity = core.HeaderValue(r.Header, headerOriginatingIdentity)
+		f.identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")
 	}
 	return f

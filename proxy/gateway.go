@@ -53,7 +53,7 @@ type Options struct {
 	Metrics *Metrics
 	// Audit, when set, writes one audit record per platform call; nil: no
 	// audit stage.
-	Audit *AuditOptions
+	Audit *core.AuditOptions
 	// Transport wraps each broker's own transport, inside the client span
 	// and the metering (tests inject broker faults with it); nil: none.
 	Transport func(http.RoundTripper) http.RoundTripper
@@ -222,7 +222,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
 	}
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
-	trusted := proxies(cfg.Listen.TrustedProxyPrefixes())
+	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := newOwners(cfg, st, opts.Logger, opts.Metrics) // owner.go
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope

@@ -125,7 +125,7 @@ func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 		return // the broker is no longer configured: the deadline ends it
 	}
 	start, id := g.guard.now(), core.NewRequestID()
-	ctx = withOperator(ctx, Reconciler, id)
+	ctx = core.WithOperator(ctx, Reconciler, id)
 	a, perr := u.pollOperation(ctx, l)
 	res, err := g.settleReconciled(ctx, u, l, a, perr, false)
 	if perr != nil {
@@ -205,7 +205,7 @@ func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rule
 		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
 		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),
 		slog.String("operation", cur.Operation), slog.String("state", a.State), slog.Time("started", cur.Started),
-		slog.String("who", operatorFrom(ctx)))
+		slog.String("who", core.OperatorFrom(ctx)))
 	return true
 }
 

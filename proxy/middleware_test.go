@@ -176,7 +176,7 @@ func TestScopeContextAttachesToItsParent(t *testing.T) {
 // TestHeaderKeysAreCanonical: core.HeaderValue reads the map directly, so the
 // keys it is given must be in canonical form.
 func TestHeaderKeysAreCanonical(t *testing.T) {
-	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Authorization", headerOriginatingIdentity,
+	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Authorization", core.HeaderOriginatingIdentity,
 		core.HeaderRequestIdentity, core.HeaderAPIVersion} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("%q is not canonical (%q)", k, c)

@@ -405,6 +405,6 @@ func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParen
 		req.Header["Authorization"] = u.auth
 	}
 	req.Header[core.HeaderAPIVersion] = u.maxHeader
-	req.Header[core.HeaderRequestIdentity] = []string{cmp.Or(ownRequestID(ctx), core.NewRequestID())} // a reconcile's own (withOperator)
+	req.Header[core.HeaderRequestIdentity] = []string{cmp.Or(core.OwnRequestID(ctx), core.NewRequestID())} // a reconcile's own (withOperator)
 	return req, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // TestOwnBrokerCallsTracedAndMetered: the broker calls the gateway makes
@@ -110,7 +111,7 @@ func TestOwnCallFollowsThePlatformCallsSampling(t *testing.T) {
 	if len(seen) != 1 {
 		t.Fatalf("broker saw %d catalog fetches", len(seen))
 	}
-	sc, ok := parseTraceParent(seen[0])
+	sc, ok := core.ParseTraceParent(seen[0])
 	if !ok || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sc.IsSampled() {
 		t.Errorf("the catalog fetch carried traceparent %q; want the platform's trace, not sampled", seen[0])
 	}

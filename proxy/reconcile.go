@@ -23,10 +23,6 @@ import (
 // lock outright. Each is one audit record and one access line marked as
 // the gateway's own (origin "gateway"), naming who asked.
 
-// originGateway is the origin of what the gateway does on its own, in
-// audit records, access lines and spans.
-const originGateway = "gateway"
-
 // Reconciler is the Who of the background reconciler's polls.
 const Reconciler = "reconciler"
 
@@ -96,32 +92,6 @@ type ReconcileResult struct {
 	Released bool `json:"released"`
 }
 
-// ownCtx is what the gateway's own broker calls carry in their context:
-// who asked (the span's osb.operator) and the request identity the broker
-// gets (ownRequest).
-type ownCtx struct{ who, requestID string }
-
-type ownCtxKey struct{}
-
-// withOperator returns ctx naming who asked for the gateway's own calls
-// made under it, and the request identity they send.
-func withOperator(ctx context.Context, who, requestID string) context.Context {
-	return context.WithValue(ctx, ownCtxKey{}, ownCtx{who: who, requestID: requestID})
-}
-
-// operatorFrom is who asked for the gateway's own call under ctx; "" when
-// nobody said.
-func operatorFrom(ctx context.Context) string {
-	o, _ := ctx.Value(ownCtxKey{}).(ownCtx)
-	return o.who
-}
-
-// ownRequestID is the request identity set by withOperator; "" for none.
-func ownRequestID(ctx context.Context) string {
-	o, _ := ctx.Value(ownCtxKey{}).(ownCtx)
-	return o.requestID
-}
-
 // Reconcile reconciles the operation lock req names: it polls the
 // broker's last_operation with the lock's operation, as one of the
 // gateway's own calls, and settles the lock by the answer as a platform's
@@ -158,7 +128,7 @@ func (g *Gateway) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcil
 		return res, err
 	}
 	id := core.NewRequestID()
-	octx := withOperator(ctx, req.Who, id)
+	octx := core.WithOperator(ctx, req.Who, id)
 	a, perr := u.pollOperation(octx, pollTarget(l))
 	res, err = g.settleReconciled(octx, u, l, a, perr, !l.Async)
 	g.ownRecord(ctx, ownAction{action: "reconcile", who: req.Who, requestID: id, lock: l, start: start, method: http.MethodGet, res: res, err: err})
@@ -176,8 +146,8 @@ func (req ReconcileRequest) check() error {
 		return osb.Errorf(http.StatusBadRequest, "", "a forced state is %q or %q: got %q", store.StateSucceeded, store.StateFailed, req.State)
 	case req.State == "" && (req.Description != "" || req.Release):
 		return osb.Errorf(http.StatusBadRequest, "", "a description or release goes with a forced state: expected state %q or %q, got none", store.StateSucceeded, store.StateFailed)
-	case len(req.Description) > maxOperationLen:
-		return osb.Errorf(http.StatusBadRequest, "", "a forced state's description is at most %d bytes: got %d", maxOperationLen, len(req.Description))
+	case len(req.Description) > core.MaxOperationLen:
+		return osb.Errorf(http.StatusBadRequest, "", "a forced state's description is at most %d bytes: got %d", core.MaxOperationLen, len(req.Description))
 	}
 	return nil
 }

@@ -16,8 +16,8 @@ import (
 // ownLog is where a Gateway writes what it does on its own (reconcile.go):
 // the audit writer and the access log of its platform calls.
 type ownLog struct {
-	audit  *AuditOptions // nil: no audit records
-	access *AccessLog    // nil: access lines go to log
+	audit  *core.AuditOptions // nil: no audit records
+	access *AccessLog         // nil: access lines go to log
 	log    *slog.Logger
 }
 
@@ -60,11 +60,11 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 		status = 200
 	}
 	if o := g.own.audit; o != nil {
-		rec := &audit.Record{Time: act.start.UTC(), RequestID: id, TraceID: traceIDOf(l.TraceParent), Tenant: l.Tenant,
+		rec := &audit.Record{Time: act.start.UTC(), RequestID: id, TraceID: core.TraceIDOf(l.TraceParent), Tenant: l.Tenant,
 			Broker: l.Broker, Endpoint: ep.String(), Method: act.method, InstanceID: l.InstanceID, BindingID: l.BindingID,
 			ServiceID: l.ServiceID, PlanID: l.PlanID, Status: status, DurationMS: float64(now.Sub(act.start).Microseconds()) / 1000,
-			Outcome: act.res.Outcome, Operation: truncateTo(l.Operation, maxOperationLen),
-			Origin: originGateway, Action: act.action, Operator: act.who}
+			Outcome: act.res.Outcome, Operation: core.TruncateTo(l.Operation, core.MaxOperationLen),
+			Origin: core.OriginGateway, Action: act.action, Operator: act.who}
 		if e != nil {
 			rec.Error = &audit.Error{Code: e.Code, Description: e.Description}
 		}
@@ -81,7 +81,7 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 	}
 	fields = append(fields, accesslog.Field{Key: "status", Num: int64(status), IsN: true},
 		accesslog.Field{Key: "duration_us", Num: now.Sub(act.start).Microseconds(), IsN: true},
-		accesslog.Field{Key: "origin", Str: originGateway}, accesslog.Field{Key: "action", Str: act.action},
+		accesslog.Field{Key: "origin", Str: core.OriginGateway}, accesslog.Field{Key: "action", Str: act.action},
 		accesslog.Field{Key: "operator", Str: act.who}, accesslog.Field{Key: "outcome", Str: act.res.Outcome})
 	if e != nil {
 		fields = append(fields, accesslog.Field{Key: "error", Str: e.Description})

@@ -66,7 +66,7 @@ func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req Reconc
 		return res, true, nil
 	}
 	id := core.NewRequestID()
-	octx := withOperator(ctx, req.Who, id)
+	octx := core.WithOperator(ctx, req.Who, id)
 	a, perr := u.pollOperation(octx, l)
 	if perr != nil {
 		pe := osb.AsError(perr)

@@ -21,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 const reconcileToken = "reconcile-admin-token-0123456789"
@@ -41,7 +42,7 @@ type reconcileEnv struct {
 func (a *auditRecorder) own() []audit.Record {
 	var out []audit.Record
 	for _, rec := range a.all() {
-		if rec.Origin == originGateway {
+		if rec.Origin == core.OriginGateway {
 			out = append(out, rec)
 		}
 	}
@@ -165,7 +166,7 @@ func TestReconcileByPoll(t *testing.T) {
 	var origins, operators int
 	for _, kv := range attrs {
 		switch {
-		case kv.Key == "osb.origin" && kv.Value.AsString() == originGateway:
+		case kv.Key == "osb.origin" && kv.Value.AsString() == core.OriginGateway:
 			origins++
 		case kv.Key == "osb.operator" && strings.HasPrefix(kv.Value.AsString(), "alice"):
 			operators++

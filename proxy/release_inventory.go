@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -62,8 +63,8 @@ func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason st
 // operation.
 func releasedDescription(who, reason string) string {
 	d := fmt.Sprintf("released by %s (%s); the broker's outcome is unknown until a reconcile polls it", who, reason)
-	if len(d) > maxOperationLen {
-		d = d[:maxOperationLen]
+	if len(d) > core.MaxOperationLen {
+		d = d[:core.MaxOperationLen]
 	}
 	return d
 }

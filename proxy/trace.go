@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
 // instrumentationName names the gateway's tracer.
@@ -88,7 +89,7 @@ func withTrace(t *Tracing) Middleware {
 				ctx = prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 			}
 			ctx, span := tracer.Start(ctx, "osb unknown", serverKind)
-			s.TraceParent = formatTraceParent(span.SpanContext())
+			s.TraceParent = core.FormatTraceParent(span.SpanContext())
 			if !span.IsRecording() {
 				// Not sampled: nothing is recorded and no child span is
 				// made (the broker transport makes none under a span that
@@ -173,7 +174,7 @@ func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
 	}
 	span.SetAttributes(attrs...)
 	if s.StartedBy != "" {
-		if sc, ok := parseTraceParent(s.StartedBy); ok {
+		if sc, ok := core.ParseTraceParent(s.StartedBy); ok {
 			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
 				attribute.String("osb.link", "started_by")}})
 		}
@@ -233,37 +234,7 @@ func errorDescription(err error) string {
 }
 
 // truncate caps s at maxAttrLen bytes.
-func truncate(s string) string { return truncateTo(s, maxAttrLen) }
-
-// formatTraceParent returns sc as a W3C traceparent value
-// ("00-<trace id>-<span id>-<flags>"), or "" when sc is not valid.
-func formatTraceParent(sc trace.SpanContext) string {
-	if !sc.IsValid() {
-		return ""
-	}
-	const hexdigits = "0123456789abcdef"
-	var b [55]byte
-	b[0], b[1], b[2] = '0', '0', '-'
-	tid, sid := sc.TraceID(), sc.SpanID()
-	for i, c := range tid {
-		b[3+2*i], b[4+2*i] = hexdigits[c>>4], hexdigits[c&0xf]
-	}
-	b[35] = '-'
-	for i, c := range sid {
-		b[36+2*i], b[37+2*i] = hexdigits[c>>4], hexdigits[c&0xf]
-	}
-	b[52] = '-'
-	f := byte(sc.TraceFlags())
-	b[53], b[54] = hexdigits[f>>4], hexdigits[f&0xf]
-	return string(b[:])
-}
-
-// parseTraceParent parses a W3C traceparent value.
-func parseTraceParent(tp string) (trace.SpanContext, bool) {
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
-	sc := trace.SpanContextFromContext(ctx)
-	return sc, sc.IsValid()
-}
+func truncate(s string) string { return core.TruncateTo(s, maxAttrLen) }
 
 // transport wraps a broker transport so that every broker call gets a
 // client span named by the endpoint ("broker provision"), and carries the
@@ -315,8 +286,8 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		attribute.String("osb.broker", broker),
 	)
 	if s != nil && s.Own { // marked as the gateway's own call, and who asked for it (reconcile.go)
-		span.SetAttributes(attribute.String("osb.origin", originGateway))
-		if who := operatorFrom(req.Context()); who != "" {
+		span.SetAttributes(attribute.String("osb.origin", core.OriginGateway))
+		if who := core.OperatorFrom(req.Context()); who != "" {
 			span.SetAttributes(attribute.String("osb.operator", who))
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -292,7 +293,7 @@ func TestTraceClientSpanCarriesTraceparent(t *testing.T) {
 		if len(seen) != 1 {
 			t.Fatalf("broker saw %d calls to %s", len(seen), tc.path)
 		}
-		sc, ok := parseTraceParent(seen[0])
+		sc, ok := core.ParseTraceParent(seen[0])
 		if !ok {
 			t.Fatalf("broker got traceparent %q", seen[0])
 		}
@@ -324,7 +325,7 @@ func TestTraceContinuesIncomingTraceparent(t *testing.T) {
 	if got := s.Parent().SpanID().String(); got != "00f067aa0ba902b7" || !s.Parent().IsRemote() {
 		t.Errorf("parent %s (remote %v), want the platform's span", got, s.Parent().IsRemote())
 	}
-	if want := formatTraceParent(s.SpanContext()); before != want {
+	if want := core.FormatTraceParent(s.SpanContext()); before != want {
 		t.Errorf("Scope.TraceParent before the inner stages = %q, want %q", before, want)
 	}
 }
@@ -347,7 +348,7 @@ func TestTraceLinksToStartingSpan(t *testing.T) {
 		t.Errorf("span name %q", s.Name())
 	}
 	links := s.Links()
-	if len(links) != 1 || formatTraceParent(links[0].SpanContext) != starter {
+	if len(links) != 1 || core.FormatTraceParent(links[0].SpanContext) != starter {
 		t.Fatalf("links %+v, want one to %s", links, starter)
 	}
 	if diff := cmp.Diff([]attribute.KeyValue{attribute.String("osb.link", "started_by")}, links[0].Attributes,

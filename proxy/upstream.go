@@ -227,7 +227,7 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 // the platform call's decision; without either, the span starts a trace.
 func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent string) context.Context {
 	if traceParent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
-		if sc, ok := parseTraceParent(traceParent); ok {
+		if sc, ok := core.ParseTraceParent(traceParent); ok {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}

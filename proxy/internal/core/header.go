@@ -48,3 +48,7 @@ const (
 	// dashAfter marks the bytes of a UUID followed by a dash (3, 5, 7, 9).
 	dashAfter = 1<<3 | 1<<5 | 1<<7 | 1<<9
 )
+
+// HeaderOriginatingIdentity is X-Broker-API-Originating-Identity in its
+// canonical form, the key of http.Header.
+var HeaderOriginatingIdentity = http.CanonicalHeaderKey(osb.HeaderOriginatingIdentity)

@@ -1,4 +1,4 @@
-package proxy
+package core
 
 import (
 	"net/http"
@@ -12,12 +12,12 @@ import (
 // of it is a secret, and none of it costs an allocation but the
 // certificate subject (only on mTLS connections).
 
-// proxies are listen.trusted_proxies: the peers whose X-Forwarded-For is
+// Proxies are listen.trusted_proxies: the peers whose X-Forwarded-For is
 // believed. nil: none.
-type proxies []netip.Prefix
+type Proxies []netip.Prefix
 
-// trusts reports whether a is one of p.
-func (p proxies) trusts(a netip.Addr) bool {
+// Trusts reports whether a is one of p.
+func (p Proxies) Trusts(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, pr := range p {
 		if pr.Contains(a) {
@@ -27,12 +27,12 @@ func (p proxies) trusts(a netip.Addr) bool {
 	return false
 }
 
-// headerForwardedFor is X-Forwarded-For in its canonical form.
-const headerForwardedFor = "X-Forwarded-For"
+// HeaderForwardedFor is X-Forwarded-For in its canonical form.
+const HeaderForwardedFor = "X-Forwarded-For"
 
-// peerAddr returns the IP address of r's peer (RemoteAddr without its
+// PeerAddr returns the IP address of r's peer (RemoteAddr without its
 // port, IPv6 without brackets), a substring of RemoteAddr.
-func peerAddr(remote string) string {
+func PeerAddr(remote string) string {
 	i := strings.LastIndexByte(remote, ':')
 	if i < 0 || strings.IndexByte(remote[i:], ']') >= 0 {
 		return remote // no port
@@ -44,23 +44,23 @@ func peerAddr(remote string) string {
 	return host
 }
 
-// forwardedFor returns the client address r's X-Forwarded-For names when
+// ForwardedFor returns the client address r's X-Forwarded-For names when
 // r's peer is one of p: walking the header from the right (the entry the
 // nearest proxy added) the first address that is not itself a trusted
 // proxy, or the leftmost when all are. It returns "" when the peer is not
 // trusted, there is no header, or an entry that is not an IP address comes
 // first (what lies left of it cannot be believed). The result is a
 // substring of the header (an entry's port dropped), so it costs nothing.
-func (p proxies) forwardedFor(r *http.Request) string {
+func (p Proxies) ForwardedFor(r *http.Request) string {
 	if len(p) == 0 {
 		return ""
 	}
-	values := r.Header[headerForwardedFor]
+	values := r.Header[HeaderForwardedFor]
 	if len(values) == 0 {
 		return ""
 	}
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil || !p.trusts(peer.Addr()) {
+	if err != nil || !p.Trusts(peer.Addr()) {
 		return ""
 	}
 	last := ""
@@ -81,7 +81,7 @@ func (p proxies) forwardedFor(r *http.Request) string {
 			if !ok {
 				return ""
 			}
-			if !p.trusts(a) {
+			if !p.Trusts(a) {
 				return s
 			}
 			last = s
@@ -101,12 +101,12 @@ func parseForwarded(entry string) (string, netip.Addr, bool) {
 	if err != nil || ap.Addr().Zone() != "" {
 		return "", netip.Addr{}, false
 	}
-	return peerAddr(entry), ap.Addr(), true
+	return PeerAddr(entry), ap.Addr(), true
 }
 
-// clientCertSubject returns the subject of r's verified client certificate
+// ClientCertSubject returns the subject of r's verified client certificate
 // (mTLS), "" when there is none.
-func clientCertSubject(r *http.Request) string {
+func ClientCertSubject(r *http.Request) string {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || len(r.TLS.VerifiedChains) == 0 {
 		return ""
 	}
