@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 )
 
 func TestAccessLogWriter(t *testing.T) {
@@ -24,7 +26,7 @@ func TestAccessLogWriter(t *testing.T) {
 			s := ScopeOf(w, r)
 			s.Tenant, s.Broker, s.Call.InstanceID = "t", "b", "i 1"
 			w.WriteHeader(status)
-		}, withAccessLog(nil, NewAccessLog(&out, format, lv), fixed, nil))
+		}, observe.WithAccessLog(nil, NewAccessLog(&out, format, lv), fixed, nil))
 		return out.String()
 	}
 

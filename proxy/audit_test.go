@@ -26,6 +26,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -112,7 +113,7 @@ func TestAuditRecordsEveryCallWithoutSecrets(t *testing.T) {
 		Tenant: "t1", Broker: "strict", Endpoint: "provision", Method: "PUT", InstanceID: "inst-a2",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
 		APIVersion: "2.17", Status: 400, Outcome: OutcomeRejected, ParameterKeys: []string{"size"},
-		Error:    &audit.Error{Description: describedByFindings}, // the real one quotes the value
+		Error:    &audit.Error{Description: observe.DescribedByFindings}, // the real one quotes the value
 		Findings: []audit.Finding{{Rule: "request.parameters.schema", Direction: "request"}},
 	}, {
 		ClientAddr: "127.0.0.1", Username: "t1-user",
@@ -226,7 +227,7 @@ func TestAuditStageWritesWithoutAllocating(t *testing.T) {
 	}
 	defer w.Close()
 	now := time.Date(2026, 11, 22, 3, 18, 0, 0, time.UTC)
-	h := withAudit(&AuditOptions{Writer: w, ParameterKeys: true}, nil, slog.New(slog.DiscardHandler), func() time.Time { return now }, nil)(
+	h := observe.WithAudit(&AuditOptions{Writer: w, ParameterKeys: true}, nil, slog.New(slog.DiscardHandler), func() time.Time { return now }, nil)(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	s := &Scope{Start: now.Add(-time.Millisecond), RequestID: "46d1819c-5f0c-4c5d-8e9f-0a1b2c3d4e5f", Tenant: "t1", Broker: "b1",
 		Version: osb.Version{Major: 2, Minor: 17}, Status: 200, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
@@ -240,14 +241,5 @@ func TestAuditStageWritesWithoutAllocating(t *testing.T) {
 	r.Header.Set(osb.HeaderOriginatingIdentity, "cloudfoundry "+base64.StdEncoding.EncodeToString([]byte(`{"user_id":"683ea748-3092-4ff4-b656-39cacc4d5360","user_name":"alice"}`)))
 	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(nil, r) }); n != 0 {
 		t.Errorf("%v allocations per record with a repeated originating identity, want 0", n)
-	}
-}
-
-func TestAPIVersionString(t *testing.T) {
-	for _, v := range []osb.Version{{Major: 2, Minor: 0}, {Major: 2, Minor: 17}, {Major: 2, Minor: 31}, {Major: 2, Minor: 32},
-		{Major: 2, Minor: 1000}, {Major: 3, Minor: 1}, {Major: 1, Minor: 0}} {
-		if got, want := apiVersionString(v), v.String(); got != want {
-			t.Errorf("apiVersionString(%v) = %q, want %q", v, got, want)
-		}
 	}
 }

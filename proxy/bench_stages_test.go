@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 )
 
 // BenchmarkStageAfterClassify measures the stages that need a classified
@@ -46,8 +47,8 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		{"validate", poll, withValidate(g.catalogs, g.guard.st, slog.New(slog.DiscardHandler))},
 		{"guard", poll, withGuard(g.guard)},
 		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
-		{"trace", poll, withTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
-		{"audit", poll, withAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now, nil)},
+		{"trace", poll, observe.WithTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
+		{"audit", poll, observe.WithAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now, nil)},
 	} {
 		b.Run(st.name, func(b *testing.B) {
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), withClassify(), st.mw)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 )
 
 // discardWriter is a reusable ResponseWriter that drops the body, so a
@@ -130,9 +131,9 @@ func BenchmarkStage(b *testing.B) {
 		mw   Middleware
 	}{
 		{"baseline", func(h http.Handler) http.Handler { return h }},
-		{"recover", withRecover(slog.New(slog.DiscardHandler))},
-		{"accesslog slog", withAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now, nil)},
-		{"accesslog", withAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now, nil)},
+		{"recover", observe.WithRecover(slog.New(slog.DiscardHandler))},
+		{"accesslog slog", observe.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now, nil)},
+		{"accesslog", observe.WithAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now, nil)},
 		{"bodylimit", withBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
 		{"auth", auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now))},

@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -230,11 +231,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	// recovered panic's 500 included.
 	g.handler = Stack(dispatch{},
 		withScope(opts.Now),
-		withTrace(opts.Tracing),
-		withMetrics(opts.Metrics),
-		withAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now, trusted),
-		withRecover(opts.Logger),
-		withAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
+		observe.WithTrace(opts.Tracing),
+		observe.WithMetrics(opts.Metrics),
+		observe.WithAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now, trusted),
+		observe.WithRecover(opts.Logger),
+		observe.WithAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
 		withRoute(routes),
 		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
 		auth.WithAuth(g.auth),
@@ -336,7 +337,7 @@ func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
 	if opts.Transport != nil {
 		rt = opts.Transport(rt)
 	}
-	rt = opts.Tracing.transport(rt)
+	rt = opts.Tracing.Transport(rt)
 	return opts.Metrics.Transport(rt)
 }
 

@@ -27,6 +27,7 @@ var layers = map[string]string{
 	"proxy/internal/usage":     layerService,
 
 	"proxy/internal/auth":    layerStage,
+	"proxy/internal/observe": layerStage,
 	"proxy/internal/protect": layerStage,
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -156,7 +157,7 @@ func TestMetricsDisabled(t *testing.T) {
 	nilMetrics.BrokerCall("b", rules.Catalog, "2xx", 0)
 	nilMetrics.ObserveCatalogs(nil)
 	nilMetrics.ObserveState(nil)
-	if withMetrics(nilMetrics) != nil {
+	if observe.WithMetrics(nilMetrics) != nil {
 		t.Error("nil Metrics has a stage")
 	}
 	if rt := nilMetrics.Transport(http.DefaultTransport); rt != http.DefaultTransport {
@@ -412,7 +413,7 @@ func BenchmarkMetricsStage(b *testing.B) {
 				}
 				_ = res.Body.Close()
 				s.Status = 200
-			}), withMetrics(tc.m))
+			}), observe.WithMetrics(tc.m))
 			r := httptest.NewRequestWithContext(core.ContextWith(tc.ctx, s), "GET", "/v2/catalog", nil)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 )
 
 // serveStage runs one request through scope + the stages under test + a
@@ -80,7 +81,7 @@ func TestRecover(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	r := httptest.NewRequest("GET", "/", nil)
-	w, s := serveStage(r, func(http.ResponseWriter, *http.Request) { panic("boom with secret-value") }, withRecover(log))
+	w, s := serveStage(r, func(http.ResponseWriter, *http.Request) { panic("boom with secret-value") }, observe.WithRecover(log))
 	if w.Code != 500 || !strings.HasPrefix(w.Body.String(), `{"description":`) {
 		t.Fatalf("got %d %s", w.Code, w.Body)
 	}
@@ -95,7 +96,7 @@ func TestRecover(t *testing.T) {
 	w, _ = serveStage(r, func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(202)
 		panic("late")
-	}, withRecover(log))
+	}, observe.WithRecover(log))
 	if w.Code != 202 {
 		t.Errorf("status rewritten to %d", w.Code)
 	}
@@ -111,7 +112,7 @@ func TestAccessLogLine(t *testing.T) {
 		s.Tenant, s.Broker = "t", "b"
 		s.Call.InstanceID = "i1"
 		w.WriteHeader(201)
-	}, withAccessLog(log, nil, time.Now, nil))
+	}, observe.WithAccessLog(log, nil, time.Now, nil))
 	line := logs.String()
 	for _, want := range []string{`"tenant":"t"`, `"broker":"b"`, `"instance_id":"i1"`, `"status":201`, `"request_id":"`, `"duration_us":`} {
 		if !strings.Contains(line, want) {

@@ -24,6 +24,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -190,7 +191,7 @@ var w3c = propagation.TraceContext{}
 func tracedStack(t *testing.T, tp trace.TracerProvider, inner Middleware) *httptest.Server {
 	t.Helper()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	srv := httptest.NewServer(Stack(ok, withScope(time.Now), withTrace(&Tracing{Provider: tp, Propagator: w3c}), inner))
+	srv := httptest.NewServer(Stack(ok, withScope(time.Now), observe.WithTrace(&Tracing{Provider: tp, Propagator: w3c}), inner))
 	t.Cleanup(srv.Close)
 	return srv
 }

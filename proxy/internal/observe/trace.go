@@ -1,4 +1,11 @@
-package proxy
+// Package observe is the observation stages: the trace stage (a server span
+// per platform call, and Tracing.Transport, the client span of each broker
+// call), the metrics stage, the audit stage (one record per call), the
+// access log stage and the recovery of a panicking stage. They sit outside
+// the others and read the Scope after the inner stages return, so they see
+// every answer. It imports the core and the metrics and access log
+// services, and no other stage.
+package observe
 
 import (
 	"context"
@@ -60,7 +67,7 @@ func (t *Tracing) propagator() propagation.TextMapPropagator {
 	return t.Propagator
 }
 
-// withTrace is the trace stage: one server span per platform call,
+// WithTrace is the trace stage: one server span per platform call,
 // continuing the platform's W3C traceparent. The span is started before the
 // inner stages run, and its traceparent stored in Scope.TraceParent; after
 // they return it is named by the endpoint ("osb provision", "osb unknown":
@@ -69,7 +76,7 @@ func (t *Tracing) propagator() propagation.TextMapPropagator {
 // Scope.StartedBy when set, and an error status for a 5xx answer. Headers,
 // bodies, parameters and credentials are never recorded. A nil t leaves
 // the stage out (nil Middleware).
-func withTrace(t *Tracing) Middleware {
+func WithTrace(t *Tracing) core.Middleware {
 	if t == nil {
 		return nil
 	}
@@ -79,7 +86,7 @@ func withTrace(t *Tracing) Middleware {
 	_, w3cOnly := prop.(propagation.TraceContext)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if s == nil {
 				next.ServeHTTP(w, r)
 				return
@@ -114,7 +121,7 @@ func withTrace(t *Tracing) Middleware {
 // (http.request.method, http.route and url.path with the ids templated,
 // url.scheme, http.response.status_code, server.address, server.port)
 // beside the gateway's osb.* ones.
-func finishServerSpan(span trace.Span, s *Scope, r *http.Request) {
+func finishServerSpan(span trace.Span, s *core.Scope, r *http.Request) {
 	endpoint := s.LabelEndpoint(r.Method)
 	ep := endpoint.String()
 	span.SetName("osb " + ep)
@@ -236,7 +243,7 @@ func errorDescription(err error) string {
 // truncate caps s at maxAttrLen bytes.
 func truncate(s string) string { return core.TruncateTo(s, maxAttrLen) }
 
-// transport wraps a broker transport so that every broker call gets a
+// Transport wraps a broker Transport so that every broker call gets a
 // client span named by the endpoint ("broker provision"), and carries the
 // span's W3C traceparent to the broker. A proxied call's span is a child
 // of the request's server span; a call the gateway makes on its own
@@ -245,7 +252,7 @@ func truncate(s string) string { return core.TruncateTo(s, maxAttrLen) }
 // its own. The span ends when the response body is closed. The request is
 // not modified: headers are copied before the traceparent is set. A nil t
 // returns rt.
-func (t *Tracing) transport(rt http.RoundTripper) http.RoundTripper {
+func (t *Tracing) Transport(rt http.RoundTripper) http.RoundTripper {
 	if t == nil {
 		return rt
 	}
@@ -260,7 +267,7 @@ type tracingTransport struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := ScopeFrom(req.Context())
+	s := core.ScopeFrom(req.Context())
 	if !trace.SpanFromContext(req.Context()).IsRecording() && (s == nil || !s.Own) {
 		// A proxied call that is not sampled: no client span is exported,
 		// so the broker gets the server span's traceparent, which the

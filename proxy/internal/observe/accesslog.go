@@ -1,7 +1,6 @@
-package proxy
+package observe
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// withAccessLog writes one line per request, after it was served, from the
+// WithAccessLog writes one line per request, after it was served, from the
 // Scope: request id, method, tenant, broker, endpoint, instance id (when
 // there is one), status, duration in microseconds, body bytes, who called
 // (client_addr, the peer's IP; forwarded_for, the client a trusted proxy
@@ -21,11 +20,11 @@ import (
 // a poll the poll shield answered, where its answer came from. It never
 // logs headers, bodies, passwords or a username that is none of the
 // tenant's. Server errors log at warn level, the rest at info.
-func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, trusted core.Proxies) Middleware {
+func WithAccessLog(log *slog.Logger, access *accesslog.Writer, now func() time.Time, trusted core.Proxies) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			level := slog.LevelInfo
 			if s.Status >= 500 {
 				level = slog.LevelWarn
@@ -65,7 +64,7 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			if s.Err != nil {
 				add("error", s.LogError())
 			}
-			if s.Shield == ShieldShared || s.Shield == ShieldReused {
+			if s.Shield == core.ShieldShared || s.Shield == core.ShieldReused {
 				add("poll_shield", s.Shield)
 			}
 			if access != nil {
@@ -87,15 +86,4 @@ func withAccessLog(log *slog.Logger, access *AccessLog, now func() time.Time, tr
 			_ = h.Handle(r.Context(), rec)
 		})
 	}
-}
-
-// AccessLog writes access lines straight to a writer, in the same JSON or
-// text shape as log/slog's handlers (accesslog.Writer). It is safe for
-// concurrent use.
-type AccessLog = accesslog.Writer
-
-// NewAccessLog returns an AccessLog writing format ("json" or "text") to
-// w, dropping lines below level (nil: info).
-func NewAccessLog(w io.Writer, format string, level slog.Leveler) *AccessLog {
-	return accesslog.New(w, format, level)
 }

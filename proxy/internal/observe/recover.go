@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"fmt"
@@ -7,14 +7,15 @@ import (
 	"runtime/debug"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// withRecover is the recover stage: a panic in any inner stage becomes a
+// WithRecover is the recover stage: a panic in any inner stage becomes a
 // 500 OSB error body (when nothing was written yet) and one log line with
 // the stack. It sits just inside the trace, metrics and audit stages, so
 // they record that 500. http.ErrAbortHandler is re-panicked: it is
 // net/http's way to abort a response on purpose.
-func withRecover(log *slog.Logger) Middleware {
+func WithRecover(log *slog.Logger) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
@@ -31,7 +32,7 @@ func withRecover(log *slog.Logger) Middleware {
 					slog.String("stack", string(debug.Stack())))
 				e := &osb.Error{Status: http.StatusInternalServerError,
 					Description: "The gateway failed while handling the request; the cause is in the gateway's log.", Err: err}
-				if s := ScopeOf(w, r); s != nil {
+				if s := core.ScopeOf(w, r); s != nil {
 					if s.Status != 0 {
 						return // headers are out; nothing more can be said
 					}

@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"errors"
@@ -11,16 +11,17 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
-// describedByFindings stands in an audit record for an error description
+// DescribedByFindings stands in an audit record for an error description
 // built from rule findings.
-const describedByFindings = "refused by the rules in findings"
+const DescribedByFindings = "refused by the rules in findings"
 
 // auditErrorLogEvery is the least time between two logged write errors.
 const auditErrorLogEvery = 10 * time.Second
 
-// withAudit is the audit stage: after the inner stages returned it writes
+// WithAudit is the audit stage: after the inner stages returned it writes
 // one record per platform call from the Scope (see audit.Record), and the
 // decoded originating identity. Credentials, headers, bodies and
 // parameter values are never written; error descriptions that repeat rule
@@ -30,7 +31,7 @@ const auditErrorLogEvery = 10 * time.Second
 // sits inside the trace stage, so that the record carries the trace id. It
 // names who called as the access log does (caller.go), trusted being
 // listen.trusted_proxies. A nil o leaves the stage out (nil Middleware).
-func withAudit(o *core.AuditOptions, m *Metrics, log *slog.Logger, now func() time.Time, trusted core.Proxies) Middleware {
+func WithAudit(o *core.AuditOptions, m *metrics.Metrics, log *slog.Logger, now func() time.Time, trusted core.Proxies) core.Middleware {
 	if o == nil {
 		return nil
 	}
@@ -40,7 +41,7 @@ func withAudit(o *core.AuditOptions, m *Metrics, log *slog.Logger, now func() ti
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
-				s := ScopeOf(w, r)
+				s := core.ScopeOf(w, r)
 				if s == nil {
 					return
 				}
@@ -72,7 +73,7 @@ func withAudit(o *core.AuditOptions, m *Metrics, log *slog.Logger, now func() ti
 }
 
 // fillAuditRecord sets rec to the record of a finished call.
-func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time, paramKeys bool, trusted core.Proxies) {
+func fillAuditRecord(rec *audit.Record, s *core.Scope, r *http.Request, now time.Time, paramKeys bool, trusted core.Proxies) {
 	*rec = audit.Record{
 		Time:              s.Start.UTC(),
 		RequestID:         s.RequestID,
@@ -98,7 +99,7 @@ func fillAuditRecord(rec *audit.Record, s *Scope, r *http.Request, now time.Time
 		FromCache:         s.FromCache,
 		Protection:        s.Protection,
 	}
-	if s.Shield == ShieldShared || s.Shield == ShieldReused {
+	if s.Shield == core.ShieldShared || s.Shield == core.ShieldReused {
 		rec.PollShield = s.Shield
 	}
 	rec.ServiceID, rec.PlanID = s.ServiceAndPlan()
@@ -147,13 +148,13 @@ func apiVersionString(v osb.Version) string {
 // and description, but no description that repeats rule findings (they
 // may quote parameter values or broker credentials) and none for errors
 // that are not *osb.Error (their detail is in the log).
-func auditError(s *Scope) *audit.Error {
+func auditError(s *core.Scope) *audit.Error {
 	if s.Err == nil {
 		return nil
 	}
 	var e *osb.Error
 	if !errors.As(s.Err, &e) {
-		if s.Status == StatusClientClosed {
+		if s.Status == core.StatusClientClosed {
 			return &audit.Error{Description: "the platform closed the connection before the answer"}
 		}
 		return &audit.Error{Description: "the gateway failed; the cause is in its log"}
@@ -161,11 +162,11 @@ func auditError(s *Scope) *audit.Error {
 	out := &audit.Error{Code: e.Code, Description: e.Description}
 	var refused *core.ResponseRefused
 	if errors.As(s.Err, &refused) {
-		out.Description = describedByFindings
+		out.Description = DescribedByFindings
 	}
 	for _, f := range s.Findings {
 		if f.Description != "" && strings.Contains(e.Description, f.Description) {
-			out.Description = describedByFindings
+			out.Description = DescribedByFindings
 		}
 	}
 	return out
@@ -174,7 +175,7 @@ func auditError(s *Scope) *audit.Error {
 // callTraceParent is the call's W3C trace context: its server span's, or,
 // when the gateway traces nothing (exporter none: no trace stage), the
 // platform's own traceparent when it is well formed.
-func callTraceParent(s *Scope, r *http.Request) string {
+func callTraceParent(s *core.Scope, r *http.Request) string {
 	if s.TraceParent != "" {
 		return s.TraceParent
 	}
