@@ -3,9 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -310,116 +308,6 @@ func handOver(dst, src http.Header) {
 		}
 		delete(src, k)
 	}
-}
-
-// cutShort is a broker answer whose body ended before it was complete
-// (a connection closed mid-body, a chunked body without its last chunk).
-type cutShort struct {
-	status int
-	err    error
-}
-
-func (e *cutShort) Error() string {
-	return fmt.Sprintf("answered %d but its body was cut short: %v", e.status, e.err)
-}
-
-// said is what a platform may read of e (see describe): the read error
-// names the broker's address.
-func (e *cutShort) said() string {
-	return fmt.Sprintf("answered %d but its body was cut short%s", e.status, cutReason(e.err))
-}
-
-func (e *cutShort) Unwrap() error { return e.err }
-
-// errorHandler turns a failed broker call into an OSB error body: 504 for a
-// timeout, 502 for anything else. The body names the broker and what
-// happened, never its address or the Go error (describe): those go to the
-// log through e.Err and to the client span. A platform that went away gets
-// nothing; the log and scope record it (499).
-func (u *upstream) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	s := ScopeFrom(r.Context())
-	var e *osb.Error
-	var refused *core.ResponseRefused
-	var cut *cutShort
-	var own *ownAnswer
-	var auth *authFailed
-	switch {
-	case errors.As(err, &own): // the gateway answers in the broker's place (emulate.sync_within)
-		s.Fail(w, own.e)
-		return
-	case errors.As(err, &auth): // the broker refused the gateway's credentials, or no token (brokerauth.go)
-		// Never a candidate for orphan mitigation: the broker did nothing.
-		e = osb.Errorf(auth.statusFor(s.Call.Endpoint), "", "broker %q %s", u.name, auth.said)
-	case errors.As(err, &refused):
-		e = refused.AsOSBError()
-	case errors.As(err, &cut):
-		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, cut.said())
-	case isTimeout(err, r.Context()):
-		e = u.timeoutError()
-		if guardOf(s) != nil {
-			guardOf(s).onTimeout(r.Context(), s)
-		}
-	case s.CallParent != nil && s.CallParent.Err() != nil:
-		// The platform went away (a reset, not a half-close): whatever
-		// error ended the call, it gets nothing, and the scope stage
-		// aborts the answer rather than let a default 200 out.
-		s.Err, s.Status = fmt.Errorf("platform went away: %w", err), StatusClientClosed
-		return
-	default:
-		e = osb.Errorf(http.StatusBadGateway, "", "broker %q %s", u.name, u.describe(err))
-		if guardOf(s) != nil && mayHaveReached(err) {
-			// The request went out and no answer came back (a reset, a
-			// connection closed before the answer): as after a timeout,
-			// the broker may have done it, or be doing it, so a retry must
-			// not overlap it (the campaign's "broker connection reset after
-			// the request").
-			guardOf(s).onTimeout(r.Context(), s)
-		}
-	}
-	e.Err = err
-	s.Fail(w, e)
-}
-
-// mayHaveReached reports whether a broker call that failed with err may
-// have reached the broker: anything but a failure to connect (a refused
-// or unroutable dial, a name that does not resolve, a TLS handshake the
-// broker or the gateway refused), which sends nothing.
-func mayHaveReached(err error) bool {
-	var (
-		op       *net.OpError
-		dns      *net.DNSError
-		record   tls.RecordHeaderError
-		verify   *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	switch {
-	case errors.As(err, &op) && (op.Op == "dial" || op.Op == "remote error"),
-		errors.As(err, &dns), errors.As(err, &record), errors.As(err, &verify),
-		errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return false
-	}
-	return true
-}
-
-// StatusClientClosed is recorded (never sent) when the platform closed the
-// connection before the broker answered.
-const StatusClientClosed = core.StatusClientClosed
-
-func isTimeout(err error, ctx context.Context) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-func (u *upstream) timeoutError() *osb.Error {
-	if rh := u.cfg.ResponseHeaderTimeout; rh > 0 && rh < u.timeout {
-		return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer in time (response headers are due within %s, the whole call within %s)", u.name, rh, u.timeout)
-	}
-	return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer within %s", u.name, u.timeout)
 }
 
 // bufferPool is a BufferPool of 32 KiB copy buffers shared by all
