@@ -16,6 +16,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/owner"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -139,7 +140,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: &route{Up: u}}, l, a)
+		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: &route{Up: u, Broker: &u.cfg}}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
 	g.guard.tookOver = g.tookOver
@@ -200,7 +201,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc), Guard: g.guard}
+			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Broker: &u.cfg, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc), Guard: g.guard}
 		}
 	}
 	var prevProtect *protect.Protection
@@ -224,7 +225,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
-	owners := newOwners(cfg, st, opts.Logger, opts.Metrics) // owner.go
+	owners := owner.New(cfg, st, opts.Logger, opts.Metrics) // proxy/internal/owner
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -245,14 +246,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRetire(cfg),                  // nil without a retired broker
 		protect.WithRateLimit(g.protect), // nil without limits
 		withRouteIDs(routes, g.catalogs),
-		withOwner(owners), // nil without a broker several tenants reach
+		owner.WithOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),
 		withQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),
-		withOwnerHeld(owners),
+		owner.WithOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),
 		withShim(g.guard, opts.Timer),

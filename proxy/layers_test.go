@@ -28,6 +28,7 @@ var layers = map[string]string{
 
 	"proxy/internal/auth":    layerStage,
 	"proxy/internal/observe": layerStage,
+	"proxy/internal/owner":   layerStage,
 	"proxy/internal/protect": layerStage,
 }
 

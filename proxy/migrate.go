@@ -45,7 +45,7 @@ type catalogCheck struct {
 // newRouteMigration makes rt migrate its new instances to u.
 func newRouteMigration(rt *route, u *upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
 	to := *rt
-	to.Up, to.BrokerProtect = u, bp
+	to.Up, to.Broker, to.BrokerProtect = u, &u.cfg, bp
 	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}
 	rt.Migration, to.Migration = m, m
 	return m

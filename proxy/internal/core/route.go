@@ -3,6 +3,7 @@ package core
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -20,8 +21,10 @@ type Route struct {
 	Prefix string
 	// Tenant is the tenant whose route it is (its credentials).
 	Tenant any
-	// Up is the broker's upstream, which the call reaches.
-	Up any
+	// Up is the broker's upstream, which the call reaches; Broker is its
+	// settings (brokers[]), which stages read without the upstream.
+	Up     any
+	Broker *config.Broker
 	// Filter is the tenant's view of the broker's catalog; nil: all.
 	Filter any
 	// Limits are the rate limits the route's calls pass; nil: none.

@@ -1,4 +1,10 @@
-package proxy
+// Package owner is the owner stage: on a broker several tenants reach, a
+// service instance belongs to the tenant whose platform created it, and a
+// call of another tenant on it gets the answer a broker gives for an
+// instance it does not hold, without reaching the broker
+// (docs/security.md#tenants-and-their-instances). It imports the core and
+// the metrics service, and no other stage.
+package owner
 
 import (
 	"context"
@@ -11,14 +17,16 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 // ProtectionOwner is the Scope.Protection of a call refused because its
-// instance belongs to another tenant (withOwner).
+// instance belongs to another tenant (WithOwner).
 const ProtectionOwner = "owner"
 
-// owners keeps tenants apart on the brokers several of them reach: a
+// Owners keeps tenants apart on the brokers several of them reach: a
 // service instance belongs to the tenant whose platform created it, as the
 // inventory records (store.Instance.Tenant; a binding recorded without its
 // instance, store.Binding.Tenant), and a call of another tenant on it gets
@@ -35,12 +43,12 @@ type owners struct {
 	shared map[string]bool
 	st     store.Store
 	log    *slog.Logger
-	m      *Metrics
+	m      *metrics.Metrics
 }
 
-// newOwners returns the owners of cfg's shared brokers, or nil when every
+// New returns the owners of cfg's shared brokers, or nil when every
 // broker is reached by one tenant at most (nothing to keep apart).
-func newOwners(cfg *config.Config, st store.Store, log *slog.Logger, m *Metrics) *owners {
+func New(cfg *config.Config, st store.Store, log *slog.Logger, m *metrics.Metrics) *owners {
 	o := &owners{shared: map[string]bool{}, st: st, log: log, m: m}
 	for _, b := range cfg.Brokers {
 		if len(cfg.TenantsReaching(b.Name)) > 1 {
@@ -53,7 +61,7 @@ func newOwners(cfg *config.Config, st store.Store, log *slog.Logger, m *Metrics)
 	return o
 }
 
-// withOwner is the owner stage, after classify (which chose the broker
+// WithOwner is the owner stage, after classify (which chose the broker
 // of a migrating route) and before anything that costs the owner: a
 // refused call takes no quota, no broker slot and no lock, so another
 // tenant cannot hold the owner's instance busy. On a shared broker
@@ -64,27 +72,27 @@ func newOwners(cfg *config.Config, st store.Store, log *slog.Logger, m *Metrics)
 //   - of nobody the inventory knows: a read (GET, last_operation) also
 //     asks the instance's lock, so that an operation of another tenant in
 //     flight (a provision not yet recorded) keeps it; a mutating call is
-//     looked at again under its own lock (withOwnerHeld), where the
+//     looked at again under its own lock (WithOwnerHeld), where the
 //     inventory is what the broker holds;
 //   - whose owner cannot be read (the state store does not answer): 503,
 //     reads too: a guess could hand one tenant another's credentials.
 //
 // nil without shared brokers.
-func withOwner(o *owners) Middleware {
+func WithOwner(o *owners) core.Middleware {
 	if o == nil {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			c := s.Call
-			u := upOf(s.Route)
-			if c.InstanceID == "" || !o.shared[u.name] || u.cfg.Inventory.Disabled {
+			b := s.Route.Broker
+			if c.InstanceID == "" || !o.shared[b.Name] || b.Inventory.Disabled {
 				next.ServeHTTP(w, r)
 				return
 			}
 			_, mutating := rules.LockKind(c.Endpoint)
-			owner, err := o.ownerOf(r.Context(), u.name, c, !mutating)
+			owner, err := o.ownerOf(r.Context(), b.Name, c, !mutating)
 			switch {
 			case err != nil:
 				o.unavailable(w, r, s, err)
@@ -100,23 +108,23 @@ func withOwner(o *owners) Middleware {
 	}
 }
 
-// withOwnerHeld is the owner stage's second look, just inside the guard:
-// a mutating call whose instance had no owner when withOwner looked holds
+// WithOwnerHeld is the owner stage's second look, just inside the guard:
+// a mutating call whose instance had no owner when WithOwner looked holds
 // its lock now, so an operation of another tenant that recorded the
 // instance in between (a provision that ended) is seen. nil without
 // shared brokers.
-func withOwnerHeld(o *owners) Middleware {
+func WithOwnerHeld(o *owners) core.Middleware {
 	if o == nil {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if !s.OwnerUnseen || s.Lock == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
-			owner, err := o.ownerOf(r.Context(), upOf(s.Route).name, s.Call, false)
+			owner, err := o.ownerOf(r.Context(), s.Route.Broker.Name, s.Call, false)
 			switch {
 			case err != nil:
 				o.unavailable(w, r, s, err)
@@ -166,7 +174,7 @@ func (o *owners) ownerOf(ctx context.Context, broker string, c rules.Call, lock 
 
 // refuse answers a call on owner's instance; the owner goes to the access
 // line and the audit record (the error's cause), never to the platform.
-func (o *owners) refuse(w http.ResponseWriter, s *Scope, owner string) {
+func (o *owners) refuse(w http.ResponseWriter, s *core.Scope, owner string) {
 	s.Protection = ProtectionOwner
 	o.m.OwnerRefused(s.Tenant, s.Broker)
 	e := rules.NotOwned(s.Call, s.Version, s.Tenant, s.Broker)
@@ -175,7 +183,7 @@ func (o *owners) refuse(w http.ResponseWriter, s *Scope, owner string) {
 }
 
 // unavailable answers 503 when the owner cannot be read.
-func (o *owners) unavailable(w http.ResponseWriter, r *http.Request, s *Scope, err error) {
+func (o *owners) unavailable(w http.ResponseWriter, r *http.Request, s *core.Scope, err error) {
 	o.m.StoreError("owner")
 	o.log.LogAttrs(r.Context(), slog.LevelError, "instance owner unavailable", slog.String("broker", s.Broker),
 		slog.String("tenant", s.Tenant), slog.String("error", err.Error()))
