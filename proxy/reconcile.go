@@ -323,7 +323,7 @@ func (g *Gateway) releaseOperation(ctx context.Context, broker, instance, bindin
 	case err != nil:
 		return l, storeError("releasing the operation", err)
 	}
-	g.markReleased(ctx, l, who, reason) // release_inventory.go
+	g.markReleasedHeld(ctx, l, who, reason) // release_inventory.go
 	res := ReconcileResult{Outcome: OutcomeReleased, Released: true, Description: reason}
 	g.ownRecord(ctx, ownAction{action: "release", who: who, lock: l, start: start, method: http.MethodDelete, res: res})
 	return l, nil

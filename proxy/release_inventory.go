@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -22,6 +23,25 @@ import (
 // reconcile of the instance (or binding) polls the broker's
 // last_operation with the operation the lock held and settles the
 // record (reconcile_released.go); the platform's next call does too.
+
+// markReleasedHeld marks the record of the released lock l (markReleased)
+// under a lock of the gateway's own on l's key, taken at once: a
+// platform's call that took the key first (its own operation, just after
+// the release) owns the record and records its own outcome, so the mark
+// is left out rather than written over it. A store that does not answer
+// leaves the record as it was (a reconcile settles it).
+func (g *Gateway) markReleasedHeld(ctx context.Context, l store.Lock, who, reason string) {
+	hold := l
+	hold.Owner, hold.Deadline = core.NewRequestID(), g.guard.now().Add(releaseTimeout)
+	held, err := g.guard.st.Acquire(context.WithoutCancel(ctx), hold)
+	if err != nil {
+		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "released operation's record not marked", slog.String("broker", l.Broker),
+			slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
+		return
+	}
+	defer g.guard.release(context.WithoutCancel(ctx), held)
+	g.markReleased(ctx, l, who, reason)
+}
 
 // markReleased records that the operation of the released lock l has an
 // unknown outcome; a lock whose outcome is known (an operator's forced

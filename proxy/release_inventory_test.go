@@ -103,3 +103,47 @@ func TestReleaseAfterAForcedStateRecordsIt(t *testing.T) {
 		t.Errorf("usage counts %d live instances, want the failed provision left out", n)
 	}
 }
+
+// racingRelease is a state store in which a platform's call takes a lock
+// the moment an operator's release frees it.
+type racingRelease struct {
+	store.Store
+	took store.Lock
+}
+
+func (r *racingRelease) ForceRelease(ctx context.Context, key string) (store.Lock, error) {
+	l, err := r.Store.ForceRelease(ctx, key)
+	if err == nil {
+		r.took = l
+		r.took.Owner, r.took.Kind, r.took.Operation = "platform", store.KindUpdate, ""
+		if _, err := r.Store.Acquire(ctx, r.took); err != nil {
+			panic(err)
+		}
+	}
+	return l, err
+}
+
+// A platform's call that takes the instance's lock right after a release
+// owns the instance's record: the release's mark ("outcome unknown") is
+// left out, never written over the call's operation.
+func TestReleaseRacedByAPlatformCallLeavesItsRecord(t *testing.T) {
+	e := newReconcileEnv(t)
+	ctx := context.Background()
+	e.provisionAsync(t, "i1")
+	before, ok := e.lastOperation(t, "")
+	if !ok || before.State != store.StateInProgress {
+		t.Fatalf("before the release the record says %+v (%t), want the provision in progress", before, ok)
+	}
+	race := &racingRelease{Store: e.g.guard.st}
+	e.g.guard.st = race
+	if err := e.g.ReleaseOperation(ctx, "b", "i1", "", "carol", "stuck since the outage"); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := e.lastOperation(t, ""); last.State == store.StateUnknown {
+		t.Errorf("the release marked the record %+v while a platform's call held the instance", last)
+	}
+	l, err := e.st.Get(ctx, store.LockKey("b", "i1"))
+	if err != nil || l.Owner != "platform" {
+		t.Errorf("the platform's lock: %+v, %v; want it held", l, err)
+	}
+}
