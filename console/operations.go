@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -16,11 +17,13 @@ import (
 type operationRow struct {
 	proxy.Operation
 	Age, DeadlineIn string
+	Place           proxy.PlatformNames // the organization and space of the instance, from the inventory
 }
 
 type orphanRow struct {
 	proxy.OrphanInfo
 	NextAttempt string
+	Place       proxy.PlatformNames
 }
 
 type operationsData struct {
@@ -94,6 +97,7 @@ func (c *Console) operations(r *http.Request, f *frame) (any, error) {
 		}
 		d.Orphans = append(d.Orphans, row)
 	}
+	placeRows(r.Context(), v, d)
 	return d, nil
 }
 
@@ -196,4 +200,23 @@ func (c *Console) forcePage(r *http.Request, f *frame) (any, error) {
 	}
 	d.Reads = body + "}"
 	return d, nil
+}
+
+// placeRows names the organization and space of every listed instance, as
+// the inventory records them (one read per instance listed).
+func placeRows(ctx context.Context, v *proxy.View, d *operationsData) {
+	keys := make([][2]string, 0, len(d.Ops)+len(d.Orphans))
+	for _, o := range d.Ops {
+		keys = append(keys, [2]string{o.Broker, o.InstanceID})
+	}
+	for _, o := range d.Orphans {
+		keys = append(keys, [2]string{o.Broker, o.InstanceID})
+	}
+	places := v.PlacesOf(ctx, keys)
+	for i := range d.Ops {
+		d.Ops[i].Place = places[[2]string{d.Ops[i].Broker, d.Ops[i].InstanceID}]
+	}
+	for i := range d.Orphans {
+		d.Orphans[i].Place = places[[2]string{d.Orphans[i].Broker, d.Orphans[i].InstanceID}]
+	}
 }

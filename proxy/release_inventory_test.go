@@ -147,3 +147,23 @@ func TestReleaseRacedByAPlatformCallLeavesItsRecord(t *testing.T) {
 		t.Errorf("the platform's lock: %+v, %v; want it held", l, err)
 	}
 }
+
+// The operations and orphan tables named no organization or space: what
+// the inventory records of an instance's context names it, and an
+// instance it does not hold names nothing.
+func TestViewPlacesOf(t *testing.T) {
+	e := newReconcileEnv(t)
+	ctx := context.Background()
+	in := store.Instance{Broker: "b", InstanceID: "i1", Tenant: "t1", ServiceID: "s", PlanID: "p",
+		Context: []byte(`{"platform":"cloudfoundry","organization_name":"acme","space_name":"prod"}`)}
+	if _, err := e.st.PutInstance(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	got := NewView(NewSwitch(e.g)).PlacesOf(ctx, [][2]string{{"b", "i1"}, {"b", "nope"}, {"b", "i1"}})
+	if p := got[[2]string{"b", "i1"}]; p.Organization != "acme" || p.Space != "prod" {
+		t.Errorf("i1: %+v, want acme / prod", p)
+	}
+	if p, ok := got[[2]string{"b", "nope"}]; !ok || p != (PlatformNames{}) {
+		t.Errorf("an instance the inventory does not hold: %+v (%t), want no names", p, ok)
+	}
+}

@@ -53,3 +53,24 @@ func NamesOf(contextObject json.RawMessage) PlatformNames {
 	}
 	return n
 }
+
+// PlacesOf returns the PlatformNames of instances of the inventory (keyed
+// by broker and instance id), for the tables that list what locks and
+// orphans name; an instance the inventory does not hold, or a store that
+// does not answer, has none (the tables show ids alone).
+func (v *View) PlacesOf(ctx context.Context, keys [][2]string) map[[2]string]PlatformNames {
+	st := v.sw.Load().guard.st
+	out := make(map[[2]string]PlatformNames, len(keys))
+	for _, k := range keys {
+		if _, done := out[k]; done {
+			continue
+		}
+		in, err := st.GetInstance(ctx, k[0], k[1])
+		if err != nil {
+			out[k] = PlatformNames{}
+			continue
+		}
+		out[k] = NamesOf(in.Context)
+	}
+	return out
+}
