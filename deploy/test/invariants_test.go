@@ -76,6 +76,9 @@ func checkDeployment(o *objects) []string {
 		for _, p := range w.checkState(cfg) {
 			bad("%s: %s", where, p)
 		}
+		for _, p := range w.checkSecretsOutOfConfigMaps(o, cfg, c) {
+			bad("%s: %s", where, p)
+		}
 		for _, p := range w.checkPorts(cfg, c) {
 			bad("%s: %s", where, p)
 		}
@@ -125,6 +128,23 @@ func checkDeployment(o *objects) []string {
 		}
 	}
 	return probs
+}
+
+// configs loads the gateway.yaml of every workload in o, by workload name.
+func (o *objects) configs() (map[string]*config.Config, error) {
+	out := map[string]*config.Config{}
+	for _, w := range o.workloads() {
+		c, ok := gatewayContainer(w.pod.Spec)
+		if !ok {
+			return nil, fmt.Errorf("%s %s: no container runs osb-gateway serve -config FILE", w.kind, w.name)
+		}
+		cfg, err := w.config(o, c)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %v", w.kind, w.name, err)
+		}
+		out[w.name] = cfg
+	}
+	return out, nil
 }
 
 // gatewayContainer is the container whose arguments are serve -config.
@@ -213,9 +233,56 @@ func podEnv(o *objects, c corev1.Container) (map[string]string, error) {
 		}
 	}
 	for _, e := range c.Env {
-		env[e.Name] = e.Value
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		if ref == nil {
+			return nil, fmt.Errorf("env %s: only values and secretKeyRefs are expected", e.Name)
+		}
+		s, ok := o.secrets[ref.Name]
+		if !ok {
+			s, ok = externalSecrets[ref.Name]
+		}
+		if !ok {
+			return nil, fmt.Errorf("Secret %q (env %s) is not in the manifests", ref.Name, e.Name)
+		}
+		v, ok := s.StringData[ref.Key]
+		if d, inData := s.Data[ref.Key]; inData {
+			v, ok = string(d), true
+		}
+		if !ok {
+			return nil, fmt.Errorf("env %s: Secret %q has no key %q", e.Name, ref.Name, ref.Key)
+		}
+		env[e.Name] = v
 	}
 	return env, nil
+}
+
+// checkSecretsOutOfConfigMaps: the state store's secrets (a PostgreSQL URL
+// may hold a password) come from a Secret: their values are written in no
+// ConfigMap and no container's plain env value.
+func (w workload) checkSecretsOutOfConfigMaps(o *objects, cfg *config.Config, c corev1.Container) []string {
+	var probs []string
+	for key, v := range map[string]string{"state.postgres.url": cfg.State.Postgres.URL.Reveal(), "state.redis.password": cfg.State.Redis.Password.Reveal()} {
+		if v == "" {
+			continue
+		}
+		for name, cm := range o.configMaps {
+			for file, data := range cm.Data {
+				if strings.Contains(data, v) {
+					probs = append(probs, fmt.Sprintf("%s is written in ConfigMap %s (%s): take it from a Secret", key, name, file))
+				}
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil && strings.Contains(e.Value, v) {
+				probs = append(probs, fmt.Sprintf("%s is written in env %s of the pod spec: take it from a Secret", key, e.Name))
+			}
+		}
+	}
+	return probs
 }
 
 // externalSecrets stand for Secrets a chart's values name but do not

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestKubernetesManifest: deploy/kubernetes/osb-gateway.yaml decodes
@@ -80,5 +81,50 @@ spec:
 		if !strings.Contains(got, want) {
 			t.Errorf("the problems lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestKubernetesPostgresManifest: deploy/kubernetes/osb-gateway-postgres.yaml
+// decodes strictly into the API types and passes the same checks; its
+// gateway.yaml loads with the pod's environment and keeps the state in
+// PostgreSQL at the URL of the Secret osb-gateway-db (key uri, as PostgreSQL
+// operators name it), written in no ConfigMap; it runs several replicas,
+// surging one pod at a time, with a PodDisruptionBudget.
+func TestKubernetesPostgresManifest(t *testing.T) {
+	const file = "../kubernetes/osb-gateway-postgres.yaml"
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects(file, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range checkDeployment(o) {
+		t.Error(p)
+	}
+	db, ok := o.secrets["osb-gateway-db"]
+	if !ok || db.StringData["uri"] == "" {
+		t.Fatal("no Secret osb-gateway-db with key uri")
+	}
+	cfgs, err := o.configs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range cfgs {
+		wantPostgres(t, cfg, db.StringData["uri"], 10, 5*time.Second, 5*time.Second)
+	}
+	if len(o.deployments) != 1 || len(o.statefulSets) != 0 {
+		t.Fatalf("%d Deployments, %d StatefulSets; want one Deployment", len(o.deployments), len(o.statefulSets))
+	}
+	d := o.deployments[0]
+	if replicasOf(d.Spec.Replicas) < 2 {
+		t.Errorf("%d replicas: the variant is for several", replicasOf(d.Spec.Replicas))
+	}
+	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 0 {
+		t.Error("a rolling update may take a pod away before its successor is ready (want maxUnavailable 0)")
+	}
+	if len(o.pdbs) != 1 {
+		t.Errorf("%d PodDisruptionBudgets, want 1", len(o.pdbs))
 	}
 }

@@ -209,7 +209,7 @@ func TestOneImageReference(t *testing.T) {
 			t.Errorf("%s: %s, want %s (the chart's appVersion)", f, m, want)
 		}
 	}
-	for _, f := range []string{"../kubernetes/osb-gateway.yaml", "../Dockerfile", "../release.Dockerfile", "../test/kubernetes_test.go"} {
+	for _, f := range []string{"../kubernetes/osb-gateway.yaml", "../kubernetes/osb-gateway-postgres.yaml", "../Dockerfile", "../release.Dockerfile", "../test/kubernetes_test.go"} {
 		if !named[f] {
 			t.Errorf("%s does not name %s", f, want)
 		}

@@ -65,8 +65,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and (eq .Values.state.backend "redis") (empty .Values.state.redis.addrs) }}
 {{- fail "state.backend redis needs state.redis.addrs" }}
 {{- end }}
-{{- if and (eq .Values.state.backend "postgres") (empty .Values.state.postgres.urlKey) }}
-{{- fail "state.backend postgres needs state.postgres.urlKey: the Secret key holding the connection URL" }}
+{{- if eq .Values.state.backend "postgres" }}
+{{- $sec := .Values.state.postgres.urlSecret | default dict }}
+{{- if and (empty .Values.state.postgres.urlKey) (empty $sec.name) }}
+{{- fail "state.backend postgres needs state.postgres.urlKey (the key of the chart's Secret holding the connection URL) or state.postgres.urlSecret.name (a Secret of its own, key urlSecret.key)" }}
+{{- end }}
+{{- if and .Values.state.postgres.urlKey $sec.name }}
+{{- fail "state.postgres.urlKey and state.postgres.urlSecret.name both name the connection URL: set one of them" }}
+{{- end }}
+{{- if and $sec.name (empty $sec.key) }}
+{{- fail (printf "state.postgres.urlSecret.key: which key of Secret %s holds the connection URL (uri, as PostgreSQL operators name it)?" $sec.name) }}
+{{- end }}
 {{- end }}
 {{- with .Values.state.postgres.urlKey }}
 {{- if and (not $.Values.secrets.existingSecret) (not (hasKey ($.Values.secrets.env | default dict) .)) }}
@@ -102,7 +111,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if eq .Values.state.backend "bolt" }}
 {{- $_ := set $cfg "state" (dict "backend" "bolt" "path" "/var/lib/osb-gateway/osb-gateway.db") }}
 {{- else if eq .Values.state.backend "postgres" }}
-{{- $pg := dict "url" (printf "${%s}" .Values.state.postgres.urlKey) "max_conns" (int .Values.state.postgres.maxConns) "statement_timeout" .Values.state.postgres.statementTimeout "connect_timeout" .Values.state.postgres.connectTimeout }}
+{{- $pg := dict "url" (printf "${%s}" (include "osb-gateway.postgresURLVar" .)) "max_conns" (int .Values.state.postgres.maxConns) "statement_timeout" .Values.state.postgres.statementTimeout "connect_timeout" .Values.state.postgres.connectTimeout }}
 {{- $_ := set $cfg "state" (dict "backend" "postgres" "postgres" $pg) }}
 {{- else }}
 {{- $redis := dict "addrs" .Values.state.redis.addrs "key_prefix" .Values.state.redis.keyPrefix "tls" .Values.state.redis.tls }}
@@ -114,6 +123,25 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $_ := set $cfg "state" (dict "backend" "redis" "redis" $redis) }}
 {{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* The environment variable gateway.yaml reads state.postgres.url from:
+urlKey, a key of the chart's Secret (envFrom), or OSB_GATEWAY_POSTGRES_URL
+from state.postgres.urlSecret (a secretKeyRef). */}}
+{{- define "osb-gateway.postgresURLVar" -}}
+{{- if (.Values.state.postgres.urlSecret | default dict).name }}OSB_GATEWAY_POSTGRES_URL{{ else }}{{ .Values.state.postgres.urlKey }}{{ end }}
+{{- end }}
+
+{{/* The container's env beside envFrom: the PostgreSQL URL from a Secret of
+its own (state.postgres.urlSecret). The pod and the config check both get it. */}}
+{{- define "osb-gateway.env" -}}
+{{- $sec := .Values.state.postgres.urlSecret | default dict }}
+{{- if and (eq .Values.state.backend "postgres") $sec.name }}
+env:
+  - name: OSB_GATEWAY_POSTGRES_URL
+    valueFrom:
+      secretKeyRef: {name: {{ $sec.name | quote }}, key: {{ $sec.key | quote }}}
+{{- end }}
 {{- end }}
 
 {{/* The keys and values of the chart's Secret (and of the config check's copy). */}}
