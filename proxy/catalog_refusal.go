@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -68,8 +69,8 @@ func (v *versionRefusal) said() string {
 	return ": " + v.description
 }
 
-// write passes the broker's refusal to the platform as the broker sent it.
-func (v *versionRefusal) write(w http.ResponseWriter) {
+// WriteAnswer passes the broker's refusal to the platform as the broker sent it.
+func (v *versionRefusal) WriteAnswer(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = v.contentType
 	h["Content-Length"] = []string{strconv.Itoa(len(v.body))}
@@ -92,3 +93,7 @@ func (c *CatalogCache) keepRefusal(v *versionRefusal) {
 	c.failures.Remove(v.key)
 	c.refusals.Add(v.key, v)
 }
+
+// A broker's refusal of a version is written as the broker's own answer
+// (core.Scope.Fail).
+var _ core.CachedAnswer = (*versionRefusal)(nil)
