@@ -228,4 +228,3 @@ func toJSON(out ref.Val) ([]byte, error) {
 	}
 	return json.Marshal(nv.(*structpb.Value).AsInterface())
 }
-

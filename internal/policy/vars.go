@@ -65,10 +65,10 @@ type Offering struct {
 
 // Instance is the inventory's record of an existing instance.
 type Instance struct {
-	Tenant         string
-	Service, Plan  Offering
-	Context        json.RawMessage
-	Created        time.Time
+	Tenant        string
+	Service, Plan Offering
+	Context       json.RawMessage
+	Created       time.Time
 }
 
 // declarations are the variables' CEL types.
