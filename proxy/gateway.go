@@ -82,7 +82,8 @@ type Gateway struct {
 	protect       *protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*brokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
-	own           ownLog // where the gateway's own actions are written (reconcile.go)
+	own           ownLog    // where the gateway's own actions are written (reconcile.go)
+	policy        *policies // nil: no route has a policy (policy.go)
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -218,6 +219,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := newOwners(cfg, st, opts.Logger, opts.Metrics) // owner.go
+	if g.policy, err = newPolicies(cfg, routes, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
+		return nil, err
+	}
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -240,6 +244,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRouteIDs(routes, g.catalogs),
 		withOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
+		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		withBrokerProtect(g.brokerProtect != nil),
