@@ -38,7 +38,7 @@ func TestPolicies(t *testing.T) {
 `, probs: []string{
 			"policies[0].deny: does not compile: found no matching overload for '_>_' applied to '(string, int)' (at 1:8) (line 13)",
 			"policies[1].require: does not compile: undeclared reference to 'org' (at 1:1) (line 15)",
-			"policies[2].deny: may cost up to 100500070004, over the bound of 1000000 (a comprehension over a list, or two nested, on what a call offers, sized 10000 each): narrow it (line 17)",
+			"policies[2].deny: may cost up to 105007004, over the bound of 10000000 (assuming lists and maps of 1000 members and strings of 256 characters): narrow it (line 17)",
 		}},
 		{name: "a name twice on one route", doc: quotaTenant + "        policies: [{name: size-cap, deny: \"true\"}]\n" + brokers + "policies:" + good,
 			probs: []string{`tenants[0].routes[0].policies[0].name: names the policy "size-cap" again (first at policies[0]), which the calls of tenants[0].routes[0] meet too: give one a distinct name (line 8)`}},

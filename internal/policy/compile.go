@@ -118,8 +118,8 @@ func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, insta
 		return nil, false, "has no cost estimate: " + err.Error()
 	}
 	if est.Max > MaxCost {
-		return nil, false, fmt.Sprintf("may cost up to %d, over the bound of %d (a comprehension over a list, or two nested, on what a call offers, sized %d each): narrow it",
-			est.Max, MaxCost, SizeHint)
+		return nil, false, fmt.Sprintf("may cost up to %d, over the bound of %d (assuming lists and maps of %d members and strings of %d characters): narrow it",
+			est.Max, MaxCost, SizeHint, StringSizeHint)
 	}
 	prg, err = e.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize))
 	if err != nil {

@@ -19,14 +19,18 @@ import (
 // per value compared, element visited or character matched), and the
 // actual cost of one evaluation. A rule whose estimate exceeds it is
 // refused at load; an evaluation that exceeds it fails (and so denies).
-const MaxCost = 1_000_000
+const MaxCost = 10_000_000
 
-// SizeHint is the size the cost estimate assumes of every list, map and
-// string a call offers (a request body is at most listen.max_body_bytes,
-// 1 MiB by default, and rarely holds more than a few hundred values):
-// one comprehension over request.parameters estimates well under MaxCost,
-// two nested ones far over it.
-const SizeHint = 10_000
+// SizeHint is the size the cost estimate assumes of every list and map a
+// call offers, and StringSizeHint of every string (a request body is at
+// most listen.max_body_bytes, 1 MiB by default, and rarely holds more than
+// a few hundred values): one comprehension over request.parameters
+// estimates well under MaxCost, two nested ones over it. What a call
+// really holds is bounded at evaluation by MaxCost all the same.
+const (
+	SizeHint       = 1000
+	StringSizeHint = 256
+)
 
 // env is the CEL environment every rule compiles in: the variables, the
 // standard library with ext's strings and math, and the helpers.
@@ -142,6 +146,9 @@ type estimator struct{}
 
 func (estimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if len(n.Path()) > 0 {
+		if t := n.Type(); t != nil && t.IsExactType(types.StringType) {
+			return &cost.SizeEstimate{Min: 0, Max: StringSizeHint}
+		}
 		return &cost.SizeEstimate{Min: 0, Max: SizeHint}
 	}
 	return nil
