@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 )
 
 // Problem is one thing wrong with a policy, found at load.
@@ -38,8 +39,9 @@ type param struct {
 
 // program is one compiled rule and its source.
 type program struct {
-	src string
-	prg cel.Program
+	src           string
+	prg           cel.Program
+	comprehension bool // it has one: its cost is tracked as it runs
 }
 
 // Compile compiles s, or returns every problem it has.
@@ -77,7 +79,7 @@ func Compile(s Spec) (*Policy, []Problem) {
 			return nil
 		}
 		p.readsInstance = p.readsInstance || used
-		return &program{src: src, prg: prg}
+		return &program{src: src, prg: prg, comprehension: hasComprehension(mustAst(e, src))}
 	}
 	p.deny = rule("deny", s.Deny, cel.BoolType)
 	p.require = rule("require", s.Require, cel.BoolType)
@@ -121,7 +123,14 @@ func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, insta
 		return nil, false, fmt.Sprintf("may cost up to %d, over the bound of %d (assuming lists and maps of %d members and strings of %d characters): narrow it",
 			est.Max, MaxCost, SizeHint, StringSizeHint)
 	}
-	prg, err = e.Program(ast, cel.CostLimit(MaxCost), cel.EvalOptions(cel.OptOptimize))
+	// Without a comprehension a rule's cost grows with the sizes of the
+	// strings it reads, which the body's limit bounds: only a rule with one
+	// pays for tracking its cost as it runs (a third of the evaluation).
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if hasComprehension(ast) {
+		opts = append(opts, cel.CostLimit(MaxCost))
+	}
+	prg, err = e.Program(ast, opts...)
 	if err != nil {
 		return nil, false, "does not compile: " + err.Error()
 	}
@@ -132,6 +141,22 @@ func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, insta
 		}
 	}
 	return prg, instance, ""
+}
+
+// mustAst is the checked AST of src, which compiled before.
+func mustAst(e *cel.Env, src string) *cel.Ast {
+	ast, _ := e.Compile(src)
+	return ast
+}
+
+// hasComprehension reports whether the rule has a comprehension (all,
+// exists, exists_one, map, filter).
+func hasComprehension(a *cel.Ast) bool {
+	found := false
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		found = found || e.Kind() == celast.ComprehensionKind
+	}))
+	return found
 }
 
 // sortedKeys returns m's keys in order, so that parameters are set in an

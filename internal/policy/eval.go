@@ -13,7 +13,14 @@ import (
 // Set is the compiled policies one route's calls meet, in order: the
 // top-level ones, the tenant's, the route's. Immutable and safe for
 // concurrent use.
-type Set struct{ list []*Policy }
+type Set struct {
+	list []*Policy
+	// fast holds, by the bitmask of the policies a call matched, one
+	// program that is false exactly when none of their deny and require
+	// rules refuses (fast.go); a call for which it is false skips the
+	// rules one by one.
+	fast fastPrograms
+}
 
 // NewSet returns the set of ps, in their order; nil for none.
 func NewSet(ps []*Policy) *Set {
@@ -92,7 +99,8 @@ func (s *Set) Evaluate(in *Input, explain bool) Verdict {
 	}
 	a := &activation{in: in}
 	var matched []*Policy
-	for _, p := range s.list {
+	var mask uint64
+	for i, p := range s.list {
 		if !p.Match.matches(in) {
 			if explain {
 				for _, r := range p.rules() {
@@ -102,10 +110,28 @@ func (s *Set) Evaluate(in *Input, explain bool) Verdict {
 			continue
 		}
 		matched = append(matched, p)
-		if v.Denied != nil && !explain {
-			continue
+		if i < 64 {
+			mask |= 1 << i
 		}
-		if d := p.check(a, &v, explain); d != nil {
+	}
+	if explain || len(s.list) > 64 || !s.fast.passes(mask, matched, a) {
+		s.checkEach(a, matched, &v, explain)
+	}
+	if v.Denied != nil && !explain {
+		return v
+	}
+	setParameters(a, matched, &v, explain)
+	return v
+}
+
+// checkEach evaluates the matched policies' deny and require rules one by
+// one.
+func (s *Set) checkEach(a *activation, matched []*Policy, v *Verdict, explain bool) {
+	for _, p := range matched {
+		if v.Denied != nil && !explain {
+			return
+		}
+		if d := p.check(a, v, explain); d != nil {
 			if d.Report {
 				v.Reported = append(v.Reported, *d)
 			} else if v.Denied == nil {
@@ -113,11 +139,6 @@ func (s *Set) Evaluate(in *Input, explain bool) Verdict {
 			}
 		}
 	}
-	if v.Denied != nil && !explain {
-		return v
-	}
-	setParameters(a, matched, &v, explain)
-	return v
 }
 
 // rules names the policy's rules, for an explanation.

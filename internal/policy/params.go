@@ -3,6 +3,9 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/traits"
 )
 
 // setParameters applies the matched policies' defaults, then their force,
@@ -10,12 +13,19 @@ import (
 // and the effective parameters in v.Parameters. A rule that fails to
 // evaluate denies the call (or, in report mode, reports it).
 func setParameters(a *activation, matched []*Policy, v *Verdict, explain bool) {
-	sent := member(a.request(), "parameters")
+	sets := false
+	for _, p := range matched {
+		sets = sets || len(p.defaults)+len(p.force) > 0
+	}
+	if !sets {
+		return
+	}
+	sent := member(a.request(), "parameters").(traits.Mapper)
 	set := map[string]json.RawMessage{}
 	var order []string
 	apply := func(p *Policy, pr param, action string) {
 		if action == "default" {
-			if _, ok := sent[pr.name]; ok {
+			if _, ok := sent.Find(types.String(pr.name)); ok {
 				return
 			}
 			if _, ok := set[pr.name]; ok && !p.Report() {

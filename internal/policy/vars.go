@@ -1,13 +1,15 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -90,67 +92,90 @@ func declarations() []cel.EnvOption {
 	}
 }
 
-// activation resolves the variables of one call, each decoded on first
-// use and kept for the call's other rules. Not safe for concurrent use.
+// activation resolves the variables of one call, each decoded and made a
+// CEL value on first use and kept for the call's other rules. Not safe
+// for concurrent use.
 type activation struct {
-	in      *Input
-	req     map[string]any
-	inst    map[string]any
-	ctx     map[string]any
-	decoded bool
-	looked  bool
+	in   *Input
+	req  map[string]ref.Val // the decoded body; nil until decoded
+	inst map[string]ref.Val // the instance variable; nil until looked up
+	ctx  ref.Val             // the context variable; nil until resolved
+	vals [numVars]ref.Val    // the variables resolved so far, by varNames' order
 }
 
 var _ interpreter.Activation = (*activation)(nil)
+
+// varNames are the variables by index (activation.vals).
+var varNames = [...]string{VarRequest, VarCall, VarTenant, VarUsername, VarIdentity, VarContext, VarService,
+	VarPlan, VarPreviousValues, VarMaintenanceInfo, VarInstance, VarNow}
+
+const numVars = len(varNames)
 
 // Parent implements interpreter.Activation: there is none.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
-	switch name {
-	case VarRequest:
-		return a.request(), true
-	case VarCall:
-		return map[string]string{"endpoint": a.in.Endpoint, "instance_id": a.in.InstanceID,
-			"binding_id": a.in.BindingID, "broker": a.in.Broker}, true
-	case VarTenant:
-		return a.in.Tenant, true
-	case VarUsername:
-		return a.in.Username, true
-	case VarIdentity:
-		return identity(a.in.Identity), true
-	case VarContext:
-		return a.context(), true
-	case VarService:
-		return offering(a.in.Service), true
-	case VarPlan:
-		return offering(a.in.Plan), true
-	case VarPreviousValues:
-		return member(a.request(), "previous_values"), true
-	case VarMaintenanceInfo:
-		return member(a.request(), "maintenance_info"), true
-	case VarInstance:
-		return a.instance(), true
-	case VarNow:
-		return a.in.Now, true
+	for i, n := range varNames {
+		if n != name {
+			continue
+		}
+		if a.vals[i] == nil {
+			a.vals[i] = a.value(name)
+		}
+		return a.vals[i], true
 	}
 	return nil, false
 }
 
+// value is the CEL value of a variable.
+func (a *activation) value(name string) ref.Val {
+	switch name {
+	case VarRequest:
+		return mapVal(a.request())
+	case VarCall:
+		return mapVal(map[string]ref.Val{"endpoint": types.String(a.in.Endpoint), "instance_id": types.String(a.in.InstanceID),
+			"binding_id": types.String(a.in.BindingID), "broker": types.String(a.in.Broker)})
+	case VarTenant:
+		return types.String(a.in.Tenant)
+	case VarUsername:
+		return types.String(a.in.Username)
+	case VarIdentity:
+		return identity(a.in.Identity)
+	case VarContext:
+		return a.context()
+	case VarService:
+		return offering(a.in.Service)
+	case VarPlan:
+		return offering(a.in.Plan)
+	case VarPreviousValues:
+		return member(a.request(), "previous_values")
+	case VarMaintenanceInfo:
+		return member(a.request(), "maintenance_info")
+	case VarInstance:
+		return mapVal(a.instance())
+	}
+	return types.Timestamp{Time: a.in.Now} // VarNow
+}
+
+// mapVal makes m a CEL map.
+func mapVal(m map[string]ref.Val) ref.Val { return types.NewMap(types.DefaultTypeAdapter, m) }
+
+// emptyMap is the value of an absent object.
+var emptyMap = mapVal(map[string]ref.Val{})
+
 // request is the decoded body, with parameters and context present.
-func (a *activation) request() map[string]any {
-	if a.decoded {
+func (a *activation) request() map[string]ref.Val {
+	if a.req != nil {
 		return a.req
 	}
-	a.decoded = true
-	a.req, _ = decodeObject(a.in.Body)
+	a.req = decodeObject(a.in.Body)
 	if a.req == nil {
-		a.req = map[string]any{}
+		a.req = map[string]ref.Val{}
 	}
 	for _, k := range [...]string{"parameters", "context"} {
-		if _, ok := a.req[k].(map[string]any); !ok {
-			a.req[k] = map[string]any{}
+		if _, ok := a.req[k].(traits.Mapper); !ok {
+			a.req[k] = emptyMap
 		}
 	}
 	return a.req
@@ -158,110 +183,69 @@ func (a *activation) request() map[string]any {
 
 // context is the request's context when it has one, else the instance
 // record's.
-func (a *activation) context() map[string]any {
+func (a *activation) context() ref.Val {
 	if a.ctx != nil {
 		return a.ctx
 	}
 	a.ctx = member(a.request(), "context")
-	if len(a.ctx) == 0 {
-		if c, ok := a.instance()["context"].(map[string]any); ok {
-			a.ctx = c
-		}
+	if a.ctx.(traits.Sizer).Size() == types.IntZero {
+		a.ctx = member(a.instance(), "context")
 	}
 	return a.ctx
 }
 
 // instance is the inventory's record, looked up once.
-func (a *activation) instance() map[string]any {
-	if a.looked {
+func (a *activation) instance() map[string]ref.Val {
+	if a.inst != nil {
 		return a.inst
 	}
-	a.looked = true
 	var in *Instance
 	if a.in.Instance != nil {
 		in = a.in.Instance()
 	}
 	if in == nil {
-		a.inst = map[string]any{"exists": false}
+		a.inst = map[string]ref.Val{"exists": types.False}
 		return a.inst
 	}
-	ctx, _ := decodeObject(in.Context)
-	if ctx == nil {
-		ctx = map[string]any{}
+	ctx := emptyMap
+	if m := decodeObject(in.Context); m != nil {
+		ctx = mapVal(m)
 	}
-	a.inst = map[string]any{"exists": true, "tenant": in.Tenant, "service": offering(in.Service),
-		"plan": offering(in.Plan), "context": ctx, "created": in.Created}
+	a.inst = map[string]ref.Val{"exists": types.True, "tenant": types.String(in.Tenant), "service": offering(in.Service),
+		"plan": offering(in.Plan), "context": ctx, "created": types.Timestamp{Time: in.Created}}
 	return a.inst
 }
 
 // member returns m[k] when it is an object, else an empty map.
-func member(m map[string]any, k string) map[string]any {
-	if v, ok := m[k].(map[string]any); ok {
+func member(m map[string]ref.Val, k string) ref.Val {
+	if v, ok := m[k].(traits.Mapper); ok {
 		return v
 	}
-	return map[string]any{}
+	return emptyMap
 }
 
 // offering is o as the service and plan variables show it.
-func offering(o Offering) map[string]any {
-	md, _ := decodeObject(o.Metadata)
-	if md == nil {
-		md = map[string]any{}
+func offering(o Offering) ref.Val {
+	md := emptyMap
+	if m := decodeObject(o.Metadata); m != nil {
+		md = mapVal(m)
 	}
-	m := map[string]any{"id": o.ID, "name": o.Name, "metadata": md}
+	m := map[string]ref.Val{"id": types.String(o.ID), "name": types.String(o.Name), "metadata": md}
 	if o.Free != nil {
-		m["free"] = *o.Free
+		m["free"] = types.Bool(*o.Free)
 	}
-	return m
+	return mapVal(m)
 }
 
 // identity decodes "<platform> <base64 JSON>"; value is empty when the
 // header has none or it does not decode.
-func identity(h string) map[string]any {
+func identity(h string) ref.Val {
 	platform, enc, _ := strings.Cut(strings.TrimSpace(h), " ")
-	m := map[string]any{"platform": platform, "value": map[string]any{}}
+	m := map[string]ref.Val{"platform": types.String(platform), "value": emptyMap}
 	if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc)); err == nil {
-		if v, _ := decodeObject(raw); v != nil {
-			m["value"] = v
+		if v := decodeObject(raw); v != nil {
+			m["value"] = mapVal(v)
 		}
 	}
-	return m
-}
-
-// decodeObject decodes a JSON object, integral numbers as int64; nil for
-// anything else.
-func decodeObject(b []byte) (map[string]any, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	m, _ := numbers(v).(map[string]any)
-	return m, nil
-}
-
-// numbers replaces each json.Number in v by an int64 when integral, else a
-// float64.
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	}
-	return v
+	return mapVal(m)
 }

@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"errors"
+	"strconv"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+
+	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
+)
+
+// maxDepth bounds the nesting decodeObject follows.
+const maxDepth = 64
+
+// errDepth: the document nests deeper than maxDepth.
+var errDepth = errors.New("nested too deep")
+
+// decodeObject decodes a JSON object straight into CEL values (one pass
+// with jsonfast.Scanner, no Go maps in between): objects are maps, arrays
+// lists, integral numbers int, other numbers double. nil for anything
+// else, and for a document that does not decode or nests deeper than
+// maxDepth. Measured (BenchmarkEvaluate): about half the time of
+// json.Unmarshal and a conversion of its result.
+func decodeObject(b []byte) map[string]ref.Val {
+	sc := jsonfast.NewScanner(b)
+	sc.SkipSpace()
+	if sc.Peek() != '{' {
+		return nil
+	}
+	v, err := readValue(&sc, 0)
+	if err != nil {
+		return nil
+	}
+	if sc.SkipSpace(); sc.Offset() != len(b) {
+		return nil // trailing bytes: not one JSON document
+	}
+	return v.(objectVal).m
+}
+
+// objectVal carries a decoded object's Go map up to decodeObject.
+type objectVal struct {
+	ref.Val
+	m map[string]ref.Val
+}
+
+// readValue reads the value at the scanner's position.
+func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
+	if depth > maxDepth {
+		return nil, errDepth
+	}
+	sc.SkipSpace()
+	switch sc.Peek() {
+	case '{':
+		sc.Advance()
+		m := map[string]ref.Val{}
+		for first := true; ; first = false {
+			sc.SkipSpace()
+			if sc.Peek() == '}' && first {
+				sc.Advance()
+				return objectVal{mapVal(m), m}, nil
+			}
+			k, err := sc.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			if sc.SkipSpace(); sc.Peek() != ':' {
+				return nil, jsonfast.ErrSyntax
+			}
+			sc.Advance()
+			v, err := readValue(sc, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if o, ok := v.(objectVal); ok {
+				v = o.Val
+			}
+			m[string(k)] = v
+			sc.SkipSpace()
+			switch sc.Peek() {
+			case ',':
+				sc.Advance()
+			case '}':
+				sc.Advance()
+				return objectVal{mapVal(m), m}, nil
+			default:
+				return nil, jsonfast.ErrSyntax
+			}
+		}
+	case '[':
+		sc.Advance()
+		var l []ref.Val
+		for first := true; ; first = false {
+			sc.SkipSpace()
+			if sc.Peek() == ']' && first {
+				sc.Advance()
+				return types.NewRefValList(types.DefaultTypeAdapter, l), nil
+			}
+			v, err := readValue(sc, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if o, ok := v.(objectVal); ok {
+				v = o.Val
+			}
+			l = append(l, v)
+			sc.SkipSpace()
+			switch sc.Peek() {
+			case ',':
+				sc.Advance()
+			case ']':
+				sc.Advance()
+				return types.NewRefValList(types.DefaultTypeAdapter, l), nil
+			default:
+				return nil, jsonfast.ErrSyntax
+			}
+		}
+	case '"':
+		s, err := sc.ReadString()
+		if err != nil {
+			return nil, err
+		}
+		return types.String(s), nil
+	}
+	lit, err := sc.Literal()
+	if err != nil {
+		return nil, err
+	}
+	switch string(lit) {
+	case "true":
+		return types.True, nil
+	case "false":
+		return types.False, nil
+	case "null":
+		return types.NullValue, nil
+	}
+	if i, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
+		return types.Int(i), nil
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return nil, jsonfast.ErrSyntax
+	}
+	if i := int64(f); float64(i) == f && f > -maxExactInt && f < maxExactInt {
+		return types.Int(i), nil // 1e3, 5.0
+	}
+	return types.Double(f), nil
+}
+
+// maxExactInt is the largest integer a float64 holds exactly.
+const maxExactInt = 1 << 53

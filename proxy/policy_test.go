@@ -1,0 +1,291 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+)
+
+// policyCatalog has a plan whose create schema allows regions eu-1 and
+// eu-2 only.
+var policyCatalog = []byte(`{"services":[{"id":"s1","name":"sample","description":"d","bindable":true,"plans":[` +
+	`{"id":"p1","name":"sync","description":"d","schemas":{"service_instance":{"create":{"parameters":` +
+	`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"region":{"enum":["eu-1","eu-2"]}}}}}}}]}]}`)
+
+// policyGatewayYAML: tenant t1 reaches b1 with the policies given
+// (indented for the route), t2 reaches it without any.
+func policyGatewayYAML(policies string) string {
+	return `
+listen: {address: "127.0.0.1:0"}
+admin: {address: "off"}
+brokers:
+  - name: b1
+    url: ${B1_URL}
+    api_version: {min: "2.13", max: "2.17"}
+tenants:
+  - name: t1
+    credentials: [{username: t1-user, password: t1-pass}]
+    routes:
+      - broker: b1
+        policies:
+` + policies + `
+  - name: t2
+    credentials: [{username: t2-user, password: t2-pass}]
+    routes: [{broker: b1, prefix: /t2/b1}]
+`
+}
+
+func policyBrokerAnswer(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v2/catalog" {
+		_, _ = w.Write(policyCatalog)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, `{}`)
+}
+
+// TestPolicyStage: on the wire, a denial is a 400 OSB error naming the
+// policy; a policy in report mode lets the call on and is counted; a
+// forced parameter the plan's schema refuses is refused like the
+// platform's own, before the broker; a route without policies is left
+// alone.
+func TestPolicyStage(t *testing.T) {
+	b := osbtest.NewBroker(t, policyBrokerAnswer)
+	cfg, err := config.Parse([]byte(policyGatewayYAML(`          - name: watch
+            mode: report
+            deny: "has(request.parameters.size) && request.parameters.size > 5"
+          - name: cap
+            deny: "has(request.parameters.size) && request.parameters.size > 10"
+            message: "'size ' + string(request.parameters.size) + ' is over 10'"
+          - name: mars
+            match: {endpoints: [provision]}
+            force: {region: "has(request.parameters.mars) ? 'mars' : 'eu-1'"}`)),
+		config.Options{LookupEnv: func(string) (string, bool) { return b.URL, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	provision := func(prefix, id, params string) (int, string) {
+		body := `{"service_id":"s1","plan_id":"p1","organization_guid":"o","space_guid":"s","parameters":` + params + `}`
+		user, pass := "t1-user", "t1-pass"
+		if prefix == "/t2/b1" {
+			user, pass = "t2-user", "t2-pass"
+		}
+		res, got := do(t, http.MethodPut, srv.URL+prefix+"/v2/service_instances/"+id, user, pass, "2.17", strings.NewReader(body))
+		return res.StatusCode, got
+	}
+	seen := func() (n int) { // the broker's calls besides catalog fetches
+		for _, r := range b.Requests() {
+			if r.URL.Path != "/v2/catalog" {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name, prefix, params string
+		status               int
+		body                 string // "": not checked
+		reaches              bool
+	}{
+		{"denied", "/t1/b1", `{"size":11}`, 400, `{"description":"denied by policy \"cap\": size 11 is over 10"}` + "\n", false},
+		{"reported", "/t1/b1", `{"size":7}`, 201, "", true},
+		{"forced against the schema", "/t1/b1", `{"mars":true}`, 400, "", false},
+		{"no policies on the route", "/t2/b1", `{"size":11}`, 201, "", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := seen()
+			status, body := provision(tt.prefix, fmt.Sprintf("i-%d", i), tt.params)
+			if status != tt.status || tt.body != "" && body != tt.body {
+				t.Errorf("answer %d %s, want %d %s", status, body, tt.status, tt.body)
+			}
+			if got := seen() > before; got != tt.reaches {
+				t.Errorf("reached the broker: %v, want %v", got, tt.reaches)
+			}
+		})
+	}
+	if !strings.Contains(tests[2].name, "schema") {
+		t.Fatal("table changed")
+	}
+	if n := testutil.ToFloat64(m.policies.WithLabelValues("t1", "b1", "cap", "enforce")); n != 1 {
+		t.Errorf("denials of cap counted %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(m.policies.WithLabelValues("t1", "b1", "watch", "report")); n != 2 {
+		t.Errorf("reports of watch counted %v, want 2 (size 7 and size 11)", n)
+	}
+	if ds := NewView(NewSwitch(g)).PolicyDenials(); len(ds) != 3 || ds[0].Policy != "watch" || !ds[0].Report {
+		t.Errorf("recent denials %+v, want watch's report of size 7 first", ds)
+	}
+}
+
+// TestPolicyStageLeftOut: without a policy on any route, the stage is not
+// in the chain (nil middleware), so it costs nothing.
+func TestPolicyStageLeftOut(t *testing.T) {
+	cfg, err := config.Parse([]byte(twoTenantYAML), config.Options{LookupEnv: func(string) (string, bool) { return "http://127.0.0.1:9", true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.policy != nil || withPolicy(g.policy) != nil {
+		t.Error("a gateway without policies has a policy stage")
+	}
+}
+
+// benchPolicies are n policies of the kinds operators write: caps,
+// organization and space rules, regions, globs; one sets a parameter.
+func benchPolicies(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "          - name: p-%d\n", i)
+		switch i % 5 {
+		case 0:
+			fmt.Fprintf(&b, "            deny: \"has(request.parameters.size) && request.parameters.size > %d\"\n", 100+i)
+			b.WriteString("            message: \"'size ' + string(request.parameters.size) + ' is too big'\"\n")
+		case 1:
+			fmt.Fprintf(&b, "            require: \"context.organization_guid != 'blocked-%d'\"\n", i)
+		case 2:
+			fmt.Fprintf(&b, "            deny: \"glob(context.space_name, 'forbidden-%d-*')\"\n", i)
+		case 3:
+			fmt.Fprintf(&b, "            match: {endpoints: [provision, update]}\n            deny: \"request.parameters.region in ['r-%d', 'x-%d']\"\n", i, i)
+		case 4:
+			fmt.Fprintf(&b, "            match: {endpoints: [provision]}\n            require: \"tenant == 't1' && plan.name == 'sync'\"\n")
+		}
+	}
+	b.WriteString("          - name: tag\n            defaults: {tags: \"{'org': context.organization_guid}\"}\n")
+	return b.String()
+}
+
+// policyBody is the provision the benchmark sends.
+const policyBody = `{"service_id":"s1","plan_id":"p1","organization_guid":"o","space_guid":"s",` +
+	`"context":{"platform":"cloudfoundry","organization_guid":"o","space_guid":"s","space_name":"dev"},"parameters":{"size":5,"region":"eu-1"}}`
+
+// policyChain is the chain of a provision up to the policy stage: scope,
+// a prefill (route, version, body), classify, validate, then mw.
+func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler {
+	prefill := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := ScopeOf(w, r)
+			s.route, s.Tenant, s.Broker, s.Path = rt, rt.tenant.name, rt.up.name, strings.TrimPrefix(r.URL.Path, rt.prefix)
+			s.Version, s.Forward, s.Body = rt.up.max, rt.up.maxString, body
+			next.ServeHTTP(w, r)
+		})
+	}
+	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	return Stack(terminal, withScope(time.Now), prefill, withClassify(), withValidate(g.catalogs, g.guard.st, slog.New(slog.DiscardHandler)), mw)
+}
+
+// BenchmarkPolicyStage: a provision through validate and the policy
+// stage, on a route without policies (the stage is in the chain for
+// another route) and on a route with 20; "none" is the chain without the
+// stage. docs/performance.md cites the figures.
+func BenchmarkPolicyStage(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(policyBrokerAnswer))
+	b.Cleanup(up.Close)
+	cfg, err := config.Parse([]byte(policyGatewayYAML(benchPolicies(20))), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close(nil) })
+	if err := g.WarmCatalogs(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	var with *route
+	for rt := range g.policy.byRoute {
+		with = rt
+	}
+	without := &route{prefix: "/t2/b1", up: with.up, tenant: mustTenant(b, &g.cfg.Tenants[1]), filter: with.filter}
+	for _, bc := range []struct {
+		name string
+		rt   *route
+		mw   Middleware
+	}{
+		{"none", with, nil},
+		{"route without policies", without, withPolicy(g.policy)},
+		{"20 policies", with, withPolicy(g.policy)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPut, bc.rt.prefix+"/v2/service_instances/i-1", nil)
+			id := "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"u-1"}`))
+			r.Header.Set("X-Broker-API-Originating-Identity", id)
+			benchServe(b, policyChain(g, bc.rt, []byte(policyBody), bc.mw), r)
+		})
+	}
+}
+
+// FuzzPolicyStage sends random calls through the policy stage with
+// policies that read every variable: no panic, and every answer is the
+// terminal's 200 or an OSB error.
+func FuzzPolicyStage(f *testing.F) {
+	up := httptest.NewServer(http.HandlerFunc(policyBrokerAnswer))
+	f.Cleanup(up.Close)
+	policies := `          - name: all
+            deny: "request.parameters.size > 3 || context.space_name == 'x' || identity.value.user_id == 'u' || service.name == plan.name || instance.exists || size(previous_values) > 1 || maintenance_info.version == '1' || call.binding_id == 'b' || glob(username, 'a*') || daytime(now, 'UTC') == '00:00' || quantity(request.parameters.disk) > 5 || num(request.parameters.n) > 1.5"
+            message: "'no: ' + string(request.parameters.size)"
+          - name: set
+            force: {a: "request.parameters", b: "context", c: "[now, plan.metadata]"}
+            defaults: {d: "instance"}`
+	cfg, err := config.Parse([]byte(policyGatewayYAML(policies)), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { g.Close(nil) })
+	var rt *route
+	for r := range g.policy.byRoute {
+		rt = r
+	}
+	for _, seed := range []string{policyBody, `{}`, `{"parameters":{"size":"big","disk":"2Gi","n":"x"}}`, `{"parameters":[1]}`, `nul`, ``,
+		`{"service_id":"s1","plan_id":"p1","previous_values":{"plan_id":"p1"},"maintenance_info":{"version":1}}`} {
+		f.Add(uint8(0), "i-1", seed, "cloudfoundry eyJ1c2VyX2lkIjoidSJ9")
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, id, body, identity string) {
+		methods := []string{http.MethodPut, http.MethodPatch, http.MethodDelete}
+		path := "/t1/b1/v2/service_instances/" + strings.ReplaceAll(id, "/", "_")
+		if kind&4 != 0 {
+			path += "/service_bindings/b"
+		}
+		r := httptest.NewRequest(methods[int(kind%4)%3], "http://x"+strings.ReplaceAll(path, " ", "_")+"?service_id=s1&plan_id=p1", bytes.NewReader([]byte(body)))
+		r.Header.Set("X-Broker-API-Originating-Identity", identity)
+		w := httptest.NewRecorder()
+		policyChain(g, rt, []byte(body), withPolicy(g.policy)).ServeHTTP(w, r)
+		if w.Code != 200 && !strings.HasPrefix(w.Body.String(), "{") {
+			t.Fatalf("answer %d %q", w.Code, w.Body.String())
+		}
+	})
+}
