@@ -99,8 +99,8 @@ type activation struct {
 	in   *Input
 	req  map[string]ref.Val // the decoded body; nil until decoded
 	inst map[string]ref.Val // the instance variable; nil until looked up
-	ctx  ref.Val             // the context variable; nil until resolved
-	vals [numVars]ref.Val    // the variables resolved so far, by varNames' order
+	ctx  ref.Val            // the context variable; nil until resolved
+	vals [numVars]ref.Val   // the variables resolved so far, by varNames' order
 }
 
 var _ interpreter.Activation = (*activation)(nil)
