@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -276,11 +277,11 @@ func FuzzPolicyStage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, id, body, identity string) {
 		methods := []string{http.MethodPut, http.MethodPatch, http.MethodDelete}
-		path := "/t1/b1/v2/service_instances/" + strings.ReplaceAll(id, "/", "_")
+		path := "/t1/b1/v2/service_instances/" + url.PathEscape(id)
 		if kind&4 != 0 {
 			path += "/service_bindings/b"
 		}
-		r := httptest.NewRequest(methods[int(kind%4)%3], "http://x"+strings.ReplaceAll(path, " ", "_")+"?service_id=s1&plan_id=p1", bytes.NewReader([]byte(body)))
+		r := httptest.NewRequest(methods[int(kind%4)%3], "http://x"+path+"?service_id=s1&plan_id=p1", bytes.NewReader([]byte(body)))
 		r.Header.Set("X-Broker-API-Originating-Identity", identity)
 		w := httptest.NewRecorder()
 		policyChain(g, rt, []byte(body), withPolicy(g.policy)).ServeHTTP(w, r)
