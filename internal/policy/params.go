@@ -34,7 +34,11 @@ func setParameters(a *activation, matched []*Policy, v *Verdict, explain bool) {
 		}
 		out, err := pr.prg.eval(a)
 		if explain {
-			v.Rules = append(v.Rules, verdictOf(p.Name, action+"s."+pr.name, true, out, err))
+			rule := "force." + pr.name
+			if action == "default" {
+				rule = "defaults." + pr.name
+			}
+			v.Rules = append(v.Rules, verdictOf(p.Name, rule, true, out, err))
 		}
 		var j []byte
 		if err == nil {
