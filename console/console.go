@@ -134,7 +134,7 @@ func New(o Options) *Console {
 		}
 		return id
 	}
-	for _, p := range []string{"overview", "operations", "instances", "drift", "usage"} {
+	for _, p := range []string{"overview", "operations", "instances", "drift", "usage", "policies"} {
 		c.pages[p] = template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html"))
 	}
 	c.login = template.Must(template.New("login.html").ParseFS(templateFS, "templates/login.html"))
@@ -144,6 +144,7 @@ func New(o Options) *Console {
 	c.mux.HandleFunc("GET /ui/drift", c.page("drift", c.drift))
 	c.mux.HandleFunc("GET /ui/usage", c.page("usage", c.usage))
 	c.mux.HandleFunc("GET /ui/usage.csv", c.usageCSV)
+	c.mux.HandleFunc("GET /ui/policies", c.page("policies", c.policies)) // policies.go
 	c.mux.HandleFunc("POST /ui/drift/accept", c.action(c.accept))
 	c.mux.HandleFunc("POST /ui/operations/release", c.action(c.release))
 	c.mux.HandleFunc("POST /ui/operations/reconcile", c.action(c.reconcile))
@@ -219,7 +220,7 @@ type navItem struct {
 }
 
 var nav = []navItem{{"Overview", "/", false}, {"Operations", "/ui/operations", false}, {"Instances", "/ui/instances", false},
-	{"Catalog drift", "/ui/drift", false}, {"Usage", "/ui/usage", false}}
+	{"Catalog drift", "/ui/drift", false}, {"Usage", "/ui/usage", false}, {"Policies", "/ui/policies", false}}
 
 // pageFunc fills a page's data; an error is shown on the page.
 type pageFunc func(r *http.Request, f *frame) (any, error)
