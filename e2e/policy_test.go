@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,21 @@ func TestPolicies(t *testing.T) {
 	want := []audit.PolicyChange{{Policy: "region-eu", Parameter: "tags", Action: "default"}, {Policy: "region-eu", Parameter: "region", Action: "force"}}
 	if changed == nil || fmt.Sprint(changed.PolicyChanges) != fmt.Sprint(want) {
 		t.Errorf("size-2's audit record says the policies changed %+v, want %+v", changed, want)
+	}
+}
+
+// TestPoliciesAsDocumented: the six examples of docs/policies.md are the
+// policies TestPolicies runs, as written.
+func TestPoliciesAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/policies.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "<!-- policies-e2e -->\n```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	_, want, _ := strings.Cut(policyYAML, "\npolicies:\n")
+	if !ok || !ok2 || block != "policies:\n"+want {
+		t.Errorf("docs/policies.md's examples are not TestPolicies' policies:\n%s\nwant\n%s", block, "policies:\n"+want)
 	}
 }
 
