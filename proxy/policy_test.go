@@ -162,8 +162,9 @@ func TestPolicyStageLeftOut(t *testing.T) {
 }
 
 // benchPolicies are n policies of the kinds operators write: caps,
-// organization and space rules, regions, globs; one sets a parameter.
-func benchPolicies(n int) string {
+// organization and space rules, regions, globs; with sets, one more sets a
+// parameter.
+func benchPolicies(n int, sets bool) string {
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "          - name: p-%d\n", i)
@@ -181,7 +182,9 @@ func benchPolicies(n int) string {
 			fmt.Fprintf(&b, "            match: {endpoints: [provision]}\n            require: \"tenant == 't1' && plan.name == 'sync'\"\n")
 		}
 	}
-	b.WriteString("          - name: tag\n            defaults: {tags: \"{'org': context.organization_guid}\"}\n")
+	if sets {
+		b.WriteString("          - name: tag\n            defaults: {tags: \"{'org': context.organization_guid}\"}\n")
+	}
 	return b.String()
 }
 
@@ -206,12 +209,49 @@ func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler
 
 // BenchmarkPolicyStage: a provision through validate and the policy
 // stage, on a route without policies (the stage is in the chain for
-// another route) and on a route with 20; "none" is the chain without the
-// stage. docs/performance.md cites the figures.
+// another route), on a route with 20 that let it through, and with a 21st
+// that defaults a parameter (the body rewritten and checked against the
+// schema again); "none" is the chain without the stage.
+// docs/performance.md cites the figures.
 func BenchmarkPolicyStage(b *testing.B) {
+	g := benchPolicyGateway(b, benchPolicies(20, false))
+	gSets := benchPolicyGateway(b, benchPolicies(20, true))
+	with, withSets := anyRoute(g), anyRoute(gSets)
+	without := &route{prefix: "/t2/b1", up: with.up, tenant: mustTenant(b, &g.cfg.Tenants[1]), filter: with.filter}
+	for _, bc := range []struct {
+		name string
+		g    *Gateway
+		rt   *route
+		mw   Middleware
+	}{
+		{"none", g, with, nil},
+		{"route without policies", g, without, withPolicy(g.policy)},
+		{"20 policies", g, with, withPolicy(g.policy)},
+		{"20 policies and a default", gSets, withSets, withPolicy(gSets.policy)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPut, bc.rt.prefix+"/v2/service_instances/i-1", nil)
+			id := "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"u-1"}`))
+			r.Header.Set("X-Broker-API-Originating-Identity", id)
+			benchServe(b, policyChain(bc.g, bc.rt, []byte(policyBody), bc.mw), r)
+		})
+	}
+}
+
+// anyRoute is a route of g's with policies.
+func anyRoute(g *Gateway) *route {
+	for rt := range g.policy.byRoute {
+		return rt
+	}
+	return nil
+}
+
+// benchPolicyGateway is a gateway for policyGatewayYAML(policies) with its
+// catalog fetched.
+func benchPolicyGateway(b *testing.B, policies string) *Gateway {
 	up := httptest.NewServer(http.HandlerFunc(policyBrokerAnswer))
 	b.Cleanup(up.Close)
-	cfg, err := config.Parse([]byte(policyGatewayYAML(benchPolicies(20))), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
+	cfg, err := config.Parse([]byte(policyGatewayYAML(policies)), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,27 +263,7 @@ func BenchmarkPolicyStage(b *testing.B) {
 	if err := g.WarmCatalogs(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	var with *route
-	for rt := range g.policy.byRoute {
-		with = rt
-	}
-	without := &route{prefix: "/t2/b1", up: with.up, tenant: mustTenant(b, &g.cfg.Tenants[1]), filter: with.filter}
-	for _, bc := range []struct {
-		name string
-		rt   *route
-		mw   Middleware
-	}{
-		{"none", with, nil},
-		{"route without policies", without, withPolicy(g.policy)},
-		{"20 policies", with, withPolicy(g.policy)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			r := httptest.NewRequest(http.MethodPut, bc.rt.prefix+"/v2/service_instances/i-1", nil)
-			id := "cloudfoundry " + base64.StdEncoding.EncodeToString([]byte(`{"user_id":"u-1"}`))
-			r.Header.Set("X-Broker-API-Originating-Identity", id)
-			benchServe(b, policyChain(g, bc.rt, []byte(policyBody), bc.mw), r)
-		})
-	}
+	return g
 }
 
 // FuzzPolicyStage sends random calls through the policy stage with

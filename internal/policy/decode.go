@@ -75,7 +75,7 @@ func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
 			if o, ok := v.(objectVal); ok {
 				v = o.Val
 			}
-			m[string(k)] = v
+			m[key(k)] = v
 			sc.SkipSpace()
 			switch sc.Peek() {
 			case ',':
@@ -145,6 +145,44 @@ func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
 		return types.Int(i), nil // 1e3, 5.0
 	}
 	return types.Double(f), nil
+}
+
+// key is k as a string; the members every OSB request has cost no
+// allocation.
+func key(k []byte) string {
+	switch string(k) { // compiled without converting k
+	case "service_id":
+		return "service_id"
+	case "plan_id":
+		return "plan_id"
+	case "organization_guid":
+		return "organization_guid"
+	case "space_guid":
+		return "space_guid"
+	case "context":
+		return "context"
+	case "parameters":
+		return "parameters"
+	case "platform":
+		return "platform"
+	case "organization_name":
+		return "organization_name"
+	case "space_name":
+		return "space_name"
+	case "namespace":
+		return "namespace"
+	case "instance_name":
+		return "instance_name"
+	case "previous_values":
+		return "previous_values"
+	case "maintenance_info":
+		return "maintenance_info"
+	case "app_guid":
+		return "app_guid"
+	case "bind_resource":
+		return "bind_resource"
+	}
+	return string(k)
 }
 
 // maxExactInt is the largest integer a float64 holds exactly.
