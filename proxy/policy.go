@@ -50,10 +50,10 @@ type policies struct {
 // programs of prev's policies whose spec did not change are kept); nil
 // when no route has any.
 func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs *CatalogCache, inv store.Inventory, m *Metrics, log *slog.Logger) (*policies, error) {
-	ps := &policies{byRoute: map[*route]*policy.Set{}, cache: &policy.Cache{}, recent: &policyLog{},
+	ps := &policies{byRoute: map[*route]*policy.Set{}, cache: policy.NewCache(nil), recent: &policyLog{},
 		catalogs: catalogs, inv: inv, metrics: m, log: log}
 	if prev != nil {
-		ps.cache, ps.recent = prev.cache, prev.recent
+		ps.cache, ps.recent = policy.NewCache(prev.cache), prev.recent
 	}
 	for i := range cfg.Tenants {
 		t := &cfg.Tenants[i]
@@ -72,6 +72,7 @@ func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs
 			}
 		}
 	}
+	ps.cache.Done()
 	if len(ps.byRoute) == 0 && prev == nil {
 		return nil, nil
 	}

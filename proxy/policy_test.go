@@ -310,3 +310,30 @@ func FuzzPolicyStage(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicyReloadKeepsPrograms: a reload keeps the compiled programs of
+// the policies that did not change, and the recent denials.
+func TestPolicyReloadKeepsPrograms(t *testing.T) {
+	parse := func(policies string) *config.Config {
+		cfg, err := config.Parse([]byte(policyGatewayYAML(policies)), config.Options{LookupEnv: func(string) (string, bool) { return "http://127.0.0.1:9", true }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	const kept, changed = "          - {name: kept, deny: \"tenant == 'x'\"}\n", "          - {name: changed, deny: \"tenant == '%s'\"}\n"
+	g1, err := New(parse(kept+fmt.Sprintf(changed, "a")), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := New(parse(kept+fmt.Sprintf(changed, "b")), Options{Logger: slog.New(slog.DiscardHandler), Previous: g1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := anyRoute(g1), anyRoute(g2)
+	l1, l2 := g1.policy.byRoute[p1].Policies(), g2.policy.byRoute[p2].Policies()
+	if l1[0] != l2[0] || l1[1] == l2[1] || g1.policy.recent != g2.policy.recent {
+		t.Errorf("after a reload: unchanged policy kept %v, changed policy kept %v, recent denials kept %v",
+			l1[0] == l2[0], l1[1] == l2[1], g1.policy.recent == g2.policy.recent)
+	}
+}

@@ -171,12 +171,21 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // Cache keeps compiled policies by their spec, so that a reload compiles
-// only what changed. Safe for concurrent use? No: a Cache is filled by
-// one Build at a time (a reload), and read only by it.
-type Cache struct{ byKey map[string]*Policy }
+// only what changed: each configuration's Cache holds its own policies and
+// takes the unchanged ones from the previous configuration's (NewCache).
+// Not safe for concurrent use: one configuration is built at a time.
+type Cache struct {
+	byKey map[string]*Policy
+	prev  *Cache
+}
 
-// Compile is the package's Compile, answered from c for a spec compiled
-// before; a nil c compiles.
+// NewCache returns a Cache that takes compiled policies from prev (nil:
+// none); what prev holds that the new configuration does not use is left
+// to prev, and goes with it.
+func NewCache(prev *Cache) *Cache { return &Cache{prev: prev} }
+
+// Compile is the package's Compile, answered from c, or from the Cache c
+// was made from, for a spec compiled before; a nil c compiles.
 func (c *Cache) Compile(s Spec) (*Policy, []Problem) {
 	if c == nil {
 		return Compile(s)
@@ -185,14 +194,29 @@ func (c *Cache) Compile(s Spec) (*Policy, []Problem) {
 	if p := c.byKey[k]; p != nil {
 		return p, nil
 	}
+	if c.prev != nil {
+		if p := c.prev.byKey[k]; p != nil {
+			c.keep(k, p)
+			return p, nil
+		}
+	}
 	p, probs := Compile(s)
 	if p != nil {
-		if c.byKey == nil {
-			c.byKey = map[string]*Policy{}
-		}
-		c.byKey[k] = p
+		c.keep(k, p)
 	}
 	return p, probs
+}
+
+// Done ends the building of c: it lets go of the Cache it was made from,
+// so that a chain of reloads does not keep every configuration's.
+func (c *Cache) Done() { c.prev = nil }
+
+// keep puts p in c under k.
+func (c *Cache) keep(k string, p *Policy) {
+	if c.byKey == nil {
+		c.byKey = map[string]*Policy{}
+	}
+	c.byKey[k] = p
 }
 
 // key is a string that two specs share exactly when they are equal.

@@ -197,14 +197,21 @@ func TestReportModeAndFailures(t *testing.T) {
 	}
 }
 
+// TestCacheKeepsUnchanged: a reload's cache takes the compiled policies
+// whose spec did not change from the previous one, and only those.
 func TestCacheKeepsUnchanged(t *testing.T) {
-	var c Cache
+	c := NewCache(nil)
 	s := Spec{Name: "p", Deny: "true", Force: map[string]string{"a": "1"}}
 	p1, _ := c.Compile(s)
-	p2, _ := c.Compile(s)
+	next := NewCache(c)
+	p2, _ := next.Compile(s)
 	s.Force = map[string]string{"a": "2"}
-	p3, _ := c.Compile(s)
+	p3, _ := next.Compile(s)
 	if p1 != p2 || p1 == p3 {
-		t.Errorf("cache: same spec %v, changed spec %v", p1 == p2, p1 == p3)
+		t.Errorf("cache: same spec kept %v, changed spec kept %v", p1 == p2, p1 == p3)
+	}
+	next.Done()
+	if len(next.byKey) != 2 || next.prev != nil {
+		t.Errorf("the reload's cache holds %d policies, want 2", len(next.byKey))
 	}
 }
