@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -203,10 +204,17 @@ func (p *Policy) explain(a *activation, src string) string {
 		return fmt.Sprintf("refused by %s (its message could not be evaluated: %v)", src, err)
 	}
 	if s, ok := out.(types.String); ok {
+		if len(s) > MaxMessage {
+			return strings.ToValidUTF8(string(s[:MaxMessage]), "") + "…"
+		}
 		return string(s)
 	}
 	return fmt.Sprintf("refused by %s", src)
 }
+
+// MaxMessage caps a policy's message, in bytes: a message quoting a large
+// value does not make a large refusal.
+const MaxMessage = 1024
 
 // eval runs the program; a CEL error value is returned as an error.
 func (pr *program) eval(a *activation) (ref.Val, error) {

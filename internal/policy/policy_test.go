@@ -185,6 +185,14 @@ func TestReportModeAndFailures(t *testing.T) {
 	if v.Denied == nil || v.Denied.Policy != "broken" || !strings.Contains(v.Denied.Message, "could not be evaluated") {
 		t.Errorf("denied = %+v, want broken's failure to evaluate", v.Denied)
 	}
+	long := compileYAML(t, `
+- name: long
+  deny: "true"
+  message: "request.parameters.long"
+`)
+	if d := long.Evaluate(provision(`{"long":"`+strings.Repeat("é", 2000)+`"}`), false).Denied; d == nil || len(d.Message) > MaxMessage+len("…") || !strings.HasSuffix(d.Message, "é…") {
+		t.Errorf("a long message is not cut at MaxMessage on a character: %+v", d)
+	}
 	set = compileYAML(t, `
 - name: watch
   mode: report
