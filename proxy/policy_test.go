@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,8 @@ func TestPolicyStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Metrics: m})
+	rw := &recordingWriter{}
+	g, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Metrics: m, Audit: &AuditOptions{Writer: rw}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +133,25 @@ func TestPolicyStage(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(tests[2].name, "schema") {
-		t.Fatal("table changed")
+	// The audit records: the denial names its policy (its message, which
+	// may quote values, withheld), the report the policy in report mode,
+	// the forced parameter its policy.
+	rw.mu.Lock()
+	recs := slices.Clone(rw.recs)
+	rw.mu.Unlock()
+	if len(recs) != len(tests) {
+		t.Fatalf("%d audit records, want %d", len(recs), len(tests))
+	}
+	denied, reported, forced := recs[0], recs[1], recs[2]
+	if denied.Outcome != OutcomeDenied || denied.Policy != "cap" || fmt.Sprint(denied.PoliciesReported) != "[watch]" ||
+		denied.Error == nil || denied.Error.Description != describedByFindings {
+		t.Errorf("the denial's record: outcome %q policy %q reported %v error %+v", denied.Outcome, denied.Policy, denied.PoliciesReported, denied.Error)
+	}
+	if reported.Outcome != OutcomeForwarded || reported.Policy != "" || fmt.Sprint(reported.PoliciesReported) != "[watch]" {
+		t.Errorf("the report's record: outcome %q policy %q reported %v", reported.Outcome, reported.Policy, reported.PoliciesReported)
+	}
+	if fmt.Sprint(forced.PolicyChanges) != "[{mars region force}]" || forced.Outcome != OutcomeRejected {
+		t.Errorf("the forced call's record: outcome %q changes %+v", forced.Outcome, forced.PolicyChanges)
 	}
 	if n := testutil.ToFloat64(m.policies.WithLabelValues("t1", "b1", "cap", "enforce")); n != 1 {
 		t.Errorf("denials of cap counted %v, want 1", n)
