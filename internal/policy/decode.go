@@ -134,8 +134,8 @@ func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
 	case "null":
 		return types.NullValue, nil
 	}
-	if i, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
-		return types.Int(i), nil
+	if i, err := strconv.ParseInt(string(lit), 10, 64); err == nil && i >= -maxExactInt && i <= maxExactInt {
+		return types.Int(i), nil // beyond, a double, as encoding/json reads it (and CEL would write it as a string)
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
