@@ -26,9 +26,6 @@ type Policy struct {
 	Spec
 	deny, require, message *program
 	defaults, force        []param
-	// reads is whether any program reads the instance variable (the
-	// inventory is asked only then).
-	readsInstance bool
 }
 
 // param is one parameter a policy defaults or forces.
@@ -73,13 +70,12 @@ func Compile(s Spec) (*Policy, []Problem) {
 		if src == "" {
 			return nil
 		}
-		prg, used, msg := compileRule(e, src, want)
+		prg, comprehension, msg := compileRule(e, src, want)
 		if msg != "" {
 			add(field, "%s", msg)
 			return nil
 		}
-		p.readsInstance = p.readsInstance || used
-		return &program{src: src, prg: prg, comprehension: hasComprehension(mustAst(e, src))}
+		return &program{src: src, prg: prg, comprehension: comprehension}
 	}
 	p.deny = rule("deny", s.Deny, cel.BoolType)
 	p.require = rule("require", s.Require, cel.BoolType)
@@ -101,9 +97,9 @@ func Compile(s Spec) (*Policy, []Problem) {
 }
 
 // compileRule compiles src, checks its type against want (nil: any) and
-// its cost estimate against MaxCost, and reports whether it reads the
-// instance variable. msg says what is wrong, "" when nothing is.
-func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, instance bool, msg string) {
+// its cost estimate against MaxCost, and reports whether it has a
+// comprehension. msg says what is wrong, "" when nothing is.
+func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, comprehension bool, msg string) {
 	ast, iss := e.Compile(src)
 	if iss.Err() != nil {
 		var parts []string
@@ -127,26 +123,15 @@ func compileRule(e *cel.Env, src string, want *cel.Type) (prg cel.Program, insta
 	// strings it reads, which the body's limit bounds: only a rule with one
 	// pays for tracking its cost as it runs (a third of the evaluation).
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	if hasComprehension(ast) {
+	comprehension = hasComprehension(ast)
+	if comprehension {
 		opts = append(opts, cel.CostLimit(MaxCost))
 	}
 	prg, err = e.Program(ast, opts...)
 	if err != nil {
 		return nil, false, "does not compile: " + err.Error()
 	}
-	refs := ast.NativeRep().ReferenceMap()
-	for _, r := range refs {
-		if r.Name == VarInstance || r.Name == VarContext {
-			instance = true
-		}
-	}
-	return prg, instance, ""
-}
-
-// mustAst is the checked AST of src, which compiled before.
-func mustAst(e *cel.Env, src string) *cel.Ast {
-	ast, _ := e.Compile(src)
-	return ast
+	return prg, comprehension, ""
 }
 
 // hasComprehension reports whether the rule has a comprehension (all,

@@ -16,9 +16,11 @@ import (
 )
 
 // MaxCost bounds a rule's estimated cost, in CEL's cost units (about one
-// per value compared, element visited or character matched), and the
-// actual cost of one evaluation. A rule whose estimate exceeds it is
-// refused at load; an evaluation that exceeds it fails (and so denies).
+// per value compared, element visited or character matched): a rule whose
+// estimate exceeds it is refused at load. A rule with a comprehension is
+// held to it as it runs too (an evaluation that exceeds it fails, and so
+// denies). It is the budget Kubernetes gives one ValidatingAdmissionPolicy
+// evaluation.
 const MaxCost = 10_000_000
 
 // SizeHint is the size the cost estimate assumes of every list and map a
