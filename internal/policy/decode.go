@@ -28,20 +28,50 @@ func decodeObject(b []byte) map[string]ref.Val {
 	if sc.Peek() != '{' {
 		return nil
 	}
-	v, err := readValue(&sc, 0)
+	m, err := readObject(&sc, 0)
 	if err != nil {
 		return nil
 	}
 	if sc.SkipSpace(); sc.Offset() != len(b) {
 		return nil // trailing bytes: not one JSON document
 	}
-	return v.(objectVal).m
+	return m
 }
 
-// objectVal carries a decoded object's Go map up to decodeObject.
-type objectVal struct {
-	ref.Val
-	m map[string]ref.Val
+// readObject reads the object at the scanner's position.
+func readObject(sc *jsonfast.Scanner, depth int) (map[string]ref.Val, error) {
+	sc.Advance() // {
+	m := map[string]ref.Val{}
+	for first := true; ; first = false {
+		sc.SkipSpace()
+		if sc.Peek() == '}' && first {
+			sc.Advance()
+			return m, nil
+		}
+		k, err := sc.ReadString()
+		if err != nil {
+			return nil, err
+		}
+		if sc.SkipSpace(); sc.Peek() != ':' {
+			return nil, jsonfast.ErrSyntax
+		}
+		sc.Advance()
+		v, err := readValue(sc, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		m[key(k)] = v
+		sc.SkipSpace()
+		switch sc.Peek() {
+		case ',':
+			sc.Advance()
+		case '}':
+			sc.Advance()
+			return m, nil
+		default:
+			return nil, jsonfast.ErrSyntax
+		}
+	}
 }
 
 // readValue reads the value at the scanner's position.
@@ -52,41 +82,11 @@ func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
 	sc.SkipSpace()
 	switch sc.Peek() {
 	case '{':
-		sc.Advance()
-		m := map[string]ref.Val{}
-		for first := true; ; first = false {
-			sc.SkipSpace()
-			if sc.Peek() == '}' && first {
-				sc.Advance()
-				return objectVal{mapVal(m), m}, nil
-			}
-			k, err := sc.ReadString()
-			if err != nil {
-				return nil, err
-			}
-			if sc.SkipSpace(); sc.Peek() != ':' {
-				return nil, jsonfast.ErrSyntax
-			}
-			sc.Advance()
-			v, err := readValue(sc, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if o, ok := v.(objectVal); ok {
-				v = o.Val
-			}
-			m[key(k)] = v
-			sc.SkipSpace()
-			switch sc.Peek() {
-			case ',':
-				sc.Advance()
-			case '}':
-				sc.Advance()
-				return objectVal{mapVal(m), m}, nil
-			default:
-				return nil, jsonfast.ErrSyntax
-			}
+		m, err := readObject(sc, depth)
+		if err != nil {
+			return nil, err
 		}
+		return mapVal(m), nil
 	case '[':
 		sc.Advance()
 		var l []ref.Val
@@ -99,9 +99,6 @@ func readValue(sc *jsonfast.Scanner, depth int) (ref.Val, error) {
 			v, err := readValue(sc, depth+1)
 			if err != nil {
 				return nil, err
-			}
-			if o, ok := v.(objectVal); ok {
-				v = o.Val
 			}
 			l = append(l, v)
 			sc.SkipSpace()

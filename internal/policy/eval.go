@@ -99,7 +99,8 @@ func (s *Set) Evaluate(in *Input, explain bool) Verdict {
 		return v
 	}
 	a := &activation{in: in}
-	var matched []*Policy
+	var buf [32]*Policy
+	matched := buf[:0]
 	var mask uint64
 	for i, p := range s.list {
 		if !p.Match.matches(in) {
