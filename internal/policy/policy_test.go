@@ -223,3 +223,15 @@ func TestCacheKeepsUnchanged(t *testing.T) {
 		t.Errorf("the reload's cache holds %d policies, want 2", len(next.byKey))
 	}
 }
+
+// TestVarIndex: varIndex and varNames agree.
+func TestVarIndex(t *testing.T) {
+	for i, n := range varNames {
+		if varIndex(n) != i {
+			t.Errorf("varIndex(%q) = %d, want %d", n, varIndex(n), i)
+		}
+	}
+	if varIndex("nope") != -1 {
+		t.Error("varIndex of an unknown name")
+	}
+}

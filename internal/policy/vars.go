@@ -116,16 +116,45 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
-	for i, n := range varNames {
-		if n != name {
-			continue
-		}
-		if a.vals[i] == nil {
-			a.vals[i] = a.value(name)
-		}
-		return a.vals[i], true
+	i := varIndex(name)
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	if a.vals[i] == nil {
+		a.vals[i] = a.value(name)
+	}
+	return a.vals[i], true
+}
+
+// varIndex is name's index in varNames, -1 for none.
+func varIndex(name string) int {
+	switch name {
+	case VarRequest:
+		return 0
+	case VarCall:
+		return 1
+	case VarTenant:
+		return 2
+	case VarUsername:
+		return 3
+	case VarIdentity:
+		return 4
+	case VarContext:
+		return 5
+	case VarService:
+		return 6
+	case VarPlan:
+		return 7
+	case VarPreviousValues:
+		return 8
+	case VarMaintenanceInfo:
+		return 9
+	case VarInstance:
+		return 10
+	case VarNow:
+		return 11
+	}
+	return -1
 }
 
 // value is the CEL value of a variable.
