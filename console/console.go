@@ -138,6 +138,7 @@ func New(o Options) *Console {
 		{Name: "audit", Path: "/ui/audit", Title: "Audit", Nav: true, Fill: c.audit, NoRefresh: true}, // it reads every audit file
 		{Name: "drift", Path: "/ui/drift", Title: "Catalog drift", Nav: true, Fill: c.drift},
 		{Name: "usage", Path: "/ui/usage", Title: "Usage", Nav: true, Fill: c.usage},
+		{Name: "policies", Path: "/ui/policies", Title: "Policies", Nav: true, Fill: c.policies}, // policies.go
 		{Name: "force", Path: "/ui/operations/force", Title: "Force a final state", Fill: c.forcePage, NoRefresh: true},
 	} {
 		c.register(p)

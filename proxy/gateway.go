@@ -86,7 +86,8 @@ type Gateway struct {
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
-	own           ownLog // where the gateway's own actions are written (reconcile.go)
+	own           ownLog    // where the gateway's own actions are written (reconcile.go)
+	policy        *policies // nil: no route has a policy (policy.go)
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -226,6 +227,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := owner.New(cfg, st, opts.Logger, opts.Metrics) // proxy/internal/owner
+	if g.policy, err = newPolicies(cfg, routes, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
+		return nil, err
+	}
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a
@@ -248,6 +252,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRouteIDs(routes, g.catalogs),
 		owner.WithOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
+		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
 		withCatalog(g.catalogs),
 		withFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),

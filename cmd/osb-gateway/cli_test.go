@@ -32,6 +32,8 @@ var subcommands = []struct {
 	{"inventory", []string{"inventory", "-h"}},
 	{"inventory", []string{"inventory", "export", "-h"}},
 	{"inventory", []string{"inventory", "import", "-h"}},
+	{"policy", []string{"policy", "-h"}},
+	{"policy", []string{"policy", "test", "-h"}},
 	{"schema", []string{"schema", "-h"}},
 	{"version", []string{"version", "-h"}},
 }

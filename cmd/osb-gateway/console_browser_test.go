@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,6 +332,30 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the usage chart's axis starts and ends with the same label: %q", labels)
 	}
 	screenshot(t, ctx, "usage")
+
+	// Policies: the policy, and the bind it just denied.
+	bind, berr := http.NewRequest(http.MethodPut, "http://"+w.srv.mainLn.Addr().String()+"/cf-prod/sample/v2/service_instances/"+w.inProcess+
+		"/service_bindings/b-1", strings.NewReader(`{"service_id":"`+samplebroker.ServiceID+`","plan_id":"`+samplebroker.PlanAsyncID+`"}`))
+	if berr != nil {
+		t.Fatal(berr)
+	}
+	bind.SetBasicAuth("cc", consoleTenantPass)
+	bind.Header.Set("X-Broker-API-Version", "2.17")
+	res, berr := http.DefaultClient.Do(bind)
+	if berr != nil {
+		t.Fatal(berr)
+	}
+	if body := readAll(t, res); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `denied by policy \"no-async-binds\"`) {
+		t.Fatalf("the bind the policy denies: %d %s", res.StatusCode, body)
+	}
+	run("open the policies", chromedp.Navigate(w.admin+"/ui/policies"), chromedp.WaitVisible(chromedp.ID("#denials")))
+	if p := text("read the policies", "#policies"); !strings.Contains(p, "no-async-binds") || !strings.Contains(p, "plans async") {
+		t.Fatalf("the policies page does not list the policy:\n%s", p)
+	}
+	if d := text("read the denials", "#denials"); !strings.Contains(d, "no-async-binds") || !strings.Contains(d, "bind") || !strings.Contains(d, w.inProcess) {
+		t.Fatalf("the policies page does not show the denied bind:\n%s", d)
+	}
+	screenshot(t, ctx, "policies")
 
 	// Log out: the pages need a login again.
 	run("log out", chromedp.Click(chromedp.CSS(`header form.logout button`)), chromedp.WaitVisible(chromedp.ID("#token")))

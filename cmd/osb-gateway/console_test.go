@@ -48,6 +48,11 @@ tenants:
   - name: cf-prod
     credentials: [{username: cc, password: TENANT_PASS}]
     routes: [{broker: sample}]
+policies:
+  - name: no-async-binds
+    match: {endpoints: [bind], plans: [async]}
+    deny: "true"
+    message: "'binds to plan ' + plan.name + ' wait for its provision'"
 `
 
 type consoleWorld struct {

@@ -62,6 +62,8 @@ commands:
                  operations release -reason R BROKER INSTANCE [BINDING]
   usage          the usage report of [from, to) per tenant, broker, service and plan: usage
                  [-config F] [-from T] [-to T] [-format csv|json] [-tenant T] [-broker B]
+  policy         evaluate the policies against a recorded call and print each rule's verdict:
+                 policy test -config F -request FILE (a request file or an audit record)
   schema         print the JSON Schema of gateway.yaml (for editors and the Helm chart)
   version        print the version, the VCS revision and the Go version it was built with
 
@@ -113,6 +115,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runOperations(args, stdout, stderr)
 	case "usage":
 		return runUsage(args, stdout, stderr)
+	case "policy":
+		return runPolicy(args, stdout, stderr)
 	case "schema":
 		return runSchema(args, stdout, stderr)
 	case "version":

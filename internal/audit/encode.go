@@ -136,6 +136,7 @@ func appendMembers(dst []byte, r *Record) ([]byte, error) {
 	}
 	dst = appendOmitEmpty(dst, `,"poll_shield":`, r.PollShield)
 	dst = appendOmitEmpty(dst, `,"protection":`, r.Protection)
+	dst = appendPolicy(dst, r)
 	dst = appendOmitEmpty(dst, `,"origin":`, r.Origin)
 	dst = appendOmitEmpty(dst, `,"action":`, r.Action)
 	dst = appendOmitEmpty(dst, `,"operator":`, r.Operator)

@@ -63,6 +63,8 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	full.Findings = []Finding{{Rule: "request.plan_id.required", Direction: "request"}, {Rule: "r2", Direction: "response"}}
 	full.Blocked, full.Orphan, full.Bridged, full.FromCache, full.PollShield, full.Protection = true, "queued", true, true, "shared", "rate_limit"
 	full.Identity = &Identity{Platform: "kubernetes", Username: "duke", Undecodable: true}
+	full.Policy, full.PoliciesReported = "size-cap", []string{"a", "b"}
+	full.PolicyChanges = []PolicyChange{{Policy: "p", Parameter: "region", Action: "force"}, {}}
 	full.PrevHash, full.Hash = GenesisHash, strings.Repeat("ab", 32)
 	tests := []struct {
 		name string
@@ -128,7 +130,7 @@ func fmtFloat(f float64) string { b, _ := appendFloat(nil, f); return string(b) 
 func setStrings(r *Record, next func() string) {
 	for _, p := range []*string{&r.RequestID, &r.TraceID, &r.Tenant, &r.Broker, &r.Endpoint, &r.Method, &r.InstanceID,
 		&r.BindingID, &r.ServiceID, &r.PlanID, &r.APIVersion, &r.Outcome, &r.Operation, &r.Orphan, &r.PollShield, &r.Protection, &r.PrevHash, &r.Hash,
-		&r.ClientAddr, &r.ForwardedFor, &r.Username, &r.ClientCertSubject, &r.KeyID} {
+		&r.ClientAddr, &r.ForwardedFor, &r.Username, &r.ClientCertSubject, &r.KeyID, &r.Policy} {
 		*p = next()
 	}
 	if r.Identity != nil {
@@ -147,6 +149,16 @@ func setStrings(r *Record, next func() string) {
 		ks[i] = next()
 	}
 	r.ParameterKeys = ks
+	if len(r.PoliciesReported) > 0 {
+		r.PoliciesReported = []string{next(), next()}
+	}
+	if len(r.PolicyChanges) > 0 {
+		pcs := make([]PolicyChange, len(r.PolicyChanges))
+		for i := range pcs {
+			pcs[i] = PolicyChange{Policy: next(), Parameter: next(), Action: next()}
+		}
+		r.PolicyChanges = pcs
+	}
 }
 
 // randomString mixes odd strings, random bytes and random runes.
@@ -273,11 +285,12 @@ func TestEncoderKnowsEveryField(t *testing.T) {
 			"instance_id,omitempty binding_id,omitempty service_id,omitempty plan_id,omitempty identity,omitempty " +
 			"api_version,omitempty accepts_incomplete,omitempty status duration_ms outcome operation,omitempty " +
 			"error,omitempty findings,omitempty blocked orphan_mitigation,omitempty bridged,omitempty " +
-			"from_cache,omitempty poll_shield,omitempty protection,omitempty origin,omitempty action,omitempty operator,omitempty parameter_keys,omitempty key_id,omitempty " +
+			"from_cache,omitempty poll_shield,omitempty protection,omitempty policy,omitempty policies_reported,omitempty policy_changes,omitempty origin,omitempty action,omitempty operator,omitempty parameter_keys,omitempty key_id,omitempty " +
 			"prev_hash hash,omitempty"},
 		{Identity{}, "platform user_id,omitempty username,omitempty undecodable,omitempty"},
 		{Error{}, "code,omitempty description,omitempty"},
 		{Finding{}, "rule direction"},
+		{PolicyChange{}, "policy parameter action"},
 	} {
 		typ := reflect.TypeOf(tc.v)
 		var tags []string

@@ -75,8 +75,8 @@ type Record struct {
 	// Status is the status sent to the platform (499: it went away first).
 	Status     int     `json:"status"`
 	DurationMS float64 `json:"duration_ms"`
-	// Outcome is forwarded, blocked, rejected, served_from_cache, failed
-	// or retired (a retired broker's unbind or deprovision the gateway
+	// Outcome is forwarded, blocked, rejected, denied (by a policy:
+	// Policy names it), served_from_cache, failed or retired (a retired broker's unbind or deprovision the gateway
 	// answered 410 Gone, brokers[].retired: {answer: gone});
 	// for an action the gateway took itself (Origin "gateway"), what came
 	// of it: "settled succeeded", "still in progress", "gone", "poll
@@ -101,8 +101,15 @@ type Record struct {
 	// within brokers[].poll.min_interval).
 	PollShield string `json:"poll_shield,omitempty"`
 	// Protection names the protection that answered instead of the broker
-	// ("rate_limit", "overload", …); empty when none did.
+	// ("rate_limit", "overload", "policy", …); empty when none did.
 	Protection string `json:"protection,omitempty"`
+	// Policy names the policy that denied the call (Outcome "denied").
+	Policy string `json:"policy,omitempty"`
+	// PoliciesReported names the policies in report mode that would have
+	// denied the call.
+	PoliciesReported []string `json:"policies_reported,omitempty"`
+	// PolicyChanges are the parameters policies set (names, never values).
+	PolicyChanges []PolicyChange `json:"policy_changes,omitempty"`
 	// Origin is "gateway" for a record of an action the gateway took
 	// itself rather than a platform call: an operator's reconcile, forced
 	// state or release of an operation, or accept of a catalog, or the
@@ -126,6 +133,15 @@ type Record struct {
 	// PrevHash and Hash chain the records; the Writer sets them.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash,omitempty"`
+}
+
+// PolicyChange is a parameter a policy set.
+type PolicyChange struct {
+	Policy    string `json:"policy"`
+	Parameter string `json:"parameter"`
+	// Action is "force" (set whatever the platform sent) or "default" (set
+	// because the platform sent none).
+	Action string `json:"action"`
 }
 
 // Identity is a decoded originating identity: the platform and one user

@@ -50,6 +50,7 @@ func checkFields(c *Config, probs *Problems) {
 	checkInventory(c, probs)       // inventory.go
 	checkLimits(c, probs)          // limits.go
 	checkQuotas(c, probs)          // quota.go
+	checkPolicies(c, probs)        // policies.go
 	checkMigrations(c, probs)      // migrate.go
 	checkProtect(c, probs)         // protect.go
 	checkRuntime(c.Runtime, probs) // runtime.go

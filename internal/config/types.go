@@ -9,6 +9,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/policy"
 )
 
 // Defaults applied by Load before validation. Each names the key it fills.
@@ -75,6 +77,8 @@ type Config struct {
 	Audit     Audit     `yaml:"audit"`     // telemetry.go
 	Inventory Inventory `yaml:"inventory"` // inventory.go
 	Reload    Reload    `yaml:"reload"`    // reload.go
+	// Policies apply to every route's calls (policies.go); nil: none.
+	Policies []policy.Spec `yaml:"policies"`
 }
 
 // Listen is the platform-facing HTTP server.
@@ -201,6 +205,9 @@ type Tenant struct {
 	// Quotas cap the instances the tenant holds on all its brokers
 	// (quota.go); nil: none.
 	Quotas []Quota `yaml:"quotas" validate:"dive"`
+	// Policies apply to the calls on every route of the tenant, after
+	// the top-level ones (policies.go); nil: none.
+	Policies []policy.Spec `yaml:"policies"`
 }
 
 // Credential is one basic-auth username and password a tenant may present.
@@ -234,6 +241,9 @@ type Route struct {
 	// platform can register the broker twice (routeids.go in proxy); nil:
 	// the broker's own ids.
 	IDs *RouteIDs `yaml:"ids"`
+	// Policies apply to the route's calls, after the top-level and the
+	// tenant's (policies.go); nil: none.
+	Policies []policy.Spec `yaml:"policies"`
 }
 
 // Filter selects catalog services or plans by name or id with glob

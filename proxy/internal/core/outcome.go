@@ -31,6 +31,8 @@ func (s *Scope) Outcome() string {
 		return OutcomeBlocked
 	case s.FromCache:
 		return OutcomeFromCache
+	case s.Protection == ProtectionPolicy:
+		return OutcomeDenied
 	case s.Protection != "":
 		return OutcomeRejected // a protection refused it, 503s of reads included
 	case s.Emulated == EmulatedRetired:

@@ -48,3 +48,20 @@ const (
 	MitigationDown  = "state unavailable" // the store did not answer; the next tick tries again
 	MitigationAsync = "deleting"          // the broker deletes it asynchronously (202); the next attempt polls it
 )
+
+// ProtectionPolicy is Scope.Protection of a call a policy (policies:,
+// docs/policies.md) denied; OutcomeDenied is its outcome.
+const (
+	ProtectionPolicy = "policy"
+	OutcomeDenied    = "denied"
+)
+
+// The rule ids of the findings the policy stage records. A policy
+// finding's Code holds the policy's name and, for a change, its
+// Description the parameter; the audit record reads them.
+const (
+	RulePolicyDenied    = "policy.denied"    // a policy denied the call
+	RulePolicyReported  = "policy.reported"  // a policy in report mode would have denied it
+	RulePolicyForced    = "policy.forced"    // a policy forced a parameter
+	RulePolicyDefaulted = "policy.defaulted" // a policy defaulted a parameter
+)

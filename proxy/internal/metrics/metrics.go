@@ -84,6 +84,7 @@ type Metrics struct {
 	tokenFetches  *prometheus.CounterVec // OAuth2 token fetches per broker and outcome (metrics_brokerauth.go)
 	drift         *prometheus.GaugeVec   // catalog drift items by broker and kind (metrics_drift.go)
 	quotaUsed     *prometheus.GaugeVec   // instances counted against each quota (quota.go)
+	policies      *prometheus.CounterVec // calls policies denied (the policy stage)
 
 	// routes and brokers cache the request and broker series; readers
 	// load the map without locking, writers copy it under mu.
@@ -176,6 +177,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	m.health = newHealthMetrics()
 	m.drift = newDriftGauge()
 	m.quotaUsed = newQuotaGauge()
+	m.policies = newPolicyMetric()
 	m.brokerCred = newBrokerCredentialGauge()
 	m.tokenFetches = newTokenFetchCounter()
 	if reg == nil {
@@ -183,7 +185,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) (*Metrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, inFlight, m.duration, m.broker, m.blocked, m.findings,
-		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.protect.owner, m.drift, m.quotaUsed, m.brokerCred, m.tokenFetches} {
+		m.orphans, m.noCatalog, m.polls, m.auditErrs, m.state, m.catalogs, m.expiring, m.instances, m.protect.limited, m.protect.shed, m.protect.owner, m.drift, m.quotaUsed, m.policies, m.brokerCred, m.tokenFetches} {
 		errs = append(errs, reg.Register(c))
 	}
 	for _, c := range append(m.brokerProtect.collectors(), m.health.collectors()...) {

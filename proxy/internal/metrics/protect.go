@@ -81,3 +81,18 @@ func (m *Metrics) QuotaSet(tenant, label string, n int) {
 	}
 	m.quotaUsed.WithLabelValues(tenant, label).Set(float64(n))
 }
+
+// newPolicyMetric is osb_gateway_policy_denials_total.
+func newPolicyMetric() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_policy_denials_total",
+		Help: "Platform calls a policy denied (mode enforce) or would have denied (mode report), by tenant, broker, policy and mode."},
+		[]string{"tenant", "broker", "policy", "mode"})
+}
+
+// PolicyDenied counts a denial; nothing for a nil m.
+func (m *Metrics) PolicyDenied(tenant, broker, pol, mode string) {
+	if m == nil {
+		return
+	}
+	m.policies.WithLabelValues(tenant, broker, pol, mode).Inc()
+}

@@ -116,6 +116,7 @@ func fillAuditRecord(rec *audit.Record, s *core.Scope, r *http.Request, now time
 		}
 	}
 	rec.Error = auditError(s)
+	fillPolicyAudit(rec, s) // policy_audit.go
 	if paramKeys && s.Call.Endpoint.Mutating() {
 		if s.Request != nil {
 			rec.ParameterKeys = audit.ParameterKeys(s.Request.Parameters)

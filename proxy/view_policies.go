@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"github.com/osb-gateway/osb-gateway/internal/policy"
+	"maps"
+	"sync"
+	"time"
+)
+
+// PolicyInfo is one policy as the console shows it: where it is written,
+// what it matches and its rules (CEL sources; never a secret).
+type PolicyInfo struct {
+	// Name names the policy; Where is "top level", "tenant <t>" or
+	// "route <prefix>".
+	Name, Where string
+	// Mode is enforce or report.
+	Mode                                string
+	Endpoints, Brokers, Services, Plans []string
+	Deny, Require, Message              string
+	Defaults, Force                     map[string]string
+	// Denials is how many of the recent denials (PolicyDenials) are its.
+	Denials int
+}
+
+// Policies returns every policy of the configuration, top-level ones
+// first, then each tenant's and each of its routes'.
+func (v *View) Policies() []PolicyInfo {
+	g := v.sw.Load()
+	counts := map[string]int{}
+	if g.policy != nil {
+		for _, d := range g.policy.recent.latest() {
+			counts[d.Policy]++
+		}
+	}
+	var out []PolicyInfo
+	add := func(where string, specs []policy.Spec) {
+		for _, s := range specs {
+			mode := s.Mode
+			if mode == "" {
+				mode = "enforce"
+			}
+			out = append(out, PolicyInfo{Name: s.Name, Where: where, Mode: mode, Endpoints: s.Match.Endpoints,
+				Brokers: s.Match.Brokers, Services: s.Match.Services, Plans: s.Match.Plans, Deny: s.Deny,
+				Require: s.Require, Message: s.Message, Defaults: maps.Clone(s.Defaults), Force: maps.Clone(s.Force),
+				Denials: counts[s.Name]})
+		}
+	}
+	cfg := g.cfg
+	add("top level", cfg.Policies)
+	for _, t := range cfg.Tenants {
+		add("tenant "+t.Name, t.Policies)
+		for _, r := range t.Routes {
+			add("route "+r.Prefix, r.Policies)
+		}
+	}
+	return out
+}
+
+// PolicyDenials returns the latest calls the policies denied (or, in
+// report mode, would have), newest first: at most maxPolicyDenials, kept
+// in memory across reloads, per replica.
+func (v *View) PolicyDenials() []PolicyDenial {
+	g := v.sw.Load()
+	if g.policy == nil {
+		return nil
+	}
+	return g.policy.recent.latest()
+}
+
+// maxPolicyDenials is how many denials the console shows.
+const maxPolicyDenials = 100
+
+// policyLog keeps the latest denials for the console; safe for concurrent
+// use.
+type policyLog struct {
+	mu   sync.Mutex
+	ring [maxPolicyDenials]PolicyDenial
+	n    int
+}
+
+// add keeps d.
+func (l *policyLog) add(d PolicyDenial) {
+	l.mu.Lock()
+	l.ring[l.n%maxPolicyDenials] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+// latest returns the denials kept, newest first.
+func (l *policyLog) latest() []PolicyDenial {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := min(l.n, maxPolicyDenials)
+	out := make([]PolicyDenial, 0, k)
+	for i := 1; i <= k; i++ {
+		out = append(out, l.ring[(l.n-i)%maxPolicyDenials])
+	}
+	return out
+}
+
+// PolicyDenial is a call a policy denied (or, Report, would have).
+type PolicyDenial struct {
+	Time                             time.Time
+	Policy                           string
+	Report                           bool
+	Tenant, Broker, Endpoint         string
+	InstanceID, BindingID, RequestID string
+}
