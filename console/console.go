@@ -11,7 +11,9 @@
 // Every page needs a session: GET / without one redirects to /login,
 // whose form takes admin.token (and, optionally, the operator's name,
 // recorded with every action). A session is an HttpOnly, SameSite=Strict
-// cookie; every action is a POST that carries the session's CSRF token.
+// cookie, kept in the state store (Options.Sessions) so that replicas
+// sharing it share the logins; every action is a POST that carries the
+// session's CSRF token.
 // A login goes back only to a path of this listener (safeNext), reads at
 // most MaxLoginForm bytes, and shares the admin API's limit of refused
 // tokens per client address (package tokenlimit).
