@@ -3,8 +3,10 @@ package console
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,3 +116,50 @@ func (r *recordingStore) PutSession(ctx context.Context, k store.SessionKey, s s
 	r.key, r.put = k, s
 	return r.SessionStore.PutSession(ctx, k, s)
 }
+
+// A store that does not answer closes the console with a 503 that says
+// why, on every path that needs a session, and logs the store's error.
+func TestSessionStoreDown(t *testing.T) {
+	down := downStore{}
+	e := newReplica(t, nil, down)
+	cookie := CookieName + "=" + randomToken()
+	for _, c := range []struct{ method, path, form, cookie string }{
+		{http.MethodPost, "/login", "token=" + testToken, ""},
+		{http.MethodGet, "/", "", cookie},
+		{http.MethodGet, "/login", "", cookie},
+		{http.MethodPost, "/ui/refresh", "csrf=x", cookie},
+		{http.MethodPost, "/logout", "csrf=x", cookie},
+	} {
+		req, err := http.NewRequest(c.method, e.url+c.path, strings.NewReader(c.form))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if c.cookie != "" {
+			req.Header.Set("Cookie", c.cookie)
+		}
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := read(t, res)
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "state store, which does not answer") ||
+			len(res.Cookies()) != 0 {
+			t.Errorf("%s %s with the store down: %d %v %s", c.method, c.path, res.StatusCode, res.Cookies(), body)
+		}
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "connection refused") || strings.Contains(logs, strings.TrimPrefix(cookie, CookieName+"=")) {
+		t.Errorf("the log: %s", logs)
+	}
+}
+
+// downStore is a session store that does not answer.
+type downStore struct{}
+
+var errDown = fmt.Errorf("%w: redis GET session: dial tcp: connection refused", store.ErrUnavailable)
+
+func (downStore) PutSession(context.Context, store.SessionKey, store.Session) error { return errDown }
+func (downStore) GetSession(context.Context, store.SessionKey) (store.Session, error) {
+	return store.Session{}, errDown
+}
+func (downStore) DeleteSession(context.Context, store.SessionKey) error { return errDown }
