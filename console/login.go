@@ -19,10 +19,12 @@ import (
 )
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok, err := c.sessionOf(r); err != nil {
+	_, ok, err := c.sessionOf(r)
+	if err != nil {
 		c.storeDown(w, r, err)
 		return
-	} else if ok {
+	}
+	if ok {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
