@@ -11,7 +11,9 @@
 // Every page needs a session: GET / without one redirects to /login,
 // whose form takes admin.token (and, optionally, the operator's name,
 // recorded with every action). A session is an HttpOnly, SameSite=Strict
-// cookie; every action is a POST that carries the session's CSRF token.
+// cookie, kept in the state store (Options.Sessions) so that replicas
+// sharing it share the logins; every action is a POST that carries the
+// session's CSRF token.
 // A login goes back only to a path of this listener (safeNext), reads at
 // most MaxLoginForm bytes, and shares the admin API's limit of refused
 // tokens per client address (package tokenlimit).
@@ -32,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/internal/tokenlimit"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
@@ -78,6 +81,10 @@ type Options struct {
 	// one with the admin API's bearer token. nil: a limiter of the
 	// console's own on the view's clock.
 	Tokens *tokenlimit.Limiter
+	// Sessions keeps the logins; serve passes the gateway's state store,
+	// so that replicas sharing it share them. nil: a memory store of the
+	// console's own on the view's clock (a login to this console only).
+	Sessions SessionStore
 }
 
 // Bounds of what the console reads from a request.
@@ -121,8 +128,11 @@ func New(o Options) *Console {
 	if o.OldOperation <= 0 {
 		o.OldOperation = DefaultOldOperation
 	}
-	c := &Console{o: o, log: o.Log, sessions: newSessions(o.SessionTTL, o.View.Now), hist: &history{keep: o.Keep}, mux: http.NewServeMux(),
-		tokens: o.Tokens}
+	if o.Sessions == nil {
+		o.Sessions = memory.New(o.View.Now)
+	}
+	c := &Console{o: o, log: o.Log, sessions: &sessions{st: o.Sessions, ttl: o.SessionTTL, now: o.View.Now}, hist: &history{keep: o.Keep},
+		mux: http.NewServeMux(), tokens: o.Tokens}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -297,7 +307,12 @@ func (c *Console) servePage(p page) http.HandlerFunc {
 // session returns r's session, or redirects to the login and reports
 // false.
 func (c *Console) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
-	if se, ok := c.sessionOf(r); ok {
+	se, ok, err := c.sessionOf(r)
+	if err != nil {
+		c.storeDown(w, r, err)
+		return nil, false
+	}
+	if ok {
 		return se, true
 	}
 	next := r.URL.Path
@@ -329,7 +344,11 @@ func (c *Console) action(fn actionFunc) http.HandlerFunc {
 // CSRF token; it returns the request with its form read and who acts, or
 // answers and reports false.
 func (c *Console) actionForm(w http.ResponseWriter, r *http.Request) (*http.Request, string, bool) {
-	se, ok := c.sessionOf(r)
+	se, ok, err := c.sessionOf(r)
+	if err != nil {
+		c.storeDown(w, r, err)
+		return r, "", false
+	}
 	if !ok {
 		osb.WriteError(w, osb.Errorf(http.StatusUnauthorized, "", "no console session: log in at /login first"))
 		return r, "", false
@@ -364,8 +383,9 @@ func redirectBack(w http.ResponseWriter, r *http.Request, back, flash string, er
 	http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
 }
 
-// sessionOf returns r's live session.
-func (c *Console) sessionOf(r *http.Request) (*session, bool) {
+// sessionOf returns r's live session; err is set when the store cannot
+// say.
+func (c *Console) sessionOf(r *http.Request) (*session, bool, error) {
 	hash, ok := c.o.View.AdminTokenHash()
 	return c.sessions.get(r, hash, ok)
 }

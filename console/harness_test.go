@@ -31,6 +31,13 @@ type consoleEnv struct {
 
 func newConsoleEnv(t *testing.T, now func() time.Time) *consoleEnv {
 	t.Helper()
+	return newReplica(t, now, nil)
+}
+
+// newReplica is newConsoleEnv keeping its sessions in sessions (nil: the
+// console's own): one replica of a gateway sharing them.
+func newReplica(t *testing.T, now func() time.Time, sessions SessionStore) *consoleEnv {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`
 admin: {address: "off", token: "`+testToken+`"}
 state: {backend: memory}
@@ -46,7 +53,8 @@ tenants: [{name: t1, credentials: [{username: t1-user, password: t1-pass}], rout
 		t.Fatal(err)
 	}
 	e := &consoleEnv{logs: &osbtest.Buffer{}, read: &atomic.Int64{}}
-	c := New(Options{View: proxy.NewView(proxy.NewSwitch(g)), Log: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	c := New(Options{View: proxy.NewView(proxy.NewSwitch(g)), Log: slog.New(slog.NewJSONHandler(e.logs, nil)),
+		Sessions: sessions})
 	srv := httptest.NewUnstartedServer(c)
 	srv.Listener = countingListener{srv.Listener, e.read}
 	srv.Start()

@@ -19,7 +19,12 @@ import (
 )
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.sessionOf(r); ok {
+	_, ok, err := c.sessionOf(r)
+	if err != nil {
+		c.storeDown(w, r, err)
+		return
+	}
+	if ok {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
@@ -77,7 +82,11 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusUnauthorized, msg, next)
 		return
 	}
-	id, se := c.sessions.start(hash, who)
+	id, se, err := c.sessions.start(r.Context(), hash, who)
+	if err != nil {
+		c.storeDown(w, r, err)
+		return
+	}
 	http.SetCookie(w, cookie(id, se.expires, c.o.Secure || r.TLS != nil))
 	c.log.LogAttrs(r.Context(), slog.LevelInfo, "console: login", slog.String("who", who), slog.String("client_addr", clientAddr(r)))
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
@@ -115,7 +124,11 @@ func readForm(w http.ResponseWriter, r *http.Request, max int64, what string) (_
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	se, ok := c.sessionOf(r)
+	se, ok, err := c.sessionOf(r)
+	if err != nil {
+		c.storeDown(w, r, err)
+		return
+	}
 	if !ok {
 		http.SetCookie(w, cookie("", time.Unix(0, 0), c.o.Secure || r.TLS != nil))
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -125,7 +138,10 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if se.csrfOK(r.PostForm.Get("csrf")) {
-		c.sessions.end(r)
+		if err := c.sessions.end(r.Context(), se); err != nil {
+			c.storeDown(w, r, err) // the session may live on: say so rather than clear the cookie
+			return
+		}
 		c.log.LogAttrs(r.Context(), slog.LevelInfo, "console: logout", slog.String("who", se.who))
 	}
 	http.SetCookie(w, cookie("", time.Unix(0, 0), c.o.Secure || r.TLS != nil))
@@ -178,4 +194,15 @@ func localPath(s string, decoded bool) bool {
 		}
 	}
 	return true
+}
+
+// storeDown answers a request whose session the state store could not
+// read or write: 503, and the error logged (it names the store's
+// failure, never a session id or token).
+func (c *Console) storeDown(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.LogAttrs(r.Context(), slog.LevelWarn, "console: the state store keeping the sessions does not answer",
+		slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	w.Header().Set("Retry-After", "5")
+	osb.WriteError(w, osb.Errorf(http.StatusServiceUnavailable, "",
+		"the console's sessions are kept in the state store, which does not answer: try again when it does"))
 }

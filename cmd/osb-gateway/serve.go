@@ -199,7 +199,8 @@ func (s *server) readiness() error {
 // reload and profile control under /admin/, behind admin.token; the
 // console's pages beside them. Both work on the one proxy.View and share
 // one limit of refused admin tokens per client address: a guess counts
-// whether it is a bearer token or a login.
+// whether it is a bearer token or a login. The console keeps its sessions
+// in the state store.
 func (s *server) adminHandler() http.Handler {
 	view := proxy.NewView(s.sw)
 	tokens := tokenlimit.New(view.Now)
@@ -207,7 +208,9 @@ func (s *server) adminHandler() http.Handler {
 		Reload: func(context.Context) (admin.Reloaded, error) { return s.reloadFrom("admin") }})
 	a.LogAccess(s.access, nil)
 	a.Handle("GET /metrics", s.obs.prov.MetricsHandler())
-	s.console = console.New(console.Options{View: view, Gatherer: s.obs.prov.Gatherer, Log: s.log, Tokens: tokens})
+	// The sessions live in the state store: replicas sharing it share
+	// the logins (a login on one works on all, a logout ends it on all).
+	s.console = console.New(console.Options{View: view, Gatherer: s.obs.prov.Gatherer, Log: s.log, Tokens: tokens, Sessions: s.st})
 	for _, p := range console.Patterns {
 		a.Handle(p, s.console)
 	}

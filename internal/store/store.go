@@ -2,8 +2,8 @@
 // block a second operation on a service instance while one is in progress
 // (including an asynchronous one, until its last_operation settles), the
 // orphan-mitigation queue of deprovisions and unbinds still to be retried,
-// and the inventory of the instances and bindings the gateway saw succeed
-// (see Inventory).
+// the inventory of the instances and bindings the gateway saw succeed
+// (see Inventory), and the console's sessions (see SessionStore).
 //
 // This package is the contract; the backends are packages beside it, each
 // importing store and none another: "bolt" (internal/store/bolt), an
@@ -153,6 +153,9 @@ type Store interface {
 	// UsageStore keeps what the usage report needs of deleted instances
 	// and bindings (usage.go).
 	UsageStore
+
+	// SessionStore keeps the console's sessions (session.go).
+	SessionStore
 
 	// Acquire takes l.Key for l.Owner if no live lock holds it, replacing
 	// an expired lock, and returns the lock as stored (Started filled in;

@@ -54,6 +54,7 @@ var (
 	bucketExpiry        = []byte("inv_expiry")
 	bucketCatalogs      = []byte("catalogs") // catalog records by broker (catalog.go)
 	bucketUsage         = []byte("inv_usage")
+	bucketSessions      = []byte("console_sessions") // console sessions by key (session.go)
 	keyVersion          = []byte("version")
 )
 
@@ -62,7 +63,7 @@ var (
 // version.
 var boltBuckets = [][]byte{
 	bucketMeta, bucketLocks, bucketLockDeadlines, bucketOrphans, bucketOrphanDue,
-	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketCatalogs, bucketUsage,
+	bucketValues, bucketIDs, bucketCounts, bucketExpiry, bucketCatalogs, bucketUsage, bucketSessions,
 }
 
 // droppedBuckets are inventory buckets of unreleased versions: a tenant

@@ -29,6 +29,8 @@ type memory struct {
 	// (catalog.go).
 	catalogs map[string][]byte
 	usage    map[memUsageKey]struct{}
+	// sessions are the console's sessions, encoded (session.go).
+	sessions map[store.SessionKey][]byte
 }
 
 // New returns an empty Store kept in memory. now is the store's clock
@@ -38,7 +40,7 @@ func New(now func() time.Time) store.Store {
 		now = time.Now
 	}
 	return &memory{now: now, locks: map[string]store.Lock{}, orphans: map[string]store.Orphan{}, brokers: map[string]*memBroker{},
-		usage: map[memUsageKey]struct{}{}}
+		usage: map[memUsageKey]struct{}{}, sessions: map[store.SessionKey][]byte{}}
 }
 
 // begin checks ctx and takes the mutex; the caller must call m.mu.Unlock

@@ -28,6 +28,8 @@ import (
 //	               triggers in the transaction of every write, so counts read no records
 //	usage_records  id, deleted_us, broker, rec (usage encoding without Deleted)
 //	catalogs       broker, accepted_hash, rec (catalog record JSON)
+//	console_sessions
+//	               key (SHA-256 of the session id), expires_us, rec (session JSON)
 var migrations = []string{
 	// 1: everything the store keeps.
 	`CREATE TABLE locks (
@@ -112,6 +114,13 @@ CREATE TABLE catalogs (
 	accepted_hash text NOT NULL,
 	rec bytea NOT NULL
 );`,
+	// 2: the console's sessions (session.go).
+	`CREATE TABLE console_sessions (
+	key bytea PRIMARY KEY,
+	expires_us bigint NOT NULL,
+	rec bytea NOT NULL
+);
+CREATE INDEX console_sessions_expires ON console_sessions (expires_us);`,
 }
 
 // SchemaVersion is the schema version this gateway writes.

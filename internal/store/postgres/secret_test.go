@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
@@ -14,7 +17,16 @@ import (
 func pgReveals(t *testing.T, s *pgStore) bool {
 	ctx := context.Background()
 	found := false
-	for _, table := range []string{"locks", "orphans", "instances", "bindings", "usage_records", "catalogs", "instance_counts", "binding_counts", "schema_migrations"} {
+	// Every table of the store's schema, so a table added later is read too.
+	rows, err := s.pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || !slices.Contains(tables, "console_sessions") || !slices.Contains(tables, "locks") {
+		t.Fatalf("the store's tables: %v, %v", tables, err)
+	}
+	for _, table := range tables {
 		rows, err := s.pool.Query(ctx, "SELECT * FROM "+table)
 		if err != nil {
 			t.Fatalf("read %s: %v", table, err)

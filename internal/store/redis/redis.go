@@ -27,6 +27,7 @@ import (
 //	<prefix>lock:<lock key>     string: lockRecord JSON, TTL = time to Deadline + RedisTTLMargin
 //	<prefix>{orphans}           hash:   orphan id -> orphanRecord JSON
 //	<prefix>{orphans}:due       sorted set: orphan id scored by NextAttempt (µs since 1970)
+//	<prefix>session:<hex>       string: a console session (session.go), TTL = time to Expires + RedisTTLMargin
 //
 // Cluster: each lock is one key and every lock operation touches only that
 // key, so locks spread over the cluster's slots; List and ExpireDue SCAN

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func Contract(t *testing.T, b Backend) {
 		{"Closed", testClosed},
 		{"Shim", testShim},
 	}
-	for _, tc := range append(append(tests, testInventoryContract...), testCatalogContract...) {
+	for _, tc := range slices.Concat(tests, testInventoryContract, testCatalogContract, testSessionContract) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, b) })
 	}
 }

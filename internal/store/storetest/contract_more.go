@@ -250,6 +250,9 @@ func Calls(ctx context.Context, s store.Store) map[string]error {
 	for _, err := range s.Export(ctx) {
 		errs["Export"] = err
 	}
+	errs["PutSession"] = s.PutSession(ctx, store.SessionKeyOf("id"), Session("alice", T0.Add(time.Hour)))
+	_, errs["GetSession"] = s.GetSession(ctx, store.SessionKeyOf("id"))
+	errs["DeleteSession"] = s.DeleteSession(ctx, store.SessionKeyOf("id"))
 	return errs
 }
 

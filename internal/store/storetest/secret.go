@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -11,7 +12,8 @@ import (
 
 // The secret-marker test: parameters and credentials sealed with
 // internal/seal and stored never appear, in any form a reader of the
-// storage can get without the key, in the bolt file or in Redis.
+// storage can get without the key, in the bolt file or in Redis; nor
+// does the id of a console session (its cookie).
 
 // SecretMarker is the secret PutSecrets stores sealed: no reader of the
 // storage may find it.
@@ -49,6 +51,16 @@ func PutSecrets(t *testing.T, s store.Store, keys *seal.Keyring, leak bool) {
 	}
 	MustPutInstance(t, s, in)
 	MustPutBinding(t, s, bd)
+	// A console session whose id (its cookie) is the marker: the store
+	// keeps only the id's hash. With leak, its Who shows the marker, the
+	// control that the scan reads sessions too.
+	se := Session("alice", T0.Add(time.Hour))
+	if leak {
+		se.Who = SecretMarker
+	}
+	if err := s.PutSession(ctx, store.SessionKeyOf(SecretMarker), se); err != nil {
+		t.Fatal(err)
+	}
 	in2, bd2 := in, bd
 	in2.InstanceID, bd2.BindingID = "i2", "x2"
 	if _, err := s.Import(ctx, []store.Entry{{Instance: &in2}, {Binding: &bd2}}, true); err != nil {
