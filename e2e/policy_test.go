@@ -18,6 +18,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy"
@@ -287,4 +288,16 @@ func (r *records) all() []audit.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]audit.Record(nil), r.list...)
+}
+
+// A route migrating to a new broker sends a new instance's calls to the
+// new broker's route: the route's policies apply there too.
+func TestPoliciesHoldOnAMigratingRoute(t *testing.T) {
+	me := newMigrateEnv(t)
+	me.reload(t, `sample-v2, policies: [{name: freeze, match: {endpoints: [provision]}, deny: "true", message: "'no new instances'"}]`)
+	_, err := me.provision("frozen-1", samplebroker.PlanSyncID)
+	if err == nil || !strings.Contains(err.Error(), "freeze") || !strings.Contains(err.Error(), "no new instances") {
+		t.Fatalf("provision on the migrating route: %v, want the policy's denial", err)
+	}
+	me.holds(t, "after the denied provision", samplebroker.Holdings{}, samplebroker.Holdings{})
 }

@@ -67,7 +67,11 @@ func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs
 				list = append(list, p)
 			}
 			if set := policy.NewSet(list); set != nil {
-				ps.byRoute[routes[rc.Prefix]] = set
+				rt := routes[rc.Prefix]
+				ps.byRoute[rt] = set
+				if m := migrationOf(rt); m != nil {
+					ps.byRoute[m.new] = set // the route's calls its migrate_to broker serves (migrate.go)
+				}
 			}
 		}
 	}
