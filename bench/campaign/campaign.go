@@ -247,4 +247,20 @@ func report(out io.Writer, v *verdict, ops []*op, faults []*fault) {
 	for _, x := range v.violations {
 		fmt.Fprintln(out, x)
 	}
+	if first, rule := firstViolation(v, ops); !first.IsZero() {
+		fmt.Fprintf(out, "campaign: the first violation, (%s), happened %s into the run\n", rule, first.Sub(ops[0].Start).Round(time.Second))
+	}
+}
+
+// firstViolation is when the earliest violation that has a time happened,
+// and its rule (a zero time: none has one).
+func firstViolation(v *verdict, ops []*op) (time.Time, string) {
+	var t time.Time
+	rule := ""
+	for _, x := range v.violations {
+		if !x.At.IsZero() && len(ops) > 0 && (t.IsZero() || x.At.Before(t)) {
+			t, rule = x.At, x.Rule
+		}
+	}
+	return t, rule
 }

@@ -35,7 +35,8 @@ import (
 type violation struct {
 	Rule   string // a..h
 	What   string
-	Around string // the ops and faults near it
+	Around string    // the ops and faults near it
+	At     time.Time // when it happened (zero: at the end)
 }
 
 func (v violation) String() string {
@@ -64,7 +65,7 @@ type verdict struct {
 }
 
 func (v *verdict) add(rule, what, instance string, from, to time.Time) {
-	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to)})
+	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to), At: from})
 }
 
 func instanceOf(key string) string {
