@@ -72,8 +72,8 @@ func (v *verdict) checkInventory() {
 		if b == nil || b.instances[k] || b.bindings[k] {
 			continue
 		}
-		if strings.Contains(k, "/") && !v.gw.inventory[name+" "+instanceOf(k)] && !b.instances[instanceOf(k)] {
-			continue // its instance's record is the one counted
+		if strings.Contains(k, "/") && !b.instances[instanceOf(k)] && v.gw.inventory[name+" "+instanceOf(k)] {
+			continue // its instance's record, gone from the broker too, is the one counted
 		}
 		if d := v.lastDeletion(name, k); d != nil && !d.succeeded(v.ops) {
 			v.notes = append(v.notes, fmt.Sprintf("%s %s: recorded, not at the broker, and its last deletion ended in doubt (%s)", name, k, d))

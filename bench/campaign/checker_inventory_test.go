@@ -17,7 +17,7 @@ func TestCheckerInventory(t *testing.T) {
 	v.held["i2"], m.instances["i2"] = "modern", true
 	// i3: recorded, deleted at the broker by a deprovision the platform
 	// saw succeed (keep-deleted): (h).
-	v.gw.inventory["modern i3"] = true
+	v.gw.inventory["modern i3"], v.gw.inventory["modern i3/b1"] = true, true // its binding counts with it
 	// i4: recorded, gone from the broker, its last deletion a 504: the
 	// record stays whole, as documented. A note.
 	v.gw.inventory["modern i4"] = true
