@@ -191,8 +191,11 @@ func (v *verdict) checkLocks() {
 // an async operation's until a poll (the platform's every 400 ms, or the
 // gateway's own after state.reconcile.after) sees it end.
 const (
-	syncLockBound  = brokerTimeout + holdAfter + 10*time.Second
-	asyncLockBound = time.Minute
+	syncLockBound = brokerTimeout + holdAfter + 10*time.Second
+	// syncLockDeadline is a call's lock's own deadline (the broker's
+	// timeout and a minute: proxy's syncHoldMargin), and a sweep or two.
+	syncLockDeadline = brokerTimeout + time.Minute + 5*time.Second
+	asyncLockBound   = time.Minute
 )
 
 // checkLockAges is (c) while the campaign runs: a lock seen older than its
@@ -210,6 +213,13 @@ func (v *verdict) checkLockAges() {
 		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.Last, excuses...) {
 			continue
 		}
+		if o := v.callOf(l); !l.Async && l.Shim == nil && age <= syncLockDeadline && o != nil && (o.Status == 0 || o.Status >= 500) &&
+			v.faulted(v.store, o.End.Add(-time.Second), o.End.Add(500*time.Millisecond), storeSide...) {
+			// The store faulted as the call ended without an answer: the
+			// hold after it was not written, and the lock lasts to the
+			// deadline it was taken with, as documented (guard.hold).
+			continue
+		}
 		what := l.InstanceID
 		if l.BindingID != "" {
 			what += "/" + l.BindingID
@@ -217,6 +227,17 @@ func (v *verdict) checkLockAges() {
 		v.add("c", fmt.Sprintf("%s %s: its %s lock (async %v) lived %s, longer than %s, with no fault to excuse it",
 			l.Broker, what, l.Kind, l.Async, age.Round(time.Second), bound), l.InstanceID, l.Started, l.Last)
 	}
+}
+
+// callOf is the platform's call that took the lock l (nil: none seen).
+func (v *verdict) callOf(l *seenLock) *op {
+	for _, o := range v.ops {
+		if o.Broker == l.Broker && o.Instance == l.InstanceID && o.Binding == l.BindingID && o.Kind == l.Kind &&
+			!o.Start.After(l.Started) && !o.End.Before(l.Started) {
+			return o
+		}
+	}
+	return nil
 }
 
 // check5xx is (d): a 5xx to a mutating call names the broker (and a fault

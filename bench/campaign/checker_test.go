@@ -192,6 +192,11 @@ func TestCheckerLockAges(t *testing.T) {
 		{Kind: fRedisPause, Target: "redis", Start: at(100), End: at(103)},
 		{Kind: fGatewayKill, Target: "gw0", Start: at(300), End: at(301)},
 		{Kind: fBrokerCrash, Target: "modern", Start: at(500), End: at(502)},
+		{Kind: fRedisPause, Target: "redis", Start: at(804), End: at(807)},
+	}
+	v.ops = []*op{
+		{Kind: "update", Broker: "modern", Instance: "held", Start: at(799.9), End: at(805), Status: 504},
+		{Kind: "update", Broker: "modern", Instance: "held-ok", Start: at(899.9), End: at(905), Status: 504},
 	}
 	v.audit = []*seenLock{
 		lock("short", false, 0, 20),         // within a call and its hold
@@ -200,12 +205,14 @@ func TestCheckerLockAges(t *testing.T) {
 		lock("polled", true, 400, 450),      // an async operation, polled
 		lock("unpolled", true, 600, 700),    // nobody settled it: (c)
 		lock("broker-down", true, 490, 580), // its polls failed while the broker was down
+		lock("held", false, 800, 864),       // the store paused as its call timed out: its hold was not written
+		lock("held-ok", false, 900, 964),    // nothing kept its hold from being written: (c)
 	}
 	v.checkLockAges()
-	if got := rules(v); got != "c,c" {
-		t.Fatalf("rules = %q, want 2 × c:\n%v", got, v.violations)
+	if got := rules(v); got != "c,c,c" {
+		t.Fatalf("rules = %q, want 3 × c:\n%v", got, v.violations)
 	}
-	for i, want := range []string{"phantom", "unpolled"} {
+	for i, want := range []string{"phantom", "unpolled", "held-ok"} {
 		if !strings.Contains(v.violations[i].What, want) {
 			t.Errorf("violation %d is %q, want one about %s", i, v.violations[i].What, want)
 		}
