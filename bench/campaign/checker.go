@@ -336,12 +336,30 @@ func (v *verdict) sent(o *op, endpoint string) bool {
 		if l.Endpoint != endpoint || l.InstanceID != o.Instance || l.BindingID != o.Binding || l.Status < 200 || l.Status >= 300 {
 			continue
 		}
-		if !l.End.Before(from.Add(-clockSlack)) && !l.Start.After(o.End) {
+		if !l.End.Before(from.Add(-clockSlack)) && !l.Start.After(o.End) || v.shared(o, l) {
 			return true
 		}
 		earlier = earlier || l.End.Before(from)
 	}
 	return earlier && v.idempotent[o.Broker] && o.Status == 200 && (o.Kind == "provision" || o.Kind == "bind")
+}
+
+// shared reports whether the broker's call l answered an identical call
+// of o's platform that got no answer (it hung up, timed out) and that the
+// gateway may still have had in flight when o came, o joining it (the
+// flights stage): l began during that call and ended at most the broker's
+// timeout before o began (the answer may still have been on its way).
+func (v *verdict) shared(o *op, l callLine) bool {
+	if o.Of != 0 || l.End.Before(o.Start.Add(-brokerTimeout)) {
+		return false
+	}
+	for _, p := range v.ops {
+		if p != o && p.Platform == o.Platform && p.Kind == o.Kind && p.Broker == o.Broker && p.Instance == o.Instance &&
+			p.Binding == o.Binding && p.Status == 0 && p.Start.Before(o.Start) && !l.Start.Before(p.Start) {
+			return true
+		}
+	}
+	return false
 }
 
 // clockSlack is how far the broker's clock and the platform's, both this

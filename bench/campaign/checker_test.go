@@ -141,10 +141,15 @@ func TestCheckerInvented(t *testing.T) {
 		// shim's, shared by a flight) is the matching one.
 		{ID: 5, Kind: "bind", Broker: "legacy", Instance: "i4", Binding: "b2", Start: at(11), End: at(13), Status: 202},
 		{Kind: "poll-binding", Broker: "legacy", Instance: "i4", Binding: "b2", Start: at(14), End: at(14.1), Status: 200, State: "succeeded", Of: 5},
+		// A retry that joined the identical call its platform hung up on
+		// (flights) gets the answer the broker sent to that one.
+		{Kind: "unbind", Broker: "legacy", Instance: "i4", Binding: "b3", Start: at(20), End: at(20.3), Mode: modeHangUp},
+		{Kind: "unbind", Broker: "legacy", Instance: "i4", Binding: "b3", Start: at(20.6), End: at(20.7), Status: 200, Why: "retry"},
 	}
 	v.brokers["legacy"].calls = []callLine{
 		{Endpoint: "provision", InstanceID: "i4", Status: 201, Start: at(4), End: at(4.1)},
 		{Endpoint: "bind", InstanceID: "i4", BindingID: "b2", Status: 201, Start: at(10.9), End: at(13.5)},
+		{Endpoint: "unbind", InstanceID: "i4", BindingID: "b3", Status: 200, Start: at(20.4), End: at(20.4)},
 	}
 	v.checkInvented()
 	if got := rules(v); got != "f,f,f,f" {
