@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -86,6 +87,9 @@ func withGuard(g *guard) Middleware {
 				l.ServiceID, l.PlanID = s.Request.ServiceID, s.Request.PlanID
 			}
 			held, err := g.acquire(r.Context(), up, l)
+			if mutation.LockFree && errors.Is(err, store.ErrHeld) {
+				err = nil // broken on purpose (bench/campaign -mutation lock-free)
+			}
 			switch {
 			case errors.Is(err, store.ErrHeld):
 				if up.cfg.AllowDeleteDuringCreate && kind == store.KindDeprovision && held.Kind == store.KindProvision && held.Async {

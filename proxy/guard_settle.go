@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -84,7 +85,10 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// Under the lock, before it is released. A shimmed call's record
 		// goes to the retry queue with its outcome (concludeShim), before
 		// it: no poll reports a success the inventory does not name.
-		if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil {
+		if mutation.AckBeforeStore { // broken on purpose (bench/campaign -mutation ack-before-store)
+			late, body := *s, bytes.Clone(a.body)
+			mutation.Later(func() { _ = g.inv.called(context.Background(), &late, status, a.Answer, body) })
+		} else if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil {
 			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
 			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -73,6 +74,9 @@ func (iv *inventory) sealsFor(u *upstream) bool {
 func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) error {
 	if !iv.keeps(upOf(s.Route)) || a.Malformed() {
 		return nil
+	}
+	if mutation.DropInventoryWrite && status != http.StatusAccepted && (s.Call.Endpoint == rules.Provision || s.Call.Endpoint == rules.Bind) {
+		return nil // broken on purpose (bench/campaign -mutation drop-inventory-write)
 	}
 	op := store.LastOperation{Kind: lockKind(s.Call.Endpoint), Status: status, Started: s.Lock.Lock.Started}
 	switch {
@@ -247,6 +251,9 @@ func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Reques
 // no longer holds; a record already gone is no error.
 func (iv *inventory) removed(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
 	var err error
+	if mutation.KeepDeleted && bindingID == "" {
+		return nil // broken on purpose (bench/campaign -mutation keep-deleted)
+	}
 	if bindingID != "" {
 		err = iv.st.DeleteBinding(ctx, broker, instanceID, bindingID)
 	} else {

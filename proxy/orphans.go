@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -105,6 +106,9 @@ func (g *guard) newOrphan(up *upstream, l store.Lock, reason string, due time.Ti
 
 // putCandidate stores the orphan candidate o (see noteOrphan).
 func (g *guard) putCandidate(ctx context.Context, up *upstream, o store.Orphan, decision string) (store.Orphan, bool) {
+	if mutation.NoOrphans {
+		return o, true // broken on purpose (bench/campaign -mutation no-orphans)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := g.st.PutOrphan(ctx, o); err != nil {

@@ -165,6 +165,10 @@ func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) st
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
 		slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
+	if iv := g.guard.inv; iv != nil { // a record the reconciler wrote names it no more (the campaign's (h))
+		iv.failed(ctx, o.Broker, rules.Call{Endpoint: rules.LockedBy(o.Kind), InstanceID: o.InstanceID, BindingID: o.BindingID},
+			iv.removed(ctx, o.Broker, o.InstanceID, o.BindingID, store.LastOperation{}))
+	}
 	return mitigated
 }
 

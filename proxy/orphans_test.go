@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -291,5 +292,40 @@ func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 	g.MitigateOrphans(ctx) // its poll: gone
 	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 || held() {
 		t.Errorf("orphans left %+v, broker holds it: %v; want neither", orphans, held())
+	}
+}
+
+// An undo the broker confirmed leaves no inventory record of what it
+// deleted: the platform's async provision reached the broker as the
+// platform went away, the reconciler saw it succeed and recorded it, and
+// the undo deleted it (the campaign's "the undo of a provision the
+// reconciler recorded", rule (h)).
+func TestUndoneOrphanLeavesNoRecord(t *testing.T) {
+	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
+	ctx := context.Background()
+	q := "?accepts_incomplete=true"
+	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ia"+q, t1User, t1Pass, "2.15", strings.NewReader(provisionBody(samplebroker.PlanAsyncID, ""))); res.StatusCode != 202 {
+		t.Fatalf("provision: %d %s", res.StatusCode, body)
+	}
+	poll := "/t1/b/v2/service_instances/ia/last_operation?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
+	if res, body := do(t, "GET", gw.URL+poll, t1User, t1Pass, "2.15", nil); res.StatusCode != 200 || !strings.Contains(body, "succeeded") {
+		t.Fatalf("poll: %d %s", res.StatusCode, body)
+	}
+	if _, err := g.guard.st.GetInstance(ctx, "b", "ia"); err != nil {
+		t.Fatalf("the provision is not recorded: %v", err)
+	}
+	o := store.Orphan{ID: "o-ia", Broker: "b", Tenant: "t1", Kind: store.KindDeprovision, InstanceID: "ia",
+		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test", Created: clock.Now(), NextAttempt: clock.Now()}
+	if err := g.guard.st.PutOrphan(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	g.MitigateOrphans(ctx) // DELETE: 202
+	clock.Advance(2 * time.Minute)
+	g.MitigateOrphans(ctx) // its poll: gone
+	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 || slices.Contains(broker.Holdings().Instances, "ia") {
+		t.Fatalf("orphans left %+v, broker holdings %v; want the undo done", orphans, broker.Holdings().Instances)
+	}
+	if in, err := g.guard.st.GetInstance(ctx, "b", "ia"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the undo the inventory still records %+v (%v); want no record", in, err)
 	}
 }

@@ -23,13 +23,20 @@ import (
 //	    operation they forbid;
 //	(f) no platform got a 2xx to a mutating call, or a "succeeded" poll,
 //	    that the broker did not send, except the gateway's documented
-//	    emulations (the async shim's 202).
+//	    emulations (the async shim's 202);
+//	(g) what platforms read is linearizable (linear.go);
+//	(h) what each broker holds is what the inventory records
+//	    (checker_inventory.go).
+//
+// A fault excuses only as it really happened (fault.Start to End, a
+// failed one never; a broker's injected fault only when it fired).
 
 // violation is one broken promise.
 type violation struct {
-	Rule   string // a..f
+	Rule   string // a..h
 	What   string
-	Around string // the ops and faults near it
+	Around string    // the ops and faults near it
+	At     time.Time // when it happened (zero: at the end)
 }
 
 func (v violation) String() string {
@@ -51,12 +58,14 @@ type verdict struct {
 	shimmed    map[string]bool // brokers with the async shim (emulate.async_after)
 	fetched    map[string]bool // brokers whose GETs the gateway answers (emulate.fetch)
 	audit      []*seenLock     // every lock seen while the campaign ran
+	careless   map[int]string  // platforms that do not mitigate orphans: gives-up or crashes
+	idempotent map[string]bool // brokers whose repeats the gateway answers (emulate.idempotent)
 	violations []violation
 	notes      []string // what is wrong, but not the gateway's doing
 }
 
 func (v *verdict) add(rule, what, instance string, from, to time.Time) {
-	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to)})
+	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to), At: from})
 }
 
 func instanceOf(key string) string {
@@ -72,6 +81,7 @@ func (v *verdict) check() {
 	v.checkOverlaps()
 	v.checkInvented()
 	v.checkReads()
+	v.checkInventory()
 }
 
 // lastOpOn is the time of the last op on an instance (for the report).
@@ -107,6 +117,14 @@ func (v *verdict) checkHoldings() {
 		for _, set := range []map[string]bool{b.instances, b.bindings} {
 			for _, k := range sortedKeys(set) {
 				if _, ok := v.held[k]; ok || v.gw.orphans[name+" "+k] {
+					continue
+				}
+				if o := v.abandoned(name, k); o != nil {
+					// A platform that does not mitigate went away (or
+					// gave up) before the answer, and the gateway
+					// delivered it: the inventory names what it made.
+					v.notes = append(v.notes, fmt.Sprintf("%s %s: its platform (%s) never learnt the outcome of %s, which the gateway delivered and recorded",
+						name, k, v.careless[o.Platform], o))
 					continue
 				}
 				if l := v.brokerLied(name, k); l != nil {
@@ -173,8 +191,11 @@ func (v *verdict) checkLocks() {
 // an async operation's until a poll (the platform's every 400 ms, or the
 // gateway's own after state.reconcile.after) sees it end.
 const (
-	syncLockBound  = brokerTimeout + holdAfter + 10*time.Second
-	asyncLockBound = time.Minute
+	syncLockBound = brokerTimeout + holdAfter + 10*time.Second
+	// syncLockDeadline is a call's lock's own deadline (the broker's
+	// timeout and a minute: proxy's syncHoldMargin), and a sweep or two.
+	syncLockDeadline = brokerTimeout + time.Minute + 5*time.Second
+	asyncLockBound   = time.Minute
 )
 
 // checkLockAges is (c) while the campaign runs: a lock seen older than its
@@ -184,12 +205,19 @@ const (
 // broker's side or the store's (its polls fail meanwhile).
 func (v *verdict) checkLockAges() {
 	for _, l := range v.audit {
-		age := l.last.Sub(l.Started)
+		age := l.Last.Sub(l.Started)
 		bound, excuses := syncLockBound, []string{fGatewayKill}
 		if l.Async || l.Shim != nil {
 			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide...)
 		}
-		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.last, excuses...) {
+		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.Last, excuses...) {
+			continue
+		}
+		if o := v.callOf(l); !l.Async && l.Shim == nil && age <= syncLockDeadline && o != nil && (o.Status == 0 || o.Status >= 500) &&
+			v.faulted(v.store, o.End.Add(-time.Second), o.End.Add(500*time.Millisecond), storeSide...) {
+			// The store faulted as the call ended without an answer: the
+			// hold after it was not written, and the lock lasts to the
+			// deadline it was taken with, as documented (guard.hold).
 			continue
 		}
 		what := l.InstanceID
@@ -197,23 +225,20 @@ func (v *verdict) checkLockAges() {
 			what += "/" + l.BindingID
 		}
 		v.add("c", fmt.Sprintf("%s %s: its %s lock (async %v) lived %s, longer than %s, with no fault to excuse it",
-			l.Broker, what, l.Kind, l.Async, age.Round(time.Second), bound), l.InstanceID, l.Started, l.last)
+			l.Broker, what, l.Kind, l.Async, age.Round(time.Second), bound), l.InstanceID, l.Started, l.Last)
 	}
 }
 
-// faulted reports whether a fault of one of kinds on target (any target
-// when empty) was in effect between from and to.
-func (v *verdict) faulted(target string, from, to time.Time, kinds ...string) bool {
-	for _, f := range v.faults {
-		if (target == "" || f.Target == target) && slices.Contains(kinds, f.Kind) && !f.Start.After(to) && !f.End.Before(from) {
-			return true
+// callOf is the platform's call that took the lock l (nil: none seen).
+func (v *verdict) callOf(l *seenLock) *op {
+	for _, o := range v.ops {
+		if o.Broker == l.Broker && o.Instance == l.InstanceID && o.Binding == l.BindingID && o.Kind == l.Kind &&
+			!o.Start.After(l.Started) && !o.End.Before(l.Started) {
+			return o
 		}
 	}
-	return false
+	return nil
 }
-
-var brokerSide = []string{fBrokerCrash, fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk, fLinkDelay, fLinkStall, fLinkCut}
-var storeSide = []string{fRedisPause, fPgPause, fLinkDelay, fLinkStall, fLinkCut}
 
 // check5xx is (d): a 5xx to a mutating call names the broker (and a fault
 // on the broker's side was in effect) or the state store (and a fault on
@@ -236,8 +261,8 @@ func (v *verdict) check5xx() {
 				v.add("d", fmt.Sprintf("%s: the state store blamed, and it was not faulted", o), o.Instance, o.Start, o.End)
 			}
 		case strings.Contains(d, "broker") || strings.Contains(d, "injected fault"):
-			if !v.faulted(o.Broker, from, to, brokerSide...) {
-				v.add("d", fmt.Sprintf("%s: the broker blamed, and nothing was wrong with it", o), o.Instance, o.Start, o.End)
+			if !v.brokerFaulted(o, d, from, to) {
+				v.add("d", fmt.Sprintf("%s: the broker blamed, and no fault on its side (a crash, its link, or one on this endpoint that fired) explains it", o), o.Instance, o.Start, o.End)
 			}
 		default:
 			v.add("d", fmt.Sprintf("%s: a 5xx that names neither the broker nor the state store", o), o.Instance, o.Start, o.End)
@@ -289,27 +314,76 @@ func (v *verdict) checkInvented() {
 		default:
 			continue
 		}
-		sent := false
-		for _, l := range v.brokers[o.Broker].calls {
-			if l.Endpoint == endpoint && l.InstanceID == o.Instance && l.BindingID == o.Binding &&
-				l.Status >= 200 && l.Status < 300 && l.Start.Before(o.End) {
-				sent = true
-				break
-			}
-		}
-		if !sent {
+		if !v.sent(o, endpoint) {
 			v.add("f", fmt.Sprintf("%s: the platform got a success the broker never sent (no 2xx %s of it in the broker's log)", o, endpoint), o.Instance, o.Start, o.End)
 		}
 	}
 }
 
+// sent reports whether the broker sent the success o got (endpoint is the
+// call's, or for a poll the polled call's): a 2xx of the matching call,
+// one the broker served while o (for a poll, the call it polls, until the
+// poll's end) was in flight, not any earlier 2xx of the same; or, for a
+// broker whose repeats the gateway answers, a 200 repeating an earlier
+// success.
+func (v *verdict) sent(o *op, endpoint string) bool {
+	from := o.Start
+	if p := v.polledOp(o); p != nil {
+		from = p.Start
+	}
+	earlier := false
+	for _, l := range v.brokers[o.Broker].calls {
+		if l.Endpoint != endpoint || l.InstanceID != o.Instance || l.BindingID != o.Binding || l.Status < 200 || l.Status >= 300 {
+			continue
+		}
+		if !l.End.Before(from.Add(-clockSlack)) && !l.Start.After(o.End) || v.shared(o, l) {
+			return true
+		}
+		earlier = earlier || l.End.Before(from)
+	}
+	return earlier && v.idempotent[o.Broker] && o.Status == 200 && (o.Kind == "provision" || o.Kind == "bind")
+}
+
+// shared reports whether the broker's call l answered an identical call
+// of o's platform that got no answer (it hung up, timed out) and that the
+// gateway may still have had in flight when o came, o joining it (the
+// flights stage): l began during that call and ended at most the broker's
+// timeout before o began (the answer may still have been on its way).
+func (v *verdict) shared(o *op, l callLine) bool {
+	if o.Of != 0 || l.End.Before(o.Start.Add(-brokerTimeout)) {
+		return false
+	}
+	for _, p := range v.ops {
+		if p != o && p.Platform == o.Platform && p.Kind == o.Kind && p.Broker == o.Broker && p.Instance == o.Instance &&
+			p.Binding == o.Binding && p.Status == 0 && p.Start.Before(o.Start) && !l.Start.Before(p.Start) {
+			return true
+		}
+	}
+	return false
+}
+
+// clockSlack is how far the broker's clock and the platform's, both this
+// machine's, may disagree on one event (the writes of their logs).
+const clockSlack = 50 * time.Millisecond
+
 // polled is the mutating endpoint a succeeded poll reports on: that of
 // the op whose 202 it polls.
 func (v *verdict) polled(p *op) string {
-	for _, o := range v.ops {
-		if o.ID == p.Of {
-			return o.Kind
-		}
+	if o := v.polledOp(p); o != nil {
+		return o.Kind
 	}
 	return ""
+}
+
+// polledOp is the op whose 202 the poll p polls (nil: p is no poll).
+func (v *verdict) polledOp(p *op) *op {
+	if p.Of == 0 {
+		return nil
+	}
+	for _, o := range v.ops {
+		if o.ID == p.Of {
+			return o
+		}
+	}
+	return nil
 }

@@ -23,9 +23,11 @@ func newVerdict() *verdict {
 			"modern": {instances: map[string]bool{}, bindings: map[string]bool{}},
 			"legacy": {instances: map[string]bool{}, bindings: map[string]bool{}},
 		},
-		gw:      &gatewayView{inventory: map[string]bool{}, orphans: map[string]bool{}},
-		shimmed: map[string]bool{"legacy": true},
-		fetched: map[string]bool{"legacy": true},
+		gw:         &gatewayView{inventory: map[string]bool{}, orphans: map[string]bool{}},
+		shimmed:    map[string]bool{"legacy": true},
+		fetched:    map[string]bool{"legacy": true},
+		idempotent: map[string]bool{"legacy": true},
+		careless:   map[int]string{},
 	}
 }
 
@@ -126,14 +128,35 @@ func TestCheckerInvented(t *testing.T) {
 		{Kind: "provision", Broker: "modern", Instance: "i1", Start: at(1), End: at(1.2), Status: 201},
 		{ID: 2, Kind: "provision", Broker: "modern", Instance: "i2", Start: at(1), End: at(1.2), Status: 202},
 		{Kind: "poll", Broker: "modern", Instance: "i2", Start: at(3), End: at(3.1), Status: 200, State: "succeeded", Of: 2},
-		{Kind: "bind", Broker: "modern", Instance: "i1", Binding: "b1", Start: at(2), End: at(2.2), Status: 201},      // the broker said 500: (f)
-		{Kind: "provision", Broker: "modern", Instance: "i9", Start: at(5), End: at(5.2), Status: 200},                // never at the broker: (f)
-		{Kind: "provision", Broker: "legacy", Instance: "i3", Start: at(5), End: at(7), Status: 202},                  // the shim's own
-		{Kind: "poll", Broker: "legacy", Instance: "i3", Start: at(8), End: at(8.1), Status: 200, State: "succeeded"}, // and its poll: (f)
+		{Kind: "bind", Broker: "modern", Instance: "i1", Binding: "b1", Start: at(2), End: at(2.2), Status: 201},             // the broker said 500: (f)
+		{Kind: "provision", Broker: "modern", Instance: "i9", Start: at(5), End: at(5.2), Status: 200},                       // never at the broker: (f)
+		{ID: 3, Kind: "provision", Broker: "legacy", Instance: "i3", Start: at(5), End: at(7), Status: 202},                  // the shim's own
+		{Kind: "poll", Broker: "legacy", Instance: "i3", Start: at(8), End: at(8.1), Status: 200, State: "succeeded", Of: 3}, // and its poll: (f)
+		// Only the matching call counts, not an earlier 2xx of the same:
+		// i1's provision at 1 s does not make this one's 201 the broker's.
+		{Kind: "provision", Broker: "modern", Instance: "i1", Start: at(10), End: at(10.2), Status: 201}, // (f)
+		// The legacy broker's repeats are the gateway's (emulate.idempotent).
+		{Kind: "provision", Broker: "legacy", Instance: "i4", Start: at(10), End: at(10.2), Status: 200},
+		// A call the broker was still serving when the op began (the
+		// shim's, shared by a flight) is the matching one.
+		{ID: 5, Kind: "bind", Broker: "legacy", Instance: "i4", Binding: "b2", Start: at(11), End: at(13), Status: 202},
+		{Kind: "poll-binding", Broker: "legacy", Instance: "i4", Binding: "b2", Start: at(14), End: at(14.1), Status: 200, State: "succeeded", Of: 5},
+		// A retry that joined the identical call its platform hung up on
+		// (flights) gets the answer the broker sent to that one.
+		{Kind: "unbind", Broker: "legacy", Instance: "i4", Binding: "b3", Start: at(20), End: at(20.3), Mode: modeHangUp},
+		{Kind: "unbind", Broker: "legacy", Instance: "i4", Binding: "b3", Start: at(20.6), End: at(20.7), Status: 200, Why: "retry"},
+	}
+	v.brokers["legacy"].calls = []callLine{
+		{Endpoint: "provision", InstanceID: "i4", Status: 201, Start: at(4), End: at(4.1)},
+		{Endpoint: "bind", InstanceID: "i4", BindingID: "b2", Status: 201, Start: at(10.9), End: at(13.5)},
+		{Endpoint: "unbind", InstanceID: "i4", BindingID: "b3", Status: 200, Start: at(20.4), End: at(20.4)},
 	}
 	v.checkInvented()
-	if got := rules(v); got != "f,f,f" {
-		t.Fatalf("rules = %q, want 3 × f:\n%v", got, v.violations)
+	if got := rules(v); got != "f,f,f,f" {
+		t.Fatalf("rules = %q, want 4 × f:\n%v", got, v.violations)
+	}
+	if !strings.Contains(v.violations[3].What, "i1 via gw0 12:00:10.000") {
+		t.Errorf("the last (f) is not the repeat of i1's provision: %s", v.violations[3].What)
 	}
 }
 
@@ -168,12 +191,17 @@ func TestPlanIsSeeded(t *testing.T) {
 func TestCheckerLockAges(t *testing.T) {
 	v := newVerdict()
 	lock := func(key string, async bool, from, to float64) *seenLock {
-		return &seenLock{adminLock: adminLock{Key: key, Broker: "modern", InstanceID: key, Kind: "update", Async: async, Started: at(from)}, last: at(to)}
+		return &seenLock{adminLock: adminLock{Key: key, Broker: "modern", InstanceID: key, Kind: "update", Async: async, Started: at(from)}, Last: at(to)}
 	}
 	v.faults = []*fault{
 		{Kind: fRedisPause, Target: "redis", Start: at(100), End: at(103)},
 		{Kind: fGatewayKill, Target: "gw0", Start: at(300), End: at(301)},
 		{Kind: fBrokerCrash, Target: "modern", Start: at(500), End: at(502)},
+		{Kind: fRedisPause, Target: "redis", Start: at(804), End: at(807)},
+	}
+	v.ops = []*op{
+		{Kind: "update", Broker: "modern", Instance: "held", Start: at(799.9), End: at(805), Status: 504},
+		{Kind: "update", Broker: "modern", Instance: "held-ok", Start: at(899.9), End: at(905), Status: 504},
 	}
 	v.audit = []*seenLock{
 		lock("short", false, 0, 20),         // within a call and its hold
@@ -182,12 +210,14 @@ func TestCheckerLockAges(t *testing.T) {
 		lock("polled", true, 400, 450),      // an async operation, polled
 		lock("unpolled", true, 600, 700),    // nobody settled it: (c)
 		lock("broker-down", true, 490, 580), // its polls failed while the broker was down
+		lock("held", false, 800, 864),       // the store paused as its call timed out: its hold was not written
+		lock("held-ok", false, 900, 964),    // nothing kept its hold from being written: (c)
 	}
 	v.checkLockAges()
-	if got := rules(v); got != "c,c" {
-		t.Fatalf("rules = %q, want 2 × c:\n%v", got, v.violations)
+	if got := rules(v); got != "c,c,c" {
+		t.Fatalf("rules = %q, want 3 × c:\n%v", got, v.violations)
 	}
-	for i, want := range []string{"phantom", "unpolled"} {
+	for i, want := range []string{"phantom", "unpolled", "held-ok"} {
 		if !strings.Contains(v.violations[i].What, want) {
 			t.Errorf("violation %d is %q, want one about %s", i, v.violations[i].What, want)
 		}

@@ -47,18 +47,24 @@ var tenants = []string{"cf1", "cf2"}
 
 func tenantPassword(t string) string { return t + "-campaign-secret" }
 
-// build compiles the gateway and the sample broker into dir, or, when
-// prebuilt names a directory, takes them from there.
-func build(dir, prebuilt string) (gateway, broker string, err error) {
+// build compiles the gateway (with the build tag tags, when not empty: a
+// mutation's) and the sample broker into dir, or, when prebuilt names a
+// directory, takes them from there (a gateway with tags is always built).
+func build(dir, prebuilt, tags string) (gateway, broker string, err error) {
 	gateway, broker = filepath.Join(dir, "osb-gateway"), filepath.Join(dir, "osb-sample-broker")
 	for bin, pkg := range map[string]string{gateway: "./cmd/osb-gateway", broker: "./cmd/osb-sample-broker"} {
-		if prebuilt != "" {
+		mutated := tags != "" && bin == gateway
+		if prebuilt != "" && !mutated {
 			if err := copyFile(filepath.Join(prebuilt, filepath.Base(bin)), bin); err != nil {
 				return "", "", err
 			}
 			continue
 		}
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		args := []string{"build", "-o", bin}
+		if mutated {
+			args = append(args, "-tags", tags)
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			return "", "", fmt.Errorf("go build %s: %w", pkg, err)
@@ -68,14 +74,14 @@ func build(dir, prebuilt string) (gateway, broker string, err error) {
 }
 
 // newCluster starts brokers, Redis or PostgreSQL, and replicas gateways in dir.
-func newCluster(dir, store string, replicas int, prebuilt string) (_ *cluster, err error) {
+func newCluster(dir, store string, replicas int, prebuilt, tags string) (_ *cluster, err error) {
 	c := &cluster{dir: dir, store: store}
 	defer func() {
 		if err != nil {
 			c.stop() // what started, and PostgreSQL's data directory
 		}
 	}()
-	if c.gatewayBin, c.brokerBin, err = build(dir, prebuilt); err != nil {
+	if c.gatewayBin, c.brokerBin, err = build(dir, prebuilt, tags); err != nil {
 		return nil, err
 	}
 	key := make([]byte, 32)

@@ -11,6 +11,9 @@
 //	go run ./bench/campaign -duration 60s -seed 1 -store redis -replicas 2
 //	go run ./bench/campaign -duration 60s -seed 1 -store postgres -replicas 2
 //
+//	go run ./bench/campaign -mutation lock-free -duration 3m -store redis -replicas 2
+//	go run ./bench/campaign -recheck /tmp/osb-campaign-123
+//
 // Its last line reads "campaign: N operations, F faults, V violations"; it
 // exits 1 when V > 0.
 package main
@@ -21,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +51,8 @@ type options struct {
 	verbose   bool
 	bin       string // prebuilt binaries; empty: build them
 	giveUp    time.Duration
+	careless  int    // platforms that do not mitigate orphans, after the others
+	mutation  string // the gateway is built with this mutation (internal/mutation)
 	out       io.Writer
 }
 
@@ -74,6 +78,9 @@ func run(args []string) (int, error) {
 	fs.BoolVar(&o.verbose, "v", false, "print every fault as it ends")
 	fs.DurationVar(&o.giveUp, "give-up", 3*time.Minute, "after the nemesis stops, how long platforms retry what does not end")
 	fs.StringVar(&o.bin, "bin", "", "a directory with osb-gateway and osb-sample-broker already built (default: go build them)")
+	fs.IntVar(&o.careless, "careless", 2, "platforms that do not mitigate orphans, besides -platforms: the first gives up on a create whose outcome it did not learn, the second also crashes in the middle of half its provisions and binds; the gateway's own orphan mitigation must clean up after both")
+	fs.StringVar(&o.mutation, "mutation", "", "build the gateway with one promise broken on purpose (see internal/mutation): "+strings.Join(mutationNames(), ", "))
+	recheck := fs.String("recheck", "", "check again, offline, the run whose files are in this directory (kept with -keep, or after violations)")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
 	}
@@ -81,6 +88,19 @@ func run(args []string) (int, error) {
 		return 0, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	o.out = os.Stdout
+	if *recheck != "" {
+		v, err := recheckDir(*recheck, o.out)
+		if err != nil {
+			return 0, err
+		}
+		return min(v, 1), nil
+	}
+	if o.mutation != "" && tagOf(o.mutation) == "" {
+		return 0, fmt.Errorf("-mutation %q: want one of %s", o.mutation, strings.Join(mutationNames(), ", "))
+	}
+	if *ci && o.mutation != "" {
+		return 0, fmt.Errorf("-ci runs the real gateway: no -mutation")
+	}
 	if !*ci {
 		v, err := campaign(o)
 		if err != nil {
@@ -97,7 +117,7 @@ func run(args []string) (int, error) {
 			return 0, err
 		}
 		defer os.RemoveAll(dir)
-		if _, _, err := build(dir, ""); err != nil {
+		if _, _, err := build(dir, "", ""); err != nil {
 			return 0, err
 		}
 		o.bin = dir
@@ -110,6 +130,7 @@ func run(args []string) (int, error) {
 	)
 	for _, r := range ciRuns {
 		r.duration, r.platforms, r.every, r.keep, r.verbose, r.bin, r.giveUp = o.duration, o.platforms, o.every, o.keep, o.verbose, o.bin, o.giveUp
+		r.careless = o.careless
 		r.out = &prefixed{prefix: "[" + r.name + "] ", w: os.Stdout}
 		wg.Add(1)
 		go func() {
@@ -158,221 +179,4 @@ func (p *prefixed) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
-}
-
-// campaign runs one campaign and returns its number of violations.
-func campaign(o options) (int, error) {
-	switch {
-	case o.store != "bolt" && o.store != "redis" && o.store != "postgres":
-		return 0, fmt.Errorf("-store %q: want bolt, redis or postgres", o.store)
-	case o.store == "bolt" && o.replicas != 1:
-		return 0, fmt.Errorf("-store bolt -replicas %d: replicas share state only through redis or postgres", o.replicas)
-	case o.replicas < 1 || o.platforms < 1:
-		return 0, fmt.Errorf("-replicas and -platforms must be at least 1")
-	}
-	if o.dir == "" {
-		d, err := os.MkdirTemp("", "osb-campaign-")
-		if err != nil {
-			return 0, err
-		}
-		o.dir = d
-	} else if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return 0, err
-	}
-	out := o.out
-	fmt.Fprintf(out, "campaign: seed %d, store %s, %d replica(s), %d platforms, %s, files in %s\n", o.seed, o.store, o.replicas, o.platforms, o.duration, o.dir)
-	schedule := plan(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every)
-	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range schedule {
-		fmt.Fprintln(sched, f)
-	}
-	sched.Close()
-	fmt.Fprintf(out, "campaign: %d faults planned (also in %s):\n", len(schedule), sched.Name())
-	for _, f := range schedule {
-		fmt.Fprintf(out, "  %s\n", f)
-	}
-
-	c, err := newCluster(o.dir, o.store, o.replicas, o.bin)
-	if err != nil {
-		return 0, err
-	}
-	defer c.stop()
-	oplog, err := os.Create(filepath.Join(o.dir, "history.jsonl"))
-	if err != nil {
-		return 0, err
-	}
-	defer oplog.Close()
-	h := &history{log: oplog}
-	var platforms []*platform
-	for i := range o.platforms {
-		t := tenants[i%len(tenants)]
-		platforms = append(platforms, &platform{n: i, seed: o.seed, tenant: t, c: newCaller(t, tenantPassword(t), 8*time.Second),
-			cl: c, h: h, brokers: c.brokers, inst: map[string]*pinst{}})
-	}
-	logf := func(format string, args ...any) {
-		if o.verbose {
-			fmt.Fprintf(out, format+"\n", args...)
-		}
-	}
-	n := &nemesis{c: c, platforms: platforms, h: h, logf: logf}
-
-	t0 := time.Now()
-	var workers sync.WaitGroup
-	for _, p := range platforms {
-		for w := range 2 {
-			workers.Add(1)
-			go func() { defer workers.Done(); p.run(w) }()
-		}
-	}
-	stop := make(chan struct{})
-	audit := &lockAudit{locks: map[string]*seenLock{}}
-	auditDone := make(chan struct{})
-	go audit.run(c, 2*time.Second, auditDone)
-	nemesisDone := make(chan struct{})
-	go func() { n.run(t0, schedule, stop); close(nemesisDone) }()
-	time.Sleep(o.duration)
-	close(stop)
-	<-nemesisDone
-	fmt.Fprintf(out, "campaign: +%s nemesis stopped; draining\n", time.Since(t0).Round(time.Second))
-
-	// Drain: every process up, every fault healed, the platforms finish what
-	// they began, the gateways' orphan schedules and holds run out.
-	for _, b := range c.brokers {
-		_, _ = b.control("DELETE", "fault", nil)
-		b.link.heal()
-	}
-	if c.storeLink != nil {
-		c.storeLink.heal()
-	}
-	giveUp := time.Now().Add(o.giveUp)
-	for _, p := range platforms {
-		p.giveUp.Store(&giveUp)
-		p.draining.Store(true)
-	}
-	drained := make(chan struct{})
-	go func() { workers.Wait(); close(drained) }()
-	var stuck []violation
-	select {
-	case <-drained:
-	case <-time.After(5 * time.Minute):
-		stuck = append(stuck, violation{Rule: "c", What: "the platforms' calls did not end within 5 minutes of the nemesis stopping"})
-	}
-	if err := waitQuiet(c); err != nil {
-		stuck = append(stuck, violation{Rule: "c", What: err.Error()})
-	}
-	fmt.Fprintf(out, "campaign: +%s drained; checking\n", time.Since(t0).Round(time.Second))
-	close(auditDone)
-
-	v, err := collect(c, h, platforms)
-	if err != nil {
-		return 0, err
-	}
-	v.violations = append(stuck, v.violations...)
-	v.audit = audit.seen()
-	v.check()
-	ops, faults := h.snapshot()
-	report(out, v, ops, faults)
-	fmt.Fprintf(out, "campaign: %d operations, %d faults, %d violations\n", len(ops), len(faults), len(v.violations))
-	if len(v.violations) > 0 {
-		fmt.Fprintf(out, "campaign: files kept in %s; rerun with -seed %d -store %s -replicas %d -duration %s\n", o.dir, o.seed, o.store, o.replicas, o.duration)
-		return len(v.violations), nil
-	}
-	if !o.keep {
-		c.stop()
-		_ = os.RemoveAll(o.dir)
-	}
-	return 0, nil
-}
-
-// waitQuiet waits until no lock remains and no orphan is due (a given-up or
-// reported orphan is never due), at most two minutes.
-func waitQuiet(c *cluster) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	var last string
-	for time.Now().Before(deadline) {
-		ls, err1 := c.locks()
-		orphans, err2 := c.orphans()
-		due := 0
-		for _, o := range orphans {
-			if o.NextAttempt.Year() < 9999 {
-				due++
-			}
-		}
-		if err1 == nil && err2 == nil && len(ls) == 0 && due == 0 {
-			return nil
-		}
-		last = fmt.Sprintf("%d locks, %d orphans due (errors: %v, %v)", len(ls), due, err1, err2)
-		time.Sleep(500 * time.Millisecond)
-	}
-	return fmt.Errorf("not quiet two minutes after the platforms finished: %s", last)
-}
-
-// collect reads the three views.
-func collect(c *cluster, h *history, platforms []*platform) (*verdict, error) {
-	ops, faults := h.snapshot()
-	v := &verdict{store: c.store, ops: ops, faults: faults, held: map[string]string{}, brokers: map[string]*brokerView{},
-		shimmed: map[string]bool{"legacy": true}, fetched: map[string]bool{"legacy": true}}
-	for _, p := range platforms {
-		in, bs := p.holds()
-		for k, b := range in {
-			v.held[k] = b
-		}
-		for k, b := range bs {
-			v.held[k] = b
-		}
-	}
-	for _, b := range c.brokers {
-		ins, bs, err := b.holdings()
-		if err != nil {
-			return nil, fmt.Errorf("broker %s holdings: %w", b.name, err)
-		}
-		bv := &brokerView{instances: map[string]bool{}, bindings: map[string]bool{}}
-		for _, i := range ins {
-			bv.instances[i] = true
-		}
-		for _, x := range bs {
-			bv.bindings[x] = true
-		}
-		if bv.calls, err = readCallLog(b.callLog); err != nil {
-			return nil, err
-		}
-		v.brokers[b.name] = bv
-	}
-	gw, err := c.view()
-	if err != nil {
-		return nil, err
-	}
-	v.gw = gw
-	return v, nil
-}
-
-// report prints the violations and a summary of what ran.
-func report(out io.Writer, v *verdict, ops []*op, faults []*fault) {
-	kinds := map[string]int{}
-	for _, o := range ops {
-		kinds[o.Kind]++
-	}
-	var parts []string
-	for _, k := range sortedKeys(kinds) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-	}
-	fmt.Fprintf(out, "campaign: operations: %s\n", strings.Join(parts, ", "))
-	fk := map[string]int{}
-	for _, f := range faults {
-		fk[f.Kind]++
-	}
-	parts = parts[:0]
-	for _, k := range sortedKeys(fk) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, fk[k]))
-	}
-	fmt.Fprintf(out, "campaign: faults: %s\n", strings.Join(parts, ", "))
-	for _, n := range v.notes {
-		fmt.Fprintln(out, "campaign: note:", n)
-	}
-	for _, x := range v.violations {
-		fmt.Fprintln(out, x)
-	}
 }

@@ -3,31 +3,39 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 )
 
 // A fault is one thing the nemesis does: planned from the seed (At, Kind,
 // Target, For, Params), then carried out (Start, End: when it began and
 // when everything it did was healed again).
 type fault struct {
-	N      int           `json:"n"`
-	At     time.Duration `json:"at"` // from the start of the run
-	Kind   string        `json:"kind"`
-	Target string        `json:"target"` // gw0, modern, legacy, redis, postgres, p3
-	For    time.Duration `json:"for"`
-	Detail string        `json:"detail,omitempty"`
-	// set while it runs
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-	Err   string    `json:"err,omitempty"`
+	N        int           `json:"n"`
+	At       time.Duration `json:"at"` // from the start of the run
+	Kind     string        `json:"kind"`
+	Target   string        `json:"target"` // gw0, modern, legacy, redis, postgres, p3
+	For      time.Duration `json:"for"`
+	Detail   string        `json:"detail,omitempty"`
+	Endpoint string        `json:"endpoint,omitempty"` // a broker fault's
+	Latency  time.Duration `json:"latency,omitempty"`  // a broker's or link's delay
+	// set while it runs, as it really happened: Start and End of what it
+	// did (a kill waits for an earlier kill-and-restart of its process to
+	// end first), the process it killed and the one that replaced it,
+	// when a broker fault fired (seen by the broker's count going down),
+	// and why it did not happen as planned (Err: never an excuse).
+	Start  time.Time   `json:"start"`
+	End    time.Time   `json:"end"`
+	PID    int         `json:"pid,omitempty"`
+	NewPID int         `json:"new_pid,omitempty"`
+	Fired  []time.Time `json:"fired,omitempty"`
+	Err    string      `json:"err,omitempty"`
 
-	endpoint string
-	status   int
-	latency  time.Duration
-	count    int
+	status int
+	count  int
 }
 
 func (f *fault) String() string {
@@ -113,25 +121,25 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 			f.Target, f.For = store, dur(500*time.Millisecond, 4*time.Second)
 		case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
 			f.Target = broker
-			f.endpoint = faultEndpoints[rng.IntN(len(faultEndpoints))]
+			f.Endpoint = faultEndpoints[rng.IntN(len(faultEndpoints))]
 			f.count = 1 + rng.IntN(3)
 			f.For = 10 * time.Second // then cleared, if not used up
 			switch k {
 			case fBrokerError:
 				f.status = []int{500, 502, 503}[rng.IntN(3)]
-				f.Detail = fmt.Sprintf("%s→%d ×%d", f.endpoint, f.status, f.count)
+				f.Detail = fmt.Sprintf("%s→%d ×%d", f.Endpoint, f.status, f.count)
 			case fBrokerSlow:
-				f.latency = dur(500*time.Millisecond, 7*time.Second)
-				f.Detail = fmt.Sprintf("%s +%s ×%d", f.endpoint, f.latency.Round(time.Millisecond), f.count)
+				f.Latency = dur(500*time.Millisecond, 7*time.Second)
+				f.Detail = fmt.Sprintf("%s +%s ×%d", f.Endpoint, f.Latency.Round(time.Millisecond), f.count)
 			case fBrokerHang:
 				f.count = 1
-				f.Detail = f.endpoint + " ×1"
+				f.Detail = f.Endpoint + " ×1"
 			case fBrokerFailOp:
-				f.endpoint = []string{"provision", "update", "deprovision", "bind", "unbind"}[rng.IntN(5)]
-				f.Detail = fmt.Sprintf("%s ×%d", f.endpoint, f.count)
+				f.Endpoint = []string{"provision", "update", "deprovision", "bind", "unbind"}[rng.IntN(5)]
+				f.Detail = fmt.Sprintf("%s ×%d", f.Endpoint, f.count)
 			case fBrokerJunk:
 				f.count, f.status = 1, []int{200, 201, 202}[rng.IntN(3)]
-				f.Detail = fmt.Sprintf("%s→%d garbage ×1", f.endpoint, f.status)
+				f.Detail = fmt.Sprintf("%s→%d garbage ×1", f.Endpoint, f.status)
 			}
 		case fLinkDelay, fLinkStall, fLinkCut:
 			f.Target = broker
@@ -140,8 +148,8 @@ func plan(seed uint64, d time.Duration, store string, replicas, platforms int, b
 			}
 			switch k {
 			case fLinkDelay:
-				f.latency, f.For = dur(20*time.Millisecond, 400*time.Millisecond), dur(time.Second, 6*time.Second)
-				f.Detail = fmt.Sprintf("+%s per chunk", f.latency.Round(time.Millisecond))
+				f.Latency, f.For = dur(20*time.Millisecond, 400*time.Millisecond), dur(time.Second, 6*time.Second)
+				f.Detail = fmt.Sprintf("+%s per chunk", f.Latency.Round(time.Millisecond))
 			case fLinkStall:
 				f.For = dur(300*time.Millisecond, 4*time.Second)
 			case fLinkCut:
@@ -227,14 +235,10 @@ func (n *nemesis) do(f *fault) {
 				g = x
 			}
 		}
-		g.kill9()
-		time.Sleep(f.For)
-		err = g.start()
+		err = killAndRestart(f, &g.proc, g.listen, g.start)
 	case fBrokerCrash:
 		b := n.broker(f.Target)
-		b.kill9()
-		time.Sleep(f.For)
-		err = b.start()
+		err = killAndRestart(f, &b.proc, b.addr, b.start)
 	case fRedisPause:
 		if err = n.c.redis.signal(syscall.SIGSTOP); err == nil {
 			time.Sleep(f.For)
@@ -248,12 +252,12 @@ func (n *nemesis) do(f *fault) {
 		}
 	case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
 		b := n.broker(f.Target)
-		fj := map[string]any{"endpoint": f.endpoint, "count": f.count}
+		fj := map[string]any{"endpoint": f.Endpoint, "count": f.count}
 		switch f.Kind {
 		case fBrokerError:
 			fj["status"] = f.status
 		case fBrokerSlow:
-			fj["latency"] = f.latency.String()
+			fj["latency"] = f.Latency.String()
 		case fBrokerHang:
 			fj["hang"] = true
 		case fBrokerFailOp:
@@ -264,12 +268,13 @@ func (n *nemesis) do(f *fault) {
 		if _, err = b.control("PUT", "fault", fj); err != nil {
 			break
 		}
-		time.Sleep(f.For)
+		f.Fired = watchFired(b, samplebroker.Fault{Endpoint: f.Endpoint, Status: asInt(fj["status"]), Body: asString(fj["body"]),
+			Hang: f.Kind == fBrokerHang, Latency: f.Latency, FailOperation: f.Kind == fBrokerFailOp}, f.count, time.Now().Add(f.For))
 		// What is left of it goes; a broker that crashed meanwhile lost it.
 		_, _ = b.control("DELETE", "fault", nil)
 	case fLinkDelay:
 		l := n.linkOf(f.Target)
-		l.setDelay(f.latency)
+		l.setDelay(f.Latency)
 		time.Sleep(f.For)
 		l.setDelay(0)
 	case fLinkStall:
@@ -296,3 +301,6 @@ func (n *nemesis) do(f *fault) {
 		p.queueModes(mode, f.count)
 	}
 }
+
+func asInt(v any) int       { i, _ := v.(int); return i }
+func asString(v any) string { s, _ := v.(string); return s }

@@ -32,6 +32,14 @@ type platform struct {
 	// end (a deletion refused again and again): the checker then sees
 	// what is left.
 	giveUp atomic.Pointer[time.Time]
+	// style is how it treats a create whose outcome it did not learn:
+	// "" as Cloud Controller (its own orphan-mitigation DELETE), or one of
+	// the platforms that do not mitigate, which leave the cleaning to the
+	// gateway's own orphan mitigation: styleGivesUp forgets it, never
+	// retrying nor deleting it; styleCrashes also drops the connection in
+	// the middle of half its provisions and binds (an RST) and forgets
+	// the call.
+	style string
 
 	mu    sync.Mutex
 	inst  map[string]*pinst
@@ -52,6 +60,12 @@ type pinst struct {
 type pbind struct {
 	live, busy, unbindFailed bool
 }
+
+// Platforms that do not mitigate orphans (platform.style).
+const (
+	styleGivesUp = "gives-up"
+	styleCrashes = "crashes"
+)
 
 const (
 	maxInstances = 5
@@ -125,6 +139,9 @@ func (p *platform) send(rng *rand.Rand, o *op, method, path string, body any) an
 	}
 	if o.mutating() && o.Why == "" {
 		o.Mode = p.nextMode()
+		if p.style == styleCrashes && (o.Kind == "provision" || o.Kind == "bind") && rng.IntN(2) == 0 {
+			o.Mode, o.Why = modeHangUp, "crash"
+		}
 	}
 	o.Platform, o.Tenant = p.n, p.tenant
 	full := "/" + p.tenant + "/" + o.Broker + "/v2" + path

@@ -54,9 +54,10 @@ func (p *platform) poll(rng *rand.Rand, in *pinst, binding string, of *op, opera
 
 // mitigate deletes an instance (binding == "") or binding whose creation
 // got no clear answer, until the deletion ends: the platform's orphan
-// mitigation. The platform then holds nothing of it.
+// mitigation. The platform then holds nothing of it. A platform that does
+// not mitigate (style) forgets it at once.
 func (p *platform) mitigate(rng *rand.Rand, in *pinst, binding string) {
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; p.style == ""; attempt++ {
 		if attempt > 0 {
 			time.Sleep(backoff(attempt))
 		}

@@ -32,12 +32,13 @@ func freeAddr() string {
 
 // proc is one running process, restartable.
 type proc struct {
-	name string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	up   atomic.Bool
-	log  *os.File
+	name    string
+	faultMu sync.Mutex // one kill-and-restart at a time (killAndRestart)
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	up      atomic.Bool
+	log     *os.File
 }
 
 func (p *proc) startCmd(bin string, args ...string) error {
@@ -55,17 +56,50 @@ func (p *proc) startCmd(bin string, args ...string) error {
 	return nil
 }
 
-// kill9 kills the process with SIGKILL and waits for it to be gone.
-func (p *proc) kill9() {
+// kill9 kills the process with SIGKILL, waits for it to be gone and
+// returns its PID; an error when it was not running (nothing was killed).
+func (p *proc) kill9() (int, error) {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil {
-		return
+		return 0, fmt.Errorf("%s was never started", p.name)
 	}
 	p.up.Store(false)
+	select {
+	case <-done:
+		return cmd.Process.Pid, fmt.Errorf("%s: pid %d had already exited: nothing to kill", p.name, cmd.Process.Pid)
+	default:
+	}
 	_ = cmd.Process.Kill()
 	<-done
+	return cmd.Process.Pid, nil
+}
+
+// pid is the PID of the process last started (0: none).
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// running reports whether the process last started still runs.
+func (p *proc) running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
 }
 
 func (p *proc) signal(s syscall.Signal) error {

@@ -40,10 +40,24 @@ func readCallLog(path string) ([]callLine, error) {
 
 // gatewayView is what the gateways hold.
 type gatewayView struct {
-	inventory map[string]bool // "broker instance" and "broker instance/binding"
+	// inventory is every record, by "broker instance" and "broker
+	// instance/binding": true when it stands for what the broker holds,
+	// false for a create still in progress or failed (recordedOp.exists).
+	inventory map[string]bool
 	orphans   map[string]bool // the same keys
 	locks     []string
 }
+
+// recordedOp is an inventory record's last operation (store.LastOperation).
+type recordedOp struct {
+	Kind  string `json:"kind"`
+	State string `json:"state"`
+}
+
+// exists is proxy's exists (emulate.go): a record stands for a resource
+// the broker holds unless its last operation is its create (provision or
+// bind) still in progress or failed.
+func (o recordedOp) exists(create string) bool { return o.Kind != create || o.State == "succeeded" }
 
 type adminOrphan struct {
 	Broker      string    `json:"broker"`
@@ -72,7 +86,7 @@ type adminLock struct {
 // last time it was still there.
 type seenLock struct {
 	adminLock
-	last time.Time
+	Last time.Time `json:"last_seen"`
 }
 
 // lockAudit lists the gateways' locks every interval while the campaign
@@ -103,7 +117,7 @@ func (a *lockAudit) run(c *cluster, every time.Duration, stop <-chan struct{}) {
 			if a.locks[k] == nil {
 				a.locks[k] = &seenLock{adminLock: l}
 			}
-			a.locks[k].last = now
+			a.locks[k].Last = now
 		}
 		a.mu.Unlock()
 	}
@@ -164,7 +178,8 @@ func (c *cluster) view() (*gatewayView, error) {
 			for cursor := ""; ; {
 				var page struct {
 					Instances []struct {
-						InstanceID string `json:"instance_id"`
+						InstanceID    string     `json:"instance_id"`
+						LastOperation recordedOp `json:"last_operation"`
 					} `json:"instances"`
 					NextCursor string `json:"next_cursor"`
 				}
@@ -176,17 +191,18 @@ func (c *cluster) view() (*gatewayView, error) {
 					return nil, err
 				}
 				for _, in := range page.Instances {
-					v.inventory[b.name+" "+in.InstanceID] = true
+					v.inventory[b.name+" "+in.InstanceID] = in.LastOperation.exists("provision")
 					var one struct {
 						Bindings []struct {
-							BindingID string `json:"binding_id"`
+							BindingID     string     `json:"binding_id"`
+							LastOperation recordedOp `json:"last_operation"`
 						} `json:"bindings"`
 					}
 					if err := g.adminGet("/admin/instances/"+b.name+"/"+url.PathEscape(in.InstanceID), &one); err != nil {
 						return nil, err
 					}
 					for _, bd := range one.Bindings {
-						v.inventory[b.name+" "+in.InstanceID+"/"+bd.BindingID] = true
+						v.inventory[b.name+" "+in.InstanceID+"/"+bd.BindingID] = bd.LastOperation.exists("bind")
 					}
 				}
 				if page.NextCursor == "" {
