@@ -12,6 +12,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 )
 
 // discardWriter is a reusable ResponseWriter that drops the body, so a
@@ -134,7 +135,7 @@ func BenchmarkStage(b *testing.B) {
 		{"recover", observe.WithRecover(slog.New(slog.DiscardHandler))},
 		{"accesslog slog", observe.WithAccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil)), nil, time.Now, nil)},
 		{"accesslog", observe.WithAccessLog(nil, NewAccessLog(io.Discard, "json", nil), time.Now, nil)},
-		{"bodylimit", withBodyLimit(1 << 20)},
+		{"bodylimit", request.WithBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
 		{"auth", auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now))},
 		{"version", withVersion()},

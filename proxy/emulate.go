@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -18,6 +19,9 @@ const (
 	EmulatedFetch  = "fetch"  // GET instance or binding from the inventory
 	EmulatedReplay = "replay" // a repeat of a call that succeeded (emulate.idempotent)
 	EmulatedGone   = "gone"   // a delete of what the inventory never saw (emulate.gone)
+	// EmulatedShared: an identical call in flight shared its answer
+	// (proxy/internal/emulate's flights).
+	EmulatedShared = emulate.EmulatedShared
 )
 
 // versionFetch is the version that brought GET instance and GET binding.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 )
 
 // TestIdenticalRepeatInFlightSharesTheAnswer: a platform that repeats a
@@ -76,12 +77,4 @@ func TestIdenticalRepeatInFlightSharesTheAnswer(t *testing.T) {
 	}
 }
 
-func waiters(f *flights) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, fl := range f.m {
-		n += fl.waiters
-	}
-	return n
-}
+func waiters(f *emulate.Flights) int { return f.Waiters() }

@@ -15,9 +15,11 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/owner"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -82,7 +84,7 @@ type Gateway struct {
 	catalogs      *CatalogCache
 	guard         *guard
 	auth          *auth.Gate
-	flights       *flights                             // shared by reloads
+	flights       *emulate.Flights                     // shared by reloads
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
@@ -126,7 +128,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	} else {
 		g.guard.replica, g.guard.retry = core.NewRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
 	}
-	g.flights = newFlights()
+	g.flights = emulate.NewFlights()
 	if opts.Previous != nil {
 		g.flights = opts.Previous.flights
 	}
@@ -244,7 +246,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withRoute(routes),
 		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
 		auth.WithAuth(g.auth),
-		withBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
+		request.WithBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		withVersion(),
 		withClassify(),
 		withRetire(cfg),                  // nil without a retired broker
@@ -254,7 +256,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		withValidate(g.catalogs, g.guard.st, opts.Logger),
 		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
 		withCatalog(g.catalogs),
-		withFlights(g.flights),
+		emulate.WithFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),
 		withQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
 		withGuard(g.guard),

@@ -27,6 +27,8 @@ var layers = map[string]string{
 	"proxy/internal/usage":     layerService,
 
 	"proxy/internal/auth":    layerStage,
+	"proxy/internal/emulate": layerStage,
+	"proxy/internal/request": layerStage,
 	"proxy/internal/observe": layerStage,
 	"proxy/internal/owner":   layerStage,
 	"proxy/internal/protect": layerStage,

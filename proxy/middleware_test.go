@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 )
 
 // serveStage runs one request through scope + the stages under test + a
@@ -132,11 +133,11 @@ func TestBodyStage(t *testing.T) {
 		seen = ScopeOf(w, r).Body
 		w.WriteHeader(204)
 	}
-	w, _ := serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("12345")), capture, withBodyLimit(5))
+	w, _ := serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("12345")), capture, request.WithBodyLimit(5))
 	if w.Code != 204 || string(seen) != "12345" {
 		t.Errorf("at the limit: %d, body %q", w.Code, seen)
 	}
-	w, _ = serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("123456")), capture, withBodyLimit(5))
+	w, _ = serveStage(httptest.NewRequest("PUT", "/", strings.NewReader("123456")), capture, request.WithBodyLimit(5))
 	if w.Code != 413 {
 		t.Errorf("over the limit: %d", w.Code)
 	}

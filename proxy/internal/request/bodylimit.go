@@ -1,4 +1,9 @@
-package proxy
+// Package request is the stages that read the platform's request as
+// HTTP: the body, read whole within listen.max_body_bytes (WithBodyLimit).
+// Version negotiation, classification and validation join it as the
+// services they read leave proxy/ (docs/architecture.md). It imports the
+// core, and no other stage.
+package request
 
 import (
 	"bytes"
@@ -10,7 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// withBodyLimit is the body stage: it reads a request body whole, up to max
+// WithBodyLimit is the body stage: it reads a request body whole, up to max
 // bytes, before anything is forwarded. A larger body (declared or chunked)
 // gets 413 and never reaches a broker, not even in part; a body the
 // platform fails to send gets 400. The bytes are kept in Scope.Body for the
@@ -21,14 +26,14 @@ import (
 // request line and headers: no byte of a body is read, let alone buffered,
 // before its sender is authenticated, and the stages before it refuse with
 // failUnread.
-func withBodyLimit(max int64) Middleware {
+func WithBodyLimit(max int64) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !core.HasBody(r) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if r.ContentLength > max {
 				s.FailUnread(w, r, tooLarge(r.ContentLength, max))
 				return

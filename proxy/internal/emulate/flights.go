@@ -1,4 +1,10 @@
-package proxy
+// Package emulate is the legacy emulation stages: what the gateway answers
+// in a broker's place. So far the sharing of an identical call in flight
+// (WithFlights: a platform's repeat gets the first call's answer, and the
+// broker one call); fetch, safe repeats, gone, the async shim, the sync
+// facade and poll shielding join it as the services they read leave
+// proxy/ (docs/architecture.md). It imports the core, and no other stage.
+package emulate
 
 import (
 	"crypto/sha256"
@@ -16,13 +22,13 @@ const EmulatedShared = "shared"
 // repeats waiting for it; a larger one is not shared (they go on alone).
 const maxSharedBody = 1 << 20
 
-// flights lets a platform that repeats a mutating call while the first is
+// Flights lets a platform that repeats a mutating call while the first is
 // still in flight — the same tenant, method, path, query, version and body
 // — wait for the first call's answer instead of reaching the broker
 // twice (or getting the guard's 400 for its own operation). Across
 // replicas the operation lock already blocks the repeat. It is one per
 // process, shared by reloads.
-type flights struct {
+type Flights struct {
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]*flight
 }
@@ -37,13 +43,13 @@ type flight struct {
 	waiters int
 }
 
-func newFlights() *flights { return &flights{m: make(map[[sha256.Size]byte]*flight)} }
+func NewFlights() *Flights { return &Flights{m: make(map[[sha256.Size]byte]*flight)} }
 
-// withFlights is the flight stage, just before the guard (see flights).
-func withFlights(f *flights) Middleware {
+// WithFlights is the flight stage, just before the guard (see flights).
+func WithFlights(f *Flights) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if !s.Call.Endpoint.Mutating() {
 				next.ServeHTTP(w, r)
 				return
@@ -85,7 +91,7 @@ func withFlights(f *flights) Middleware {
 }
 
 // flightKey names a call by everything that makes a repeat identical.
-func flightKey(s *Scope, r *http.Request) [sha256.Size]byte {
+func flightKey(s *core.Scope, r *http.Request) [sha256.Size]byte {
 	h := sha256.New()
 	for _, part := range []string{s.Tenant, s.Broker, r.Method, s.Path, r.URL.RawQuery, s.Forward} {
 		h.Write([]byte(part))
@@ -144,3 +150,14 @@ func (rec *flightRecorder) Write(p []byte) (int, error) {
 
 // Unwrap lets ScopeOf and http.ResponseController reach the writer below.
 func (rec *flightRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// Waiters is the number of calls waiting for an identical call's answer.
+func (f *Flights) Waiters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, fl := range f.m {
+		n += fl.waiters
+	}
+	return n
+}
