@@ -37,7 +37,7 @@ func BenchmarkStageAuth(b *testing.B) {
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 	for _, tc := range tenants {
 		b.Run(tc.name, func(b *testing.B) {
-			rt := &route{Prefix: "/t1/b1", Up: up, Tenant: mustTenant(b, tc.cfg)}
+			rt := newRoute("/t1/b1", mustTenant(b, tc.cfg), up)
 			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, "/v2/service_instances/i-1/last_operation"),
 				auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now)))
 			benchServe(b, h, benchRequest("/t1/b1/v2/service_instances/i-1/last_operation?operation=op1"))

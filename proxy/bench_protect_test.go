@@ -87,7 +87,7 @@ tenants:
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := &route{Prefix: "/t1/b1", Up: g.upstreams["b1"], Tenant: mustTenant(b, &cfg.Tenants[0])}
+	rt := newRoute("/t1/b1", mustTenant(b, &cfg.Tenants[0]), g.upstreams["b1"])
 	var ticks atomic.Int64
 	base := time.Now()
 	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }

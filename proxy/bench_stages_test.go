@@ -28,7 +28,8 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { g.Close(nil) })
-	rt := &route{Prefix: "/t1/b1", Up: g.upstreams["b1"], Tenant: mustTenant(b, &g.cfg.Tenants[0]), Filter: newCatalogFilter(g.cfg.Tenants[0].Routes[0]), Guard: g.guard}
+	rt := newRoute("/t1/b1", mustTenant(b, &g.cfg.Tenants[0]), g.upstreams["b1"])
+	rt.Filter, rt.Guard = newCatalogFilter(g.cfg.Tenants[0].Routes[0]), g.guard
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

@@ -121,7 +121,7 @@ func BenchmarkStage(b *testing.B) {
 	var rt *route
 	for _, u := range g.upstreams {
 		if u.name == "b1" {
-			rt = &route{Prefix: "/t1/b1", Up: u, Tenant: mustTenant(b, &g.cfg.Tenants[0])}
+			rt = newRoute("/t1/b1", mustTenant(b, &g.cfg.Tenants[0]), u)
 		}
 	}
 	prefill := prefillRoute(rt, "/v2/service_instances/i-1/last_operation")
@@ -138,7 +138,7 @@ func BenchmarkStage(b *testing.B) {
 		{"bodylimit", request.WithBodyLimit(1 << 20)},
 		{"route", withRoute(routes)},
 		{"auth", auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now))},
-		{"version", withVersion()},
+		{"version", request.WithVersion()},
 		{"classify", withClassify()},
 	}
 	for _, st := range stages {

@@ -143,7 +143,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: &route{Up: u, Broker: &u.cfg}}, l, a)
+		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: newRoute("", nil, u)}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
 	g.guard.tookOver = g.tookOver
@@ -204,7 +204,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			if u == nil {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
-			routes[rc.Prefix] = &route{Prefix: rc.Prefix, Tenant: t, Up: u, Broker: &u.cfg, Filter: newCatalogFilter(rc), BrokerProtect: g.brokerProtect[rc.Broker], IDs: newRouteIDs(rc), Guard: g.guard}
+			rt := newRoute(rc.Prefix, t, u)
+			rt.Filter, rt.BrokerProtect, rt.IDs, rt.Guard = newCatalogFilter(rc), g.brokerProtect[rc.Broker], newRouteIDs(rc), g.guard
+			routes[rc.Prefix] = rt
 		}
 	}
 	var prevProtect *protect.Protection
@@ -247,7 +249,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
 		auth.WithAuth(g.auth),
 		request.WithBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
-		withVersion(),
+		request.WithVersion(),
 		withClassify(),
 		withRetire(cfg),                  // nil without a retired broker
 		protect.WithRateLimit(g.protect), // nil without limits

@@ -197,7 +197,7 @@ func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rule
 			return false // the orphan would wait for the lock's deadline: the next try
 		}
 	}
-	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, Route: &route{Up: u, Broker: &u.cfg}}
+	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, Route: newRoute("", nil, u)}
 	g.inv.polled(ctx, s, cur, a) // under the lock, before it is released
 	g.release(ctx, cur)
 	g.metrics.SettledByWatch(u.name, a.State)

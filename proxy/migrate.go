@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -45,7 +46,7 @@ type catalogCheck struct {
 // newRouteMigration makes rt migrate its new instances to u.
 func newRouteMigration(rt *route, u *upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
 	to := *rt
-	to.Up, to.Broker, to.BrokerProtect = u, &u.cfg, bp
+	to.Up, to.Broker, to.MaxVersion, to.BrokerProtect = u, &u.cfg, u.maxString, bp
 	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}
 	rt.Migration, to.Migration = m, m
 	return m
@@ -63,7 +64,7 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 	if err != nil || to == m.old {
 		return err
 	}
-	n, forward, err := negotiate(r, to)
+	n, forward, err := request.Negotiate(r, to)
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 		}
 	}
 	old := upOf(m.old)
-	_, forward, err := negotiate(r, m.old) // the version the platform's catalog was fetched at
+	_, forward, err := request.Negotiate(r, m.old) // the version the platform's catalog was fetched at
 	if err != nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ func TestMigrationOwner(t *testing.T) {
 	}
 	defer st.Close()
 	inv := &unreadableInventory{Store: st}
-	old, nw := &route{Up: &upstream{name: "old"}}, &route{Up: &upstream{name: "new"}}
+	old, nw := newRoute("", nil, &upstream{name: "old"}), newRoute("", nil, &upstream{name: "new"})
 	m := &routeMigration{old: old, new: nw, inv: inv, locks: inv}
 	put := func(broker, id string) {
 		if _, err := st.PutInstance(ctx, store.Instance{Broker: broker, InstanceID: id}); err != nil {

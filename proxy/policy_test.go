@@ -234,7 +234,8 @@ func BenchmarkPolicyStage(b *testing.B) {
 	g := benchPolicyGateway(b, benchPolicies(20, false))
 	gSets := benchPolicyGateway(b, benchPolicies(20, true))
 	with, withSets := anyRoute(g), anyRoute(gSets)
-	without := &route{Prefix: "/t2/b1", Up: with.Up, Broker: with.Broker, Tenant: mustTenant(b, &g.cfg.Tenants[1]), Filter: with.Filter}
+	without := newRoute("/t2/b1", mustTenant(b, &g.cfg.Tenants[1]), upOf(with))
+	without.Filter = with.Filter
 	for _, bc := range []struct {
 		name string
 		g    *Gateway

@@ -53,7 +53,7 @@ func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req Reconc
 	l = held
 	defer g.guard.release(context.WithoutCancel(ctx), l)
 	s := &Scope{Tenant: tenant, Broker: u.name, Call: rules.Call{Endpoint: rules.LockedBy(op.Kind), InstanceID: req.InstanceID, BindingID: req.BindingID},
-		Route: &route{Up: u, Broker: &u.cfg}}
+		Route: newRoute("", nil, u)}
 	if req.State != "" {
 		a := rules.Answer{Status: http.StatusOK, Object: true, State: req.State, Description: req.Description}
 		g.guard.inv.polled(ctx, s, l, a)

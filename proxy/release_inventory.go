@@ -66,7 +66,7 @@ func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason st
 		// operator forced it): record it, as the platform's poll would have.
 		u := g.upstreams[l.Broker]
 		s := &Scope{Tenant: l.Tenant, Broker: u.name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
-			Route: &route{Up: u, Broker: &u.cfg}}
+			Route: newRoute("", nil, u)}
 		iv.polled(ctx, s, l, rules.Answer{Status: http.StatusOK, Object: true, State: st, Description: l.Shim.Description})
 		return
 	}

@@ -151,3 +151,15 @@ func guardOf(s *Scope) *guard {
 	g, _ := s.Route.Guard.(*guard)
 	return g
 }
+
+// newRoute is tenant t's route (t nil: none) under prefix to the broker of
+// upstream u, with what the core and the stages read of them without the
+// upstream: the broker's settings, its maximum version as forwarded, the
+// tenant's status for a missing version.
+func newRoute(prefix string, t *auth.Tenant, u *upstream) *route {
+	rt := &route{Prefix: prefix, Up: u, Broker: &u.cfg, MaxVersion: u.maxString}
+	if t != nil {
+		rt.Tenant, rt.MissingVersionStatus = t, t.MissingStatus
+	}
+	return rt
+}

@@ -552,8 +552,9 @@ func BenchmarkRouteIDs(b *testing.B) {
 	}
 	b.Cleanup(func() { g.Close(nil) })
 	tn := mustTenant(b, &g.cfg.Tenants[0])
-	plain := &route{Prefix: "/t1/b1", Up: g.upstreams["b1"], Tenant: tn}
-	withIDs := &route{Prefix: "/t1/ids", Up: g.upstreams["b1"], Tenant: tn, IDs: newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})}
+	plain := newRoute("/t1/b1", tn, g.upstreams["b1"])
+	withIDs := newRoute("/t1/ids", tn, g.upstreams["b1"])
+	withIDs.IDs = newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
 	routes := routeTable{plain.Prefix: plain, withIDs.Prefix: withIDs}
 	x := idsOf(withIDs)
 	const poll = "/v2/service_instances/i-1/last_operation"

@@ -21,10 +21,16 @@ type Route struct {
 	Prefix string
 	// Tenant is the tenant whose route it is (its credentials).
 	Tenant any
+	// MissingVersionStatus is the tenant's status for a call without
+	// X-Broker-API-Version (tenants[].missing_version_status).
+	MissingVersionStatus int
 	// Up is the broker's upstream, which the call reaches; Broker is its
 	// settings (brokers[]), which stages read without the upstream.
 	Up     any
 	Broker *config.Broker
+	// MaxVersion is the broker's maximum X-Broker-API-Version as the
+	// gateway forwards it (Broker.APIVersion.Max, formatted once).
+	MaxVersion string
 	// Filter is the tenant's view of the broker's catalog; nil: all.
 	Filter any
 	// Limits are the rate limits the route's calls pass; nil: none.

@@ -1,8 +1,9 @@
 // Package request is the stages that read the platform's request as
-// HTTP: the body, read whole within listen.max_body_bytes (WithBodyLimit).
-// Version negotiation, classification and validation join it as the
-// services they read leave proxy/ (docs/architecture.md). It imports the
-// core, and no other stage.
+// HTTP and OSB: the body, read whole within listen.max_body_bytes
+// (WithBodyLimit), and X-Broker-API-Version negotiated against the route's
+// broker (WithVersion, Negotiate). Classification and validation join it
+// as the services they read leave proxy/ (docs/architecture.md). It
+// imports the core, and no other stage.
 package request
 
 import (

@@ -1,23 +1,22 @@
-package proxy
+package request
 
 import (
 	"net/http"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// withVersion is the version stage: X-Broker-API-Version is negotiated
+// WithVersion is the version stage: X-Broker-API-Version is negotiated
 // against the broker's version range (rules.Negotiate). A missing or empty
 // header gets the tenant's missing_version_status (412, or 400 as OSB 2.16
 // allows). The value forwarded is the platform's, capped at the broker's
 // maximum.
-func withVersion() Middleware {
+func WithVersion() core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
-			n, forward, err := negotiate(r, s.Route)
+			s := core.ScopeOf(w, r)
+			n, forward, err := Negotiate(r, s.Route)
 			if err != nil {
 				s.Fail(w, err)
 				return
@@ -28,18 +27,18 @@ func withVersion() Middleware {
 	}
 }
 
-// negotiate negotiates r's X-Broker-API-Version against rt's broker and
+// Negotiate negotiates r's X-Broker-API-Version against rt's broker and
 // returns the version forwarded: the platform's, capped at the broker's
 // maximum.
-func negotiate(r *http.Request, rt *route) (rules.Negotiated, string, error) {
-	up := upOf(rt)
+func Negotiate(r *http.Request, rt *core.Route) (rules.Negotiated, string, error) {
+	b := rt.Broker
 	vals := r.Header[core.HeaderAPIVersion]
-	n, err := rules.Negotiate(vals, up.min, up.max, auth.TenantOf(rt).MissingStatus, up.name)
+	n, err := rules.Negotiate(vals, b.APIVersion.Min, b.APIVersion.Max, rt.MissingVersionStatus, b.Name)
 	if err != nil {
 		return n, "", err
 	}
 	if n.Capped {
-		return n, up.maxString, nil
+		return n, rt.MaxVersion, nil
 	}
 	return n, vals[0], nil
 }
