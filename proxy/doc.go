@@ -4,13 +4,14 @@
 //
 // New builds the whole chain in one place. A request passes, outermost
 // first: scope, trace, metrics, audit, recover, access log, route,
-// overload, auth, body, version, classify, rate limit, validate, catalog,
-// flights, broker protect, guard, emulate, shim, broker call, upstream.
+// overload, auth, body, version, classify, retire, rate limit, route ids,
+// owner, validate, policy, catalog, flights, broker protect, quota, guard,
+// owner held, retired gone, emulate, shim, broker call, upstream.
 // Trace, metrics and audit are the optional parts (Options.Tracing,
 // Metrics, Audit), left out when not set, as is the rate limit without
 // limits in the configuration; they and the access log read the Scope
 // after the inner stages return. Broker protect and broker call are left
-// out when no broker has max_in_flight or a breaker (brokerprotect.go: the
+// out when no broker has max_in_flight or a breaker (internal/protect: the
 // protect stage takes a slot and a breaker permit before the guard, so no
 // refused call takes a lock; the broker call stage gives them back when
 // the broker call ends). Each stage is a small Middleware that reads and
@@ -31,7 +32,7 @@
 // run before the body stage reads a byte of the body: a client that is not
 // authenticated, or a call shed under overload, cannot make the gateway
 // read or buffer a body, and its refusal goes out at once and closes the
-// connection (Scope.failUnread).
+// connection (Scope.FailUnread).
 // Nothing before the body stage may depend on the body.
 //
 // A stage finds the Scope with ScopeOf(w, r): the scope stage hands the
@@ -54,9 +55,9 @@
 //
 // The shim stage (brokers[].emulate.async_after) may run the rest of a
 // call in a goroutine of its own, on a copy of the request's Scope
-// (Scope.fork) answering into a buffer, so that the platform can get a 202
+// (Scope.Fork) answering into a buffer, so that the platform can get a 202
 // while the broker call runs on: the copy goes back into the Scope
-// (Scope.adopt) only when its answer reaches the platform after all, so no
+// (Scope.Adopt) only when its answer reaches the platform after all, so no
 // Scope is ever written by two goroutines.
 //
 // A Gateway is built once from a *config.Config and never changes; a reload
@@ -64,8 +65,10 @@
 // finish on the configuration they started with.
 //
 // Package proxy is the assembly of the packages under proxy/internal, which
-// only it may import: the core (internal/core), services (internal/accesslog,
-// internal/metrics, internal/usage) and stages (internal/protect). Their
+// only it may import: the core (internal/core: the Scope, the route, the
+// stage type), services (internal/accesslog, internal/metrics,
+// internal/usage) and stages (internal/auth, internal/emulate,
+// internal/observe, internal/owner, internal/protect, internal/request). Their
 // imports point down only, core ← services ← stages ← proxy, as
 // TestPackageLayers checks; docs/architecture.md maps them and says what
 // still lives here and why.
