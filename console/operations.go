@@ -159,7 +159,7 @@ func (c *Console) reconcile(r *http.Request, who string) (string, string, error)
 // forceChoice checks the final state an operator picked.
 func forceChoice(state string) error {
 	if state != store.StateSucceeded && state != store.StateFailed {
-		return fmt.Errorf("Force needs a final state, and none is preselected: pick %q or %q (got %q)", store.StateSucceeded, store.StateFailed, state)
+		return fmt.Errorf("the Force action needs a final state, and none is preselected: pick %q or %q (got %q)", store.StateSucceeded, store.StateFailed, state)
 	}
 	return nil
 }

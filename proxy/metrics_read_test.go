@@ -27,13 +27,14 @@ func registeredMetrics(now func() time.Time) (*Metrics, error) {
 // m's registry (m built by registeredMetrics): a counter's or a gauge's;
 // -1 when there is no such series.
 func seriesValue(m *Metrics, name string, labels map[string]string) float64 {
-	for _, s := range series(m, name, labels) {
-		if c := s.GetCounter(); c != nil {
-			return c.GetValue()
-		}
-		return s.GetGauge().GetValue()
+	found := series(m, name, labels)
+	if len(found) == 0 {
+		return -1
 	}
-	return -1
+	if c := found[0].GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return found[0].GetGauge().GetValue()
 }
 
 // seriesCount is the number of series of family name in m's registry.

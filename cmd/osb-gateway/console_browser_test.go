@@ -235,7 +235,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(row)),
 		chromedp.Click(chromedp.CSS(row+` button[value="force"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[role="alert"]`)))
-	if e := text("read the refusal", `[role="alert"]`); !strings.Contains(e, "Force needs a final state, and none is preselected") {
+	if e := text("read the refusal", `[role="alert"]`); !strings.Contains(e, "Force action needs a final state, and none is preselected") {
 		t.Fatalf("Force without a state said %q", e)
 	}
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#confirm-force").length`)); err != nil || n != 0 {

@@ -501,7 +501,7 @@ func TestConsoleForceIsPickedAndConfirmed(t *testing.T) {
 		form url.Values
 		want string
 	}{
-		{"no state", url.Values{"state": {""}, "confirm": {"yes"}}, "Force needs a final state, and none is preselected"},
+		{"no state", url.Values{"state": {""}, "confirm": {"yes"}}, "Force action needs a final state, and none is preselected"},
 		{"not confirmed", url.Values{"state": {"succeeded"}}, "confirmed on its own page first"},
 	} {
 		tc.form.Set("csrf", csrf)
@@ -519,7 +519,7 @@ func TestConsoleForceIsPickedAndConfirmed(t *testing.T) {
 		}
 	}
 	confirm := w.get(t, c, "/ui/operations/force?broker=sample&instance="+w.inProcess+"&state=", http.StatusOK)
-	if !strings.Contains(confirm, "Force needs a final state") || strings.Contains(confirm, `id="confirm-force"`) {
+	if !strings.Contains(confirm, "Force action needs a final state") || strings.Contains(confirm, `id="confirm-force"`) {
 		t.Errorf("the force page without a state offers a confirmation:\n%s", confirm)
 	}
 	confirm = w.get(t, c, "/ui/operations/force?broker=sample&instance="+w.inProcess+"&state=succeeded", http.StatusOK)

@@ -119,7 +119,7 @@ func quantity(v ref.Val) ref.Val {
 		}
 		return types.Int(int64(f * factor))
 	}
-	return types.NewErr("quantity needs a string or a number, got %s", v.Type().(ref.Type).TypeName())
+	return types.NewErr("quantity needs a string or a number, got %s", v.Type().TypeName())
 }
 
 // num reads a number, or a string holding one, as a double.
@@ -138,7 +138,7 @@ func num(v ref.Val) ref.Val {
 		}
 		return types.Double(f)
 	}
-	return types.NewErr("num needs a number or a string, got %s", v.Type().(ref.Type).TypeName())
+	return types.NewErr("num needs a number or a string, got %s", v.Type().TypeName())
 }
 
 // estimator gives the cost estimate its sizes: SizeHint for what a call
