@@ -45,9 +45,19 @@ func series(m *Metrics, name string, labels map[string]string) []*dto.Metric {
 	if !ok {
 		panic("seriesValue: the Metrics were not built by registeredMetrics")
 	}
-	mfs, err := reg.(*prometheus.Registry).Gather()
+	out, err := matching(reg.(*prometheus.Registry), name, labels)
 	if err != nil {
 		panic(err)
+	}
+	return out
+}
+
+// matching returns the series of family name in g whose labels include
+// want.
+func matching(g prometheus.Gatherer, name string, want map[string]string) ([]*dto.Metric, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, err
 	}
 	var out []*dto.Metric
 	for _, mf := range mfs {
@@ -60,7 +70,7 @@ func series(m *Metrics, name string, labels map[string]string) []*dto.Metric {
 			for _, l := range s.GetLabel() {
 				have[l.GetName()] = l.GetValue()
 			}
-			for k, v := range labels {
+			for k, v := range want {
 				if have[k] != v {
 					continue next
 				}
@@ -68,5 +78,5 @@ func series(m *Metrics, name string, labels map[string]string) []*dto.Metric {
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, nil
 }

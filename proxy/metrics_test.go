@@ -168,28 +168,9 @@ func TestMetricsDisabled(t *testing.T) {
 // gathered returns the series of family name whose labels include want.
 func gathered(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) []*dto.Metric {
 	t.Helper()
-	mfs, err := g.Gather()
+	out, err := matching(g, name, want)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue series
-				}
-			}
-			out = append(out, m)
-		}
 	}
 	return out
 }
