@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,24 +53,4 @@ func TestAccessLogWriter(t *testing.T) {
 	if out := run("json", slog.LevelWarn, 200, "x"); out != "" {
 		t.Errorf("info line written at level warn: %s", out)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent use, counting writes.
-type lockedBuffer struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	writes int
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writes++
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) snapshot() (string, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String(), l.writes
 }

@@ -106,7 +106,7 @@ func TestCallerInAccessLogAndAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logBuf lockedBuffer
+	var logBuf osbtest.Buffer
 	rw := &recordingWriter{}
 	gw, err := New(cfg, Options{AccessLog: NewAccessLog(&logBuf, "json", nil), Audit: &AuditOptions{Writer: rw}})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestCallerInAccessLogAndAudit(t *testing.T) {
 		{"127.0.0.1", "", "", "", ""},
 		{"127.0.0.1", "", "cc", "CN=cloud-controller,O=example", ""},
 	}
-	text, _ := logBuf.snapshot()
+	text, _ := logBuf.Snapshot()
 	var logged []who
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		var l struct {

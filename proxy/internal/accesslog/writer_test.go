@@ -1,7 +1,6 @@
 package accesslog
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 )
 
 // TestAccessTimeMatchesAppendFormat: the cached per-second stamp formats
@@ -27,31 +28,11 @@ func TestAccessTimeMatchesAppendFormat(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use, counting writes.
-type lockedBuffer struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	writes int
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writes++
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) snapshot() (string, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String(), l.writes
-}
-
 // TestBufferedAccessLog: buffered lines are written whole, in order, in
 // far fewer writes than lines; within the interval; and Close writes the
 // rest.
 func TestBufferedAccessLog(t *testing.T) {
-	var out lockedBuffer
+	var out osbtest.Buffer
 	a := New(&out, "json", slog.LevelInfo)
 	a.Buffer(20 * time.Millisecond)
 	line := func(g, i int) []Field {
@@ -59,7 +40,7 @@ func TestBufferedAccessLog(t *testing.T) {
 	}
 	a.Write(time.Now(), slog.LevelInfo, line(0, 0))
 	deadline := time.Now().Add(5 * time.Second)
-	for text, _ := out.snapshot(); !strings.Contains(text, `"i":0`); text, _ = out.snapshot() {
+	for text, _ := out.Snapshot(); !strings.Contains(text, `"i":0`); text, _ = out.Snapshot() {
 		if time.Now().After(deadline) {
 			t.Fatal("a buffered line was not written within the flush interval")
 		}
@@ -76,7 +57,7 @@ func TestBufferedAccessLog(t *testing.T) {
 	}
 	wg.Wait()
 	a.Close()
-	text, writes := out.snapshot()
+	text, writes := out.Snapshot()
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	if len(lines) != 1+goroutines*perG {
 		t.Fatalf("%d lines, want %d", len(lines), 1+goroutines*perG)
@@ -96,7 +77,7 @@ func TestBufferedAccessLog(t *testing.T) {
 		t.Errorf("%d writes for %d lines: not buffered", writes, len(lines))
 	}
 	a.Write(time.Now(), slog.LevelInfo, line(9, 9)) // after Close: written at once
-	if text, _ := out.snapshot(); !strings.HasSuffix(text, "\"i\":9}\n") {
+	if text, _ := out.Snapshot(); !strings.HasSuffix(text, "\"i\":9}\n") {
 		t.Error("a line after Close was not written")
 	}
 }
@@ -104,7 +85,7 @@ func TestBufferedAccessLog(t *testing.T) {
 // TestBufferedAccessLogIdle: an idle buffered Writer runs no timer; a
 // line arms one flush, which writes it, and the log is idle again after.
 func TestBufferedAccessLogIdle(t *testing.T) {
-	var out lockedBuffer
+	var out osbtest.Buffer
 	a := New(&out, "json", slog.LevelInfo)
 	a.Buffer(time.Millisecond)
 	defer a.Close()
@@ -114,7 +95,7 @@ func TestBufferedAccessLogIdle(t *testing.T) {
 	}
 	a.Write(time.Now(), slog.LevelInfo, []Field{{Key: "i", Num: 1, IsN: true}})
 	deadline := time.Now().Add(5 * time.Second)
-	for text, _ := out.snapshot(); !strings.Contains(text, `"i":1`); text, _ = out.snapshot() {
+	for text, _ := out.Snapshot(); !strings.Contains(text, `"i":1`); text, _ = out.Snapshot() {
 		if time.Now().After(deadline) {
 			t.Fatal("the line was not written within 5 s")
 		}
@@ -124,7 +105,7 @@ func TestBufferedAccessLogIdle(t *testing.T) {
 	if n := a.ticks.Load(); n != 1 {
 		t.Fatalf("%d flushes ran for one line, want 1", n)
 	}
-	if _, writes := out.snapshot(); writes != 1 {
+	if _, writes := out.Snapshot(); writes != 1 {
 		t.Fatalf("%d writes for one line, want 1", writes)
 	}
 }
