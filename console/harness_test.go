@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,4 +98,25 @@ func read(t *testing.T, res *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// send makes one round trip (not a client's: a client follows redirects
+// and refuses a Location it cannot parse before a test could see it) of a
+// form to e, with cookie when not empty, and returns the answer and its
+// body.
+func (e *consoleEnv) send(t *testing.T, method, path, form, cookie string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, read(t, res)
 }

@@ -42,22 +42,9 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 }
 
 func testSessionsAcross(t *testing.T, clk *osbtest.Clock, a, b *consoleEnv) {
-	rt := http.DefaultTransport
 	send := func(e *consoleEnv, method, path, form, cookie string) (*http.Response, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, e.url+path, strings.NewReader(form))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if cookie != "" {
-			req.Header.Set("Cookie", cookie)
-		}
-		res, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res, read(t, res)
+		return e.send(t, method, path, form, cookie)
 	}
 	login := func(e *consoleEnv, who string) string {
 		t.Helper()

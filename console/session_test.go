@@ -130,19 +130,7 @@ func TestSessionStoreDown(t *testing.T) {
 		{http.MethodPost, "/ui/refresh", "csrf=x", cookie},
 		{http.MethodPost, "/logout", "csrf=x", cookie},
 	} {
-		req, err := http.NewRequest(c.method, e.url+c.path, strings.NewReader(c.form))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if c.cookie != "" {
-			req.Header.Set("Cookie", c.cookie)
-		}
-		res, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := read(t, res)
+		res, body := e.send(t, c.method, c.path, c.form, c.cookie)
 		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "state store, which does not answer") ||
 			len(res.Cookies()) != 0 {
 			t.Errorf("%s %s with the store down: %d %v %s", c.method, c.path, res.StatusCode, res.Cookies(), body)
