@@ -28,6 +28,25 @@ admin: {token: 0123456789abcdef-token}
 
 // render renders the chart as helm template would, with the values files
 // given (later ones win), and returns the manifests in file order.
+// renderDeployment renders the chart with values, decodes its objects
+// strictly (failing the test on an error) and reports what checkDeployment
+// finds in them as errors; it returns the rendered text and the objects.
+func renderDeployment(t *testing.T, name string, values ...string) (string, *objects) {
+	t.Helper()
+	out, err := render(t, values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeObjects(name, []byte(out))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, p := range checkDeployment(o) {
+		t.Error(p)
+	}
+	return out, o
+}
+
 func render(t *testing.T, values ...string) (string, error) {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
@@ -134,17 +153,7 @@ networkPolicy: {osbFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metad
 		t.Run(tc.name, func(t *testing.T) {
 			externalSecrets["gw-secrets"] = &corev1.Secret{StringData: map[string]string{
 				"MYSQL_BROKER_PASSWORD": "x", "CF_PROD_PASSWORD": "y", "OSB_GATEWAY_ADMIN_TOKEN": "0123456789abcdef-token"}}
-			out, err := render(t, testSecrets, tc.values)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := decodeObjects(tc.name, []byte(out))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			for _, p := range checkDeployment(o) {
-				t.Error(p)
-			}
+			out, o := renderDeployment(t, tc.name, testSecrets, tc.values)
 			count := map[string]int{}
 			for _, obj := range o.all {
 				gvks, _, _ := scheme.ObjectKinds(obj)

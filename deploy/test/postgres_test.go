@@ -57,17 +57,7 @@ state: {backend: postgres, postgres: {urlSecret: {name: osb-db-app}, maxConns: 2
 				"MYSQL_BROKER_PASSWORD": "x", "CF_PROD_PASSWORD": "y", "OSB_GATEWAY_ADMIN_TOKEN": "0123456789abcdef-token"}}
 			// As CloudNativePG names its keys.
 			externalSecrets["osb-db-app"] = &corev1.Secret{Data: map[string][]byte{"uri": []byte(pgURL), "username": []byte("gw")}}
-			out, err := render(t, testSecrets, "replicaCount: 3\n", tc.values)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := decodeObjects(tc.name, []byte(out))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			for _, p := range checkDeployment(o) {
-				t.Error(p)
-			}
+			out, o := renderDeployment(t, tc.name, testSecrets, "replicaCount: 3\n", tc.values)
 			if len(o.deployments) != 1 || replicasOf(o.deployments[0].Spec.Replicas) != 3 || len(o.statefulSets) != 0 {
 				t.Errorf("%d Deployments, %d StatefulSets; want one Deployment of 3 replicas", len(o.deployments), len(o.statefulSets))
 			}
