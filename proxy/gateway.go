@@ -217,6 +217,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.auth.InFlight = g.protect.Overload // a bcrypt check waits out of its count
+	// Before the migrations: a migration's copy of a route carries its policies.
+	if g.policy, err = newPolicies(cfg, routes, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Tenants {
 		for _, rc := range cfg.Tenants[i].Routes {
 			if rc.MigrateTo != "" {
@@ -231,9 +235,6 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := owner.New(cfg, st, opts.Logger, opts.Metrics) // proxy/internal/owner
-	if g.policy, err = newPolicies(cfg, routes, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
-		return nil, err
-	}
 	// The whole request path, outermost first. Trace, metrics and audit
 	// are left out (nil) when their part is not set; they read the Scope
 	// after the inner stages return, so they see every answer, a

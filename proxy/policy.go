@@ -36,7 +36,7 @@ const (
 // policies is the policy stage's state: each route's compiled policies,
 // and what reloads share (the compiled programs, the recent denials).
 type policies struct {
-	byRoute  map[*route]*policy.Set
+	routes   []*route // the routes with policies: each holds its set (core.Route.Policies)
 	cache    *policy.Cache
 	recent   *policyLog
 	catalogs *CatalogCache
@@ -45,11 +45,12 @@ type policies struct {
 	log      *slog.Logger
 }
 
-// newPolicies compiles the policies every route's calls meet (the compiled
-// programs of prev's policies whose spec did not change are kept); nil
-// when no route has any.
+// newPolicies compiles the policies every route's calls meet and sets
+// each route's set as its part (core.Route.Policies), so that a copy of the
+// route (a migration's) carries it; the compiled programs of prev's
+// policies whose spec did not change are kept. nil when no route has any.
 func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs *CatalogCache, inv store.Inventory, m *Metrics, log *slog.Logger) (*policies, error) {
-	ps := &policies{byRoute: map[*route]*policy.Set{}, cache: policy.NewCache(nil), recent: &policyLog{},
+	ps := &policies{cache: policy.NewCache(nil), recent: &policyLog{},
 		catalogs: catalogs, inv: inv, metrics: m, log: log}
 	if prev != nil {
 		ps.cache, ps.recent = policy.NewCache(prev.cache), prev.recent
@@ -68,15 +69,13 @@ func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs
 			}
 			if set := policy.NewSet(list); set != nil {
 				rt := routes[rc.Prefix]
-				ps.byRoute[rt] = set
-				if m := migrationOf(rt); m != nil {
-					ps.byRoute[m.new] = set // the route's calls its migrate_to broker serves (migrate.go)
-				}
+				rt.Policies = set
+				ps.routes = append(ps.routes, rt)
 			}
 		}
 	}
 	ps.cache.Done()
-	if len(ps.byRoute) == 0 && prev == nil {
+	if len(ps.routes) == 0 && prev == nil {
 		return nil, nil
 	}
 	return ps, nil
@@ -101,13 +100,13 @@ func (g *Gateway) policyState() *policies {
 // inventory and the emulations see them. nil (left out of the chain) when
 // no route has a policy.
 func withPolicy(ps *policies) Middleware {
-	if ps == nil || len(ps.byRoute) == 0 {
+	if ps == nil || len(ps.routes) == 0 {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			set := ps.byRoute[s.Route]
+			set := policiesOf(s.Route)
 			if set == nil || !s.Call.Endpoint.Mutating() {
 				next.ServeHTTP(w, r)
 				return
@@ -331,3 +330,6 @@ func orElse(a, b string) string {
 	}
 	return a
 }
+
+// policiesOf is the route's policies (core.Route.Policies); nil: none.
+func policiesOf(rt *route) *policy.Set { p, _ := rt.Policies.(*policy.Set); return p }

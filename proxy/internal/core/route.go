@@ -45,6 +45,8 @@ type Route struct {
 	Migration any
 	// IDs is the rewrite of the ids the route shows; nil: the broker's own.
 	IDs any
+	// Policies are the policies the route's calls meet; nil: none.
+	Policies any
 	// Guard is the guard of the gateway the route belongs to: the guard
 	// stage marks a call Guarded, and the broker call's callbacks settle
 	// its answer with this guard.
