@@ -139,8 +139,12 @@ type Operation struct {
 // Operations returns the locks, filtered by broker and tenant when set,
 // oldest first.
 func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operation, error) {
-	g := v.sw.Load()
-	locks, err := g.guard.st.List(ctx, store.ListFilter{Broker: broker, Tenant: tenant})
+	return v.operations(ctx, store.ListFilter{Broker: broker, Tenant: tenant})
+}
+
+// operations returns the locks f selects as Operations, oldest first.
+func (v *View) operations(ctx context.Context, f store.ListFilter) ([]Operation, error) {
+	locks, err := v.sw.Load().guard.st.List(ctx, f)
 	if err != nil {
 		return nil, err
 	}

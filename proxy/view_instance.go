@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
@@ -14,16 +13,7 @@ import (
 // InstanceOperations returns the locks of one instance of broker (its own
 // and its bindings'), oldest first.
 func (v *View) InstanceOperations(ctx context.Context, broker, instance string) ([]Operation, error) {
-	locks, err := v.sw.Load().guard.st.List(ctx, store.ListFilter{Broker: broker, InstanceID: instance})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Operation, 0, len(locks))
-	for _, l := range locks {
-		out = append(out, viewOperation(l))
-	}
-	slices.SortFunc(out, func(a, b Operation) int { return a.Started.Compare(b.Started) })
-	return out, nil
+	return v.operations(ctx, store.ListFilter{Broker: broker, InstanceID: instance})
 }
 
 // PlatformNames are the names a platform gave an instance and where it
