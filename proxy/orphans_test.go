@@ -258,14 +258,7 @@ func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
 func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
 	ctx := context.Background()
-	q := "?accepts_incomplete=true"
-	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ia"+q, t1User, t1Pass, "2.15", strings.NewReader(provisionBody(samplebroker.PlanAsyncID, ""))); res.StatusCode != 202 {
-		t.Fatalf("provision: %d %s", res.StatusCode, body)
-	}
-	poll := "/t1/b/v2/service_instances/ia/last_operation?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
-	if res, body := do(t, "GET", gw.URL+poll, t1User, t1Pass, "2.15", nil); res.StatusCode != 200 || !strings.Contains(body, "succeeded") {
-		t.Fatalf("poll: %d %s", res.StatusCode, body)
-	}
+	provisionedAsync(t, gw, "ia")
 	o := store.Orphan{ID: "o-ia", Broker: "b", Tenant: "t1", Kind: store.KindDeprovision, InstanceID: "ia",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test", Created: clock.Now(), NextAttempt: clock.Now()}
 	if err := g.guard.st.PutOrphan(ctx, o); err != nil {
@@ -303,14 +296,7 @@ func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 func TestUndoneOrphanLeavesNoRecord(t *testing.T) {
 	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
 	ctx := context.Background()
-	q := "?accepts_incomplete=true"
-	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ia"+q, t1User, t1Pass, "2.15", strings.NewReader(provisionBody(samplebroker.PlanAsyncID, ""))); res.StatusCode != 202 {
-		t.Fatalf("provision: %d %s", res.StatusCode, body)
-	}
-	poll := "/t1/b/v2/service_instances/ia/last_operation?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
-	if res, body := do(t, "GET", gw.URL+poll, t1User, t1Pass, "2.15", nil); res.StatusCode != 200 || !strings.Contains(body, "succeeded") {
-		t.Fatalf("poll: %d %s", res.StatusCode, body)
-	}
+	provisionedAsync(t, gw, "ia")
 	if _, err := g.guard.st.GetInstance(ctx, "b", "ia"); err != nil {
 		t.Fatalf("the provision is not recorded: %v", err)
 	}
@@ -327,5 +313,19 @@ func TestUndoneOrphanLeavesNoRecord(t *testing.T) {
 	}
 	if in, err := g.guard.st.GetInstance(ctx, "b", "ia"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after the undo the inventory still records %+v (%v); want no record", in, err)
+	}
+}
+
+// provisionedAsync provisions instance id of the async plan through gw and
+// polls it until the broker says it succeeded.
+func provisionedAsync(t *testing.T, gw *httptest.Server, id string) {
+	t.Helper()
+	if res, body := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/"+id+"?accepts_incomplete=true", t1User, t1Pass, "2.15",
+		strings.NewReader(provisionBody(samplebroker.PlanAsyncID, ""))); res.StatusCode != 202 {
+		t.Fatalf("provision: %d %s", res.StatusCode, body)
+	}
+	poll := "/t1/b/v2/service_instances/" + id + "/last_operation?service_id=" + samplebroker.ServiceID + "&plan_id=" + samplebroker.PlanAsyncID
+	if res, body := do(t, "GET", gw.URL+poll, t1User, t1Pass, "2.15", nil); res.StatusCode != 200 || !strings.Contains(body, "succeeded") {
+		t.Fatalf("poll: %d %s", res.StatusCode, body)
 	}
 }
