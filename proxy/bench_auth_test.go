@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -17,9 +19,9 @@ import (
 // BenchmarkStage/baseline.
 func BenchmarkStageAuth(b *testing.B) {
 	g := benchGateway(b)
-	var up *upstream
+	var up *upstream.Upstream
 	for _, u := range g.upstreams {
-		if u.name == "b1" {
+		if u.Name == "b1" {
 			up = u
 		}
 	}

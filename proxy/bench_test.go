@@ -106,8 +106,8 @@ func prefillRoute(rt *route, path string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).name, path
-			s.Version, s.Forward = upOf(rt).max, upOf(rt).maxString
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, path
+			s.Version, s.Forward = upOf(rt).Max, upOf(rt).MaxString
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -120,7 +120,7 @@ func BenchmarkStage(b *testing.B) {
 	g := benchGateway(b)
 	var rt *route
 	for _, u := range g.upstreams {
-		if u.name == "b1" {
+		if u.Name == "b1" {
 			rt = newRoute("/t1/b1", mustTenant(b, &g.cfg.Tenants[0]), u)
 		}
 	}

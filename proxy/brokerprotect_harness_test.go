@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/proxytest"
 )
 
 // protectYAML fronts one broker b (the sample broker's credentials) for two
@@ -138,13 +139,8 @@ func (e *protectEnv) sendInBackground(t *testing.T, ctx context.Context, tenant,
 }
 
 func roundTrip(req *http.Request) callReply {
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return callReply{err: err}
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return callReply{status: res.StatusCode, header: res.Header, body: string(b)}
+	r := proxytest.Do(req)
+	return callReply{status: r.Status, header: r.Header, body: r.Body, err: r.Err}
 }
 
 // locks returns the operation locks in the store.

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
@@ -132,7 +134,7 @@ func (c *CatalogCache) statsFor(broker string) *catalogStats {
 
 // catalogFetch is what a fetch needs to know about the broker and request.
 type catalogFetch struct {
-	up       *upstream
+	up       *upstream.Upstream
 	key      catalogKey
 	identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
 	reqID    string
@@ -200,7 +202,7 @@ func (c *CatalogCache) load(ctx context.Context, f catalogFetch, prev *catalogEn
 			}
 		}
 		// Detached from the first caller: others wait on the same fetch.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.up.timeout)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.up.Timeout)
 		defer cancel()
 		return c.fetch(fctx, f, prev)
 	})
@@ -258,10 +260,10 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 		c.log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("broker", f.key.broker),
 			slog.String("version", f.key.version), slog.String("error", err.Error()),
 			slog.Int("consecutive_failures", ff.count), slog.Time("next_fetch", ff.next),
-			slog.String("without_catalog", withoutCatalogLog(f.up.cfg.Validation)))
+			slog.String("without_catalog", withoutCatalogLog(f.up.Cfg.Validation)))
 		if prev != nil {
 			return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, said(err))}
+				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, upstream.Said(err))}
 		}
 		return nil, unavailable(f.key, ff, now)
 	}
@@ -274,24 +276,24 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 
 func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
 	u := f.up
-	req, err := http.NewRequestWithContext(u.ownCall(ctx, rules.Catalog, f.traceParent), http.MethodGet, u.target.JoinPath("v2", "catalog").String(), nil)
+	req, err := http.NewRequestWithContext(u.OwnCall(ctx, rules.Catalog, f.traceParent), http.MethodGet, u.Target.JoinPath("v2", "catalog").String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	if u.auth != nil {
-		req.Header["Authorization"] = u.auth
+	if u.Auth != nil {
+		req.Header["Authorization"] = u.Auth
 	}
 	req.Header[core.HeaderAPIVersion] = []string{f.key.version}
 	req.Header[core.HeaderRequestIdentity] = []string{f.reqID}
 	if f.identity != "" {
 		req.Header.Set(osb.HeaderOriginatingIdentity, f.identity)
 	}
-	res, err := u.rt.RoundTrip(req)
+	res, err := u.RT.RoundTrip(req)
 	if err != nil {
-		if isTimeout(err, ctx) {
-			return nil, fmt.Errorf("the broker did not answer within %s", u.timeout)
+		if upstream.IsTimeout(err, ctx) {
+			return nil, fmt.Errorf("the broker did not answer within %s", u.Timeout)
 		}
-		return nil, u.failed(err)
+		return nil, u.Failed(err)
 	}
 	defer res.Body.Close()
 	limit := c.maxBytes
@@ -300,10 +302,10 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 	if err != nil {
-		return nil, &withheld{said: "the broker's catalog could not be read: its body was cut short" + cutReason(err), err: err}
+		return nil, &upstream.Withheld{Said: "the broker's catalog could not be read: its body was cut short" + upstream.CutReason(err), Err: err}
 	}
 	if rules.RefusesVersion(res.StatusCode) && int64(len(body)) <= limit {
-		return nil, newVersionRefusal(f.key, res.StatusCode, res.Header.Get("Content-Type"), body, c.now().Add(u.cfg.Catalog.TTL))
+		return nil, newVersionRefusal(f.key, res.StatusCode, res.Header.Get("Content-Type"), body, c.now().Add(u.Cfg.Catalog.TTL))
 	}
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the broker answered GET /v2/catalog with status %d", res.StatusCode)
@@ -330,7 +332,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	}
 	now := c.now()
 	sum := sha256.Sum256(body)
-	e := &catalogEntry{key: f.key, body: body, index: index, fetched: now, expires: now.Add(u.cfg.Catalog.TTL),
+	e := &catalogEntry{key: f.key, body: body, index: index, fetched: now, expires: now.Add(u.Cfg.Catalog.TTL),
 		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: now.UTC().Truncate(time.Second)}
 	if prev != nil && prev.etag[0] == e.etag[0] {
 		e.lastModified = prev.lastModified // same content: it did not change

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 )
@@ -42,7 +44,7 @@ func (c *CatalogCache) recordFailure(f catalogFetch, cause error, now time.Time)
 		count = prev.count + 1
 	}
 	ff := &fetchFailure{cause: cause, at: now, count: count,
-		next: now.Add(retryWait(f.up.cfg.Catalog, count))}
+		next: now.Add(retryWait(f.up.Cfg.Catalog, count))}
 	c.failures.Add(f.key, ff)
 	return ff
 }
@@ -78,7 +80,7 @@ func unavailable(k catalogKey, ff *fetchFailure, now time.Time) *osb.Error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: ff.cause,
 		Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
 		Description: fmt.Sprintf("the catalog of broker %q is unavailable (none is cached): %s; the gateway fetches it again at %s (in %s)",
-			k.broker, said(ff.cause), ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
+			k.broker, upstream.Said(ff.cause), ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
 }
 
 // forgetFailures drops the remembered failures of the named broker.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -158,7 +160,7 @@ func (c *CatalogCache) observeDrift(ctx context.Context, f catalogFetch, e *cata
 	}
 	if err != nil {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "catalog drift not checked; the fetched catalog is served",
-			slog.String("broker", f.up.name), slog.String("error", err.Error()))
+			slog.String("broker", f.up.Name), slog.String("error", err.Error()))
 		return e
 	}
 	if held != nil {
@@ -169,8 +171,8 @@ func (c *CatalogCache) observeDrift(ctx context.Context, f catalogFetch, e *cata
 
 // observe records e as the broker's latest catalog and returns the entry
 // to serve in its place while the broker's catalog is held (nil: serve e).
-func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry) (*catalogEntry, error) {
-	rec, err := t.st.GetCatalogs(ctx, u.name)
+func (t *driftTracker) observe(ctx context.Context, u *upstream.Upstream, e *catalogEntry) (*catalogEntry, error) {
+	rec, err := t.st.GetCatalogs(ctx, u.Name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -179,16 +181,16 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry
 	if rec.Accepted.Hash == "" || rec.Accepted.Hash == hash {
 		// The first catalog, or the accepted one again.
 		if rec.Accepted.Hash == "" {
-			rec = store.BrokerCatalogs{Broker: u.name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway}
+			rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway}
 		}
 		rec.Latest, rec.Changes, rec.Held, rec.Notes, rec.Checked = store.KeptCatalog{Hash: hash, At: now}, nil, false, nil, now
 		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
-		t.metrics.SetDrift(u.name, nil)
+		t.metrics.SetDrift(u.Name, nil)
 		return nil, nil
 	}
-	acc, err := t.acceptedIndex(u.name, rec.Accepted)
+	acc, err := t.acceptedIndex(u.Name, rec.Accepted)
 	if err != nil {
 		return nil, err
 	}
@@ -198,24 +200,24 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream, e *catalogEntry
 	}
 	if len(items) == 0 {
 		// Nothing stranded: the new catalog is the accepted one.
-		rec = store.BrokerCatalogs{Broker: u.name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway,
+		rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway,
 			Latest: store.KeptCatalog{Hash: hash, At: now}, Checked: now, Notes: notes}
 		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
-		t.metrics.SetDrift(u.name, nil)
-		t.log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.name),
+		t.metrics.SetDrift(u.Name, nil)
+		t.log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.Name),
 			slog.String("accepted_hash", hash), slog.String("previous_hash", prevAccepted))
 		return nil, nil
 	}
-	hold := t.cfg.DriftMode(&u.cfg) == config.OnDriftHold
+	hold := t.cfg.DriftMode(&u.Cfg) == config.OnDriftHold
 	rec.Latest = store.KeptCatalog{Hash: hash, At: now, Body: e.body}
 	rec.Changes, rec.Checked, rec.Held, rec.Notes = toStoreChanges(items), now, hold, notes
 	if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 		return nil, err
 	}
-	t.metrics.SetDrift(u.name, driftKinds(items))
-	t.logNew(ctx, u.name, prev, hash, items, hold)
+	t.metrics.SetDrift(u.Name, driftKinds(items))
+	t.logNew(ctx, u.Name, prev, hash, items, hold)
 	if !hold {
 		return nil, nil
 	}
@@ -284,17 +286,17 @@ type instanceTally struct {
 // assess turns catalog changes into drift items: what counts against the
 // broker's inventory (see the top of this file), and notes on what could
 // not be checked.
-func (t *driftTracker) assess(ctx context.Context, u *upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {
+func (t *driftTracker) assess(ctx context.Context, u *upstream.Upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {
 	if len(changes) == 0 {
 		return nil, nil, nil
 	}
 	var notes []string
 	counted := t.inv.keeps(u)
 	if !counted {
-		notes = append(notes, fmt.Sprintf("brokers[%s].inventory is off: live instances are not known, every change that may strand them is reported", u.name))
+		notes = append(notes, fmt.Sprintf("brokers[%s].inventory is off: live instances are not known, every change that may strand them is reported", u.Name))
 	}
 	params := counted && t.inv.sealsFor(u)
-	tally, err := t.tally(ctx, u.name, changes, counted, params)
+	tally, err := t.tally(ctx, u.Name, changes, counted, params)
 	if err != nil {
 		return nil, nil, err
 	}

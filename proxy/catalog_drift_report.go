@@ -97,7 +97,7 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 	}
 	accepted = rec.Accepted.Hash
 	g.guard.metrics.SetDrift(broker, nil)
-	if _, err := g.catalogs.refresh(ctx, u, u.warmVersion().String()); err != nil {
+	if _, err := g.catalogs.refresh(ctx, u, u.WarmVersion().String()); err != nil {
 		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
 			slog.String("broker", broker), slog.String("error", err.Error()))
 	}
@@ -123,7 +123,7 @@ func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]Dr
 		}
 		d := DriftReport{Broker: b.Name, AcceptedHash: rec.Accepted.Hash, AcceptedAt: rec.Accepted.At, AcceptedBy: rec.AcceptedBy,
 			OnDrift: g.cfg.DriftMode(b), Items: []DriftItem{}}
-		e, ok := g.catalogs.entries.Peek(catalogKey{broker: b.Name, version: u.warmVersion().String()})
+		e, ok := g.catalogs.entries.Peek(catalogKey{broker: b.Name, version: u.WarmVersion().String()})
 		switch {
 		case !ok:
 			d.Notes = append(d.Notes, "the broker's catalog was not fetched: nothing to compare")

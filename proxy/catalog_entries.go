@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
@@ -14,25 +16,25 @@ import (
 // result: those cached, those whose latest fetch failed (a remembered
 // failure does not hold them back) and those it refused, or, with none of
 // these, the one at version.
-func (c *CatalogCache) refresh(ctx context.Context, up *upstream, version string) ([]*catalogEntry, error) {
+func (c *CatalogCache) refresh(ctx context.Context, up *upstream.Upstream, version string) ([]*catalogEntry, error) {
 	var keys []catalogKey
 	for _, k := range c.entries.Keys() {
-		if k.broker == up.name {
+		if k.broker == up.Name {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range c.failures.Keys() {
-		if k.broker == up.name && !c.entries.Contains(k) {
+		if k.broker == up.Name && !c.entries.Contains(k) {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range c.refusals.Keys() {
-		if k.broker == up.name && !c.entries.Contains(k) && !c.failures.Contains(k) {
+		if k.broker == up.Name && !c.entries.Contains(k) && !c.failures.Contains(k) {
 			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
-		keys = []catalogKey{{broker: up.name, version: version}}
+		keys = []catalogKey{{broker: up.Name, version: version}}
 	}
 	var out []*catalogEntry
 	var errs []error

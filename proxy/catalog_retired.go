@@ -21,7 +21,7 @@ func (c *CatalogCache) keptEntry(ctx context.Context, f catalogFetch) *catalogEn
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), driftTimeout)
 	defer cancel()
-	rec, err := t.st.GetCatalogs(ctx, f.up.name)
+	rec, err := t.st.GetCatalogs(ctx, f.up.Name)
 	if err != nil {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (c *CatalogCache) keptEntry(ctx context.Context, f catalogFetch) *catalogEn
 	}
 	ix, _, err := rules.NewIndex(kept.Body)
 	if err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "the kept catalog of a retired broker does not decode", slog.String("broker", f.up.name),
+		t.log.LogAttrs(ctx, slog.LevelWarn, "the kept catalog of a retired broker does not decode", slog.String("broker", f.up.Name),
 			slog.String("error", err.Error()))
 		return nil
 	}

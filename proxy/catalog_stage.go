@@ -6,20 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
-
-// warmVersion is the version the gateway fetches a catalog at on its own
-// (warm-up, refresh, check): rules.CloudControllerVersion capped at the
-// broker's maximum.
-func (u *upstream) warmVersion() osb.Version {
-	if u.max.Less(rules.CloudControllerVersion) {
-		return u.max
-	}
-	return rules.CloudControllerVersion
-}
 
 var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
 
@@ -63,9 +55,9 @@ func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
 
 // catalogFetchOf is the cache key and fetch details of up's catalog at
 // the version forward, for the request.
-func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) catalogFetch {
-	f := catalogFetch{up: up, key: catalogKey{broker: up.name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
-	if up.cfg.Catalog.VaryByPlatform {
+func catalogFetchOf(r *http.Request, s *Scope, up *upstream.Upstream, forward string) catalogFetch {
+	f := catalogFetch{up: up, key: catalogKey{broker: up.Name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
+	if up.Cfg.Catalog.VaryByPlatform {
 		f.identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
 		f.key.platform, _, _ = strings.Cut(f.identity, " ")
 	}
@@ -75,7 +67,7 @@ func catalogFetchOf(r *http.Request, s *Scope, up *upstream, forward string) cat
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
 	f := catalogFetchFor(r, s)
 	e, stale, err := cache.get(r.Context(), f)
-	if err != nil && upOf(s.Route).cfg.Retired.On && !s.WentAway(r, err) {
+	if err != nil && upOf(s.Route).Cfg.Retired.On && !s.WentAway(r, err) {
 		if kept := cache.keptEntry(r.Context(), f); kept != nil {
 			e, stale, err = kept, true, nil // catalog_retired.go
 		}
@@ -87,7 +79,7 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		s.Fail(w, err)
 		return
 	}
-	v, err := e.viewFor(filterOf(s.Route), upOf(s.Route).cfg.Emulate.Advertise)
+	v, err := e.viewFor(filterOf(s.Route), upOf(s.Route).Cfg.Emulate.Advertise)
 	if err == nil && idsOf(s.Route) != nil {
 		v, err = e.idsView(v, s.Route) // routes[].ids (routeids.go)
 	}

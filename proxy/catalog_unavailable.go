@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -32,13 +34,13 @@ const RuleCatalogUnavailable = "request.catalog.unavailable"
 // and plan), and those the request rules check against the catalog when
 // request validation is not off. Without either, nothing is fetched.
 func needsCatalog(s *Scope) bool {
-	if upOf(s.Route).cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
+	if upOf(s.Route).Cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
 		return false // answered by the gateway, whatever the catalog (retire.go)
 	}
 	if filterOf(s.Route) != nil {
 		return true
 	}
-	return upOf(s.Route).cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
+	return upOf(s.Route).Cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
 }
 
 // withoutCatalog decides a call that needs the catalog (needsCatalog)
@@ -53,7 +55,7 @@ func withoutCatalog(s *Scope, cause error) error {
 	if errors.As(cause, &refusal) {
 		return refusal // the broker's answer at this version, whatever the route and mode
 	}
-	why := said(cause)
+	why := upstream.Said(cause)
 	var oe *osb.Error
 	var hdr http.Header
 	if errors.As(cause, &oe) {
@@ -65,7 +67,7 @@ func withoutCatalog(s *Scope, cause error) error {
 			"the %s was not forwarded: the route of tenant %q to broker %q has services or plans filters, and without the broker's catalog the gateway cannot tell whether they let this call through; %s",
 			s.Call.Endpoint, s.Tenant, s.Broker, why)}
 	}
-	if upOf(s.Route).cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
+	if upOf(s.Route).Cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
 		s.CatalogUnavailable = CatalogForwarded
 		s.Findings = append(s.Findings, Finding{Direction: "request", Violation: rules.Violation{
 			Rule: RuleCatalogUnavailable, Status: http.StatusServiceUnavailable,

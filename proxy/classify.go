@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -49,14 +51,14 @@ func checkVersions(call rules.Call, s *Scope) error {
 		return err
 	}
 	up := upOf(s.Route)
-	fw := rules.ForwardingFor(call, s.Version, up.max)
-	if need := rules.RequiredVersion(fw.Call(call)); up.max.Less(need) {
-		if up.claims(call) {
+	fw := rules.ForwardingFor(call, s.Version, up.Max)
+	if need := rules.RequiredVersion(fw.Call(call)); up.Max.Less(need) {
+		if claims(up, call) {
 			return nil
 		}
 		err := osb.Errorf(http.StatusPreconditionFailed, "", "%s needs %s %s or later; the broker %q speaks at most %s",
-			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.max)
-		if up.shimClaims(call) {
+			rules.DescribeCall(call), osb.HeaderAPIVersion, need, s.Broker, up.Max)
+		if up.ShimClaims(call) {
 			s.ShimTooOld = err // refused by the async shim unless it owns the polled operation (servePoll)
 			return nil
 		}
@@ -74,4 +76,4 @@ func checkVersions(call rules.Call, s *Scope) error {
 // instance and GET binding): the classify stage asks before it refuses the
 // call with 412. Each emulation that answers what a broker's version lacks
 // adds its claim here.
-func (u *upstream) claims(call rules.Call) bool { return u.fetchClaimed(call) }
+func claims(u *upstream.Upstream, call rules.Call) bool { return u.FetchClaimed(call) }

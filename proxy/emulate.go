@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
@@ -45,7 +47,7 @@ func withEmulate(cache *CatalogCache) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			u := upOf(s.Route)
-			if !u.emulates() || !guardOf(s).inv.keeps(u) {
+			if !u.Emulates() || !guardOf(s).inv.keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -53,11 +55,11 @@ func withEmulate(cache *CatalogCache) Middleware {
 			var done bool
 			switch s.Call.Endpoint {
 			case rules.GetInstance, rules.GetBinding:
-				done = u.cfg.Emulate.Fetch && e.fetch(w, r, cache)
+				done = u.Cfg.Emulate.Fetch && e.fetch(w, r, cache)
 			case rules.Provision, rules.Bind:
-				done = u.cfg.Emulate.Idempotent && e.replay(w)
+				done = u.Cfg.Emulate.Idempotent && e.replay(w)
 			case rules.Deprovision, rules.Unbind:
-				done = u.cfg.Emulate.Gone && e.gone(w)
+				done = u.Cfg.Emulate.Gone && e.gone(w)
 			}
 			if !done {
 				next.ServeHTTP(w, r)
@@ -66,25 +68,11 @@ func withEmulate(cache *CatalogCache) Middleware {
 	}
 }
 
-// emulates reports whether any emulation of the stage is on for u.
-func (u *upstream) emulates() bool {
-	em := u.cfg.Emulate
-	return em.Fetch || em.Idempotent || em.Gone
-}
-
-// fetchClaimed reports whether the emulation stage may answer c for a
-// broker whose version lacks it (the classify stage lets it through
-// instead of answering 412).
-func (u *upstream) fetchClaimed(c rules.Call) bool {
-	return u.cfg.Emulate.Fetch && !u.cfg.Inventory.Disabled &&
-		(c.Endpoint == rules.GetInstance || c.Endpoint == rules.GetBinding)
-}
-
 // emulation is one call the stage looks at.
 type emulation struct {
 	s   *Scope
 	iv  *inventory
-	u   *upstream
+	u   *upstream.Upstream
 	ctx context.Context
 }
 
@@ -98,20 +86,20 @@ type emulation struct {
 // whether it answered.
 func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogCache) bool {
 	c := e.s.Call
-	in, err := e.iv.st.GetInstance(e.ctx, e.u.name, c.InstanceID)
+	in, err := e.iv.st.GetInstance(e.ctx, e.u.Name, c.InstanceID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.unavailable(w, err)
 		return true
 	}
 	found := err == nil
-	if !e.u.max.Less(versionFetch) && e.brokerFetches(r, cache, in, found) {
+	if !e.u.Max.Less(versionFetch) && e.brokerFetches(r, cache, in, found) {
 		return false
 	}
 	e.s.Emulated = EmulatedFetch
 	if c.Endpoint == rules.GetInstance {
 		if !found || !exists(in.LastOperation, store.KindProvision) {
 			e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service instance %q provisioned at broker %q, or saw it deprovisioned "+
-				"(or its provision is in progress or failed); it answers GET instance for this broker, which cannot, from what it saw succeed", c.InstanceID, e.u.name))
+				"(or its provision is in progress or failed); it answers GET instance for this broker, which cannot, from what it saw succeed", c.InstanceID, e.u.Name))
 			return true
 		}
 		if in.LastOperation.Kind == store.KindUpdate && in.LastOperation.State == store.StateInProgress {
@@ -127,13 +115,13 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 	}
 	// A binding recorded without its instance is one made on an instance
 	// the gateway never recorded (provisioned before it kept an inventory).
-	b, err := e.iv.st.GetBinding(e.ctx, e.u.name, c.InstanceID, c.BindingID)
+	b, err := e.iv.st.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		e.unavailable(w, err)
 	case err != nil || !exists(b.LastOperation, store.KindBind) || (found && !exists(in.LastOperation, store.KindProvision)):
 		e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
-			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.name))
+			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.Name))
 	default:
 		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
 			e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
@@ -169,9 +157,9 @@ func exists(op store.LastOperation, create string) bool {
 // unavailable answers 503 when the inventory cannot be read.
 func (e emulation) unavailable(w http.ResponseWriter, err error) {
 	e.iv.metrics.StoreError("inventory")
-	e.iv.log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.name), slog.String("error", err.Error()))
+	e.iv.log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.Name), slog.String("error", err.Error()))
 	e.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-		Description: "the gateway's inventory is unavailable, so it cannot answer for broker " + strconv.Quote(e.u.name) + "; try again later"})
+		Description: "the gateway's inventory is unavailable, so it cannot answer for broker " + strconv.Quote(e.u.Name) + "; try again later"})
 }
 
 // Versions that brought fields of fetched answers.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
@@ -80,7 +82,7 @@ var suiteTransport string
 // is immutable and safe for concurrent use.
 type Gateway struct {
 	cfg           *config.Config
-	upstreams     map[string]*upstream
+	upstreams     map[string]*upstream.Upstream
 	catalogs      *CatalogCache
 	guard         *guard
 	auth          *auth.Gate
@@ -100,7 +102,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	g := &Gateway{cfg: cfg, upstreams: make(map[string]*upstream, len(cfg.Brokers)), catalogs: opts.Catalogs}
+	g := &Gateway{cfg: cfg, upstreams: make(map[string]*upstream.Upstream, len(cfg.Brokers)), catalogs: opts.Catalogs}
 	if g.catalogs == nil && opts.Previous != nil {
 		g.catalogs = opts.Previous.catalogs
 	}
@@ -143,34 +145,34 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.name, Call: c, Route: newRoute("", nil, u)}, l, a)
+		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
 	g.guard.tookOver = g.tookOver
-	pool := NewBufferPool()
+	pool := upstream.NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
 		b := &cfg.Brokers[i]
 		if opts.Previous != nil {
-			if old := opts.Previous.upstreams[b.Name]; old != nil && old.sameAs(b) {
+			if old := opts.Previous.upstreams[b.Name]; old != nil && old.SameAs(b) {
 				g.upstreams[b.Name] = old
 				continue
 			}
 		}
-		if old := opts.Previous.upstreamOf(b.Name); old == nil || !old.sameBesidesRetired(b) {
+		if old := opts.Previous.upstreamOf(b.Name); old == nil || !old.SameBesidesRetired(b) {
 			g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
 		}
-		u, err := newUpstream(b, opts.Logger, pool, opts.brokerTransport, cmp.Or(opts.BrokerTransport, suiteTransport))
+		u, err := upstream.New(b, opts.Logger, pool, opts.brokerTransport, cmp.Or(opts.BrokerTransport, suiteTransport), features)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if u.brokerAuth != nil {
-			var prev *upstream
+		if u.BrokerAuth != nil {
+			var prev *upstream.Upstream
 			if opts.Previous != nil {
 				prev = opts.Previous.upstreams[b.Name]
 			}
-			u.brokerAuth.start(opts.Metrics, prev)
+			u.BrokerAuth.Start(opts.Metrics, prev)
 		}
 		g.upstreams[b.Name] = u
 	}
@@ -205,7 +207,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
 			rt := newRoute(rc.Prefix, t, u)
-			rt.Filter, rt.BrokerProtect, rt.IDs, rt.Guard = newCatalogFilter(rc), g.brokerProtect[rc.Broker], newRouteIDs(rc), g.guard
+			rt.Filter, rt.BrokerProtect, rt.Guard = newCatalogFilter(rc), g.brokerProtect[rc.Broker], g.guard
+			if ids := newRouteIDs(rc); ids != nil {
+				rt.IDs = ids // never a typed nil: the upstream asks the part for its interface
+			}
 			routes[rc.Prefix] = rt
 		}
 	}
@@ -295,7 +300,7 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: u.warmVersion().String()}, reqID: core.NewRequestID(), force: true}, nil); err != nil {
+		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.Name, version: u.WarmVersion().String()}, reqID: core.NewRequestID(), force: true}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
 		}
 	}
@@ -333,10 +338,10 @@ func (g *Gateway) Close(next *Gateway) {
 		if next != nil && next.upstreams[name] == u {
 			continue
 		}
-		if u.brokerAuth.rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].brokerAuth.rotating()) {
+		if u.BrokerAuth.Rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].BrokerAuth.Rotating()) {
 			g.guard.metrics.ForgetBrokerCredential(name) // the broker has no second credential any more
 		}
-		u.transport.CloseIdleConnections()
+		u.Transport.CloseIdleConnections()
 	}
 }
 
@@ -378,3 +383,9 @@ func (s *Switch) Store(g *Gateway) *Gateway { return s.cur.Swap(g) }
 
 // ServeHTTP serves r with the current Gateway.
 func (s *Switch) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.cur.Load().ServeHTTP(w, r) }
+
+// features are the upstreams' hooks into the gateway's features.
+var features = upstream.Hooks{
+	Shield:   func(rt http.RoundTripper, b *config.Broker) http.RoundTripper { return newPollShield(rt, b) },
+	WaitSync: waitSync,
+}

@@ -35,11 +35,11 @@ func (g *Gateway) BrokerCertificates() []CertExpiry {
 	var out []CertExpiry
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		if u == nil || u.tls == nil {
+		if u == nil || u.TLS == nil {
 			continue
 		}
-		for i := range u.tls.Certificates {
-			if leaf := gwtls.Leaf(&u.tls.Certificates[i]); leaf != nil {
+		for i := range u.TLS.Certificates {
+			if leaf := gwtls.Leaf(&u.TLS.Certificates[i]); leaf != nil {
 				out = append(out, CertExpiry{Use: "broker", Broker: b.Name, Cert: leaf})
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -78,10 +80,10 @@ func withGuard(g *guard) Middleware {
 			up := upOf(s.Route)
 			now := g.now()
 			l := store.Lock{
-				Key: up.lockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
-				Tenant: s.Tenant, Broker: up.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
+				Key: up.LockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
+				Tenant: s.Tenant, Broker: up.Name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 				ServiceID: s.Call.ServiceID, PlanID: s.Call.PlanID, TraceParent: s.TraceParent,
-				Started: now, Deadline: now.Add(up.timeout + syncHoldMargin),
+				Started: now, Deadline: now.Add(up.Timeout + syncHoldMargin),
 			}
 			if s.Request != nil {
 				l.ServiceID, l.PlanID = s.Request.ServiceID, s.Request.PlanID
@@ -92,7 +94,7 @@ func withGuard(g *guard) Middleware {
 			}
 			switch {
 			case errors.Is(err, store.ErrHeld):
-				if up.cfg.AllowDeleteDuringCreate && kind == store.KindDeprovision && held.Kind == store.KindProvision && held.Async {
+				if up.Cfg.AllowDeleteDuringCreate && kind == store.KindDeprovision && held.Kind == store.KindProvision && held.Async {
 					next.ServeHTTP(w, r) // Cloud Controller cancelling a create
 					return
 				}
@@ -101,7 +103,7 @@ func withGuard(g *guard) Middleware {
 				return
 			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 				g.metrics.StoreError("acquire")
-				g.log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.name),
+				g.log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.Name),
 					slog.String("error", err.Error()))
 				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 					Description: "the gateway's operation state is unavailable, so it cannot tell whether another operation on this instance is in progress; try again later"})
@@ -128,15 +130,6 @@ func withGuard(g *guard) Middleware {
 	}
 }
 
-// lockKey is the key a call on the instance (and binding) locks: the
-// binding's own key under lock_granularity binding, else the instance's.
-func (u *upstream) lockKey(instanceID, bindingID string) string {
-	if bindingID != "" && u.bindingLocks {
-		return store.BindingLockKey(u.name, instanceID, bindingID)
-	}
-	return store.LockKey(u.name, instanceID)
-}
-
 // acquire takes l for a platform call or an orphan mitigation and then
 // checks the locks that block it, as Cloud Controller's LockCheck does
 // (lock_granularity binding):
@@ -154,7 +147,7 @@ func (u *upstream) lockKey(instanceID, bindingID string) string {
 // is found, l is released again and the blocker comes back with an error
 // wrapping store.ErrHeld. Under lock_granularity instance every call locks
 // the instance key, and Acquire alone decides.
-func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.Lock, error) {
+func (g *guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, error) {
 	if held, err := g.st.Acquire(ctx, l); err != nil {
 		if !errors.Is(err, store.ErrHeld) {
 			// No answer is not a no: a store that timed out (Redis paused)
@@ -168,7 +161,7 @@ func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.L
 	} else if held.Replaced != nil && g.tookOver != nil {
 		g.tookOver(ctx, *held.Replaced)
 	}
-	if !u.bindingLocks {
+	if !u.BindingLocks {
 		return store.Lock{}, nil
 	}
 	blocker, found, err := g.blocker(ctx, u, l)
@@ -184,16 +177,16 @@ func (g *guard) acquire(ctx context.Context, u *upstream, l store.Lock) (store.L
 
 // blocker finds a lock held by another operation that blocks l (see
 // acquire).
-func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.Lock, bool, error) {
+func (g *guard) blocker(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, bool, error) {
 	switch rules.LockChecks(l.Kind) {
 	case rules.CheckInstance:
-		il, err := g.st.Get(ctx, store.LockKey(u.name, l.InstanceID))
+		il, err := g.st.Get(ctx, store.LockKey(u.Name, l.InstanceID))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Lock{}, false, nil
 		}
 		return il, err == nil, err
 	case rules.CheckBindings:
-		ls, err := g.st.List(ctx, store.ListFilter{Broker: u.name, InstanceID: l.InstanceID})
+		ls, err := g.st.List(ctx, store.ListFilter{Broker: u.Name, InstanceID: l.InstanceID})
 		if err != nil {
 			return store.Lock{}, false, err
 		}
@@ -210,7 +203,7 @@ func (g *guard) blocker(ctx context.Context, u *upstream, l store.Lock) (store.L
 // (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
 // spec, else 400).
 func (g *guard) busy(s *Scope) *osb.Error {
-	return rules.Busy(s.Version, upOf(s.Route).cfg.ConcurrencyError == "spec")
+	return rules.Busy(s.Version, upOf(s.Route).Cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed at now, logs each and

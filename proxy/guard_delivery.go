@@ -54,7 +54,7 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 		return
 	}
 	if h.Status != http.StatusOK && g.inv.keeps(upOf(s.Route)) { // 201 or 202: this call made it
-		g.inv.failed(ctx, upOf(s.Route).name, s.Call, g.inv.removed(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
+		g.inv.failed(ctx, upOf(s.Route).Name, s.Call, g.inv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
 	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
 	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {

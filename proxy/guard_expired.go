@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -69,7 +71,7 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQ
 		}
 		if _, ok := gd.putCandidate(ctx, u, o, decision); !ok {
 			gd.log.LogAttrs(ctx, slog.LevelError, "orphan candidate of an expired call lost: the operation state refused it; the operator must check the broker",
-				slog.String("broker", u.name), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID))
+				slog.String("broker", u.Name), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID))
 		}
 	}
 }
@@ -142,18 +144,18 @@ func notIn(expired, seen []store.Lock) []store.Lock {
 
 // recorded reports whether the inventory holds what l's call creates as
 // a success (a record of a create in progress or failed is none).
-func (g *Gateway) recorded(ctx context.Context, u *upstream, l store.Lock) (bool, error) {
+func (g *Gateway) recorded(ctx context.Context, u *upstream.Upstream, l store.Lock) (bool, error) {
 	var (
 		op  store.LastOperation
 		err error
 	)
 	if l.Kind == store.KindBind {
 		var b store.Binding
-		b, err = g.guard.st.GetBinding(ctx, u.name, l.InstanceID, l.BindingID)
+		b, err = g.guard.st.GetBinding(ctx, u.Name, l.InstanceID, l.BindingID)
 		op = b.LastOperation
 	} else {
 		var in store.Instance
-		in, err = g.guard.st.GetInstance(ctx, u.name, l.InstanceID)
+		in, err = g.guard.st.GetInstance(ctx, u.Name, l.InstanceID)
 		op = in.LastOperation
 	}
 	if errors.Is(err, store.ErrNotFound) {

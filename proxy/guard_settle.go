@@ -8,19 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
-
-// answer is the broker's answer as the upstream stage read it, and how it
-// reaches the platform.
-type answer struct {
-	rules.Answer        // what the rules read of it (of a body cut short: no object)
-	cut          bool   // the body was cut short: the platform gets a 502
-	refused      bool   // refused by the response rules (enforce): a 502
-	body         []byte // the body, read whole for a call holding a lock (else nil)
-}
 
 // answered settles, before the broker's answer reaches the platform (so
 // the platform's next call sees the new state), everything the answer
@@ -39,7 +32,7 @@ type answer struct {
 //     answer is written: see guard_delivery.go;
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
-func (g *guard) answered(res *http.Response, s *Scope, a answer) {
+func (g *guard) Answered(res *http.Response, s *Scope, a upstream.Answer) {
 	if (s.Lock == nil || s.Lock.Settled) && s.Polled == nil && !s.PollUnseen {
 		return // a read with no operation to settle: the hot path
 	}
@@ -48,7 +41,7 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 	if h := s.Lock; h != nil && !h.Settled {
 		h.Settled = true
 		g.settleCall(ctx, res.StatusCode, s, a)
-		g.holdLastByte(res, s, a.body) // a success whose delivery decides its orphan
+		g.holdLastByte(res, s, a.Body) // a success whose delivery decides its orphan
 	}
 	if s.Polled != nil || s.PollUnseen {
 		g.settlePoll(ctx, a.Answer, s)
@@ -57,13 +50,13 @@ func (g *guard) answered(res *http.Response, s *Scope, a answer) {
 
 // settleCall settles the call's own lock and the orphan its answer leaves
 // or cancels (see answered).
-func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) {
+func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream.Answer) {
 	h := s.Lock
 	// shimmed: the platform got the async shim's 202, and gets this answer
 	// from its polls; the shim records it in the lock when the call ends.
 	shimmed := s.Shim.Shimmed()
 	gone := !shimmed && h.Platform != nil && h.Platform.Err() != nil
-	seen := !a.cut && !a.refused && !gone
+	seen := !a.Cut && !a.Refused && !gone
 	// A 202 that is not a JSON object is no operation the platform can
 	// poll (Cloud Controller fails the call): not an async operation, not
 	// a deletion in progress; whether the broker started anything is
@@ -76,7 +69,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 	// reconciler settles (nobody else polls it), so no retry of the
 	// platform's overlaps it (the 30-minute campaign's "the platform
 	// hangs up before an async deprovision's 202").
-	unheard := gone && !a.cut && !a.refused && status == http.StatusAccepted && a.Object
+	unheard := gone && !a.Cut && !a.Refused && status == http.StatusAccepted && a.Object
 	// record is the inventory record the store did not take, retried
 	// until it does, before the lock goes: what the broker made stays
 	// named (nil: recorded, or nothing to record).
@@ -86,10 +79,10 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a answer) 
 		// goes to the retry queue with its outcome (concludeShim), before
 		// it: no poll reports a success the inventory does not name.
 		if mutation.AckBeforeStore { // broken on purpose (bench/campaign -mutation ack-before-store)
-			late, body := *s, bytes.Clone(a.body)
+			late, body := *s, bytes.Clone(a.Body)
 			mutation.Later(func() { _ = g.inv.called(context.Background(), &late, status, a.Answer, body) })
-		} else if err := g.inv.called(ctx, s, status, a.Answer, a.body); err != nil {
-			body := bytes.Clone(a.body) // a.body goes back to its pool with the answer
+		} else if err := g.inv.called(ctx, s, status, a.Answer, a.Body); err != nil {
+			body := bytes.Clone(a.Body) // a.body goes back to its pool with the answer
 			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {
 				s.Shim.Record, record = record, nil
@@ -163,16 +156,16 @@ func unseen(c rules.Call, status int) bool {
 // gets as a 502 (so it does not hold what the broker says it has) while
 // the 200 says the broker held it already, perhaps for a platform, so that
 // nothing at the broker is left that the gateway does not name.
-func orphanOf(c rules.Call, status int, a answer, gone bool) (orphan bool, why string, reportOnly bool) {
+func orphanOf(c rules.Call, status int, a upstream.Answer, gone bool) (orphan bool, why string, reportOnly bool) {
 	switch {
-	case a.cut:
+	case a.Cut:
 		if ok, why := rules.OrphanCandidate(c, a.Answer); ok {
 			return true, why + " (cut short)", false
 		}
 		if ok, why := rules.OrphanUnseen(c, status, "its body was cut short, so the platform got a 502; a 200 says the broker held it already, so the gateway reports it and does not undo it"); ok {
 			return true, why, true
 		}
-	case a.refused:
+	case a.Refused:
 		if ok, why := rules.OrphanUnseen(c, status, "the answer broke the OSB rules, so the platform got a 502"); ok {
 			return true, why, false
 		}
@@ -243,7 +236,7 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 func (g *guard) hold(ctx context.Context, s *Scope) string {
 	h := s.Lock
 	l := h.Lock
-	l.Deadline = g.now().Add(upOf(s.Route).cfg.HoldAfterTimeout)
+	l.Deadline = g.now().Add(upOf(s.Route).Cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
@@ -308,9 +301,9 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 // pollKey is the lock key of the operation a last_operation call polls.
 func (g *guard) pollKey(s *Scope) string {
 	if s.Call.Endpoint == rules.BindingLastOperation {
-		return upOf(s.Route).lockKey(s.Call.InstanceID, s.Call.BindingID)
+		return upOf(s.Route).LockKey(s.Call.InstanceID, s.Call.BindingID)
 	}
-	return store.LockKey(upOf(s.Route).name, s.Call.InstanceID)
+	return store.LockKey(upOf(s.Route).Name, s.Call.InstanceID)
 }
 
 // polls reports whether a last_operation call is about the operation l.
@@ -321,21 +314,13 @@ func polls(c rules.Call, l store.Lock) bool {
 	return l.BindingID == ""
 }
 
-// polledEndpoint is the endpoint whose operation s polls, or Unknown.
-func polledEndpoint(s *Scope) rules.Endpoint {
-	if s.Polled == nil {
-		return rules.Unknown
-	}
-	return rules.LockedBy(s.Polled.Kind)
-}
-
 // settlePoll releases the polled operation's lock when the broker's answer
 // a ends it (rules.Answer.Ends). When the poll could not see the lock (the
 // store was down), an answer that may end it goes to the retry queue, which
 // settles it once the store answers.
 func (g *guard) settlePoll(ctx context.Context, a rules.Answer, s *Scope) {
 	if s.Polled != nil {
-		if a.Ends(polledEndpoint(s)) {
+		if a.Ends(upstream.PolledEndpoint(s)) {
 			g.inv.polled(ctx, s, *s.Polled, a) // under the lock, before it is released
 			g.release(ctx, *s.Polled)
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -126,7 +128,7 @@ func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 	}
 	start, id := g.guard.now(), core.NewRequestID()
 	ctx = core.WithOperator(ctx, Reconciler, id)
-	a, perr := u.pollOperation(ctx, l)
+	a, perr := pollOperation(u, ctx, l)
 	res, err := g.settleReconciled(ctx, u, l, a, perr, false)
 	if perr != nil {
 		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
@@ -141,9 +143,9 @@ func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
 // service_id, plan_id and operation, the broker's credentials and version,
 // as one of the gateway's own calls (metered and traced, linked to the
 // span that started the operation).
-func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answer, error) {
+func pollOperation(u *upstream.Upstream, ctx context.Context, l store.Lock) (rules.Answer, error) {
 	ep := rules.InstanceLastOperation
-	p := u.target.JoinPath("v2", "service_instances", l.InstanceID)
+	p := u.Target.JoinPath("v2", "service_instances", l.InstanceID)
 	if l.BindingID != "" {
 		ep = rules.BindingLastOperation
 		p = p.JoinPath("service_bindings", l.BindingID)
@@ -156,19 +158,19 @@ func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answe
 		}
 	}
 	p.RawQuery = q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.Timeout)
 	defer cancel()
-	req, err := u.ownRequest(ctx, ep, l.TraceParent, http.MethodGet, p.String())
+	req, err := u.OwnRequest(ctx, ep, l.TraceParent, http.MethodGet, p.String())
 	if err != nil {
 		return rules.Answer{}, err
 	}
-	res, err := u.rt.RoundTrip(req)
+	res, err := u.RT.RoundTrip(req)
 	if err != nil {
-		return rules.Answer{}, u.failed(err)
+		return rules.Answer{}, u.Failed(err)
 	}
-	body, err := readOwn(res)
+	body, err := upstream.ReadOwn(res)
 	if err != nil {
-		return rules.Answer{}, &withheld{said: "its answer could not be read" + cutReason(err), err: err}
+		return rules.Answer{}, &upstream.Withheld{Said: "its answer could not be read" + upstream.CutReason(err), Err: err}
 	}
 	return rules.ReadResponse(rules.Call{Endpoint: ep, InstanceID: l.InstanceID, BindingID: l.BindingID}, res.StatusCode, body), nil
 }
@@ -184,7 +186,7 @@ func (u *upstream) pollOperation(ctx context.Context, l store.Lock) (rules.Answe
 // nothing (release compares the owner). A sync_within wait's orphan, which
 // waits for this lock, is made due now, as the wait's own polls would
 // (dueHeldOrphan). It reports whether it settled l.
-func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rules.Answer, sync bool) bool {
+func (g *guard) settleOwn(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, sync bool) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	cur, err := g.st.Get(ctx, l.Key)
@@ -197,10 +199,10 @@ func (g *guard) settleOwn(ctx context.Context, u *upstream, l store.Lock, a rule
 			return false // the orphan would wait for the lock's deadline: the next try
 		}
 	}
-	s := &Scope{Tenant: cur.Tenant, Broker: u.name, Call: c, Route: newRoute("", nil, u)}
+	s := &Scope{Tenant: cur.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}
 	g.inv.polled(ctx, s, cur, a) // under the lock, before it is released
 	g.release(ctx, cur)
-	g.metrics.SettledByWatch(u.name, a.State)
+	g.metrics.SettledByWatch(u.Name, a.State)
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
 		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
 		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),

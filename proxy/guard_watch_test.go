@@ -309,7 +309,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 // brokerURLOf is the sample broker's URL e's gateway reaches.
 func brokerURLOf(t *testing.T, e *faultEnv) string {
 	t.Helper()
-	return e.g.upstreams["b"].target.String()
+	return e.g.upstreams["b"].Target.String()
 }
 
 // TestWatchedDue: which operations a sweep polls, and in which order.

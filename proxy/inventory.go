@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/seal"
@@ -47,11 +49,11 @@ func newInventory(cfg *config.Config, st store.Inventory, now func() time.Time, 
 }
 
 // keeps reports whether the inventory records the broker's traffic.
-func (iv *inventory) keeps(u *upstream) bool { return iv != nil && !u.cfg.Inventory.Disabled }
+func (iv *inventory) keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
 
 // sealsFor reports whether u's secrets are kept (sealed).
-func (iv *inventory) sealsFor(u *upstream) bool {
-	return iv.keys != nil && u.cfg.Inventory.Secrets == config.SecretsEncrypted
+func (iv *inventory) sealsFor(u *upstream.Upstream) bool {
+	return iv.keys != nil && u.Cfg.Inventory.Secrets == config.SecretsEncrypted
 }
 
 // called records what a mutating call's answer, which the platform got,
@@ -106,12 +108,12 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 			// Not gone yet: the record stays, with the deletion in
 			// progress, until a poll says it succeeded; one that fails
 			// leaves the record whole.
-			err = iv.setOperation(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, op)
+			err = iv.setOperation(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 			break
 		}
-		err = iv.removed(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, op)
+		err = iv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
-	iv.failed(ctx, upOf(s.Route).name, s.Call, err)
+	iv.failed(ctx, upOf(s.Route).Name, s.Call, err)
 	return err
 }
 
@@ -133,13 +135,13 @@ func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules
 	var err error
 	switch {
 	case op.State == store.StateSucceeded && (l.Kind == store.KindDeprovision || l.Kind == store.KindUnbind):
-		err = iv.removed(ctx, u.name, l.InstanceID, l.BindingID, op)
+		err = iv.removed(ctx, u.Name, l.InstanceID, l.BindingID, op)
 	case l.Kind == store.KindUpdate && op.State == store.StateSucceeded:
 		err = iv.updateInstance(ctx, s, nil, rules.Result{}, op, l.PlanID)
 	default:
-		err = iv.setOperation(ctx, u.name, l.InstanceID, l.BindingID, op)
+		err = iv.setOperation(ctx, u.Name, l.InstanceID, l.BindingID, op)
 	}
-	iv.failed(ctx, u.name, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}, err)
+	iv.failed(ctx, u.Name, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}, err)
 }
 
 // failed logs and counts a record the store did not take.
@@ -156,7 +158,7 @@ func (iv *inventory) failed(ctx context.Context, broker string, c rules.Call, er
 // putInstance stores a provisioned (or provisioning) instance, whole.
 func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
 	u := upOf(s.Route)
-	in := store.Instance{Broker: u.name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
+	in := store.Instance{Broker: u.Name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
 		DashboardURL: res.DashboardURL, Metadata: res.Metadata}
 	if req != nil {
 		in.ServiceID, in.PlanID, in.Context = req.ServiceID, req.PlanID, req.Context
@@ -166,7 +168,7 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 			return err
 		}
 	}
-	if old, err := iv.st.GetInstance(ctx, u.name, in.InstanceID); err == nil {
+	if old, err := iv.st.GetInstance(ctx, u.Name, in.InstanceID); err == nil {
 		in.Created = old.Created // a provision retried after a recorded one
 	}
 	_, err := iv.st.PutInstance(ctx, in)
@@ -180,10 +182,10 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation, planID string) error {
 	u := upOf(s.Route)
 	id := s.Call.InstanceID
-	in, err := iv.st.GetInstance(ctx, u.name, id)
+	in, err := iv.st.GetInstance(ctx, u.Name, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		in = store.Instance{Broker: u.name, InstanceID: id, Tenant: s.Tenant}
+		in = store.Instance{Broker: u.Name, InstanceID: id, Tenant: s.Tenant}
 	case err != nil:
 		return err
 	}
@@ -228,7 +230,7 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 // putBinding stores a created (or creating) binding, whole.
 func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
 	u := upOf(s.Route)
-	b := store.Binding{Broker: u.name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, Tenant: s.Tenant,
+	b := store.Binding{Broker: u.Name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, Tenant: s.Tenant,
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
 		VolumeMounts: res.VolumeMounts, Endpoints: res.Endpoints, ExpiresAt: res.ExpiresAt, RenewBefore: res.RenewBefore}
 	if req != nil {
@@ -240,7 +242,7 @@ func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Reques
 	if err := iv.sealInto(&b.SealedCredentials, u, res.Credentials, "credentials", b.InstanceID, b.BindingID); err != nil {
 		return err
 	}
-	if old, err := iv.st.GetBinding(ctx, u.name, b.InstanceID, b.BindingID); err == nil {
+	if old, err := iv.st.GetBinding(ctx, u.Name, b.InstanceID, b.BindingID); err == nil {
 		b.Created = old.Created
 	}
 	_, err := iv.st.PutBinding(ctx, b)
@@ -294,11 +296,11 @@ func (iv *inventory) setOperation(ctx context.Context, broker, instanceID, bindi
 // sealInto seals secret (parameters or credentials) into *dst when the
 // broker keeps secrets, bound to what it belongs to; otherwise, and for an
 // absent secret, *dst stays empty.
-func (iv *inventory) sealInto(dst *[]byte, u *upstream, secret json.RawMessage, what, instanceID, bindingID string) error {
+func (iv *inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.RawMessage, what, instanceID, bindingID string) error {
 	if len(secret) == 0 || !iv.sealsFor(u) {
 		return nil
 	}
-	sealed, err := iv.keys.Seal(secret, secretAD(what, u.name, instanceID, bindingID))
+	sealed, err := iv.keys.Seal(secret, secretAD(what, u.Name, instanceID, bindingID))
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,9 @@ var layers = map[string]string{
 	"proxy/internal/accesslog": layerService,
 	"proxy/internal/metrics":   layerService,
 	"proxy/internal/usage":     layerService,
+	"proxy/internal/upstream":  layerService,
+	// what the tests of proxy/ and its packages share: imported by tests only
+	"proxy/internal/proxytest": layerService,
 
 	"proxy/internal/auth":    layerStage,
 	"proxy/internal/emulate": layerStage,

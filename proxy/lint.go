@@ -26,8 +26,8 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	out := make([]CatalogLint, 0, len(g.cfg.Brokers))
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		cl := CatalogLint{Broker: b.Name, Version: u.warmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.name, version: cl.Version}, reqID: core.NewRequestID(), force: true}, nil)
+		cl := CatalogLint{Broker: b.Name, Version: u.WarmVersion().String()}
+		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.Name, version: cl.Version}, reqID: core.NewRequestID(), force: true}, nil)
 		var refusal *versionRefusal
 		if err != nil {
 			cl.Err, cl.Refused = err, errors.As(err, &refusal)

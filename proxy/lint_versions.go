@@ -31,8 +31,8 @@ func (g *Gateway) ProbeVersions(ctx context.Context, broker string) ([]RefusedVe
 		return nil, fmt.Errorf("no broker is named %q", broker)
 	}
 	var out []RefusedVersion
-	for v := u.min; !u.max.Less(v); v.Minor++ {
-		f := catalogFetch{up: u, key: catalogKey{broker: u.name, version: v.String()}, reqID: core.NewRequestID()}
+	for v := u.Min; !u.Max.Less(v); v.Minor++ {
+		f := catalogFetch{up: u, key: catalogKey{broker: u.Name, version: v.String()}, reqID: core.NewRequestID()}
 		_, err := g.catalogs.fetchEntry(ctx, f, nil)
 		var refusal *versionRefusal
 		switch {

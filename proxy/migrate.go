@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -44,9 +46,9 @@ type catalogCheck struct {
 }
 
 // newRouteMigration makes rt migrate its new instances to u.
-func newRouteMigration(rt *route, u *upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
+func newRouteMigration(rt *route, u *upstream.Upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
 	to := *rt
-	to.Up, to.Broker, to.MaxVersion, to.BrokerProtect = u, &u.cfg, u.maxString, bp
+	to.Up, to.Broker, to.MaxVersion, to.BrokerProtect = u, &u.Cfg, u.MaxString, bp
 	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}
 	rt.Migration, to.Migration = m, m
 	return m
@@ -68,7 +70,7 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 	if err != nil {
 		return err
 	}
-	s.Route, s.Broker = to, upOf(to).name
+	s.Route, s.Broker = to, upOf(to).Name
 	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
 	return nil
 }
@@ -103,7 +105,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 	}
 	for _, look := range looks {
 		for _, rt := range [2]*route{m.new, m.old} {
-			switch err := look(upOf(rt).name); {
+			switch err := look(upOf(rt).Name); {
 			case err == nil:
 				return rt, nil
 			case !errors.Is(err, store.ErrNotFound):
@@ -120,7 +122,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 func (m *routeMigration) unavailable(err error) error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: fmt.Sprintf("the gateway's inventory is unavailable, so it cannot tell whether broker %q or %q (routes[].migrate_to) holds this instance; try again later",
-			upOf(m.old).name, upOf(m.new).name)}
+			upOf(m.old).Name, upOf(m.new).Name)}
 }
 
 // checkCatalogs refuses a provision the migration sends to the new broker
@@ -151,7 +153,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(filterOf(m.old), oe.index, ne.index)}
 		if prev := m.checked.Swap(c); c.missing != "" && (prev == nil || prev.missing != c.missing) {
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "migration refuses new instances: the new broker's catalog lacks ids of the old one",
-				slog.String("tenant", s.Tenant), slog.String("broker", old.name), slog.String("migrate_to", upOf(m.new).name),
+				slog.String("tenant", s.Tenant), slog.String("broker", old.Name), slog.String("migrate_to", upOf(m.new).Name),
 				slog.String("missing", c.missing))
 		}
 	}
@@ -160,7 +162,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 	}
 	return osb.Errorf(http.StatusUnprocessableEntity, "",
 		"new instances of this route go to broker %q (routes[].migrate_to), whose catalog must carry every service and plan id of broker %q's catalog, which the platform sees; it lacks %s",
-		upOf(m.new).name, old.name, c.missing)
+		upOf(m.new).Name, old.Name, c.missing)
 }
 
 // missingIDs names the services and plans of old, as the filter shows it,
@@ -212,7 +214,7 @@ func (g *Gateway) MigrationProblems(ctx context.Context) []string {
 		if u == nil {
 			return nil
 		}
-		key := catalogKey{broker: u.name, version: u.warmVersion().String()}
+		key := catalogKey{broker: u.Name, version: u.WarmVersion().String()}
 		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil)
 		if err != nil {
 			return nil

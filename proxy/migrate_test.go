@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
@@ -29,7 +31,7 @@ func TestMigrationOwner(t *testing.T) {
 	}
 	defer st.Close()
 	inv := &unreadableInventory{Store: st}
-	old, nw := newRoute("", nil, &upstream{name: "old"}), newRoute("", nil, &upstream{name: "new"})
+	old, nw := newRoute("", nil, &upstream.Upstream{Name: "old"}), newRoute("", nil, &upstream.Upstream{Name: "new"})
 	m := &routeMigration{old: old, new: nw, inv: inv, locks: inv}
 	put := func(broker, id string) {
 		if _, err := st.PutInstance(ctx, store.Instance{Broker: broker, InstanceID: id}); err != nil {
@@ -83,9 +85,9 @@ func TestMigrationOwner(t *testing.T) {
 		if err != nil || got != tc.want {
 			name := "none"
 			if got != nil {
-				name = upOf(got).name
+				name = upOf(got).Name
 			}
-			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, upOf(tc.want).name)
+			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, upOf(tc.want).Name)
 		}
 	}
 

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -50,11 +52,11 @@ func orphanID(kind, broker, instanceID, bindingID string) string {
 // orphanIDOf is the orphan a call's failure would leave, and its success
 // cancels: the deprovision of the instance for provision and deprovision,
 // the unbind of the binding for bind and unbind.
-func orphanIDOf(u *upstream, c rules.Call) string {
+func orphanIDOf(u *upstream.Upstream, c rules.Call) string {
 	if c.Endpoint == rules.Bind || c.Endpoint == rules.Unbind {
-		return orphanID(store.KindUnbind, u.name, c.InstanceID, c.BindingID)
+		return orphanID(store.KindUnbind, u.Name, c.InstanceID, c.BindingID)
 	}
-	return orphanID(store.KindDeprovision, u.name, c.InstanceID, "")
+	return orphanID(store.KindDeprovision, u.Name, c.InstanceID, "")
 }
 
 // noteOrphan records an orphan candidate for a provision or bind that may
@@ -85,13 +87,13 @@ func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due tim
 // per the broker's orphan_mitigation (see noteOrphan), and the decision
 // ("reported" or "queued"); "" when there is none (another kind, or
 // orphan_mitigation off).
-func (g *guard) newOrphan(up *upstream, l store.Lock, reason string, due time.Time, lockOwner string) (store.Orphan, string) {
-	mode := up.cfg.OrphanMitigation
+func (g *guard) newOrphan(up *upstream.Upstream, l store.Lock, reason string, due time.Time, lockOwner string) (store.Orphan, string) {
+	mode := up.Cfg.OrphanMitigation
 	if mode == "off" || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
 		return store.Orphan{}, ""
 	}
 	o := store.Orphan{ID: orphanIDOf(up, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}),
-		Broker: up.name, Tenant: l.Tenant, InstanceID: l.InstanceID,
+		Broker: up.Name, Tenant: l.Tenant, InstanceID: l.InstanceID,
 		BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.now(),
 		NextAttempt: neverDue, Kind: store.KindDeprovision, LockOwner: lockOwner}
 	if l.Kind == store.KindBind {
@@ -105,7 +107,7 @@ func (g *guard) newOrphan(up *upstream, l store.Lock, reason string, due time.Ti
 }
 
 // putCandidate stores the orphan candidate o (see noteOrphan).
-func (g *guard) putCandidate(ctx context.Context, up *upstream, o store.Orphan, decision string) (store.Orphan, bool) {
+func (g *guard) putCandidate(ctx context.Context, up *upstream.Upstream, o store.Orphan, decision string) (store.Orphan, bool) {
 	if mutation.NoOrphans {
 		return o, true // broken on purpose (bench/campaign -mutation no-orphans)
 	}
@@ -114,10 +116,10 @@ func (g *guard) putCandidate(ctx context.Context, up *upstream, o store.Orphan, 
 	if err := g.st.PutOrphan(ctx, o); err != nil {
 		g.metrics.StoreError("orphan")
 		g.log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded yet; the instance stays locked until the operation state takes it",
-			slog.String("broker", up.name), slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
+			slog.String("broker", up.Name), slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
 		return o, false
 	}
-	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.name),
+	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.Name),
 		slog.String("tenant", o.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
 		slog.String("binding_id", o.BindingID), slog.String("reason", o.Reason), slog.String("decision", decision),
 		slog.Time("due", o.NextAttempt))
@@ -145,10 +147,10 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 // held for hold_after_timeout; a provision or bind becomes an orphan
 // candidate, due (with orphan_mitigation: mitigate) when the hold ends and
 // taking the held lock over.
-func (g *guard) onTimeout(ctx context.Context, s *Scope) {
+func (g *guard) OnTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		hold := g.now().Add(upOf(s.Route).cfg.HoldAfterTimeout)
+		hold := g.now().Add(upOf(s.Route).Cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
 			held := s.Lock.Lock
 			held.Owner = owner

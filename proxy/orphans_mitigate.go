@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -64,7 +65,7 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		return mitigationFail
 	}
 	now := gd.now()
-	o, err := gd.st.ClaimOrphan(ctx, o.ID, gd.replica, now.Add(u.timeout+syncHoldMargin))
+	o, err := gd.st.ClaimOrphan(ctx, o.ID, gd.replica, now.Add(u.Timeout+syncHoldMargin))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mitigationGone
@@ -85,9 +86,9 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	if owner == "" {
 		owner = core.NewRequestID()
 	}
-	l := store.Lock{Key: u.lockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
+	l := store.Lock{Key: u.LockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
 		InstanceID: o.InstanceID, BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID,
-		Started: now, Deadline: now.Add(u.timeout + syncHoldMargin)}
+		Started: now, Deadline: now.Add(u.Timeout + syncHoldMargin)}
 	if _, err := gd.acquire(ctx, u, l); err != nil {
 		// Nothing is written: a call holding the lock may cancel the
 		// orphan, and a write here could bring it back. The claim lapses
@@ -139,8 +140,8 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 // An undo's 202 is not the end: a deletion can fail, and what it was to
 // delete would then be named by nothing (the campaign's "the undo's
 // asynchronous deletion fails").
-func (g *Gateway) followUndo(ctx context.Context, u *upstream, o *store.Orphan) string {
-	a, err := u.pollOperation(ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
+func (g *Gateway) followUndo(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+	a, err := pollOperation(u, ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
 		ServiceID: o.ServiceID, PlanID: o.PlanID, Operation: o.UndoOperation})
 	switch {
 	case err == nil && (a.State == rules.PollSucceeded || a.State == rules.PollGone):
@@ -173,8 +174,8 @@ func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) st
 }
 
 // undoOrphan sends o's deprovision or unbind and records the outcome.
-func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o *store.Orphan) string {
-	status, operation, err := u.undo(ctx, *o)
+func (g *Gateway) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+	status, operation, err := undo(u, ctx, *o)
 	switch {
 	case err == nil && (status == http.StatusOK || status == http.StatusGone):
 		o.Undoing = false
@@ -196,9 +197,9 @@ func (g *Gateway) undoOrphan(ctx context.Context, u *upstream, o *store.Orphan) 
 // reschedule puts o back for its next attempt on the broker's
 // orphan_schedule, or gives up on it (it stays, never due, for the
 // operator) once the schedule is spent.
-func (g *Gateway) reschedule(ctx context.Context, u *upstream, o store.Orphan, err error) {
+func (g *Gateway) reschedule(ctx context.Context, u *upstream.Upstream, o store.Orphan, err error) {
 	log := g.guard.log
-	schedule, _ := config.ParseSchedule(u.cfg.OrphanSchedule)
+	schedule, _ := config.ParseSchedule(u.Cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
 	if !o.Undoing {
@@ -226,51 +227,34 @@ func (g *Gateway) putOrphan(ctx context.Context, o store.Orphan) {
 
 // undo sends the deprovision or unbind of o to the broker and returns its
 // status and, for a 202, the broker's operation.
-func (u *upstream) undo(ctx context.Context, o store.Orphan) (int, string, error) {
-	p := u.target.JoinPath("v2", "service_instances", o.InstanceID)
+func undo(u *upstream.Upstream, ctx context.Context, o store.Orphan) (int, string, error) {
+	p := u.Target.JoinPath("v2", "service_instances", o.InstanceID)
 	if o.Kind == store.KindUnbind {
 		p = p.JoinPath("service_bindings", o.BindingID)
 	}
 	q := url.Values{"service_id": {o.ServiceID}, "plan_id": {o.PlanID}, "accepts_incomplete": {"true"}}
-	if async := (rules.Call{Endpoint: rules.LockedBy(o.Kind), AcceptsIncomplete: true}); u.max.Less(rules.RequiredVersion(async)) {
+	if async := (rules.Call{Endpoint: rules.LockedBy(o.Kind), AcceptsIncomplete: true}); u.Max.Less(rules.RequiredVersion(async)) {
 		q.Del("accepts_incomplete") // async unbind needs 2.14
 	}
 	p.RawQuery = q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.Timeout)
 	defer cancel()
-	req, err := u.ownRequest(ctx, rules.LockedBy(o.Kind), "", http.MethodDelete, p.String())
+	req, err := u.OwnRequest(ctx, rules.LockedBy(o.Kind), "", http.MethodDelete, p.String())
 	if err != nil {
 		return 0, "", err
 	}
-	res, err := u.rt.RoundTrip(req)
+	res, err := u.RT.RoundTrip(req)
 	if err != nil {
-		return 0, "", u.failed(err)
+		return 0, "", u.Failed(err)
 	}
 	if res.StatusCode != http.StatusAccepted {
 		res.Body.Close()
 		return res.StatusCode, "", nil
 	}
-	body, err := readOwn(res)
+	body, err := upstream.ReadOwn(res)
 	if err != nil {
 		return res.StatusCode, "", nil // accepted, its operation unread: polled without one
 	}
 	c := rules.Call{Endpoint: rules.LockedBy(o.Kind), InstanceID: o.InstanceID, BindingID: o.BindingID}
 	return res.StatusCode, rules.ReadResponse(c, res.StatusCode, body).Operation, nil
-}
-
-// ownRequest is a call the gateway makes to the broker on its own (an
-// orphan's undo, a reconcile's poll): the broker's credentials, the highest
-// version it takes and a request identity of its own, marked as the
-// gateway's in its span (ownCall).
-func (u *upstream) ownRequest(ctx context.Context, ep rules.Endpoint, traceParent, method, target string) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(u.ownCall(ctx, ep, traceParent), method, target, nil)
-	if err != nil {
-		return nil, err
-	}
-	if u.auth != nil {
-		req.Header["Authorization"] = u.auth
-	}
-	req.Header[core.HeaderAPIVersion] = u.maxHeader
-	req.Header[core.HeaderRequestIdentity] = []string{cmp.Or(core.OwnRequestID(ctx), core.NewRequestID())} // a reconcile's own (withOperator)
-	return req, nil
 }

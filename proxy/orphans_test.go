@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 const orphanYAML = `
@@ -235,12 +236,12 @@ func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := config.Broker{Name: "b", URL: bs.URL, Timeout: 5 * time.Second,
 				APIVersion: config.VersionRange{Min: osb.Oldest, Max: osb.MustParseVersion(tc.max)}}
-			u, err := newUpstream(&b, slog.New(slog.DiscardHandler), nil, nil, "")
+			u, err := upstream.New(&b, slog.New(slog.DiscardHandler), nil, nil, "", features)
 			if err != nil {
 				t.Fatal(err)
 			}
 			o := store.Orphan{ID: "o", Kind: tc.kind, InstanceID: "i1", BindingID: "b1", ServiceID: "s", PlanID: "p"}
-			if status, _, err := u.undo(context.Background(), o); status != 200 || err != nil {
+			if status, _, err := undo(u, context.Background(), o); status != 200 || err != nil {
 				t.Fatalf("undo: %d %v", status, err)
 			}
 			if got := <-queries; got != tc.want {

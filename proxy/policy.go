@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/policy"
@@ -167,7 +169,7 @@ func (ps *policies) setParameters(w http.ResponseWriter, r *http.Request, s *Sco
 		}
 		s.Findings = append(s.Findings, Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: c.Policy, Description: c.Parameter}})
 	}
-	if mode := upOf(s.Route).cfg.Validation.Requests; mode != config.ModeOff && call.index != nil {
+	if mode := upOf(s.Route).Cfg.Validation.Requests; mode != config.ModeOff && call.index != nil {
 		if err := call.index.ParameterSchema(call.planID, schemaKind(s.Call.Endpoint)).Validate(v.Parameters); err != nil {
 			vs := []rules.Violation{{Rule: "request.parameters.schema", Status: http.StatusBadRequest,
 				Description: "parameters as the policies set them break the plan's schema: " + err.Error()}}
@@ -259,7 +261,7 @@ func (ps *policies) input(r *http.Request, s *Scope) (policyCall, error) {
 				return c, err
 			}
 			return c, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-				Description: fmt.Sprintf("%v, which cannot be had: %s", errPolicyCatalog, said(err))}
+				Description: fmt.Sprintf("%v, which cannot be had: %s", errPolicyCatalog, upstream.Said(err))}
 		}
 		s.Catalog = e
 	}

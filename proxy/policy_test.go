@@ -215,8 +215,8 @@ func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler
 	prefill := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).name, strings.TrimPrefix(r.URL.Path, rt.Prefix)
-			s.Version, s.Forward, s.Body = upOf(rt).max, upOf(rt).maxString, body
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, strings.TrimPrefix(r.URL.Path, rt.Prefix)
+			s.Version, s.Forward, s.Body = upOf(rt).Max, upOf(rt).MaxString, body
 			next.ServeHTTP(w, r)
 		})
 	}

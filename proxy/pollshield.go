@@ -3,12 +3,13 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/trace"
@@ -33,7 +34,7 @@ const pollShieldEntries = 10000
 
 // maxSharedAnswer is the largest last_operation answer the shield reads to
 // share; a larger one reaches the platform as an answer cut short (502).
-const maxSharedAnswer = maxCheckedResponse
+const maxSharedAnswer = upstream.MaxCheckedResponse
 
 // pollShield is the transport an upstream's reverse proxy calls the broker
 // through (around the broker transport, so a shared call is metered and
@@ -215,7 +216,7 @@ func (p *pollShield) reuseFor(h http.Header, now time.Time) time.Duration {
 	if p.minInterval != 0 {
 		return p.minInterval
 	}
-	v := h[headerRetryAfter]
+	v := h[upstream.HeaderRetryAfter]
 	if len(v) != 1 {
 		return 0
 	}
@@ -232,12 +233,10 @@ func (p *pollShield) addRetryAfter(status int, h http.Header) {
 	if p.retryAfter == nil || status != http.StatusOK {
 		return
 	}
-	if _, ok := h[headerRetryAfter]; !ok {
-		h[headerRetryAfter] = p.retryAfter
+	if _, ok := h[upstream.HeaderRetryAfter]; !ok {
+		h[upstream.HeaderRetryAfter] = p.retryAfter
 	}
 }
-
-var headerRetryAfter = http.CanonicalHeaderKey("Retry-After")
 
 // sharedAnswer is a broker's last_operation answer read whole, shared by
 // the polls it answers. Nothing in it changes once read.
@@ -266,7 +265,7 @@ func readShared(res *http.Response) *sharedAnswer {
 	case err != nil:
 		a.cut = err
 	case n > maxSharedAnswer:
-		a.cut = errOverShared
+		a.cut = upstream.ErrOverShared
 		buf.Truncate(maxSharedAnswer)
 	}
 	a.body = buf.Bytes()
@@ -288,9 +287,6 @@ func (a *sharedAnswer) response(req *http.Request) *http.Response {
 	}
 	return res
 }
-
-// errOverShared cuts a shared answer over maxSharedAnswer short.
-var errOverShared = fmt.Errorf("the answer is over %d bytes, the most the gateway shares among polls", maxSharedAnswer)
 
 // errReader fails every read with err.
 type errReader struct{ err error }

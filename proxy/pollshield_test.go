@@ -177,7 +177,7 @@ func newShieldEnv(t *testing.T, set shieldSettings) *shieldEnv {
 	}
 	e := &shieldEnv{direct: bs.URL, g: g, broker: b, clock: clock, metrics: m, joined: make(chan struct{}, 64),
 		records: records, lines: lines}
-	g.upstreams["b"].proxy.Transport.(*pollShield).joined = func() { e.joined <- struct{}{} }
+	g.upstreams["b"].Proxy.Transport.(*pollShield).joined = func() { e.joined <- struct{}{} }
 	e.gw = httptest.NewServer(g) // after the hook is set: its goroutines see it
 	t.Cleanup(e.gw.Close)
 	return e

@@ -251,10 +251,10 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 	if s.Catalog != nil {
 		ix = s.Catalog.Index()
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), u.Timeout)
 	defer cancel()
 	defer qc.stopWaiting()
-	if _, err := qc.g.st.GetInstance(ctx, u.name, s.Call.InstanceID); err == nil {
+	if _, err := qc.g.st.GetInstance(ctx, u.Name, s.Call.InstanceID); err == nil {
 		return true // a repeat: no new instance
 	} else if !errors.Is(err, store.ErrNotFound) {
 		qc.unavailable(w, r, err)
@@ -273,7 +273,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 	if len(qc.held) == 0 {
 		return true
 	}
-	flights, err := qc.flights(ctx, u.name, s.Call.InstanceID)
+	flights, err := qc.flights(ctx, u.Name, s.Call.InstanceID)
 	if err != nil {
 		qc.release()
 		qc.unavailable(w, r, err)
@@ -350,7 +350,7 @@ func (qc *quotaCall) counted(status int) {
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	u := upOf(qc.s.Route)
 	qc.g.metrics.StoreError("quota")
-	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.name),
+	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.Name),
 		slog.String("tenant", qc.s.Tenant), slog.String("error", err.Error()))
 	qc.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "the gateway cannot count tenant " +
 		strconv.Quote(qc.s.Tenant) + "'s instances against its quotas (its state store is unavailable), so it does not forward the provision; try again later"})

@@ -24,7 +24,7 @@ func (g *Gateway) QuotaWarnings(ctx context.Context) []string {
 		}
 		var ix *rules.Index
 		if u := g.upstreams[broker]; u != nil {
-			key := catalogKey{broker: u.name, version: u.warmVersion().String()}
+			key := catalogKey{broker: u.Name, version: u.WarmVersion().String()}
 			if e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil); err == nil {
 				ix = e.index
 			}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -129,7 +131,7 @@ func (g *Gateway) Reconcile(ctx context.Context, req ReconcileRequest) (Reconcil
 	}
 	id := core.NewRequestID()
 	octx := core.WithOperator(ctx, req.Who, id)
-	a, perr := u.pollOperation(octx, pollTarget(l))
+	a, perr := pollOperation(u, octx, pollTarget(l))
 	res, err = g.settleReconciled(octx, u, l, a, perr, !l.Async)
 	g.ownRecord(ctx, ownAction{action: "reconcile", who: req.Who, requestID: id, lock: l, start: start, method: http.MethodGet, res: res, err: err})
 	return res, err
@@ -154,14 +156,14 @@ func (req ReconcileRequest) check() error {
 
 // reconcilable reads the lock req names and checks that it can be
 // reconciled.
-func (g *Gateway) reconcilable(ctx context.Context, u *upstream, req ReconcileRequest) (store.Lock, error) {
+func (g *Gateway) reconcilable(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (store.Lock, error) {
 	what := fmt.Sprintf("instance %q of broker %q", req.InstanceID, req.Broker)
 	c := rules.Call{Endpoint: rules.InstanceLastOperation, InstanceID: req.InstanceID}
 	if req.BindingID != "" {
 		what = fmt.Sprintf("binding %q of ", req.BindingID) + what
 		c = rules.Call{Endpoint: rules.BindingLastOperation, InstanceID: req.InstanceID, BindingID: req.BindingID}
 	}
-	l, err := g.guard.st.Get(ctx, u.lockKey(req.InstanceID, req.BindingID))
+	l, err := g.guard.st.Get(ctx, u.LockKey(req.InstanceID, req.BindingID))
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && !polls(c, l)):
 		return l, osb.Errorf(http.StatusNotFound, "", "no operation in progress on %s: nothing to reconcile", what)
@@ -193,7 +195,7 @@ func pollTarget(l store.Lock) store.Lock {
 // settleReconciled settles l by the answer a to the gateway's own poll
 // (perr: the poll failed) and says what came of it; sync allows a lock
 // that is no async operation (a forced reconcile).
-func (g *Gateway) settleReconciled(ctx context.Context, u *upstream, l store.Lock, a rules.Answer, perr error, sync bool) (ReconcileResult, error) {
+func (g *Gateway) settleReconciled(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, perr error, sync bool) (ReconcileResult, error) {
 	if perr != nil {
 		e := osb.AsError(perr)
 		res := ReconcileResult{Outcome: OutcomePollFailed, Answer: fmt.Sprintf("%d: %s", e.Status, e.Description)}
@@ -253,7 +255,7 @@ func describeAnswer(a rules.Answer) string {
 // releases the lock (answerShimPoll); with req.Release, or for a lock that
 // is no async operation, the state is recorded in the inventory and the
 // lock released at once.
-func (g *Gateway) force(ctx context.Context, u *upstream, l store.Lock, req ReconcileRequest) (ReconcileResult, error) {
+func (g *Gateway) force(ctx context.Context, u *upstream.Upstream, l store.Lock, req ReconcileRequest) (ReconcileResult, error) {
 	res := ReconcileResult{State: req.State, Description: req.Description, Outcome: OutcomeForcedFailed}
 	if req.State == store.StateSucceeded {
 		res.Outcome = OutcomeForcedSucceeded

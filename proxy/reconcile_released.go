@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -30,7 +32,7 @@ const releasedHold = time.Minute
 // lock holds it (notFound is the 404 the lock lookup gave) and its record
 // says unknown; ok is false when there is no such record, and the caller
 // answers notFound.
-func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req ReconcileRequest, notFound error) (res ReconcileResult, ok bool, err error) {
+func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream.Upstream, req ReconcileRequest, notFound error) (res ReconcileResult, ok bool, err error) {
 	var e *osb.Error
 	if !errors.As(notFound, &e) || e.Status != http.StatusNotFound || !g.guard.inv.keeps(u) {
 		return res, false, nil
@@ -40,19 +42,19 @@ func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req Reconc
 		return res, false, nil
 	}
 	now := g.guard.now()
-	l := store.Lock{Key: u.lockKey(req.InstanceID, req.BindingID), Owner: core.NewRequestID(), Kind: op.Kind, Tenant: tenant, Broker: u.name,
+	l := store.Lock{Key: u.LockKey(req.InstanceID, req.BindingID), Owner: core.NewRequestID(), Kind: op.Kind, Tenant: tenant, Broker: u.Name,
 		InstanceID: req.InstanceID, BindingID: req.BindingID, ServiceID: service, PlanID: plan, Async: true, Operation: op.Operation,
 		Started: op.Started, Deadline: now.Add(releasedHold)}
 	held, aerr := g.guard.st.Acquire(ctx, l)
 	if aerr != nil {
 		if errors.Is(aerr, store.ErrHeld) {
-			return res, true, osb.Errorf(http.StatusConflict, "", "instance %q of broker %q has a %s in progress now: reconcile that operation instead", req.InstanceID, u.name, held.Kind)
+			return res, true, osb.Errorf(http.StatusConflict, "", "instance %q of broker %q has a %s in progress now: reconcile that operation instead", req.InstanceID, u.Name, held.Kind)
 		}
 		return res, true, storeError("taking the lock of the released operation", aerr)
 	}
 	l = held
 	defer g.guard.release(context.WithoutCancel(ctx), l)
-	s := &Scope{Tenant: tenant, Broker: u.name, Call: rules.Call{Endpoint: rules.LockedBy(op.Kind), InstanceID: req.InstanceID, BindingID: req.BindingID},
+	s := &Scope{Tenant: tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(op.Kind), InstanceID: req.InstanceID, BindingID: req.BindingID},
 		Route: newRoute("", nil, u)}
 	if req.State != "" {
 		a := rules.Answer{Status: http.StatusOK, Object: true, State: req.State, Description: req.Description}
@@ -67,7 +69,7 @@ func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req Reconc
 	}
 	id := core.NewRequestID()
 	octx := core.WithOperator(ctx, req.Who, id)
-	a, perr := u.pollOperation(octx, l)
+	a, perr := pollOperation(u, octx, l)
 	if perr != nil {
 		pe := osb.AsError(perr)
 		res = ReconcileResult{Outcome: OutcomePollFailed, Answer: fmt.Sprintf("%d: %s", pe.Status, pe.Description)}
@@ -93,12 +95,12 @@ func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream, req Reconc
 
 // releasedRecord reads the record of req's instance (or binding) and
 // reports whether its last operation is one an operator released.
-func (g *Gateway) releasedRecord(ctx context.Context, u *upstream, req ReconcileRequest) (op store.LastOperation, tenant, service, plan string, ok bool) {
+func (g *Gateway) releasedRecord(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (op store.LastOperation, tenant, service, plan string, ok bool) {
 	st := g.guard.inv.st
 	if req.BindingID != "" {
-		b, err := st.GetBinding(ctx, u.name, req.InstanceID, req.BindingID)
+		b, err := st.GetBinding(ctx, u.Name, req.InstanceID, req.BindingID)
 		return b.LastOperation, b.Tenant, b.ServiceID, b.PlanID, err == nil && b.LastOperation.State == store.StateUnknown
 	}
-	in, err := st.GetInstance(ctx, u.name, req.InstanceID)
+	in, err := st.GetInstance(ctx, u.Name, req.InstanceID)
 	return in.LastOperation, in.Tenant, in.ServiceID, in.PlanID, err == nil && in.LastOperation.State == store.StateUnknown
 }

@@ -65,7 +65,7 @@ func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason st
 		// The outcome is known (the async shim's broker call ended, or an
 		// operator forced it): record it, as the platform's poll would have.
 		u := g.upstreams[l.Broker]
-		s := &Scope{Tenant: l.Tenant, Broker: u.name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
+		s := &Scope{Tenant: l.Tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
 			Route: newRoute("", nil, u)}
 		iv.polled(ctx, s, l, rules.Answer{Status: http.StatusOK, Object: true, State: st, Description: l.Shim.Description})
 		return

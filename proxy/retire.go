@@ -4,8 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -62,12 +63,12 @@ func withRetire(cfg *config.Config) Middleware {
 
 // retiredRefusal is the refusal of call c to u when u is retired and no
 // longer takes it; nil otherwise.
-func retiredRefusal(u *upstream, c rules.Call) error {
-	rt := u.cfg.Retired
+func retiredRefusal(u *upstream.Upstream, c rules.Call) error {
+	rt := u.Cfg.Retired
 	if !rt.On {
 		return nil
 	}
-	name := strconv.Quote(u.name)
+	name := strconv.Quote(u.Name)
 	switch c.Endpoint {
 	case rules.Provision, rules.Bind:
 	case rules.Update:
@@ -107,14 +108,14 @@ func withRetiredGone(cfg *config.Config) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			u := upOf(s.Route)
-			if !u.cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
+			if !u.Cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			if err := dropRetired(r.Context(), s); err != nil {
 				guardOf(s).inv.metrics.StoreError("inventory")
-				guardOf(s).log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.name), slog.String("error", err.Error()))
-				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.name) +
+				guardOf(s).log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.Name), slog.String("error", err.Error()))
+				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.Name) +
 					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
 				return
 			}
@@ -130,23 +131,14 @@ func dropRetired(ctx context.Context, s *Scope) error {
 	if !iv.keeps(upOf(s.Route)) {
 		return nil
 	}
-	return iv.removed(ctx, upOf(s.Route).name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+	return iv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
 }
 
 // upstreamOf is g's upstream of the broker named, nil when g is nil or has
 // none.
-func (g *Gateway) upstreamOf(name string) *upstream {
+func (g *Gateway) upstreamOf(name string) *upstream.Upstream {
 	if g == nil {
 		return nil
 	}
 	return g.upstreams[name]
-}
-
-// sameBesidesRetired reports whether b differs from u's settings in
-// brokers[].retired alone: a reload that retires a broker keeps its cached
-// catalog, which the platforms are then served while the broker is down.
-func (u *upstream) sameBesidesRetired(b *config.Broker) bool {
-	mine, theirs := u.cfg, *b
-	mine.Retired, theirs.Retired = config.Retired{}, config.Retired{}
-	return reflect.DeepEqual(mine, theirs)
 }

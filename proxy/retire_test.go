@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -37,7 +39,7 @@ func TestRetiredRefusal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u := &upstream{name: "mysql", cfg: config.Broker{Name: "mysql", Retired: tt.retired}}
+			u := &upstream.Upstream{Name: "mysql", Cfg: config.Broker{Name: "mysql", Retired: tt.retired}}
 			err := retiredRefusal(u, rules.Call{Endpoint: tt.ep, InstanceID: "i"})
 			if tt.want == "" {
 				if err != nil {
@@ -57,11 +59,11 @@ func TestRetiredRefusal(t *testing.T) {
 // TestSameBesidesRetired: a reload that changes retired alone keeps the
 // broker's cached catalog; any other change drops it.
 func TestSameBesidesRetired(t *testing.T) {
-	u := &upstream{cfg: config.Broker{Name: "b", URL: "http://x"}}
-	if !u.sameBesidesRetired(&config.Broker{Name: "b", URL: "http://x", Retired: config.Retired{On: true, Answer: config.RetiredGone}}) {
+	u := &upstream.Upstream{Cfg: config.Broker{Name: "b", URL: "http://x"}}
+	if !u.SameBesidesRetired(&config.Broker{Name: "b", URL: "http://x", Retired: config.Retired{On: true, Answer: config.RetiredGone}}) {
 		t.Error("retired alone changed: want the same")
 	}
-	if u.sameBesidesRetired(&config.Broker{Name: "b", URL: "http://y", Retired: config.Retired{On: true}}) {
+	if u.SameBesidesRetired(&config.Broker{Name: "b", URL: "http://y", Retired: config.Retired{On: true}}) {
 		t.Error("the URL changed too: want different")
 	}
 }

@@ -25,14 +25,14 @@ import (
 // next, answers for that.
 func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store.Inventory, log *slog.Logger) bool {
 	up := upOf(s.Route)
-	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.cfg.Inventory.Disabled {
+	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.Cfg.Inventory.Disabled {
 		return false
 	}
-	if !predecessorUnknown(r.Context(), st, up.name, s.Call.InstanceID, s.Request.PredecessorBindingID) {
+	if !predecessorUnknown(r.Context(), st, up.Name, s.Call.InstanceID, s.Request.PredecessorBindingID) {
 		return false
 	}
 	vs := []rules.Violation{rules.UnknownPredecessor(s.Call, s.Request.PredecessorBindingID)}
-	refuse := up.cfg.Validation.Requests == config.ModeEnforce && up.cfg.Emulate.Gone
+	refuse := up.Cfg.Validation.Requests == config.ModeEnforce && up.Cfg.Emulate.Gone
 	s.AddFindings(log, r, "request", vs, !refuse)
 	if refuse {
 		s.RefusedByRules = true

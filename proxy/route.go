@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -56,7 +58,7 @@ func withRoute(routes routeTable) Middleware {
 				s.FailUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).name, rest
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, rest
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -137,7 +139,7 @@ func badEscape(s string) string {
 
 // The route's parts (core.Route), each as its feature's type; nil when the
 // route has none.
-func upOf(rt *route) *upstream              { u, _ := rt.Up.(*upstream); return u }
+func upOf(rt *route) *upstream.Upstream     { u, _ := rt.Up.(*upstream.Upstream); return u }
 func filterOf(rt *route) *catalogFilter     { f, _ := rt.Filter.(*catalogFilter); return f }
 func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
 func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
@@ -156,8 +158,8 @@ func guardOf(s *Scope) *guard {
 // upstream u, with what the core and the stages read of them without the
 // upstream: the broker's settings, its maximum version as forwarded, the
 // tenant's status for a missing version.
-func newRoute(prefix string, t *auth.Tenant, u *upstream) *route {
-	rt := &route{Prefix: prefix, Up: u, Broker: &u.cfg, MaxVersion: u.maxString}
+func newRoute(prefix string, t *auth.Tenant, u *upstream.Upstream) *route {
+	rt := &route{Prefix: prefix, Up: u, Broker: &u.Cfg, MaxVersion: u.MaxString}
 	if t != nil {
 		rt.Tenant, rt.MissingVersionStatus = t, t.MissingStatus
 	}

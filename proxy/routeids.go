@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/google/uuid"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -143,7 +145,7 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 				if s.WentAway(r, err) {
 					return
 				}
-				if ep := s.Call.Endpoint; upOf(s.Route).cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
+				if ep := s.Call.Endpoint; upOf(s.Route).Cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
 					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
 					return
 				}
@@ -181,7 +183,7 @@ func idsWithoutCatalog(s *Scope, cause error) error {
 	if errors.As(cause, &refusal) {
 		return refusal // the broker's answer at this version (see withoutCatalog)
 	}
-	why := said(cause)
+	why := upstream.Said(cause)
 	var oe *osb.Error
 	var hdr http.Header
 	if errors.As(cause, &oe) {
@@ -198,14 +200,14 @@ func idsWithoutCatalog(s *Scope, cause error) error {
 // calls it after the answer was checked against the broker's ids), and
 // fixes its length. body is the answer as already read (nil: not read
 // yet; a body too large to check passes unchanged).
-func (x *routeIDs) forwardAnswer(res *http.Response, s *Scope, body []byte) error {
+func (x *routeIDs) ForwardAnswer(res *http.Response, s *Scope, body []byte) error {
 	if s.Call.Endpoint != rules.GetInstance || res.StatusCode != http.StatusOK {
 		return nil
 	}
 	if body == nil {
 		var err error
-		if body, err = bufferResponse(res); err != nil {
-			return &cutShort{status: res.StatusCode, err: err}
+		if body, err = upstream.BufferResponse(res); err != nil {
+			return &upstream.CutShort{Status: res.StatusCode, Err: err}
 		}
 		if body == nil {
 			return nil

@@ -39,7 +39,7 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 // bytes.
 func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
 	key := idsOf(rt).views[0]
-	if upOf(rt).cfg.Emulate.Advertise {
+	if upOf(rt).Cfg.Emulate.Advertise {
 		key = idsOf(rt).views[1]
 	}
 	if got, ok := e.views.Load(key); ok {

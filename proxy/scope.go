@@ -3,8 +3,10 @@ package proxy
 import (
 	"context"
 	"net/http"
+	"net/http/httputil"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // Scope is the per-request record (core.Scope): the scope stage creates
@@ -31,3 +33,13 @@ const (
 
 // withScope is the scope stage (core.WithScope).
 var withScope = core.WithScope
+
+// StatusClientClosed is recorded (never sent) when the platform closed the
+// connection before the broker answered.
+const StatusClientClosed = core.StatusClientClosed
+
+// NewBufferPool returns the httputil.BufferPool the gateway's upstreams
+// share (upstream.NewBufferPool). The load benchmark's bare proxy uses it
+// too, so that its gateway/bare-proxy ratio compares the chain and not the
+// copy buffers.
+func NewBufferPool() httputil.BufferPool { return upstream.NewBufferPool() }

@@ -78,10 +78,10 @@ func withShim(g *guard, after Timer) Middleware {
 // after a 202 the platform can only get them from GET binding.
 func shimmable(s *Scope) bool {
 	up := upOf(s.Route)
-	if up.cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
+	if up.Cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
 		return false
 	}
-	return s.Call.Endpoint != rules.Bind || up.cfg.Inventory.Secrets == config.SecretsEncrypted
+	return s.Call.Endpoint != rules.Bind || up.Cfg.Inventory.Secrets == config.SecretsEncrypted
 }
 
 // serveShimmed runs the broker call of s in a goroutine and answers the
@@ -100,7 +100,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	}
 	go g.runShimmed(next, call, r2, buf)
 
-	fired, stop := after(upOf(s.Route).cfg.Emulate.AsyncAfter)
+	fired, stop := after(upOf(s.Route).Cfg.Emulate.AsyncAfter)
 	defer stop()
 	select {
 	case <-c.Done:
@@ -163,7 +163,7 @@ func (g *guard) claimShim(s, call *Scope) bool {
 	up := upOf(s.Route)
 	l := s.Lock.Lock
 	now := g.now()
-	callEnds := l.Started.Add(up.timeout + syncHoldMargin)
+	callEnds := l.Started.Add(up.Timeout + syncHoldMargin)
 	l.Async, l.Operation = true, call.Shim.Operation
 	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
 	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
@@ -172,16 +172,16 @@ func (g *guard) claimShim(s, call *Scope) bool {
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelError, "async shim: operation not recorded; the platform waits for the broker's answer",
-			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
+			slog.String("broker", up.Name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 		return false
 	}
 	call.Lock.Lock = l
 	s.Lock.Settled = true // the broker call's copy holds the lock from here
 	s.Operation, s.Emulated = l.Operation, EmulatedShim
 	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
-		slog.String("broker", up.name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
+		slog.String("broker", up.Name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
 		slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
-		slog.String("operation", l.Operation), slog.Duration("async_after", up.cfg.Emulate.AsyncAfter))
+		slog.String("operation", l.Operation), slog.Duration("async_after", up.Cfg.Emulate.AsyncAfter))
 	return true
 }
 
@@ -201,7 +201,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	switch {
 	case panicked != nil:
 		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
-			slog.String("broker", up.name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
+			slog.String("broker", up.Name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
 		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
 	case h.Settled && !c.TimedOut && malformedCreate(s.Call, buf):
 		// Cloud Controller takes such an answer as failed, and the orphan
@@ -219,7 +219,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		l.Shim.State, l.Shim.Description = store.StateFailed, shimDescription(s.Call, buf)
 	}
 	if c.TimedOut {
-		l.Shim.Hold, l.Deadline = true, now.Add(up.cfg.HoldAfterTimeout)
+		l.Shim.Hold, l.Deadline = true, now.Add(up.Cfg.HoldAfterTimeout)
 	}
 	h.Settled = true
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -238,7 +238,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		g.retry.add(pending{lock: l, outcome: true, record: c.Record, cause: err})
 		return
 	}
-	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.name),
+	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.Name),
 		slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
 		slog.String("operation", l.Operation), slog.Int("status", buf.status), slog.String("state", l.Shim.State),
 		slog.Bool("broker_async", l.Shim.BrokerAsync))

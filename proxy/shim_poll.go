@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -47,7 +49,7 @@ func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next
 		}
 		s.Polled = nil // a poll of another operation does not settle the shim's
 	}
-	if upOf(s.Route).cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
+	if upOf(s.Route).Cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
 		g.answerUntracked(w, r, s, op)
 		return
 	}
@@ -86,7 +88,7 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
-		if d := upOf(s.Route).cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
+		if d := upOf(s.Route).Cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
@@ -120,7 +122,7 @@ func withOperation(r *http.Request, op string) *http.Request {
 // lost by a poll shimLostGrace later if it is still in progress: a replica
 // alive writes its pending outcome, which clears the challenge, well
 // within that. It returns l as it now stands.
-func (g *guard) lostShim(ctx context.Context, up *upstream, l store.Lock) store.Lock {
+func (g *guard) lostShim(ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
 	now := g.now()
 	switch {
 	case l.Shim.Replica == g.replica:
@@ -155,12 +157,12 @@ func (g *guard) lostShim(ctx context.Context, up *upstream, l store.Lock) store.
 // undo's DELETE never races the call. It returns l as settled; a store
 // failure is logged, l comes back in progress, and the next poll tries
 // again.
-func (g *guard) settleLostShim(ctx context.Context, up *upstream, l store.Lock) store.Lock {
+func (g *guard) settleLostShim(ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
 	lost := l
 	now := g.now()
 	lost.Shim.State, lost.Shim.Description, lost.Shim.Challenged = store.StateFailed, shimLost, time.Time{}
 	if up != nil {
-		if hold := later(now, l.Started.Add(up.timeout)).Add(up.cfg.HoldAfterTimeout); hold.After(now) {
+		if hold := later(now, l.Started.Add(up.Timeout)).Add(up.Cfg.HoldAfterTimeout); hold.After(now) {
 			lost.Shim.Hold, lost.Deadline = true, hold
 		}
 		if ok, _ := rules.OrphanOnTimeout(rules.Call{Endpoint: rules.LockedBy(l.Kind)}); ok {
@@ -221,11 +223,11 @@ func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope
 	var err error
 	if s.Call.Endpoint == rules.BindingLastOperation {
 		var b store.Binding
-		b, err = g.st.GetBinding(r.Context(), up.name, s.Call.InstanceID, s.Call.BindingID)
+		b, err = g.st.GetBinding(r.Context(), up.Name, s.Call.InstanceID, s.Call.BindingID)
 		last = b.LastOperation
 	} else {
 		var in store.Instance
-		in, err = g.st.GetInstance(r.Context(), up.name, s.Call.InstanceID)
+		in, err = g.st.GetInstance(r.Context(), up.Name, s.Call.InstanceID)
 		last = in.LastOperation
 	}
 	s.Operation, s.Emulated = op, EmulatedShim
@@ -242,13 +244,4 @@ func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope
 		writeAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
 			Description: "the gateway no longer tracks this operation: its outcome was reported to an earlier poll, or it was given up when its deadline passed"})
 	}
-}
-
-// shimClaims reports whether the async shim may answer call for a broker
-// whose version lacks it: a binding's last_operation to a broker with
-// async_after set. The classify stage then holds its 412 back
-// (Scope.shimTooOld), and servePoll answers the poll of an operation the
-// shim owns, or refuses it with that 412.
-func (u *upstream) shimClaims(c rules.Call) bool {
-	return c.Endpoint == rules.BindingLastOperation && u.cfg.Emulate.AsyncAfter > 0
 }

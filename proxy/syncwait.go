@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -27,7 +28,7 @@ import (
 // out of the call's Scope, so that polling after the bound (carryOn) runs
 // without it.
 type syncWait struct {
-	u    *upstream
+	u    *upstream.Upstream
 	g    *guard
 	w    rules.SyncWait
 	call rules.Call // the platform's call
@@ -44,14 +45,6 @@ type syncWait struct {
 	orphanID    string     // the orphan recorded when the bound passed, or ""
 }
 
-// syncWaits reports whether the broker's answer a to s's call is the 422
-// AsyncRequired that brokers[].emulate.sync_within serves: the platform
-// sent no accepts_incomplete=true to a provision, update, deprovision, bind
-// or unbind, and the call holds its lock.
-func (u *upstream) syncWaits(s *Scope, a rules.Answer) bool {
-	return u.cfg.Emulate.SyncWithin > 0 && s.Lock != nil && !s.Lock.Settled && rules.AsyncRequired(s.Call, a)
-}
-
 // waitSync serves the platform that cannot wait, in place of the broker's
 // 422 (syncWaits), within brokers[].emulate.sync_within of the platform's
 // request: it repeats the call with accepts_incomplete=true, polls the
@@ -64,14 +57,14 @@ func (u *upstream) syncWaits(s *Scope, a rules.Answer) bool {
 // the lock is kept, a provision or bind is an orphan candidate, and the
 // gateway polls on (carryOn) to release the lock when the operation ends.
 // It returns what modifyResponse returns.
-func (u *upstream) waitSync(res *http.Response, s *Scope) error {
+func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
 	res.Body.Close()       // the 422, read whole: its buffer goes back to the pool,
 	res.Body = http.NoBody // and is not closed twice
 	w, _ := rules.SyncWaitOf(s.Call)
-	if why := u.cannotWait(s); why != "" {
-		return u.answerWith(res, s, http.StatusUnprocessableEntity, nil, errorBody(osb.CodeAsyncRequired, fmt.Sprintf(
+	if why := cannotWait(u, s); why != "" {
+		return answerWith(u, res, s, http.StatusUnprocessableEntity, nil, errorBody(osb.CodeAsyncRequired, fmt.Sprintf(
 			"broker %q performs this %s only asynchronously (it answered 422 AsyncRequired), and the gateway cannot wait for it on the platform's behalf (emulate.sync_within): %s",
-			u.name, s.Call.Endpoint, why)))
+			u.Name, s.Call.Endpoint, why)))
 	}
 	l := s.Lock.Lock
 	sw := &syncWait{u: u, g: guardOf(s), w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
@@ -80,22 +73,22 @@ func (u *upstream) waitSync(res *http.Response, s *Scope) error {
 	// gateway's own calls are client spans beside the refused one, under
 	// the call's server span.
 	ctx := context.WithoutCancel(s.Lock.Platform)
-	until := s.Start.Add(u.cfg.Emulate.SyncWithin)
-	u.log.LogAttrs(ctx, slog.LevelInfo, "broker requires an asynchronous call; waiting for it on the platform's behalf (emulate.sync_within)",
-		slog.String("request_id", s.RequestID), slog.String("broker", u.name), slog.String("endpoint", s.Call.Endpoint.String()),
+	until := s.Start.Add(u.Cfg.Emulate.SyncWithin)
+	u.Log.LogAttrs(ctx, slog.LevelInfo, "broker requires an asynchronous call; waiting for it on the platform's behalf (emulate.sync_within)",
+		slog.String("request_id", s.RequestID), slog.String("broker", u.Name), slog.String("endpoint", s.Call.Endpoint.String()),
 		slog.String("instance_id", s.Call.InstanceID), slog.String("binding_id", s.Call.BindingID))
 	rep, err := sw.repeat(ctx, until)
 	if err != nil {
 		return err // a timeout or a failed call, as errorHandler answers any broker call's
 	}
-	body, err := readOwn(rep)
+	body, err := upstream.ReadOwn(rep)
 	if err != nil {
 		res.StatusCode = rep.StatusCode
-		guardOf(s).answered(res, s, answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), cut: true})
-		return &cutShort{status: rep.StatusCode, err: err}
+		guardOf(s).Answered(res, s, upstream.Answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), Cut: true})
+		return &upstream.CutShort{Status: rep.StatusCode, Err: err}
 	}
 	if rep.StatusCode != http.StatusAccepted {
-		return u.answerWith(res, s, rep.StatusCode, rep.Header, body) // the broker served it after all
+		return answerWith(u, res, s, rep.StatusCode, rep.Header, body) // the broker served it after all
 	}
 	return sw.await(ctx, res, s, rep.Header, body, until)
 }
@@ -113,7 +106,7 @@ func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, hea
 		return sw.giveUp(ctx, s, wait)
 	}
 	if end.State == rules.PollFailed {
-		return sw.u.answerWith(res, s, rules.SyncFailed, nil, errorBody("", sw.failure(end)))
+		return answerWith(sw.u, res, s, rules.SyncFailed, nil, errorBody("", sw.failure(end)))
 	}
 	from := body
 	if sw.w.Fetch {
@@ -122,14 +115,14 @@ func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, hea
 			return sw.unfetched(ctx, s, err)
 		}
 	}
-	return sw.u.answerWith(res, s, sw.w.Success, nil, rules.SyncBody(sw.w, from))
+	return answerWith(sw.u, res, s, sw.w.Success, nil, rules.SyncBody(sw.w, from))
 }
 
 // cannotWait says why the gateway cannot wait for s's call, "" when it
 // can: an asynchronous bind or unbind needs OSB 2.14 (the version the
 // broker is asked to speak), and a bind's credentials come from GET binding,
 // which needs bindings_retrievable in the broker's catalog.
-func (u *upstream) cannotWait(s *Scope) string {
+func cannotWait(u *upstream.Upstream, s *Scope) string {
 	async := s.Call
 	async.AcceptsIncomplete = true
 	if need := rules.RequiredVersion(async); s.BrokerVersion.Less(need) {
@@ -156,7 +149,7 @@ func (u *upstream) cannotWait(s *Scope) string {
 // broker's 422 (status, header — nil: JSON — and body), reads it against
 // the rules of the platform's call, and settles the call's lock by it, as
 // modifyResponse does with a broker's answer.
-func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header http.Header, body []byte) error {
+func answerWith(u *upstream.Upstream, res *http.Response, s *Scope, status int, header http.Header, body []byte) error {
 	if header == nil {
 		header = http.Header{"Content-Type": {"application/json"}}
 	}
@@ -168,8 +161,8 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 	res.StatusCode, res.Status = status, strconv.Itoa(status)+" "+http.StatusText(status)
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	read, err := u.readResponse(res, s, body)
-	guardOf(s).answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	read, err := u.ReadResponse(res, s, body)
+	guardOf(s).Answered(res, s, upstream.Answer{Answer: read, Refused: err != nil, Body: body})
 	return err
 }
 
@@ -179,7 +172,7 @@ func (u *upstream) answerWith(res *http.Response, s *Scope, status int, header h
 // deadline, should this gateway stop polling first); carryOn polls on.
 func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) error {
 	s.Lock.Settled = true
-	within := sw.u.cfg.Emulate.SyncWithin
+	within := sw.u.Cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
 		why := fmt.Sprintf("the broker's operation had not ended within emulate.sync_within (%s), so the platform got a 504", within)
 		o, ok := sw.g.noteOrphan(ctx, s, why, sw.lock.Deadline, sw.lock.Owner, time.Time{})
@@ -189,15 +182,15 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 			sw.orphanID = o.ID
 		}
 	}
-	sw.u.log.LogAttrs(ctx, slog.LevelWarn, "the broker's operation outlived emulate.sync_within; the platform got a 504 and the lock is kept until it ends",
-		slog.String("request_id", s.RequestID), slog.String("broker", sw.u.name), slog.String("endpoint", s.Call.Endpoint.String()),
+	sw.u.Log.LogAttrs(ctx, slog.LevelWarn, "the broker's operation outlived emulate.sync_within; the platform got a 504 and the lock is kept until it ends",
+		slog.String("request_id", s.RequestID), slog.String("broker", sw.u.Name), slog.String("endpoint", s.Call.Endpoint.String()),
 		slog.String("instance_id", s.Call.InstanceID), slog.String("binding_id", s.Call.BindingID), slog.String("operation", sw.operation),
 		slog.Duration("sync_within", within), slog.Time("deadline", sw.lock.Deadline))
 	sw.out = sw.out.Clone(context.Background()) // the proxy is done with its own
 	go sw.carryOn(wait)
-	return &ownAnswer{osb.Errorf(http.StatusGatewayTimeout, "",
+	return &upstream.OwnAnswer{E: osb.Errorf(http.StatusGatewayTimeout, "",
 		"broker %q requires this %s to be asynchronous, and its operation had not ended within emulate.sync_within (%s), the longest the gateway waits on the platform's behalf; the broker goes on with it, and other operations on the %s are refused until it ends",
-		sw.u.name, s.Call.Endpoint, within, sw.u.lockedThing(s.Call))}
+		sw.u.Name, s.Call.Endpoint, within, sw.u.LockedThing(s.Call))}
 }
 
 // unfetched answers the platform 502 when a bind the broker finished
@@ -211,44 +204,30 @@ func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {
 		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), "", time.Time{}); !ok {
 			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o})
-			return &ownAnswer{sw.fetchError(err)}
+			return &upstream.OwnAnswer{E: sw.fetchError(err)}
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
 	sw.g.release(rctx, sw.lock)
-	return &ownAnswer{sw.fetchError(err)}
+	return &upstream.OwnAnswer{E: sw.fetchError(err)}
 }
 
 func (sw *syncWait) fetchError(err error) *osb.Error {
 	e := osb.Errorf(http.StatusBadGateway, "",
-		"broker %q finished the asynchronous bind, but its GET binding, where the credentials come from, failed: %s", sw.u.name, said(err))
+		"broker %q finished the asynchronous bind, but its GET binding, where the credentials come from, failed: %s", sw.u.Name, upstream.Said(err))
 	e.Err = err
 	return e
 }
 
 // failure is the description of the 400 a failed operation answers.
 func (sw *syncWait) failure(end rules.Answer) string {
-	d := fmt.Sprintf("broker %q reported the asynchronous %s failed", sw.u.name, sw.call.Endpoint)
+	d := fmt.Sprintf("broker %q reported the asynchronous %s failed", sw.u.Name, sw.call.Endpoint)
 	if end.Description != "" {
 		d += ": " + end.Description
 	}
 	return d
 }
-
-// lockedThing names what a call's lock blocks.
-func (u *upstream) lockedThing(c rules.Call) string {
-	if c.BindingID != "" && u.bindingLocks {
-		return "binding"
-	}
-	return "service instance"
-}
-
-// ownAnswer is an error answer the gateway makes itself in place of the
-// broker's (emulate.sync_within), written as it is by errorHandler.
-type ownAnswer struct{ e *osb.Error }
-
-func (a *ownAnswer) Error() string { return a.e.Error() }
 
 // hopByHop are the headers of one connection, which a proxy never passes
 // on (RFC 9110 7.6.1, and those httputil.ReverseProxy removes).
@@ -278,18 +257,4 @@ func errorBody(code, description string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(osb.Body{Error: code, Description: description})
 	return buf.Bytes()
-}
-
-// errOverChecked is readOwn's error for an answer over maxCheckedResponse.
-var errOverChecked = errors.New("the answer is larger than " + strconv.Itoa(maxCheckedResponse) + " bytes")
-
-// readOwn reads the body of one of the gateway's own broker calls whole
-// (up to maxCheckedResponse) and closes it.
-func readOwn(res *http.Response) ([]byte, error) {
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxCheckedResponse+1))
-	if err == nil && len(body) > maxCheckedResponse {
-		err = errOverChecked
-	}
-	return body, err
 }

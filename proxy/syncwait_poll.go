@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -30,27 +32,6 @@ const (
 	// platform waits: Cloud Controller's default polling interval.
 	carryOnPollMax = time.Minute
 )
-
-// wait waits d between two polls, or until ctx ends: with upstream.pause
-// when a test set it.
-func (u *upstream) wait(ctx context.Context, d time.Duration) error {
-	if u.pause != nil {
-		return u.pause(ctx, d)
-	}
-	return sleep(ctx, d)
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // nextWait is the wait before the next poll: the broker's Retry-After
 // when it sent one (ra > 0), else twice the last wait (syncPollFirst at
@@ -101,7 +82,7 @@ func (sw *syncWait) send(ctx context.Context, ep rules.Endpoint, method string, 
 	if left <= 0 {
 		return nil, context.DeadlineExceeded
 	}
-	ctx, cancel := context.WithTimeout(sw.u.ownCall(ctx, ep, sw.traceParent), min(sw.u.timeout, left))
+	ctx, cancel := context.WithTimeout(sw.u.OwnCall(ctx, ep, sw.traceParent), min(sw.u.Timeout, left))
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		cancel()
@@ -116,7 +97,7 @@ func (sw *syncWait) send(ctx context.Context, ep rules.Endpoint, method string, 
 		req.Header.Del("Content-Type")
 		req.Header.Del("Content-Length")
 	}
-	res, err := sw.u.rt.RoundTrip(req)
+	res, err := sw.u.RT.RoundTrip(req)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -177,12 +158,12 @@ func (sw *syncWait) pollURL() *url.URL {
 func (sw *syncWait) pollOnce(ctx context.Context, until time.Time) (rules.Answer, time.Duration) {
 	res, err := sw.send(ctx, sw.w.Poll, http.MethodGet, sw.pollURL(), nil, until)
 	if err != nil {
-		sw.u.log.LogAttrs(ctx, slog.LevelWarn, "polling the operation the gateway waits for failed; polling on",
-			slog.String("broker", sw.u.name), slog.String("instance_id", sw.call.InstanceID),
-			slog.String("binding_id", sw.call.BindingID), slog.String("error", sw.u.failed(err).Error()))
+		sw.u.Log.LogAttrs(ctx, slog.LevelWarn, "polling the operation the gateway waits for failed; polling on",
+			slog.String("broker", sw.u.Name), slog.String("instance_id", sw.call.InstanceID),
+			slog.String("binding_id", sw.call.BindingID), slog.String("error", sw.u.Failed(err).Error()))
 		return rules.Answer{}, 0
 	}
-	body, err := readOwn(res)
+	body, err := upstream.ReadOwn(res)
 	if err != nil {
 		body = nil
 	}
@@ -198,7 +179,7 @@ func (sw *syncWait) poll(ctx context.Context, until time.Time, ra time.Duration)
 	for {
 		wait = nextWait(wait, ra, syncPollMax)
 		left := until.Sub(sw.g.now())
-		if left <= 0 || sw.u.wait(ctx, min(wait, left)) != nil || !sw.g.now().Before(until) {
+		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.g.now().Before(until) {
 			return rules.Answer{}, wait, false
 		}
 		var a rules.Answer
@@ -221,12 +202,12 @@ func (sw *syncWait) fetchBinding(ctx context.Context, until time.Time) ([]byte, 
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, errors.New("emulate.sync_within passed before it answered")
 	case err != nil:
-		return nil, sw.u.failed(err)
+		return nil, sw.u.Failed(err)
 	}
-	body, err := readOwn(res)
+	body, err := upstream.ReadOwn(res)
 	switch {
 	case err != nil:
-		return nil, &withheld{said: "its answer could not be read" + cutReason(err), err: err}
+		return nil, &upstream.Withheld{Said: "its answer could not be read" + upstream.CutReason(err), Err: err}
 	case res.StatusCode != http.StatusOK:
 		return nil, errors.New("it answered " + strconv.Itoa(res.StatusCode))
 	}
@@ -254,7 +235,7 @@ func (sw *syncWait) carryOn(wait time.Duration) {
 	for {
 		wait = nextWait(wait, ra, carryOnPollMax)
 		left := sw.lock.Deadline.Sub(sw.g.now())
-		if left <= 0 || sw.u.wait(ctx, min(wait, left)) != nil || !sw.stillHeld(ctx) {
+		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.stillHeld(ctx) {
 			return
 		}
 		var a rules.Answer
@@ -281,8 +262,8 @@ func (sw *syncWait) stillHeld(ctx context.Context) bool {
 func (sw *syncWait) ended(ctx context.Context, a rules.Answer) {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
-	sw.u.log.LogAttrs(ctx, slog.LevelInfo, "the operation the platform stopped waiting for ended; lock released",
-		slog.String("broker", sw.u.name), slog.String("endpoint", sw.call.Endpoint.String()),
+	sw.u.Log.LogAttrs(ctx, slog.LevelInfo, "the operation the platform stopped waiting for ended; lock released",
+		slog.String("broker", sw.u.Name), slog.String("endpoint", sw.call.Endpoint.String()),
 		slog.String("instance_id", sw.call.InstanceID), slog.String("binding_id", sw.call.BindingID),
 		slog.String("state", a.State), slog.String("orphan", sw.orphanID))
 	// The orphan is written under the call's lock only, as every orphan

@@ -101,7 +101,7 @@ func newSyncEnvWith(t *testing.T, within string, delay time.Duration, catalog fu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.g.Close(nil) }) // stops what polls on after a 504
-	e.g.upstreams["b"].pause = e.pause
+	e.g.upstreams["b"].Pause = e.pause
 	e.gw = httptest.NewServer(e.g)
 	t.Cleanup(e.gw.Close)
 	return e

@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/lean"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // TestBrokerTransportSetting: brokers[].transport picks the broker's
@@ -34,12 +35,12 @@ tenants: [{name: t, credentials: [{username: u, password: p}], routes: [{broker:
 		if err != nil {
 			t.Fatalf("%q: %v", tc.setting, err)
 		}
-		u, err := newUpstream(&cfg.Brokers[0], slog.New(slog.DiscardHandler), nil, nil, "")
+		u, err := upstream.New(&cfg.Brokers[0], slog.New(slog.DiscardHandler), nil, nil, "", features)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got string
-		switch u.transport.(type) {
+		switch u.Transport.(type) {
 		case *http.Transport:
 			got = "*http.Transport"
 		case *lean.Transport:

@@ -48,13 +48,13 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				}
 				noCatalog = err
 			}
-			if mode := up.cfg.Validation.Requests; mode != config.ModeOff {
+			if mode := up.Cfg.Validation.Requests; mode != config.ModeOff {
 				var cat rules.CatalogView // nil: checked without the catalog
 				if s.Catalog != nil {
 					cat = s.Catalog.Index()
 				}
 				req, vs := rules.CheckRequest(s.Call, s.Version, s.Body, cat)
-				vs = append(vs, rules.CheckRotation(s.Call, s.Version, up.max, req, cat)...)
+				vs = append(vs, rules.CheckRotation(s.Call, s.Version, up.Max, req, cat)...)
 				s.Request = req
 				if len(vs) > 0 {
 					s.AddFindings(log, r, "request", vs, mode == config.ModeReport)
@@ -79,8 +79,8 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 					return
 				}
 			}
-			if up.max.Less(s.Version) && len(s.Body) > 0 {
-				if nb, changed, err := rules.Bridge(s.Call, s.Body, s.Version, up.max); err == nil && changed {
+			if up.Max.Less(s.Version) && len(s.Body) > 0 {
+				if nb, changed, err := rules.Bridge(s.Call, s.Body, s.Version, up.Max); err == nil && changed {
 					r2 := *r // never mutate the inbound request
 					r2.Body = io.NopCloser(bytes.NewReader(nb))
 					r2.ContentLength = int64(len(nb))

@@ -1,10 +1,11 @@
 package proxy
 
 import (
-	"github.com/osb-gateway/osb-gateway/internal/policy"
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/policy"
 )
 
 // PolicyInfo is one policy as the console shows it: where it is written,

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
@@ -20,19 +22,19 @@ import (
 var ErrNoBroker = errors.New("no such broker in the configuration")
 
 // brokerInfo describes the broker behind u.
-func (g *Gateway) brokerInfo(u *upstream) BrokerInfo {
+func (g *Gateway) brokerInfo(u *upstream.Upstream) BrokerInfo {
 	c := g.catalogs
-	st := c.statsFor(u.name)
-	b := BrokerInfo{Name: u.name, URL: u.target.String(), APIVersions: u.min.String() + " to " + u.max.String(),
+	st := c.statsFor(u.Name)
+	b := BrokerInfo{Name: u.Name, URL: u.Target.String(), APIVersions: u.Min.String() + " to " + u.Max.String(),
 		CatalogHits: st.hits.Load(), CatalogMisses: st.misses.Load(), StaleServes: st.stale.Load(),
 		Cached: []CachedCatalog{}, InFlight: -1, Queued: -1}
 	st.mu.Lock()
 	b.CatalogFetched, b.CatalogError = st.lastFetch, st.lastError
 	st.mu.Unlock()
 	now := c.now()
-	b.CatalogNextFetch = c.nextFetch(u.name, now)
+	b.CatalogNextFetch = c.nextFetch(u.Name, now)
 	for _, k := range c.entries.Keys() {
-		if k.broker != u.name {
+		if k.broker != u.Name {
 			continue
 		}
 		if e, ok := c.entries.Peek(k); ok {
@@ -42,7 +44,7 @@ func (g *Gateway) brokerInfo(u *upstream) BrokerInfo {
 	}
 	sort.Slice(b.Cached, func(i, j int) bool { return b.Cached[i].Version < b.Cached[j].Version })
 	b.Catalogs = len(b.Cached)
-	if p := g.brokerProtect[u.name]; p != nil {
+	if p := g.brokerProtect[u.Name]; p != nil {
 		if q := p.Queue; q != nil {
 			b.InFlight, b.Queued = q.Counts()
 			b.MaxInFlight, b.QueueTimeout = q.Max, q.Timeout
@@ -65,7 +67,7 @@ func (v *View) RefreshCatalog(ctx context.Context, broker string) (BrokerInfo, i
 	if u == nil {
 		return BrokerInfo{}, 0, ErrNoBroker
 	}
-	entries, err := g.catalogs.refresh(ctx, u, u.warmVersion().String())
+	entries, err := g.catalogs.refresh(ctx, u, u.WarmVersion().String())
 	if err != nil {
 		return BrokerInfo{}, 0, err
 	}

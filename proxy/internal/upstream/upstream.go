@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -29,36 +29,73 @@ import (
 // shared by every route and tenant that reaches the broker. A reload keeps
 // an upstream whose broker settings did not change, with its idle
 // connections.
-type upstream struct {
-	name      string
-	cfg       config.Broker
-	target    *url.URL
+type Upstream struct {
+	Name      string
+	Cfg       config.Broker
+	Target    *url.URL
 	basePath  string   // target's escaped path without a trailing "/"
-	auth      []string // the Authorization value for the broker, or nil
-	min, max  osb.Version
-	maxString string
-	maxHeader []string // []string{maxString}, shared: never appended to
-	timeout   time.Duration
+	Auth      []string // the Authorization value for the broker, or nil
+	Min, Max  osb.Version
+	MaxString string
+	MaxHeader []string // []string{maxString}, shared: never appended to
+	Timeout   time.Duration
 	deadlines *core.CallDeadlines // cancels calls that outlive timeout
 	// bindingLocks: bind and unbind lock the binding, not the whole
 	// instance (lock_granularity binding).
-	bindingLocks bool
+	BindingLocks bool
 	// transport is the broker's own transport, an *http.Transport or a
 	// *lean.Transport (brokers[].transport); tls its TLS configuration.
-	transport brokerTransport
-	tls       *tls.Config
+	Transport brokerTransport
+	TLS       *tls.Config
 	// rt is transport wrapped in the client span and the metering
 	// (Options.brokerTransport): every call to the broker goes through it,
 	// proxied or the gateway's own (catalog fetch, orphan mitigation).
-	rt http.RoundTripper
+	RT http.RoundTripper
 	// brokerAuth sets the Authorization of a broker with more than one
 	// basic credential, a token or OAuth2 (brokerauth.go); nil: auth does.
-	brokerAuth *brokerAuth
-	proxy      *httputil.ReverseProxy
-	log        *slog.Logger
+	BrokerAuth *brokerAuth
+	Proxy      *httputil.ReverseProxy
+	Log        *slog.Logger
 	// pause, when set (tests), replaces the timer between the polls of
 	// an operation waited for on a platform's behalf (emulate.sync_within).
-	pause func(ctx context.Context, d time.Duration) error
+	Pause func(ctx context.Context, d time.Duration) error
+	hooks Hooks
+}
+
+// upstreamHooks are what the gateway's features do inside a broker call:
+// functions of the upstream and the call's Scope, holding nothing of one
+// gateway, so that an upstream a reload keeps serves the new gateway alike.
+type Hooks struct {
+	// shield wraps the reverse proxy's transport: the poll shield
+	// (brokers[].emulate.shield_polls); nil: none.
+	Shield func(rt http.RoundTripper, b *config.Broker) http.RoundTripper
+	// waitSync serves a platform that cannot wait in place of the
+	// broker's 422 AsyncRequired (syncWaits, emulate.sync_within), and
+	// returns what modifyResponse returns.
+	WaitSync func(u *Upstream, res *http.Response, s *core.Scope) error
+}
+
+// settler is the guard as the broker call's callbacks settle a guarded
+// call with it (core.Route.Guard): its answer, or its timeout.
+type settler interface {
+	Answered(res *http.Response, s *core.Scope, a Answer)
+	OnTimeout(ctx context.Context, s *core.Scope)
+}
+
+// settlerOf is the guard of a call the guard stage marked Guarded; nil
+// for other calls.
+func settlerOf(s *core.Scope) settler {
+	if !s.Guarded {
+		return nil
+	}
+	g, _ := s.Route.Guard.(settler)
+	return g
+}
+
+// answerForwarder rewrites the broker's answer for the platform: the ids
+// a route shows (core.Route.IDs, routes[].ids).
+type answerForwarder interface {
+	ForwardAnswer(res *http.Response, s *core.Scope, body []byte) error
 }
 
 // brokerTransport is what carries calls to one broker.
@@ -69,7 +106,7 @@ type brokerTransport interface {
 
 // newUpstream builds the upstream of broker b; wrap wraps its transport
 // (nil: none); kind, when set, replaces b.Transport (Options.BrokerTransport).
-func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper, kind string) (*upstream, error) {
+func New(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper, kind string, hooks Hooks) (*Upstream, error) {
 	target, err := url.Parse(b.URL)
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: url: %w", b.Name, err)
@@ -78,35 +115,39 @@ func newUpstream(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, w
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: tls: %w", b.Name, err)
 	}
-	u := &upstream{
-		name: b.Name, cfg: *b, target: target, min: b.APIVersion.Min, max: b.APIVersion.Max,
-		maxString: b.APIVersion.Max.String(), timeout: b.Timeout, log: log,
+	u := &Upstream{
+		Name: b.Name, Cfg: *b, Target: target, Min: b.APIVersion.Min, Max: b.APIVersion.Max,
+		MaxString: b.APIVersion.Max.String(), Timeout: b.Timeout, Log: log, hooks: hooks,
 	}
-	u.maxHeader = []string{u.maxString}
-	u.bindingLocks = b.LockGranularity != "instance"
+	u.MaxHeader = []string{u.MaxString}
+	u.BindingLocks = b.LockGranularity != "instance"
 	u.basePath = strings.TrimSuffix(target.EscapedPath(), "/")
 	u.deadlines = &core.CallDeadlines{Timeout: b.Timeout}
 	if b.Username != "" {
-		u.auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
+		u.Auth = []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(b.Username+":"+b.Password.Reveal()))}
 	}
 	if kind == "" {
 		kind = b.Transport
 	}
-	u.tls = tc
-	u.transport = newBrokerTransport(b, tc, kind)
-	u.rt = u.transport
-	if a := newBrokerAuth(b, u.transport, tc, log); a != nil {
-		u.brokerAuth, u.rt = a, a
+	u.TLS = tc
+	u.Transport = newBrokerTransport(b, tc, kind)
+	u.RT = u.Transport
+	if a := newBrokerAuth(b, u.Transport, tc, log); a != nil {
+		u.BrokerAuth, u.RT = a, a
 		if a.kind != config.BrokerAuthBasic {
-			u.auth = nil // the token, set by brokerAuth
+			u.Auth = nil // the token, set by brokerAuth
 		}
 	}
 	if wrap != nil {
-		u.rt = wrap(u.rt)
+		u.RT = wrap(u.RT)
 	}
-	u.proxy = &httputil.ReverseProxy{
+	shielded := u.RT
+	if hooks.Shield != nil {
+		shielded = hooks.Shield(u.RT, b)
+	}
+	u.Proxy = &httputil.ReverseProxy{
 		Rewrite:        u.rewrite,
-		Transport:      newPollShield(u.rt, b),
+		Transport:      shielded,
 		BufferPool:     pool,
 		ModifyResponse: u.modifyResponse,
 		ErrorHandler:   u.errorHandler,
@@ -149,18 +190,18 @@ func newBrokerTransport(b *config.Broker, tc *tls.Config, kind string) brokerTra
 }
 
 // sameAs reports whether u was built from exactly the broker settings b.
-func (u *upstream) sameAs(b *config.Broker) bool { return reflect.DeepEqual(u.cfg, *b) }
+func (u *Upstream) SameAs(b *config.Broker) bool { return reflect.DeepEqual(u.Cfg, *b) }
 
 // ServeHTTP is the upstream stage, the innermost handler: it forwards the
 // request to the broker within the broker's timeout.
-func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The reverse proxy's callbacks and the broker transport find the
 	// Scope in the outgoing request's context; the call is canceled when
 	// the platform goes away or the broker's timeout passes.
 	// A call holding a lock runs on when the platform goes away, until
 	// the broker answers or its timeout passes: the lock is then settled
 	// by what the broker did, never released while the broker still works.
-	s := ScopeOf(w, r)
+	s := core.ScopeOf(w, r)
 	parent := r.Context()
 	if s.Lock != nil {
 		parent = context.WithoutCancel(parent)
@@ -171,7 +212,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := s.WithContext(parent, u.deadlines.Start(parent, &s.BrokerCall))
 	defer u.deadlines.Finish(&s.BrokerCall)
 	s.OutHeader = w.Header()
-	u.proxy.ServeHTTP(w, r.WithContext(ctx))
+	u.Proxy.ServeHTTP(w, r.WithContext(ctx))
 	s.OutHeader = nil
 }
 
@@ -182,12 +223,12 @@ var noUserAgent = []string{""}
 // rewrite sets the broker's URL, its credentials in place of the
 // platform's, the negotiated version and the request identity, and drops
 // the query parameters the broker's version predates (Scope.forwarding).
-func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
-	s := ScopeFrom(pr.In.Context())
+func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
+	s := core.ScopeFrom(pr.In.Context())
 	out := pr.Out
-	out.URL.Scheme = u.target.Scheme
-	out.URL.Host = u.target.Host
-	out.Host = u.target.Host
+	out.URL.Scheme = u.Target.Scheme
+	out.URL.Host = u.Target.Host
+	out.Host = u.Target.Host
 	rest := s.Path // escaped, prefix stripped
 	out.URL.Path, out.URL.RawPath = joinPath(u.basePath, rest)
 	if !s.Forwarding.IsZero() && s.Forwarding.ChangesQuery() {
@@ -195,11 +236,11 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 	}
 	h := out.Header
 	delete(h, "Authorization")
-	if u.auth != nil {
-		h["Authorization"] = u.auth
+	if u.Auth != nil {
+		h["Authorization"] = u.Auth
 	}
-	if s.Forward == u.maxString {
-		h[core.HeaderAPIVersion] = u.maxHeader
+	if s.Forward == u.MaxString {
+		h[core.HeaderAPIVersion] = u.MaxHeader
 	} // else the platform's own single value, cloned into out
 	h[core.HeaderRequestIdentity] = s.IDHeader
 	if _, ok := h["User-Agent"]; !ok {
@@ -223,13 +264,13 @@ func (u *upstream) rewrite(pr *httputil.ProxyRequest) {
 // call's Scope.TraceParent ("" for none): when ctx holds no span (the call
 // is not sampled), the client span continues it, so the sampler follows
 // the platform call's decision; without either, the span starts a trace.
-func (u *upstream) ownCall(ctx context.Context, ep rules.Endpoint, traceParent string) context.Context {
+func (u *Upstream) OwnCall(ctx context.Context, ep rules.Endpoint, traceParent string) context.Context {
 	if traceParent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		if sc, ok := core.ParseTraceParent(traceParent); ok {
 			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 		}
 	}
-	s := &Scope{Broker: u.name, Call: rules.Call{Endpoint: ep}, Own: true}
+	s := &core.Scope{Broker: u.Name, Call: rules.Call{Endpoint: ep}, Own: true}
 	return s.WithContext(ctx, ctx)
 }
 
@@ -255,8 +296,8 @@ func joinPath(base, rest string) (path, rawPath string) {
 // and settles the call's lock, the polled operation and orphans
 // (guard.answered) before the answer reaches the platform (a success
 // whose delivery decides its orphan: before its last byte does).
-func (u *upstream) modifyResponse(res *http.Response) error {
-	s := ScopeFrom(res.Request.Context())
+func (u *Upstream) modifyResponse(res *http.Response) error {
+	s := core.ScopeFrom(res.Request.Context())
 	if s == nil {
 		return nil
 	}
@@ -264,25 +305,27 @@ func (u *upstream) modifyResponse(res *http.Response) error {
 	var body []byte
 	if s.Lock != nil || s.Polled != nil || s.PollUnseen || u.checksResponses(s) {
 		var err error
-		if body, err = bufferResponse(res); err != nil {
-			if guardOf(s) != nil {
-				guardOf(s).answered(res, s, answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), cut: true})
+		if body, err = BufferResponse(res); err != nil {
+			if g := settlerOf(s); g != nil {
+				g.Answered(res, s, Answer{Answer: rules.ReadResponse(s.Call, res.StatusCode, nil), Cut: true})
 			}
-			return &cutShort{status: res.StatusCode, err: err}
+			return &CutShort{Status: res.StatusCode, Err: err}
 		}
 	}
-	read, err := u.readResponse(res, s, body)
-	if err == nil && u.syncWaits(s, read) {
-		return u.waitSync(res, s) // a platform that cannot wait (emulate.sync_within)
+	read, err := u.ReadResponse(res, s, body)
+	if err == nil && u.syncWaits(s, read) && u.hooks.WaitSync != nil {
+		return u.hooks.WaitSync(u, res, s) // a platform that cannot wait (emulate.sync_within)
 	}
 	if s.Lock != nil && res.StatusCode == http.StatusAccepted {
 		s.Operation = read.Operation
 	}
-	if guardOf(s) != nil {
-		guardOf(s).answered(res, s, answer{Answer: read, refused: err != nil, body: body})
+	if g := settlerOf(s); g != nil {
+		g.Answered(res, s, Answer{Answer: read, Refused: err != nil, Body: body})
 	}
-	if err == nil && s.Route != nil && idsOf(s.Route) != nil {
-		err = idsOf(s.Route).forwardAnswer(res, s, body) // routes[].ids (routeids.go)
+	if err == nil && s.Route != nil {
+		if f, ok := s.Route.IDs.(answerForwarder); ok {
+			err = f.ForwardAnswer(res, s, body) // routes[].ids (routeids.go)
+		}
 	}
 	if err == nil && s.OutHeader != nil {
 		handOver(s.OutHeader, res.Header)

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"cmp"
@@ -19,6 +19,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // oauthTokens are a broker's OAuth2 client-credentials tokens. The last
@@ -41,7 +42,7 @@ type oauthTokens struct {
 	timeout  time.Duration // brokers[].timeout: no fetch runs longer
 	endpoint string        // the token URL without its query: for the log and spans, never for a platform
 	log      *slog.Logger
-	metrics  *atomic.Pointer[Metrics] // the brokerAuth's
+	metrics  *atomic.Pointer[metrics.Metrics] // the brokerAuth's
 
 	last   atomic.Pointer[oauthHeader] // the last token fetched; nil: none, or the broker refused it
 	mu     sync.Mutex                  // guards flight, and last's replacement
@@ -79,7 +80,7 @@ const (
 	tokenNotAToken   = "not_token"   // a 2xx that holds no token (not JSON or a form, no access_token)
 )
 
-func newOAuthTokens(b *config.Broker, tc *tls.Config, log *slog.Logger, m *atomic.Pointer[Metrics]) *oauthTokens {
+func newOAuthTokens(b *config.Broker, tc *tls.Config, log *slog.Logger, m *atomic.Pointer[metrics.Metrics]) *oauthTokens {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if tc != nil && tc.RootCAs != nil {
 		tr.TLSClientConfig = &tls.Config{RootCAs: tc.RootCAs, MinVersion: tls.VersionTLS12}
@@ -193,7 +194,7 @@ func (o *oauthTokens) failure(e *tokenError, again bool) error {
 // token: a 504 when its deadline passed (the fetch goes on for the other
 // calls), else the context's cause (the platform went away).
 func (o *oauthTokens) gaveUp(ctx context.Context, again bool) error {
-	if !isTimeout(ctx.Err(), ctx) {
+	if !IsTimeout(ctx.Err(), ctx) {
 		return context.Cause(ctx)
 	}
 	return o.failure(&tokenError{status: http.StatusGatewayTimeout,

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 // maxCheckedResponse is the largest broker response the gateway reads to
 // check it; a larger one passes unchecked, with a finding.
-const maxCheckedResponse = 4 << 20
+const MaxCheckedResponse = 4 << 20
 
 var pooledBodies = sync.Pool{New: func() any { return new(pooledBody) }}
 
@@ -58,10 +58,10 @@ func (b *pooledBody) Close() error {
 // reader over the same bytes in its place, so the answer is passed on
 // unchanged. A body over maxCheckedResponse is returned cut (too large to
 // be an OSB answer worth checking) and passed on whole.
-func bufferResponse(res *http.Response) ([]byte, error) {
+func BufferResponse(res *http.Response) ([]byte, error) {
 	pb := pooledBodies.Get().(*pooledBody)
 	pb.closed = false
-	pb.limit = io.LimitedReader{R: res.Body, N: maxCheckedResponse + 1}
+	pb.limit = io.LimitedReader{R: res.Body, N: MaxCheckedResponse + 1}
 	_, err := pb.buf.ReadFrom(&pb.limit)
 	pb.limit.R = nil
 	if err != nil {
@@ -71,7 +71,7 @@ func bufferResponse(res *http.Response) ([]byte, error) {
 	}
 	body := pb.buf.Bytes()
 	pb.Reader.Reset(body)
-	if len(body) > maxCheckedResponse {
+	if len(body) > MaxCheckedResponse {
 		pb.rest = res.Body
 		res.Body = pb
 		return nil, nil
@@ -83,15 +83,15 @@ func bufferResponse(res *http.Response) ([]byte, error) {
 
 // checksResponses reports whether the broker's answer to s's call is
 // checked against the response rules (the broker's validation.responses).
-func (u *upstream) checksResponses(s *Scope) bool {
-	return u.cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown
+func (u *Upstream) checksResponses(s *core.Scope) bool {
+	return u.Cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown
 }
 
 // readResponse reads the broker's answer, once: with the response rules
 // (rules.CheckResponse) per the broker's validation.responses mode, or
 // without them (rules.ReadResponse) when they are off or the body is too
 // large to check (body nil). The error refuses the answer (enforce).
-func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rules.Answer, error) {
+func (u *Upstream) ReadResponse(res *http.Response, s *core.Scope, body []byte) (rules.Answer, error) {
 	if !u.checksResponses(s) || body == nil {
 		return rules.ReadResponse(s.Call, res.StatusCode, body), nil
 	}
@@ -99,15 +99,32 @@ func (u *upstream) readResponse(res *http.Response, s *Scope, body []byte) (rule
 	if s.Catalog != nil {
 		cat = s.Catalog.Index()
 	}
-	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: polledEndpoint(s),
-		Platform: s.Version, RetryAfter: res.Header[headerRetryAfter]})
+	read, vs := rules.CheckResponse(s.Call, s.BrokerVersion, res.StatusCode, body, cat, rules.ResponseOptions{Request: s.Request, Polled: PolledEndpoint(s),
+		Platform: s.Version, RetryAfter: res.Header[HeaderRetryAfter]})
 	if len(vs) == 0 {
 		return read, nil
 	}
-	mode := u.cfg.Validation.Responses
-	s.AddFindings(u.log, res.Request, "response", vs, mode == config.ModeReport)
+	mode := u.Cfg.Validation.Responses
+	s.AddFindings(u.Log, res.Request, "response", vs, mode == config.ModeReport)
 	if mode == config.ModeEnforce {
-		return read, &core.ResponseRefused{Broker: u.name, Call: s.Call, Status: res.StatusCode, Violations: vs}
+		return read, &core.ResponseRefused{Broker: u.Name, Call: s.Call, Status: res.StatusCode, Violations: vs}
 	}
 	return read, nil
+}
+
+// answer is the broker's answer as the upstream stage read it, and how it
+// reaches the platform.
+type Answer struct {
+	rules.Answer        // what the rules read of it (of a body cut short: no object)
+	Cut          bool   // the body was cut short: the platform gets a 502
+	Refused      bool   // refused by the response rules (enforce): a 502
+	Body         []byte // the body, read whole for a call holding a lock (else nil)
+}
+
+// polledEndpoint is the endpoint whose operation s polls, or Unknown.
+func PolledEndpoint(s *core.Scope) rules.Endpoint {
+	if s.Polled == nil {
+		return rules.Unknown
+	}
+	return rules.LockedBy(s.Polled.Kind)
 }

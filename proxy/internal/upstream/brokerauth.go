@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -42,7 +43,7 @@ type brokerAuth struct {
 	name    string
 	kind    string
 	log     *slog.Logger
-	metrics atomic.Pointer[Metrics]
+	metrics atomic.Pointer[metrics.Metrics]
 
 	// basic: the Authorization values of the current and the next
 	// credential; using is the index of the one that last worked, shared
@@ -105,9 +106,9 @@ func bearerHeader(token string) []string { return []string{"Bearer " + token} }
 // start sets the broker's credential gauge and, when the broker had an
 // upstream before a reload (prev), keeps the credential that worked if
 // the new configuration still holds it.
-func (a *brokerAuth) start(m *Metrics, prev *upstream) {
-	if a.kind == config.BrokerAuthBasic && prev != nil && prev.brokerAuth != nil && prev.brokerAuth.kind == config.BrokerAuthBasic {
-		old := prev.brokerAuth.basic[prev.brokerAuth.using.Load()]
+func (a *brokerAuth) Start(m *metrics.Metrics, prev *Upstream) {
+	if a.kind == config.BrokerAuthBasic && prev != nil && prev.BrokerAuth != nil && prev.BrokerAuth.kind == config.BrokerAuthBasic {
+		old := prev.BrokerAuth.basic[prev.BrokerAuth.using.Load()]
 		if len(old) == 1 && old[0] == a.basic[credentialNext][0] {
 			a.using.Store(credentialNext)
 		}
@@ -117,7 +118,7 @@ func (a *brokerAuth) start(m *Metrics, prev *upstream) {
 }
 
 // rotating reports whether a holds two basic credentials (nil: false).
-func (a *brokerAuth) rotating() bool { return a != nil && a.kind == config.BrokerAuthBasic }
+func (a *brokerAuth) Rotating() bool { return a != nil && a.kind == config.BrokerAuthBasic }
 
 // showCredential sets osb_gateway_broker_credential (basic rotation only).
 func (a *brokerAuth) showCredential() {
@@ -301,7 +302,7 @@ func replayBody(req *http.Request) (io.ReadCloser, bool) {
 		b, err := req.GetBody()
 		return b, err == nil
 	}
-	if s := ScopeFrom(req.Context()); s != nil && !s.Own && int64(len(s.Body)) == req.ContentLength {
+	if s := core.ScopeFrom(req.Context()); s != nil && !s.Own && int64(len(s.Body)) == req.ContentLength {
 		return io.NopCloser(bytes.NewReader(s.Body)), true
 	}
 	return nil, false

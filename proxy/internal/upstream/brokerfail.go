@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"crypto/tls"
@@ -20,30 +20,30 @@ import (
 // withheld is a failed broker call the gateway made itself (catalog fetch,
 // orphan DELETE, the GET binding after sync_within): said is what a
 // platform may read, err the transport's error, for the log and operators.
-type withheld struct {
-	said string
-	err  error
+type Withheld struct {
+	Said string
+	Err  error
 }
 
 // Error is the whole story, for the log and operator-only answers (check,
 // the admin API).
-func (e *withheld) Error() string { return e.said + ": " + e.err.Error() }
+func (e *Withheld) Error() string { return e.Said + ": " + e.Err.Error() }
 
-func (e *withheld) Unwrap() error { return e.err }
+func (e *Withheld) Unwrap() error { return e.Err }
 
 // failed is err, a broker call's transport error, as a withheld error
 // whose platform text starts "the broker …".
-func (u *upstream) failed(err error) error {
-	return &withheld{said: "the broker " + u.describe(err), err: err}
+func (u *Upstream) Failed(err error) error {
+	return &Withheld{Said: "the broker " + u.describe(err), Err: err}
 }
 
 // said is what a platform may read of err: a withheld error's own words
 // (even when wrapped: the wrapper's text is dropped with the cause's), or
 // err's text, which the gateway wrote itself.
-func said(err error) string {
-	var w *withheld
+func Said(err error) string {
+	var w *Withheld
 	if errors.As(err, &w) {
-		return w.said
+		return w.Said
 	}
 	return err.Error()
 }
@@ -52,13 +52,13 @@ func said(err error) string {
 // gateway's credentials (brokerauth.go: nothing of an address in it), then
 // describeFailure's transport failures, with the broker's settings that
 // fix them.
-func (u *upstream) describe(err error) string {
+func (u *Upstream) describe(err error) string {
 	var auth *authFailed
 	if errors.As(err, &auth) {
 		return auth.said
 	}
 	h := brokerHints
-	if len(u.tls.Certificates) == 0 {
+	if len(u.TLS.Certificates) == 0 {
 		h.clientCert = " (if it requires a client certificate, set brokers[].tls.cert_file and key_file)"
 	}
 	return describeFailure(err, h)
@@ -124,10 +124,10 @@ func describeFailure(err error, h failureHints) string {
 
 // cutReason says, for a platform, why a broker answer's body ended early
 // ("" when nothing more can be said without the Go error).
-func cutReason(err error) string {
+func CutReason(err error) string {
 	switch {
-	case errors.Is(err, errOverShared):
-		return ": " + errOverShared.Error()
+	case errors.Is(err, ErrOverShared):
+		return ": " + ErrOverShared.Error()
 	case errors.Is(err, errOverChecked):
 		return ": " + errOverChecked.Error()
 	case errors.Is(err, syscall.ECONNRESET):
