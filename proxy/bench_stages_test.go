@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -29,7 +31,7 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 	}
 	b.Cleanup(func() { g.Close(nil) })
 	rt := newRoute("/t1/b1", mustTenant(b, &g.cfg.Tenants[0]), g.upstreams["b1"])
-	rt.Filter, rt.Guard = newCatalogFilter(g.cfg.Tenants[0].Routes[0]), g.guard
+	rt.Filter, rt.Guard = catalog.NewFilter(g.cfg.Tenants[0].Routes[0]), g.guard
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

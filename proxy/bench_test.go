@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // discardWriter is a reusable ResponseWriter that drops the body, so a
@@ -106,8 +107,8 @@ func prefillRoute(rt *route, path string) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, path
-			s.Version, s.Forward = upOf(rt).Max, upOf(rt).MaxString
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upstream.Of(rt).Name, path
+			s.Version, s.Forward = upstream.Of(rt).Max, upstream.Of(rt).MaxString
 			next.ServeHTTP(w, r)
 		})
 	}

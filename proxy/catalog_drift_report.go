@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/audit"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -25,7 +27,7 @@ import (
 // It reads every broker's record, catalogs included: for operators (GET
 // /admin/catalogs/drift, the console), not for a request path. Errors are
 // the store's (store.ErrUnavailable).
-func (g *Gateway) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
+func (g *Gateway) CatalogDrift(ctx context.Context) ([]catalog.DriftReport, error) {
 	recs, err := g.guard.st.ListCatalogs(ctx)
 	if err != nil {
 		return nil, err
@@ -34,7 +36,7 @@ func (g *Gateway) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
 	for _, r := range recs {
 		byBroker[r.Broker] = r
 	}
-	out := make([]DriftReport, 0, len(g.cfg.Brokers))
+	out := make([]catalog.DriftReport, 0, len(g.cfg.Brokers))
 	for i := range g.cfg.Brokers {
 		b := &g.cfg.Brokers[i]
 		out = append(out, driftReport(byBroker[b.Name], b.Name, g.cfg.DriftMode(b)))
@@ -43,12 +45,12 @@ func (g *Gateway) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
 }
 
 // driftReport is the report of a broker's record.
-func driftReport(r store.BrokerCatalogs, broker, mode string) DriftReport {
-	d := DriftReport{Broker: broker, AcceptedHash: r.Accepted.Hash, AcceptedAt: r.Accepted.At, AcceptedBy: r.AcceptedBy,
+func driftReport(r store.BrokerCatalogs, broker, mode string) catalog.DriftReport {
+	d := catalog.DriftReport{Broker: broker, AcceptedHash: r.Accepted.Hash, AcceptedAt: r.Accepted.At, AcceptedBy: r.AcceptedBy,
 		LatestHash: r.Latest.Hash, LatestAt: r.Latest.At, Held: r.Held, OnDrift: mode, CheckedAt: r.Checked,
-		Items: make([]DriftItem, 0, len(r.Changes)), Notes: r.Notes}
+		Items: make([]catalog.DriftItem, 0, len(r.Changes)), Notes: r.Notes}
 	for _, c := range r.Changes {
-		d.Items = append(d.Items, DriftItem{Kind: c.Kind, Service: c.Service, Plan: c.Plan, OldID: c.OldID, NewID: c.NewID,
+		d.Items = append(d.Items, catalog.DriftItem{Kind: c.Kind, Service: c.Service, Plan: c.Plan, OldID: c.OldID, NewID: c.NewID,
 			LiveInstances: c.LiveInstances, Detail: c.Detail})
 	}
 	return d
@@ -97,7 +99,7 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 	}
 	accepted = rec.Accepted.Hash
 	g.guard.metrics.SetDrift(broker, nil)
-	if _, err := g.catalogs.refresh(ctx, u, u.WarmVersion().String()); err != nil {
+	if _, err := g.catalogs.Refresh(ctx, u, u.WarmVersion().String()); err != nil {
 		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
 			slog.String("broker", broker), slog.String("error", err.Error()))
 	}
@@ -111,9 +113,9 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 // (no items where a broker's catalog was not fetched, or st holds no
 // accepted catalog for it: a note says so). It writes nothing: osb-gateway
 // check reads a gateway's store with it. Errors are st's.
-func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]DriftReport, error) {
-	t := &driftTracker{cfg: g.cfg, st: st, inv: g.guard.inv, now: g.guard.now, log: g.guard.log, accepted: map[string]acceptedIndex{}}
-	out := make([]DriftReport, 0, len(g.cfg.Brokers))
+func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]catalog.DriftReport, error) {
+	t := &catalog.DriftTracker{Cfg: g.cfg, St: st, Inv: g.guard.inv, Now: g.guard.now, Log: g.guard.log, Accepted: map[string]catalog.AcceptedIndex{}}
+	out := make([]catalog.DriftReport, 0, len(g.cfg.Brokers))
 	for i := range g.cfg.Brokers {
 		b := &g.cfg.Brokers[i]
 		u := g.upstreams[b.Name]
@@ -121,24 +123,24 @@ func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]Dr
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		d := DriftReport{Broker: b.Name, AcceptedHash: rec.Accepted.Hash, AcceptedAt: rec.Accepted.At, AcceptedBy: rec.AcceptedBy,
-			OnDrift: g.cfg.DriftMode(b), Items: []DriftItem{}}
-		e, ok := g.catalogs.entries.Peek(catalogKey{broker: b.Name, version: u.WarmVersion().String()})
+		d := catalog.DriftReport{Broker: b.Name, AcceptedHash: rec.Accepted.Hash, AcceptedAt: rec.Accepted.At, AcceptedBy: rec.AcceptedBy,
+			OnDrift: g.cfg.DriftMode(b), Items: []catalog.DriftItem{}}
+		e, ok := g.catalogs.Entries.Peek(catalog.Key{Broker: b.Name, Version: u.WarmVersion().String()})
 		switch {
 		case !ok:
 			d.Notes = append(d.Notes, "the broker's catalog was not fetched: nothing to compare")
 		case rec.Accepted.Hash == "":
 			d.Notes = append(d.Notes, "the state store holds no accepted catalog of the broker yet (the gateway accepts the first one it fetches)")
 		default:
-			d.LatestHash, d.LatestAt, d.CheckedAt = catalogHash(e.body), e.fetched, t.now()
+			d.LatestHash, d.LatestAt, d.CheckedAt = catalog.Hash(e.Body), e.Fetched, t.Now()
 			if d.LatestHash == rec.Accepted.Hash {
 				break
 			}
-			acc, err := t.acceptedIndex(b.Name, rec.Accepted)
+			acc, err := t.AcceptedIndex(b.Name, rec.Accepted)
 			if err != nil {
 				return nil, err
 			}
-			items, notes, err := t.assess(ctx, u, rules.CatalogChanges(acc, e.index))
+			items, notes, err := t.Assess(ctx, u, rules.CatalogChanges(acc, e.Rules))
 			if err != nil {
 				return nil, err
 			}

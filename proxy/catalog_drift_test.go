@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	osbc "sigs.k8s.io/go-open-service-broker-client/v2"
@@ -177,11 +179,11 @@ func (e *driftEnv) refetch(t *testing.T) {
 }
 
 // drift reads GET /admin/catalogs/drift and returns broker b's report.
-func (e *driftEnv) drift(t *testing.T) DriftReport {
+func (e *driftEnv) drift(t *testing.T) catalog.DriftReport {
 	t.Helper()
 	var got struct {
-		Brokers []DriftReport `json:"brokers"`
-		Drift   int           `json:"drift"`
+		Brokers []catalog.DriftReport `json:"brokers"`
+		Drift   int                   `json:"drift"`
 	}
 	getJSON(t, e.admin, "/admin/catalogs/drift", &got)
 	if len(got.Brokers) != 1 || got.Brokers[0].Broker != "b" {
@@ -219,8 +221,8 @@ func (e *driftEnv) metric(t *testing.T, kind string) float64 {
 }
 
 // items are the report's items without their details.
-func items(d DriftReport) []DriftItem {
-	out := make([]DriftItem, len(d.Items))
+func items(d catalog.DriftReport) []catalog.DriftItem {
+	out := make([]catalog.DriftItem, len(d.Items))
 	for i, it := range d.Items {
 		it.Detail = ""
 		out[i] = it
@@ -246,7 +248,7 @@ func TestCatalogDriftPlanRemoved(t *testing.T) {
 	e.refetch(t)
 
 	d := e.drift(t)
-	want := []DriftItem{{Kind: "plan_removed", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
+	want := []catalog.DriftItem{{Kind: "plan_removed", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
 		OldID: samplebroker.PlanSyncID, LiveInstances: 1}}
 	if diff := cmp.Diff(want, items(d)); diff != "" {
 		t.Errorf("drift items (-want +got):\n%s", diff)
@@ -311,7 +313,7 @@ func TestCatalogDriftGUIDChanged(t *testing.T) {
 		}
 	})
 	e.refetch(t)
-	want := []DriftItem{{Kind: "guid_changed", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
+	want := []catalog.DriftItem{{Kind: "guid_changed", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
 		OldID: samplebroker.PlanSyncID, NewID: "sync-v2", LiveInstances: 1}}
 	if diff := cmp.Diff(want, items(e.drift(t))); diff != "" {
 		t.Errorf("drift items (-want +got):\n%s", diff)
@@ -386,7 +388,7 @@ func TestCatalogDriftSchema(t *testing.T) {
 				}
 				return
 			}
-			want := []DriftItem{{Kind: "schema_incompatible", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
+			want := []catalog.DriftItem{{Kind: "schema_incompatible", Service: samplebroker.ServiceName, Plan: samplebroker.PlanSyncName,
 				OldID: samplebroker.PlanSyncID, NewID: samplebroker.PlanSyncID, LiveInstances: 1}}
 			if diff := cmp.Diff(want, items(d)); diff != "" {
 				t.Errorf("drift items (-want +got):\n%s", diff)

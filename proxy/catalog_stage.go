@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -20,7 +22,7 @@ var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
 // If-None-Match and If-Modified-Since); a provision, update or bind for a
 // service or plan the tenant's filter hides gets 400 without reaching the
 // broker.
-func withCatalog(cache *CatalogCache) Middleware {
+func withCatalog(cache *catalog.Cache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
@@ -29,7 +31,7 @@ func withCatalog(cache *CatalogCache) Middleware {
 				serveCatalog(w, r, s, cache)
 				return
 			case rules.Provision, rules.Update, rules.Bind:
-				if filterOf(s.Route) != nil {
+				if catalog.FilterOf(s.Route) != nil {
 					if err := hiddenFromTenant(r, s, cache); err != nil {
 						s.Fail(w, err)
 						return
@@ -49,26 +51,26 @@ func withCatalog(cache *CatalogCache) Middleware {
 
 // catalogFetchFor is the cache key and fetch details of the request's
 // catalog.
-func catalogFetchFor(r *http.Request, s *Scope) catalogFetch {
-	return catalogFetchOf(r, s, upOf(s.Route), s.Forward)
+func catalogFetchFor(r *http.Request, s *Scope) catalog.Fetch {
+	return catalogFetchOf(r, s, upstream.Of(s.Route), s.Forward)
 }
 
 // catalogFetchOf is the cache key and fetch details of up's catalog at
 // the version forward, for the request.
-func catalogFetchOf(r *http.Request, s *Scope, up *upstream.Upstream, forward string) catalogFetch {
-	f := catalogFetch{up: up, key: catalogKey{broker: up.Name, version: forward}, reqID: s.RequestID, traceParent: s.TraceParent}
+func catalogFetchOf(r *http.Request, s *Scope, up *upstream.Upstream, forward string) catalog.Fetch {
+	f := catalog.Fetch{Up: up, Key: catalog.Key{Broker: up.Name, Version: forward}, ReqID: s.RequestID, TraceParent: s.TraceParent}
 	if up.Cfg.Catalog.VaryByPlatform {
-		f.identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
-		f.key.platform, _, _ = strings.Cut(f.identity, " ")
+		f.Identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
+		f.Key.Platform, _, _ = strings.Cut(f.Identity, " ")
 	}
 	return f
 }
 
-func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *CatalogCache) {
+func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *catalog.Cache) {
 	f := catalogFetchFor(r, s)
-	e, stale, err := cache.get(r.Context(), f)
-	if err != nil && upOf(s.Route).Cfg.Retired.On && !s.WentAway(r, err) {
-		if kept := cache.keptEntry(r.Context(), f); kept != nil {
+	e, stale, err := cache.Get(r.Context(), f)
+	if err != nil && upstream.Of(s.Route).Cfg.Retired.On && !s.WentAway(r, err) {
+		if kept := cache.KeptEntry(r.Context(), f); kept != nil {
 			e, stale, err = kept, true, nil // catalog_retired.go
 		}
 	}
@@ -79,9 +81,9 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 		s.Fail(w, err)
 		return
 	}
-	v, err := e.viewFor(filterOf(s.Route), upOf(s.Route).Cfg.Emulate.Advertise)
+	v, err := e.ViewFor(catalog.FilterOf(s.Route), upstream.Of(s.Route).Cfg.Emulate.Advertise)
 	if err == nil && idsOf(s.Route) != nil {
-		v, err = e.idsView(v, s.Route) // routes[].ids (routeids.go)
+		v, err = idsViewOf(e, v, s.Route) // routes[].ids (routeids.go)
 	}
 	if err != nil {
 		s.Fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
@@ -90,26 +92,26 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *Catal
 	}
 	s.FromCache = true
 	h := w.Header()
-	h["Etag"] = v.etag
-	h["Last-Modified"] = e.lastModHdr
+	h["Etag"] = v.Etag
+	h["Last-Modified"] = e.LastModHdr
 	if stale {
 		h["Warning"] = staleWarning
 	}
-	if notModified(r, v.etag[0], e.lastModified) {
+	if notModified(r, v.Etag[0], e.LastModified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h["Content-Type"] = e.contentType
-	h["Content-Length"] = v.length
+	h["Content-Type"] = e.ContentType
+	h["Content-Length"] = v.Length
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(v.body)
+	_, _ = w.Write(v.Body)
 }
 
 // notModified applies RFC 9110's conditional GET: If-None-Match wins over
 // If-Modified-Since.
 func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 	if inm := core.HeaderValue(r.Header, "If-None-Match"); inm != "" {
-		return etagMatch(inm, etag)
+		return catalog.EtagMatch(inm, etag)
 	}
 	if ims := core.HeaderValue(r.Header, "If-Modified-Since"); ims != "" {
 		t, err := http.ParseTime(ims)
@@ -122,7 +124,7 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 // filter hides. When the catalog cannot be had, the call is refused with
 // 503 (withoutCatalog): a filtered route never forwards on a guess. The
 // validate stage has usually fetched the catalog, or refused already.
-func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
+func hiddenFromTenant(r *http.Request, s *Scope, cache *catalog.Cache) error {
 	// The ids as the request rules read them, and as a broker decoding
 	// with encoding/json would (keys in any case, the last duplicate
 	// winning): a body that reads differently under the two must pass the
@@ -140,22 +142,22 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *CatalogCache) error {
 			n++
 		}
 	}
-	e := catalogOf(s) // fetched by the validate stage, when it ran
+	e := catalog.Of(s) // fetched by the validate stage, when it ran
 	if e == nil {
 		var err error
-		if e, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
-			return withoutCatalog(s, err) // refuses: the route has a filter
+		if e, _, err = cache.Get(r.Context(), catalogFetchFor(r, s)); err != nil {
+			return catalog.WithoutCatalog(s, err) // refuses: the route has a filter
 		}
 	}
 	if n == 0 {
-		return checkVisible(filterOf(s.Route), e, s.Tenant, s.Call.ServiceID, "")
+		return catalog.CheckVisible(catalog.FilterOf(s.Route), e, s.Tenant, s.Call.ServiceID, "")
 	}
 	for _, id := range ids[:n] {
 		serviceID := id[0]
 		if serviceID == "" {
 			serviceID = s.Call.ServiceID
 		}
-		if err := checkVisible(filterOf(s.Route), e, s.Tenant, serviceID, id[1]); err != nil {
+		if err := catalog.CheckVisible(catalog.FilterOf(s.Route), e, s.Tenant, serviceID, id[1]); err != nil {
 			return err
 		}
 	}

@@ -364,7 +364,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g2.Catalogs() != g.Catalogs() || g2.Catalogs().entries.Len() != 1 {
+	if g2.Catalogs() != g.Catalogs() || g2.Catalogs().Entries.Len() != 1 {
 		t.Errorf("unchanged reload lost the cache")
 	}
 	cfg2 := cfg
@@ -373,7 +373,7 @@ func TestCatalogAdminAndReload(t *testing.T) {
 	if _, err := New(&cfg2, Options{Logger: slog.New(slog.DiscardHandler), Now: clock.Now, Previous: g2}); err != nil {
 		t.Fatal(err)
 	}
-	if n := g.Catalogs().entries.Len(); n != 0 {
+	if n := g.Catalogs().Entries.Len(); n != 0 {
 		t.Errorf("changed broker settings kept %d entries", n)
 	}
 	if err := g.WarmCatalogs(context.Background()); err != nil || g.CatalogsReady() != nil {

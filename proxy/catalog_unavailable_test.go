@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -128,7 +130,7 @@ func TestCatalogUnavailableFailsClosed(t *testing.T) {
 		status       int    // 201: reached the broker
 		decision     string // counted in osb_gateway_catalog_unavailable_total
 	}
-	const refused, forwarded = CatalogRefused, CatalogForwarded
+	const refused, forwarded = catalog.CatalogRefused, catalog.CatalogForwarded
 	filtered := func(decision string) []row {
 		var rows []row
 		for _, c := range []string{"provision", "provision denied", "provision hidden", "provision unknown", "update", "bind", "deprovision", "unbind"} {
@@ -215,8 +217,8 @@ func TestCatalogUnavailableFailsClosed(t *testing.T) {
 					t.Errorf("metrics lack %s:\n%s", line, grepLines(text, "catalog_unavailable"))
 				}
 			}
-			if n := want[forwarded]; n > 0 && !strings.Contains(text, fmt.Sprintf(`osb_gateway_findings_total{broker="b1",direction="request",rule=%q} %d`, RuleCatalogUnavailable, n)) {
-				t.Errorf("no finding %s for the calls forwarded unchecked:\n%s", RuleCatalogUnavailable, grepLines(text, "findings"))
+			if n := want[forwarded]; n > 0 && !strings.Contains(text, fmt.Sprintf(`osb_gateway_findings_total{broker="b1",direction="request",rule=%q} %d`, catalog.RuleCatalogUnavailable, n)) {
+				t.Errorf("no finding %s for the calls forwarded unchecked:\n%s", catalog.RuleCatalogUnavailable, grepLines(text, "findings"))
 			}
 		})
 	}
@@ -379,11 +381,11 @@ func TestCatalogStaleRefreshBacksOff(t *testing.T) {
 	// refreshed waits until n refreshes failed and the entry takes another.
 	refreshed := func(n int64) {
 		t.Helper()
-		e, ok := g.catalogs.entries.Peek(catalogKey{broker: "b1", version: "2.16"})
+		e, ok := g.catalogs.Entries.Peek(catalog.Key{Broker: "b1", Version: "2.16"})
 		if !ok {
 			t.Fatal("the stale entry is gone")
 		}
-		waitFor(t, func() bool { return logs.n.Load() == n && !e.refreshing.Load() })
+		waitFor(t, func() bool { return logs.n.Load() == n && !e.Refreshing.Load() })
 	}
 	stale(1) // starts one background refresh, which fails
 	refreshed(1)
@@ -418,14 +420,14 @@ func TestCatalogRetryWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []time.Duration
 			for i := range tc.waits {
-				got = append(got, retryWait(tc.c, i+1))
+				got = append(got, catalog.RetryWait(tc.c, i+1))
 			}
 			if diff := cmp.Diff(tc.waits, got); diff != "" {
 				t.Errorf("waits (-want +got):\n%s", diff)
 			}
 		})
 	}
-	if d := retryWait(config.BrokerCatalog{RetryInterval: time.Hour, RetryMaxInterval: 24 * time.Hour}, 1000); d != 24*time.Hour {
+	if d := catalog.RetryWait(config.BrokerCatalog{RetryInterval: time.Hour, RetryMaxInterval: 24 * time.Hour}, 1000); d != 24*time.Hour {
 		t.Errorf("after 1000 failures: %s, want the cap", d)
 	}
 }

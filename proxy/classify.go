@@ -50,7 +50,7 @@ func checkVersions(call rules.Call, s *Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	fw := rules.ForwardingFor(call, s.Version, up.Max)
 	if need := rules.RequiredVersion(fw.Call(call)); up.Max.Less(need) {
 		if claims(up, call) {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -42,12 +44,12 @@ var versionFetch = osb.Version{Major: 2, Minor: 14}
 //     410 Gone.
 //
 // Every other call, and every call to a broker without them, passes on.
-func withEmulate(cache *CatalogCache) Middleware {
+func withEmulate(cache *catalog.Cache) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := upOf(s.Route)
-			if !u.Emulates() || !guardOf(s).inv.keeps(u) {
+			u := upstream.Of(s.Route)
+			if !u.Emulates() || !guardOf(s).inv.Keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -84,7 +86,7 @@ type emulation struct {
 // cannot answer for it: such a broker's answer would be a guess (some
 // answer 200 with what they held before the deprovision). It reports
 // whether it answered.
-func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogCache) bool {
+func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.Cache) bool {
 	c := e.s.Call
 	in, err := e.iv.st.GetInstance(e.ctx, e.u.Name, c.InstanceID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -106,7 +108,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 			e.s.Fail(w, osb.Errorf(http.StatusUnprocessableEntity, osb.CodeConcurrencyError, "service instance %q is being updated; fetch it when the update has finished", c.InstanceID))
 			return true
 		}
-		out := instanceBody(in, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
+		out := instanceBody(in, e.iv.Open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
 		if x := idsOf(e.s.Route); x != nil {
 			x.forwardFetched(out) // routes[].ids (routeids.go)
 		}
@@ -123,8 +125,8 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 		e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
 			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.Name))
 	default:
-		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
-			e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
+		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
+			e.iv.Open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
 	}
 	return true
 }
@@ -135,8 +137,8 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *CatalogC
 // service_id of the query, else, for an instance the gateway never saw
 // (or saw deprovisioned), any service of the catalog. A catalog that
 // cannot be read leaves the call to the broker.
-func (e emulation) brokerFetches(r *http.Request, cache *CatalogCache, in store.Instance, found bool) bool {
-	ce, _, err := cache.get(r.Context(), catalogFetchFor(r, e.s))
+func (e emulation) brokerFetches(r *http.Request, cache *catalog.Cache, in store.Instance, found bool) bool {
+	ce, _, err := cache.Get(r.Context(), catalogFetchFor(r, e.s))
 	if err != nil {
 		return true // cannot tell: the broker answers for itself
 	}
@@ -144,7 +146,7 @@ func (e emulation) brokerFetches(r *http.Request, cache *CatalogCache, in store.
 	if found && in.ServiceID != "" {
 		serviceID = in.ServiceID
 	}
-	return ce.index.Retrievable(e.s.Call.Endpoint, serviceID)
+	return ce.Rules.Retrievable(e.s.Call.Endpoint, serviceID)
 }
 
 // exists reports whether a record whose last operation is op stands for a

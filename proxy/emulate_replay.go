@@ -52,7 +52,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 		attr{"organization_guid", req.OrganizationGUID, in.OrganizationGUID},
 		attr{"space_guid", req.SpaceGUID, in.SpaceGUID},
 	)
-	if differs == "" && e.iv.sealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")) {
+	if differs == "" && e.iv.SealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.Open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")) {
 		differs = "parameters"
 	}
 	if differs != "" {
@@ -90,7 +90,7 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 	if differs == "" && !rules.SameJSON(req.BindResource, b.BindResource) {
 		differs = "bind_resource"
 	}
-	if differs == "" && e.iv.sealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID)) {
+	if differs == "" && e.iv.SealsFor(e.u) && !rules.SameJSON(req.Parameters, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID)) {
 		differs = "parameters"
 	}
 	if differs != "" {
@@ -98,7 +98,7 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 		e.s.Fail(w, osb.Errorf(http.StatusConflict, "", "service binding %q already exists with another %s; a repeat of its bind must carry the same attributes", c.BindingID, differs))
 		return true
 	}
-	creds := e.iv.open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID)
+	creds := e.iv.Open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID)
 	if creds == nil {
 		return false // the answer cannot be repeated without its credentials: the broker answers
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -43,7 +45,7 @@ type Options struct {
 	Previous *Gateway
 	// Catalogs is the catalog cache; nil: Previous's, else a new one sized
 	// by the configuration.
-	Catalogs *CatalogCache
+	Catalogs *catalog.Cache
 	// Store keeps operation locks; nil: Previous's, else an in-memory store
 	// (state lost at exit: for tests).
 	Store store.Store
@@ -83,7 +85,7 @@ var suiteTransport string
 type Gateway struct {
 	cfg           *config.Config
 	upstreams     map[string]*upstream.Upstream
-	catalogs      *CatalogCache
+	catalogs      *catalog.Cache
 	guard         *guard
 	auth          *auth.Gate
 	flights       *emulate.Flights                     // shared by reloads
@@ -108,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	if g.catalogs == nil {
 		var err error
-		if g.catalogs, err = newCatalogCache(cfg.Catalog, opts.Logger, opts.Now); err != nil {
+		if g.catalogs, err = catalog.NewCache(cfg.Catalog, opts.Logger, opts.Now); err != nil {
 			return nil, err
 		}
 	}
@@ -160,7 +162,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 		}
 		if old := opts.Previous.upstreamOf(b.Name); old == nil || !old.SameBesidesRetired(b) {
-			g.catalogs.forget(b.Name) // new or changed settings: nothing cached is theirs
+			g.catalogs.Forget(b.Name) // new or changed settings: nothing cached is theirs
 		}
 		u, err := upstream.New(b, opts.Logger, pool, opts.brokerTransport, cmp.Or(opts.BrokerTransport, suiteTransport), features)
 		if err != nil {
@@ -207,7 +209,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 				return nil, fmt.Errorf("tenant %q: route to unknown broker %q", tc.Name, rc.Broker)
 			}
 			rt := newRoute(rc.Prefix, t, u)
-			rt.Filter, rt.BrokerProtect, rt.Guard = newCatalogFilter(rc), g.brokerProtect[rc.Broker], g.guard
+			rt.Filter, rt.BrokerProtect, rt.Guard = catalog.NewFilter(rc), g.brokerProtect[rc.Broker], g.guard
 			if ids := newRouteIDs(rc); ids != nil {
 				rt.IDs = ids // never a typed nil: the upstream asks the part for its interface
 			}
@@ -235,9 +237,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	opts.Metrics.Start(cfg)
 	for _, b := range cfg.Brokers {
-		g.catalogs.statsFor(b.Name) // the catalog counters show 0 from the start
+		g.catalogs.StatsFor(b.Name) // the catalog counters show 0 from the start
 	}
-	g.trackDrift(opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
+	g.catalogs.TrackDrift(g.cfg, g.guard.st, g.guard.inv, opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := owner.New(cfg, st, opts.Logger, opts.Metrics) // proxy/internal/owner
 	// The whole request path, outermost first. Trace, metrics and audit
@@ -292,7 +294,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.
 func (g *Gateway) Config() *config.Config { return g.cfg }
 
 // Catalogs returns the catalog cache g serves from.
-func (g *Gateway) Catalogs() *CatalogCache { return g.catalogs }
+func (g *Gateway) Catalogs() *catalog.Cache { return g.catalogs }
 
 // WarmCatalogs fetches every broker's catalog at rules.CloudControllerVersion (capped at the
 // broker's maximum) and returns what failed.
@@ -300,7 +302,7 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 	var errs []error
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
-		if _, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.Name, version: u.WarmVersion().String()}, reqID: core.NewRequestID(), force: true}, nil); err != nil {
+		if _, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}, ReqID: core.NewRequestID(), Force: true}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("broker %q: %w", b.Name, err))
 		}
 	}
@@ -312,10 +314,10 @@ func (g *Gateway) WarmCatalogs(ctx context.Context) error {
 func (g *Gateway) CatalogsReady() error {
 	var missing []string
 	for _, b := range g.cfg.Brokers {
-		st := g.catalogs.statsFor(b.Name)
-		st.mu.Lock()
-		ok := st.fetchedOnce
-		st.mu.Unlock()
+		st := g.catalogs.StatsFor(b.Name)
+		st.Mu.Lock()
+		ok := st.FetchedOnce
+		st.Mu.Unlock()
 		if !ok {
 			missing = append(missing, b.Name)
 		}
@@ -361,7 +363,7 @@ func (opts *Options) brokerTransport(rt http.RoundTripper) http.RoundTripper {
 type dispatch struct{}
 
 func (dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	upOf(ScopeOf(w, r).Route).ServeHTTP(w, r)
+	upstream.Of(ScopeOf(w, r).Route).ServeHTTP(w, r)
 }
 
 // Switch serves each request with the Gateway current when the request

@@ -17,12 +17,12 @@ func (g *Gateway) BrokersUp() map[string]bool {
 		if p := g.brokerProtect[b.Name]; p != nil && p.Breaker != nil && p.Breaker.IsOpen() {
 			up = false
 		}
-		st := g.catalogs.statsFor(b.Name)
-		st.mu.Lock()
-		if st.lastError != "" {
+		st := g.catalogs.StatsFor(b.Name)
+		st.Mu.Lock()
+		if st.LastError != "" {
 			up = false
 		}
-		st.mu.Unlock()
+		st.Mu.Unlock()
 		out[b.Name] = up
 	}
 	return out

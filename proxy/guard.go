@@ -77,7 +77,7 @@ func withGuard(g *guard) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := upOf(s.Route)
+			up := upstream.Of(s.Route)
 			now := g.now()
 			l := store.Lock{
 				Key: up.LockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
@@ -203,7 +203,7 @@ func (g *guard) blocker(ctx context.Context, u *upstream.Upstream, l store.Lock)
 // (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
 // spec, else 400).
 func (g *guard) busy(s *Scope) *osb.Error {
-	return rules.Busy(s.Version, upOf(s.Route).Cfg.ConcurrencyError == "spec")
+	return rules.Busy(s.Version, upstream.Of(s.Route).Cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed at now, logs each and

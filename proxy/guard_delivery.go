@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -53,8 +54,8 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 		}
 		return
 	}
-	if h.Status != http.StatusOK && g.inv.keeps(upOf(s.Route)) { // 201 or 202: this call made it
-		g.inv.failed(ctx, upOf(s.Route).Name, s.Call, g.inv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
+	if h.Status != http.StatusOK && g.inv.Keeps(upstream.Of(s.Route)) { // 201 or 202: this call made it
+		g.inv.failed(ctx, upstream.Of(s.Route).Name, s.Call, g.inv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
 	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
 	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {

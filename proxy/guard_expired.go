@@ -54,7 +54,7 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQ
 			continue
 		}
 		due := gd.now()
-		if gd.inv.keeps(u) {
+		if gd.inv.Keeps(u) {
 			recorded, err := g.recorded(ctx, u, l)
 			switch {
 			case err != nil:

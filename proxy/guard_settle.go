@@ -101,7 +101,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
-		if id := orphanIDOf(upOf(s.Route), s.Call); !g.cancelOrphan(ctx, s, id) {
+		if id := orphanIDOf(upstream.Of(s.Route), s.Call); !g.cancelOrphan(ctx, s, id) {
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
@@ -236,7 +236,7 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 func (g *guard) hold(ctx context.Context, s *Scope) string {
 	h := s.Lock
 	l := h.Lock
-	l.Deadline = g.now().Add(upOf(s.Route).Cfg.HoldAfterTimeout)
+	l.Deadline = g.now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
 	if err := g.st.Update(ctx, l); err != nil {
 		g.metrics.StoreError("update")
 		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
@@ -301,9 +301,9 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 // pollKey is the lock key of the operation a last_operation call polls.
 func (g *guard) pollKey(s *Scope) string {
 	if s.Call.Endpoint == rules.BindingLastOperation {
-		return upOf(s.Route).LockKey(s.Call.InstanceID, s.Call.BindingID)
+		return upstream.Of(s.Route).LockKey(s.Call.InstanceID, s.Call.BindingID)
 	}
-	return store.LockKey(upOf(s.Route).Name, s.Call.InstanceID)
+	return store.LockKey(upstream.Of(s.Route).Name, s.Call.InstanceID)
 }
 
 // polls reports whether a last_operation call is about the operation l.

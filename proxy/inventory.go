@@ -49,10 +49,10 @@ func newInventory(cfg *config.Config, st store.Inventory, now func() time.Time, 
 }
 
 // keeps reports whether the inventory records the broker's traffic.
-func (iv *inventory) keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
+func (iv *inventory) Keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
 
 // sealsFor reports whether u's secrets are kept (sealed).
-func (iv *inventory) sealsFor(u *upstream.Upstream) bool {
+func (iv *inventory) SealsFor(u *upstream.Upstream) bool {
 	return iv.keys != nil && u.Cfg.Inventory.Secrets == config.SecretsEncrypted
 }
 
@@ -74,7 +74,7 @@ func (iv *inventory) sealsFor(u *upstream.Upstream) bool {
 // platform holds (and emulate.gone would answer its deprovision in the
 // broker's place).
 func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) error {
-	if !iv.keeps(upOf(s.Route)) || a.Malformed() {
+	if !iv.Keeps(upstream.Of(s.Route)) || a.Malformed() {
 		return nil
 	}
 	if mutation.DropInventoryWrite && status != http.StatusAccepted && (s.Call.Endpoint == rules.Provision || s.Call.Endpoint == rules.Bind) {
@@ -108,12 +108,12 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 			// Not gone yet: the record stays, with the deletion in
 			// progress, until a poll says it succeeded; one that fails
 			// leaves the record whole.
-			err = iv.setOperation(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
+			err = iv.setOperation(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 			break
 		}
-		err = iv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
+		err = iv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
-	iv.failed(ctx, upOf(s.Route).Name, s.Call, err)
+	iv.failed(ctx, upstream.Of(s.Route).Name, s.Call, err)
 	return err
 }
 
@@ -121,7 +121,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 // operation l tells: the outcome, and for a deprovision or unbind that
 // succeeded, the record's removal.
 func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules.Answer) {
-	if !iv.keeps(upOf(s.Route)) {
+	if !iv.Keeps(upstream.Of(s.Route)) {
 		return
 	}
 	op := store.LastOperation{Kind: l.Kind, Operation: l.Operation, Status: a.Status, Started: l.Started, Ended: iv.now()}
@@ -131,7 +131,7 @@ func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules
 	default:
 		op.State, op.Description = store.StateFailed, a.Description
 	}
-	u := upOf(s.Route)
+	u := upstream.Of(s.Route)
 	var err error
 	switch {
 	case op.State == store.StateSucceeded && (l.Kind == store.KindDeprovision || l.Kind == store.KindUnbind):
@@ -157,7 +157,7 @@ func (iv *inventory) failed(ctx context.Context, broker string, c rules.Call, er
 
 // putInstance stores a provisioned (or provisioning) instance, whole.
 func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
-	u := upOf(s.Route)
+	u := upstream.Of(s.Route)
 	in := store.Instance{Broker: u.Name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
 		DashboardURL: res.DashboardURL, Metadata: res.Metadata}
 	if req != nil {
@@ -180,7 +180,7 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 // context, maintenance_info and parameters when req is set, else planID;
 // the answer's dashboard_url and metadata; op.
 func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation, planID string) error {
-	u := upOf(s.Route)
+	u := upstream.Of(s.Route)
 	id := s.Call.InstanceID
 	in, err := iv.st.GetInstance(ctx, u.Name, id)
 	switch {
@@ -229,7 +229,7 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 
 // putBinding stores a created (or creating) binding, whole.
 func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
-	u := upOf(s.Route)
+	u := upstream.Of(s.Route)
 	b := store.Binding{Broker: u.Name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, Tenant: s.Tenant,
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
 		VolumeMounts: res.VolumeMounts, Endpoints: res.Endpoints, ExpiresAt: res.ExpiresAt, RenewBefore: res.RenewBefore}
@@ -297,7 +297,7 @@ func (iv *inventory) setOperation(ctx context.Context, broker, instanceID, bindi
 // broker keeps secrets, bound to what it belongs to; otherwise, and for an
 // absent secret, *dst stays empty.
 func (iv *inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.RawMessage, what, instanceID, bindingID string) error {
-	if len(secret) == 0 || !iv.sealsFor(u) {
+	if len(secret) == 0 || !iv.SealsFor(u) {
 		return nil
 	}
 	sealed, err := iv.keys.Seal(secret, secretAD(what, u.Name, instanceID, bindingID))
@@ -310,7 +310,7 @@ func (iv *inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.Raw
 
 // open opens a sealed secret of a record; nil when none is stored or the
 // keys cannot open it (logged: a key missing from the key file).
-func (iv *inventory) open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage {
+func (iv *inventory) Open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage {
 	if len(sealed) == 0 || iv.keys == nil {
 		return nil
 	}

@@ -26,6 +26,7 @@ var layers = map[string]string{
 	"proxy/internal/metrics":   layerService,
 	"proxy/internal/usage":     layerService,
 	"proxy/internal/upstream":  layerService,
+	"proxy/internal/catalog":   layerService,
 	// what the tests of proxy/ and its packages share: imported by tests only
 	"proxy/internal/proxytest": layerService,
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -27,12 +29,12 @@ func (g *Gateway) LintCatalogs(ctx context.Context) []CatalogLint {
 	for _, b := range g.cfg.Brokers {
 		u := g.upstreams[b.Name]
 		cl := CatalogLint{Broker: b.Name, Version: u.WarmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: catalogKey{broker: u.Name, version: cl.Version}, reqID: core.NewRequestID(), force: true}, nil)
-		var refusal *versionRefusal
+		e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: catalog.Key{Broker: u.Name, Version: cl.Version}, ReqID: core.NewRequestID(), Force: true}, nil)
+		var refusal *catalog.VersionRefusal
 		if err != nil {
 			cl.Err, cl.Refused = err, errors.As(err, &refusal)
 		} else {
-			cl.Findings = e.index.Findings()
+			cl.Findings = e.Rules.Findings()
 		}
 		out = append(out, cl)
 	}

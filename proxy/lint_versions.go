@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
@@ -32,12 +34,12 @@ func (g *Gateway) ProbeVersions(ctx context.Context, broker string) ([]RefusedVe
 	}
 	var out []RefusedVersion
 	for v := u.Min; !u.Max.Less(v); v.Minor++ {
-		f := catalogFetch{up: u, key: catalogKey{broker: u.Name, version: v.String()}, reqID: core.NewRequestID()}
-		_, err := g.catalogs.fetchEntry(ctx, f, nil)
-		var refusal *versionRefusal
+		f := catalog.Fetch{Up: u, Key: catalog.Key{Broker: u.Name, Version: v.String()}, ReqID: core.NewRequestID()}
+		_, err := g.catalogs.FetchEntry(ctx, f, nil)
+		var refusal *catalog.VersionRefusal
 		switch {
 		case errors.As(err, &refusal):
-			out = append(out, RefusedVersion{Version: v, Answer: refusal.answer(), Description: refusal.description})
+			out = append(out, RefusedVersion{Version: v, Answer: refusal.Answer(), Description: refusal.Description})
 		case err != nil:
 			return out, fmt.Errorf("at X-Broker-API-Version %s: %w", v, err)
 		}

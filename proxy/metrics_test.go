@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -422,11 +424,11 @@ func TestMetricsExposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := newCatalogCache(config.Catalog{}, nil, nil)
+	cache, err := catalog.NewCache(config.Catalog{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache.statsFor("b").hits.Add(1)
+	cache.StatsFor("b").Hits.Add(1)
 	m.ObserveCatalogs(func() map[string]CatalogCounts { return cache.Counts() })
 	m.ObserveState(func(context.Context) (StateCount, error) { return StateCount{Locks: 1, Operations: 1}, nil })
 	m.ObserveExpiring(func(context.Context) (map[string]int, error) { return map[string]int{"b": 1}, nil })

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -41,7 +43,7 @@ type routeMigration struct {
 // catalogCheck is what the new broker's catalog lacks of the old one's,
 // as the tenant sees it: "" when nothing.
 type catalogCheck struct {
-	old, new *catalogEntry
+	old, new *catalog.Entry
 	missing  string
 }
 
@@ -70,7 +72,7 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 	if err != nil {
 		return err
 	}
-	s.Route, s.Broker = to, upOf(to).Name
+	s.Route, s.Broker = to, upstream.Of(to).Name
 	s.Version, s.BrokerVersion, s.Forward = n.Platform, n.Broker, forward
 	return nil
 }
@@ -105,7 +107,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 	}
 	for _, look := range looks {
 		for _, rt := range [2]*route{m.new, m.old} {
-			switch err := look(upOf(rt).Name); {
+			switch err := look(upstream.Of(rt).Name); {
 			case err == nil:
 				return rt, nil
 			case !errors.Is(err, store.ErrNotFound):
@@ -122,7 +124,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 func (m *routeMigration) unavailable(err error) error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: fmt.Sprintf("the gateway's inventory is unavailable, so it cannot tell whether broker %q or %q (routes[].migrate_to) holds this instance; try again later",
-			upOf(m.old).Name, upOf(m.new).Name)}
+			upstream.Of(m.old).Name, upstream.Of(m.new).Name)}
 }
 
 // checkCatalogs refuses a provision the migration sends to the new broker
@@ -131,29 +133,29 @@ func (m *routeMigration) unavailable(err error) error {
 // one's, so every id it shows must work at the new broker). A catalog the
 // cache cannot give is left to the validation of the new one. The
 // comparison is made once per pair of catalog versions.
-func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *CatalogCache) error {
-	ne := catalogOf(s) // the new broker's, when the validate stage fetched it
+func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog.Cache) error {
+	ne := catalog.Of(s) // the new broker's, when the validate stage fetched it
 	if ne == nil {
 		var err error
-		if ne, _, err = cache.get(r.Context(), catalogFetchFor(r, s)); err != nil {
+		if ne, _, err = cache.Get(r.Context(), catalogFetchFor(r, s)); err != nil {
 			return nil
 		}
 	}
-	old := upOf(m.old)
+	old := upstream.Of(m.old)
 	_, forward, err := request.Negotiate(r, m.old) // the version the platform's catalog was fetched at
 	if err != nil {
 		return nil
 	}
-	oe, _, err := cache.get(r.Context(), catalogFetchOf(r, s, old, forward))
+	oe, _, err := cache.Get(r.Context(), catalogFetchOf(r, s, old, forward))
 	if err != nil {
 		return nil
 	}
 	c := m.checked.Load()
 	if c == nil || c.old != oe || c.new != ne {
-		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(filterOf(m.old), oe.index, ne.index)}
+		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(catalog.FilterOf(m.old), oe.Rules, ne.Rules)}
 		if prev := m.checked.Swap(c); c.missing != "" && (prev == nil || prev.missing != c.missing) {
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "migration refuses new instances: the new broker's catalog lacks ids of the old one",
-				slog.String("tenant", s.Tenant), slog.String("broker", old.Name), slog.String("migrate_to", upOf(m.new).Name),
+				slog.String("tenant", s.Tenant), slog.String("broker", old.Name), slog.String("migrate_to", upstream.Of(m.new).Name),
 				slog.String("missing", c.missing))
 		}
 	}
@@ -162,17 +164,17 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *Catalog
 	}
 	return osb.Errorf(http.StatusUnprocessableEntity, "",
 		"new instances of this route go to broker %q (routes[].migrate_to), whose catalog must carry every service and plan id of broker %q's catalog, which the platform sees; it lacks %s",
-		upOf(m.new).Name, old.Name, c.missing)
+		upstream.Of(m.new).Name, old.Name, c.missing)
 }
 
 // missingIDs names the services and plans of old, as the filter shows it,
 // whose ids new does not carry ("" when none).
-func missingIDs(f *catalogFilter, old, new *rules.Index) string {
+func missingIDs(f *catalog.Filter, old, new *rules.Index) string {
 	var svcs, plans []string
 	oc := old.Catalog()
 	for i := range oc.Services {
 		sv := &oc.Services[i]
-		if !f.serviceVisible(sv) {
+		if !f.ServiceVisible(sv) {
 			continue
 		}
 		if new.Service(sv.ID) == nil {
@@ -181,7 +183,7 @@ func missingIDs(f *catalogFilter, old, new *rules.Index) string {
 		}
 		for j := range sv.Plans {
 			p := &sv.Plans[j]
-			if !f.planVisible(sv, p) {
+			if !f.PlanVisible(sv, p) {
 				continue
 			}
 			if ns, np := new.PlanByID(p.ID); np == nil || ns.ID != sv.ID {
@@ -214,12 +216,12 @@ func (g *Gateway) MigrationProblems(ctx context.Context) []string {
 		if u == nil {
 			return nil
 		}
-		key := catalogKey{broker: u.Name, version: u.WarmVersion().String()}
-		e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil)
+		key := catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}
+		e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil)
 		if err != nil {
 			return nil
 		}
-		return e.index
+		return e.Rules
 	}
 	var out []string
 	for i, t := range g.cfg.Tenants {
@@ -231,7 +233,7 @@ func (g *Gateway) MigrationProblems(ctx context.Context) []string {
 			if old == nil || nw == nil {
 				continue
 			}
-			if missing := missingIDs(newCatalogFilter(rc), old, nw); missing != "" {
+			if missing := missingIDs(catalog.NewFilter(rc), old, nw); missing != "" {
 				out = append(out, fmt.Sprintf("tenants[%d].routes[%d].migrate_to: the catalog of broker %q lacks %s of broker %q's catalog, which the platform sees: the route's provisions are refused until it carries them",
 					i, j, rc.MigrateTo, missing, rc.Broker))
 			}

@@ -85,9 +85,9 @@ func TestMigrationOwner(t *testing.T) {
 		if err != nil || got != tc.want {
 			name := "none"
 			if got != nil {
-				name = upOf(got).Name
+				name = upstream.Of(got).Name
 			}
-			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, upOf(tc.want).Name)
+			t.Errorf("%s of %q: %s %v, want %s", tc.ep, tc.id, name, err, upstream.Of(tc.want).Name)
 		}
 	}
 

@@ -68,7 +68,7 @@ func orphanIDOf(u *upstream.Upstream, c rules.Call) string {
 // caller keeps the call's lock and queues both (pending.putOrphan), so no
 // platform call can succeed and cancel in between.
 func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	if s.Lock == nil {
 		return store.Orphan{}, true
 	}
@@ -150,7 +150,7 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 func (g *guard) OnTimeout(ctx context.Context, s *Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		hold := g.now().Add(upOf(s.Route).Cfg.HoldAfterTimeout)
+		hold := g.now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
 		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
 			held := s.Lock.Lock
 			held.Owner = owner

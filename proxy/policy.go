@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -41,7 +43,7 @@ type policies struct {
 	routes   []*route // the routes with policies: each holds its set (core.Route.Policies)
 	cache    *policy.Cache
 	recent   *policyLog
-	catalogs *CatalogCache
+	catalogs *catalog.Cache
 	inv      store.Inventory
 	metrics  *Metrics
 	log      *slog.Logger
@@ -51,7 +53,7 @@ type policies struct {
 // each route's set as its part (core.Route.Policies), so that a copy of the
 // route (a migration's) carries it; the compiled programs of prev's
 // policies whose spec did not change are kept. nil when no route has any.
-func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs *CatalogCache, inv store.Inventory, m *Metrics, log *slog.Logger) (*policies, error) {
+func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs *catalog.Cache, inv store.Inventory, m *Metrics, log *slog.Logger) (*policies, error) {
 	ps := &policies{cache: policy.NewCache(nil), recent: &policyLog{},
 		catalogs: catalogs, inv: inv, metrics: m, log: log}
 	if prev != nil {
@@ -169,7 +171,7 @@ func (ps *policies) setParameters(w http.ResponseWriter, r *http.Request, s *Sco
 		}
 		s.Findings = append(s.Findings, Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: c.Policy, Description: c.Parameter}})
 	}
-	if mode := upOf(s.Route).Cfg.Validation.Requests; mode != config.ModeOff && call.index != nil {
+	if mode := upstream.Of(s.Route).Cfg.Validation.Requests; mode != config.ModeOff && call.index != nil {
 		if err := call.index.ParameterSchema(call.planID, schemaKind(s.Call.Endpoint)).Validate(v.Parameters); err != nil {
 			vs := []rules.Violation{{Rule: "request.parameters.schema", Status: http.StatusBadRequest,
 				Description: "parameters as the policies set them break the plan's schema: " + err.Error()}}
@@ -255,7 +257,7 @@ func (ps *policies) input(r *http.Request, s *Scope) (policyCall, error) {
 		Username: s.Username(), InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 		Identity: core.HeaderValue(r.Header, core.HeaderOriginatingIdentity), Body: s.Body, Now: s.Start}}
 	if s.Catalog == nil {
-		e, _, err := ps.catalogs.get(r.Context(), catalogFetchFor(r, s))
+		e, _, err := ps.catalogs.Get(r.Context(), catalogFetchFor(r, s))
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return c, err

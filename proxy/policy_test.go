@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // policyCatalog has a plan whose create schema allows regions eu-1 and
@@ -215,8 +216,8 @@ func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler
 	prefill := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, strings.TrimPrefix(r.URL.Path, rt.Prefix)
-			s.Version, s.Forward, s.Body = upOf(rt).Max, upOf(rt).MaxString, body
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upstream.Of(rt).Name, strings.TrimPrefix(r.URL.Path, rt.Prefix)
+			s.Version, s.Forward, s.Body = upstream.Of(rt).Max, upstream.Of(rt).MaxString, body
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -234,7 +235,7 @@ func BenchmarkPolicyStage(b *testing.B) {
 	g := benchPolicyGateway(b, benchPolicies(20, false))
 	gSets := benchPolicyGateway(b, benchPolicies(20, true))
 	with, withSets := anyRoute(g), anyRoute(gSets)
-	without := newRoute("/t2/b1", mustTenant(b, &g.cfg.Tenants[1]), upOf(with))
+	without := newRoute("/t2/b1", mustTenant(b, &g.cfg.Tenants[1]), upstream.Of(with))
 	without.Filter = with.Filter
 	for _, bc := range []struct {
 		name string

@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -239,7 +240,7 @@ type quotaCount struct {
 // provision may not go on; the locks taken are then released.
 func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRule) bool {
 	s := qc.s
-	u := upOf(s.Route)
+	u := upstream.Of(s.Route)
 	req := s.Request
 	if req == nil && len(s.Body) > 0 { // validation.requests: off
 		req, _ = rules.CheckRequest(s.Call, s.Version, s.Body, nil)
@@ -348,7 +349,7 @@ func (qc *quotaCall) counted(status int) {
 // be had because the store did not answer: the provision does not reach
 // the broker.
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
-	u := upOf(qc.s.Route)
+	u := upstream.Of(qc.s.Route)
 	qc.g.metrics.StoreError("quota")
 	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.Name),
 		slog.String("tenant", qc.s.Tenant), slog.String("error", err.Error()))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -24,9 +26,9 @@ func (g *Gateway) QuotaWarnings(ctx context.Context) []string {
 		}
 		var ix *rules.Index
 		if u := g.upstreams[broker]; u != nil {
-			key := catalogKey{broker: u.Name, version: u.WarmVersion().String()}
-			if e, err := g.catalogs.load(ctx, catalogFetch{up: u, key: key, reqID: core.NewRequestID()}, nil); err == nil {
-				ix = e.index
+			key := catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}
+			if e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil); err == nil {
+				ix = e.Rules
 			}
 		}
 		indexes[broker] = ix

@@ -34,7 +34,7 @@ const releasedHold = time.Minute
 // answers notFound.
 func (g *Gateway) reconcileReleased(ctx context.Context, u *upstream.Upstream, req ReconcileRequest, notFound error) (res ReconcileResult, ok bool, err error) {
 	var e *osb.Error
-	if !errors.As(notFound, &e) || e.Status != http.StatusNotFound || !g.guard.inv.keeps(u) {
+	if !errors.As(notFound, &e) || e.Status != http.StatusNotFound || !g.guard.inv.Keeps(u) {
 		return res, false, nil
 	}
 	op, tenant, service, plan, found := g.releasedRecord(ctx, u, req)

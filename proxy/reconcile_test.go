@@ -296,7 +296,7 @@ func TestAcceptCatalogAudited(t *testing.T) {
 		t.Fatalf("accept before any fetch: %v, want 409", err)
 	}
 	u := e.g.upstreams["b"]
-	if _, err := e.g.catalogs.refresh(ctx, u, u.WarmVersion().String()); err != nil {
+	if _, err := e.g.catalogs.Refresh(ctx, u, u.WarmVersion().String()); err != nil {
 		t.Fatal(err)
 	}
 	// The async plan's id changes under its name: drift, whatever the
@@ -305,7 +305,7 @@ func TestAcceptCatalogAudited(t *testing.T) {
 	if err := e.broker.SetCatalog([]byte(doc)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.g.catalogs.refresh(ctx, u, u.WarmVersion().String()); err != nil {
+	if _, err := e.g.catalogs.Refresh(ctx, u, u.WarmVersion().String()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.g.AcceptCatalog(ctx, "b", "dave"); err != nil {

@@ -54,7 +54,7 @@ func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason st
 	if iv == nil || l.Kind == "" {
 		return
 	}
-	if u := g.upstreams[l.Broker]; u == nil || !iv.keeps(u) {
+	if u := g.upstreams[l.Broker]; u == nil || !iv.Keeps(u) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)

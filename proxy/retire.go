@@ -52,7 +52,7 @@ func withRetire(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			if err := retiredRefusal(upOf(s.Route), s.Call); err != nil {
+			if err := retiredRefusal(upstream.Of(s.Route), s.Call); err != nil {
 				s.Fail(w, err)
 				return
 			}
@@ -107,7 +107,7 @@ func withRetiredGone(cfg *config.Config) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
-			u := upOf(s.Route)
+			u := upstream.Of(s.Route)
 			if !u.Cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
 				next.ServeHTTP(w, r)
 				return
@@ -128,10 +128,10 @@ func withRetiredGone(cfg *config.Config) Middleware {
 // dropRetired removes from the inventory what the call deletes.
 func dropRetired(ctx context.Context, s *Scope) error {
 	iv := guardOf(s).inv
-	if !iv.keeps(upOf(s.Route)) {
+	if !iv.Keeps(upstream.Of(s.Route)) {
 		return nil
 	}
-	return iv.removed(ctx, upOf(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+	return iv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
 }
 
 // upstreamOf is g's upstream of the broker named, nil when g is nil or has

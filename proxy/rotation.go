@@ -8,6 +8,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -24,7 +25,7 @@ import (
 // or when the store cannot tell: the guard, which needs the same store
 // next, answers for that.
 func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store.Inventory, log *slog.Logger) bool {
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.Cfg.Inventory.Disabled {
 		return false
 	}

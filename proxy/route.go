@@ -58,7 +58,7 @@ func withRoute(routes routeTable) Middleware {
 				s.FailUnread(w, r, osb.Errorf(http.StatusNotFound, "", "no route for path %q: expected /<tenant>/<broker>/v2/...", p))
 				return
 			}
-			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upOf(rt).Name, rest
+			s.Route, s.Tenant, s.Broker, s.Path = rt, auth.TenantOf(rt).Name, upstream.Of(rt).Name, rest
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -139,8 +139,6 @@ func badEscape(s string) string {
 
 // The route's parts (core.Route), each as its feature's type; nil when the
 // route has none.
-func upOf(rt *route) *upstream.Upstream     { u, _ := rt.Up.(*upstream.Upstream); return u }
-func filterOf(rt *route) *catalogFilter     { f, _ := rt.Filter.(*catalogFilter); return f }
 func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
 func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
 

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/google/uuid"
@@ -48,8 +50,8 @@ func newRouteIDs(rc config.Route) *routeIDs {
 	ns := rc.IDs.NamespaceUUID()
 	x := &routeIDs{ns: ns, key: "ids\x00" + ns.String() + "\x00table"}
 	var filter string
-	if f := newCatalogFilter(rc); f != nil {
-		filter = f.key
+	if f := catalog.NewFilter(rc); f != nil {
+		filter = f.Key
 	}
 	x.views[0] = "ids\x00" + ns.String() + "\x00\x00" + filter
 	x.views[1] = "ids\x00" + ns.String() + "\x00advertise\x00" + filter
@@ -125,7 +127,7 @@ func (m idMap) other(id string) (string, bool) {
 // for an unbind or deprovision the gateway answers for a broker retired
 // with answer: gone. nil when no route has ids: the stage costs nothing
 // then.
-func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
+func withRouteIDs(routes routeTable, cache *catalog.Cache) Middleware {
 	on := false
 	for _, rt := range routes {
 		on = on || idsOf(rt) != nil
@@ -140,19 +142,19 @@ func withRouteIDs(routes routeTable, cache *CatalogCache) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+			e, _, err := cache.Get(r.Context(), catalogFetchFor(r, s))
 			if err != nil {
 				if s.WentAway(r, err) {
 					return
 				}
-				if ep := s.Call.Endpoint; upOf(s.Route).Cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
+				if ep := s.Call.Endpoint; upstream.Of(s.Route).Cfg.Retired.Gone() && (ep == rules.Deprovision || ep == rules.Unbind) {
 					next.ServeHTTP(w, r) // answered by the gateway, whatever the ids (retire.go)
 					return
 				}
 				s.Fail(w, idsWithoutCatalog(s, err))
 				return
 			}
-			r2, miss := e.idTable(idsOf(s.Route)).mapBack(r, s)
+			r2, miss := idTableOf(e, idsOf(s.Route)).mapBack(r, s)
 			if miss != nil {
 				s.Fail(w, miss.refusal(s))
 				return
@@ -179,7 +181,7 @@ func carriesIDs(s *Scope) bool {
 // back because the broker's catalog cannot be had: forwarding the
 // platform's ids would hand the broker ids it never made.
 func idsWithoutCatalog(s *Scope, cause error) error {
-	var refusal *versionRefusal
+	var refusal *catalog.VersionRefusal
 	if errors.As(cause, &refusal) {
 		return refusal // the broker's answer at this version (see withoutCatalog)
 	}
@@ -189,7 +191,7 @@ func idsWithoutCatalog(s *Scope, cause error) error {
 	if errors.As(cause, &oe) {
 		why, hdr = oe.Description, oe.Header
 	}
-	s.CatalogUnavailable = CatalogRefused
+	s.CatalogUnavailable = catalog.CatalogRefused
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: cause, Header: hdr, Description: fmt.Sprintf(
 		"the %s was not forwarded: the route of tenant %q to broker %q shows service and plan ids of its own (routes[].ids), and without the broker's catalog the gateway cannot map them back to the broker's; %s",
 		s.Call.Endpoint, s.Tenant, s.Broker, why)}

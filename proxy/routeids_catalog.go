@@ -7,20 +7,23 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // The catalog a route with ids shows: the broker's catalog with every
 // service and plan id derived (routes[].ids), spliced into its bytes.
 
-// idTable returns the table of x for e's catalog, built once per
+// idTableOf returns the table of x for e's catalog, built once per
 // namespace and kept with the entry.
-func (e *catalogEntry) idTable(x *routeIDs) *idTable {
+func idTableOf(e *catalog.Entry, x *routeIDs) *idTable {
 	key := x.key
-	if t, ok := e.views.Load(key); ok {
+	if t, ok := e.Views.Load(key); ok {
 		return t.(*idTable)
 	}
-	cat := e.index.Catalog()
+	cat := e.Rules.Catalog()
 	t := &idTable{services: newIDMap(len(cat.Services)), plans: newIDMap(0)}
 	for i := range cat.Services {
 		s := &cat.Services[i]
@@ -29,30 +32,30 @@ func (e *catalogEntry) idTable(x *routeIDs) *idTable {
 			t.plans.add(x, s.Plans[j].ID)
 		}
 	}
-	actual, _ := e.views.LoadOrStore(key, t)
+	actual, _ := e.Views.LoadOrStore(key, t)
 	return actual.(*idTable)
 }
 
-// idsView is the view v (the route's filtered, maybe advertised, view of
+// idsViewOf is the view v (the route's filtered, maybe advertised, view of
 // e) with the ids x derives, built once per filter, advertise and
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
-func (e *catalogEntry) idsView(v *catalogView, rt *route) (*catalogView, error) {
+func idsViewOf(e *catalog.Entry, v *catalog.TenantView, rt *route) (*catalog.TenantView, error) {
 	key := idsOf(rt).views[0]
-	if upOf(rt).Cfg.Emulate.Advertise {
+	if upstream.Of(rt).Cfg.Emulate.Advertise {
 		key = idsOf(rt).views[1]
 	}
-	if got, ok := e.views.Load(key); ok {
-		return got.(*catalogView), nil
+	if got, ok := e.Views.Load(key); ok {
+		return got.(*catalog.TenantView), nil
 	}
-	body, err := deriveCatalogIDs(v.body, idsOf(rt))
+	body, err := deriveCatalogIDs(v.Body, idsOf(rt))
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(body)
-	nv := newCatalogView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
-	actual, _ := e.views.LoadOrStore(key, nv)
-	return actual.(*catalogView), nil
+	nv := catalog.NewTenantView(body, []string{`"` + hex.EncodeToString(sum[:16]) + `"`})
+	actual, _ := e.Views.LoadOrStore(key, nv)
+	return actual.(*catalog.TenantView), nil
 }
 
 // splice is one string value of a JSON document to replace.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
@@ -43,3 +44,13 @@ const StatusClientClosed = core.StatusClientClosed
 // too, so that its gateway/bare-proxy ratio compares the chain and not the
 // copy buffers.
 func NewBufferPool() httputil.BufferPool { return upstream.NewBufferPool() }
+
+// CatalogCache is the gateway's cache of broker catalogs (catalog.Cache).
+type CatalogCache = catalog.Cache
+
+// DriftReport is one broker's catalog drift (catalog.DriftReport), and
+// DriftItem one change in it.
+type (
+	DriftReport = catalog.DriftReport
+	DriftItem   = catalog.DriftItem
+)

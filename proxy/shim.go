@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -77,7 +78,7 @@ func withShim(g *guard, after Timer) Middleware {
 // answer, and, for a bind, the inventory keeps credentials (encrypted):
 // after a 202 the platform can only get them from GET binding.
 func shimmable(s *Scope) bool {
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	if up.Cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
 		return false
 	}
@@ -100,7 +101,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	}
 	go g.runShimmed(next, call, r2, buf)
 
-	fired, stop := after(upOf(s.Route).Cfg.Emulate.AsyncAfter)
+	fired, stop := after(upstream.Of(s.Route).Cfg.Emulate.AsyncAfter)
 	defer stop()
 	select {
 	case <-c.Done:
@@ -160,7 +161,7 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // converted lock. It reports false when the store did not take it: the
 // platform then waits for the broker's answer, as without the shim.
 func (g *guard) claimShim(s, call *Scope) bool {
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	l := s.Lock.Lock
 	now := g.now()
 	callEnds := l.Started.Add(up.Timeout + syncHoldMargin)
@@ -195,7 +196,7 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // candidate, if any, takes it over). The lock stays until the poll that
 // reports the outcome (or its deadline).
 func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
-	h, up, c := s.Lock, upOf(s.Route), s.Shim
+	h, up, c := s.Lock, upstream.Of(s.Route), s.Shim
 	l := h.Lock
 	now := g.now()
 	switch {

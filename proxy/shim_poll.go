@@ -49,7 +49,7 @@ func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next
 		}
 		s.Polled = nil // a poll of another operation does not settle the shim's
 	}
-	if upOf(s.Route).Cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
+	if upstream.Of(s.Route).Cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
 		g.answerUntracked(w, r, s, op)
 		return
 	}
@@ -82,13 +82,13 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
 	defer cancel()
 	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
-		l = g.lostShim(ctx, upOf(s.Route), l)
+		l = g.lostShim(ctx, upstream.Of(s.Route), l)
 		*s.Polled = l
 	}
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
 	if l.Shim.State == store.StateInProgress {
 		body.Description = "waiting for the broker's answer to the " + l.Kind
-		if d := upOf(s.Route).Cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
+		if d := upstream.Of(s.Route).Cfg.Poll.RetryAfter; d > 0 { // brokers[].poll.retry_after, as for a broker's answer
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
@@ -218,7 +218,7 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 // of what the inventory does not hold; else "failed", saying so.
 func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope, op string) {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
-	up := upOf(s.Route)
+	up := upstream.Of(s.Route)
 	var last store.LastOperation
 	var err error
 	if s.Call.Endpoint == rules.BindingLastOperation {

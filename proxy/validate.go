@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -31,7 +34,7 @@ type Finding = core.Finding
 // version is below the platform's, it bridges the body (rules.Bridge):
 // older brokers get the top-level fields their version expects, without
 // the members it predates that the gateway drops.
-func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Middleware {
+func withValidate(cache *catalog.Cache, st store.Inventory, log *slog.Logger) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
@@ -39,10 +42,10 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				next.ServeHTTP(w, r)
 				return
 			}
-			up := upOf(s.Route)
+			up := upstream.Of(s.Route)
 			var noCatalog error // why the catalog the call needs cannot be had
-			if needsCatalog(s) {
-				e, _, err := cache.get(r.Context(), catalogFetchFor(r, s))
+			if catalog.NeedsCatalog(s) {
+				e, _, err := cache.Get(r.Context(), catalogFetchFor(r, s))
 				if e != nil { // a nil *catalogEntry would make a non-nil core.Catalog
 					s.Catalog = e
 				}
@@ -74,7 +77,7 @@ func withValidate(cache *CatalogCache, st store.Inventory, log *slog.Logger) Mid
 				if s.WentAway(r, noCatalog) {
 					return
 				}
-				if refusal := withoutCatalog(s, noCatalog); refusal != nil {
+				if refusal := catalog.WithoutCatalog(s, noCatalog); refusal != nil {
 					s.Fail(w, refusal)
 					return
 				}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
@@ -299,7 +301,7 @@ func (v *View) AdminTokenHash() (hash [sha256.Size]byte, ok bool) {
 }
 
 // CatalogDrift returns each broker's catalog drift (Gateway.CatalogDrift).
-func (v *View) CatalogDrift(ctx context.Context) ([]DriftReport, error) {
+func (v *View) CatalogDrift(ctx context.Context) ([]catalog.DriftReport, error) {
 	return v.sw.Load().CatalogDrift(ctx)
 }
 
@@ -328,12 +330,12 @@ func (v *View) LiveInstancesSeries(ctx context.Context, q UsageQuery, step time.
 func (v *View) CatalogNames() map[string]string {
 	c := v.sw.Load().catalogs
 	out := map[string]string{}
-	for _, k := range c.entries.Keys() {
-		e, ok := c.entries.Peek(k)
-		if !ok || e.index == nil {
+	for _, k := range c.Entries.Keys() {
+		e, ok := c.Entries.Peek(k)
+		if !ok || e.Rules == nil {
 			continue
 		}
-		for _, s := range e.index.Catalog().Services {
+		for _, s := range e.Rules.Catalog().Services {
 			out[s.ID] = s.Name
 			for _, p := range s.Plans {
 				out[p.ID] = s.Name + "/" + p.Name

@@ -24,22 +24,22 @@ var ErrNoBroker = errors.New("no such broker in the configuration")
 // brokerInfo describes the broker behind u.
 func (g *Gateway) brokerInfo(u *upstream.Upstream) BrokerInfo {
 	c := g.catalogs
-	st := c.statsFor(u.Name)
+	st := c.StatsFor(u.Name)
 	b := BrokerInfo{Name: u.Name, URL: u.Target.String(), APIVersions: u.Min.String() + " to " + u.Max.String(),
-		CatalogHits: st.hits.Load(), CatalogMisses: st.misses.Load(), StaleServes: st.stale.Load(),
+		CatalogHits: st.Hits.Load(), CatalogMisses: st.Misses.Load(), StaleServes: st.Stale.Load(),
 		Cached: []CachedCatalog{}, InFlight: -1, Queued: -1}
-	st.mu.Lock()
-	b.CatalogFetched, b.CatalogError = st.lastFetch, st.lastError
-	st.mu.Unlock()
-	now := c.now()
-	b.CatalogNextFetch = c.nextFetch(u.Name, now)
-	for _, k := range c.entries.Keys() {
-		if k.broker != u.Name {
+	st.Mu.Lock()
+	b.CatalogFetched, b.CatalogError = st.LastFetch, st.LastError
+	st.Mu.Unlock()
+	now := c.Now()
+	b.CatalogNextFetch = c.NextFetch(u.Name, now)
+	for _, k := range c.Entries.Keys() {
+		if k.Broker != u.Name {
 			continue
 		}
-		if e, ok := c.entries.Peek(k); ok {
-			b.Cached = append(b.Cached, CachedCatalog{Version: k.version, Platform: k.platform, Bytes: len(e.body),
-				Age: now.Sub(e.fetched), Fresh: now.Before(e.expires), ETag: e.etag[0], LastModified: e.lastModified})
+		if e, ok := c.Entries.Peek(k); ok {
+			b.Cached = append(b.Cached, CachedCatalog{Version: k.Version, Platform: k.Platform, Bytes: len(e.Body),
+				Age: now.Sub(e.Fetched), Fresh: now.Before(e.Expires), ETag: e.Etag[0], LastModified: e.LastModified})
 		}
 	}
 	sort.Slice(b.Cached, func(i, j int) bool { return b.Cached[i].Version < b.Cached[j].Version })
@@ -67,7 +67,7 @@ func (v *View) RefreshCatalog(ctx context.Context, broker string) (BrokerInfo, i
 	if u == nil {
 		return BrokerInfo{}, 0, ErrNoBroker
 	}
-	entries, err := g.catalogs.refresh(ctx, u, u.WarmVersion().String())
+	entries, err := g.catalogs.Refresh(ctx, u, u.WarmVersion().String())
 	if err != nil {
 		return BrokerInfo{}, 0, err
 	}

@@ -118,3 +118,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Of is the upstream of route rt (core.Route.Up): the broker its calls
+// reach.
+func Of(rt *core.Route) *Upstream { u, _ := rt.Up.(*Upstream); return u }

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ type fetchFailure struct {
 
 // backingOff returns the remembered failure of k when its next fetch may
 // not start yet at now, else nil.
-func (c *CatalogCache) backingOff(k catalogKey, now time.Time) *fetchFailure {
+func (c *Cache) backingOff(k Key, now time.Time) *fetchFailure {
 	ff, ok := c.failures.Peek(k)
 	if !ok || !now.Before(ff.next) {
 		return nil
@@ -38,19 +38,19 @@ func (c *CatalogCache) backingOff(k catalogKey, now time.Time) *fetchFailure {
 // recordFailure remembers a failed fetch of f's catalog at now: the wait
 // before the next one is the broker's catalog.retry_interval, doubled for
 // each further consecutive failure up to catalog.retry_max_interval.
-func (c *CatalogCache) recordFailure(f catalogFetch, cause error, now time.Time) *fetchFailure {
+func (c *Cache) recordFailure(f Fetch, cause error, now time.Time) *fetchFailure {
 	count := 1
-	if prev, ok := c.failures.Peek(f.key); ok {
+	if prev, ok := c.failures.Peek(f.Key); ok {
 		count = prev.count + 1
 	}
 	ff := &fetchFailure{cause: cause, at: now, count: count,
-		next: now.Add(retryWait(f.up.Cfg.Catalog, count))}
-	c.failures.Add(f.key, ff)
+		next: now.Add(RetryWait(f.Up.Cfg.Catalog, count))}
+	c.failures.Add(f.Key, ff)
 	return ff
 }
 
 // retryWait is the wait after the count-th consecutive failed fetch.
-func retryWait(c config.BrokerCatalog, count int) time.Duration {
+func RetryWait(c config.BrokerCatalog, count int) time.Duration {
 	first, limit := c.RetryInterval, c.RetryMaxInterval
 	if first <= 0 {
 		first = config.DefaultCatalogRetryInterval
@@ -71,7 +71,7 @@ func retryWait(c config.BrokerCatalog, count int) time.Duration {
 // unavailable is the 503 for a call that needs k's catalog while none is
 // cached and the latest fetch failed: it names the broker, the cause and
 // when the next fetch may start (also as Retry-After, in seconds).
-func unavailable(k catalogKey, ff *fetchFailure, now time.Time) *osb.Error {
+func unavailable(k Key, ff *fetchFailure, now time.Time) *osb.Error {
 	wait := ff.next.Sub(now)
 	if wait < 0 {
 		wait = 0
@@ -80,13 +80,13 @@ func unavailable(k catalogKey, ff *fetchFailure, now time.Time) *osb.Error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: ff.cause,
 		Header: http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
 		Description: fmt.Sprintf("the catalog of broker %q is unavailable (none is cached): %s; the gateway fetches it again at %s (in %s)",
-			k.broker, upstream.Said(ff.cause), ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
+			k.Broker, upstream.Said(ff.cause), ff.next.UTC().Format(time.RFC3339), wait.Round(time.Second))}
 }
 
 // forgetFailures drops the remembered failures of the named broker.
-func (c *CatalogCache) forgetFailures(broker string) {
+func (c *Cache) forgetFailures(broker string) {
 	for _, k := range c.failures.Keys() {
-		if k.broker == broker {
+		if k.Broker == broker {
 			c.failures.Remove(k)
 		}
 	}
@@ -94,10 +94,10 @@ func (c *CatalogCache) forgetFailures(broker string) {
 
 // nextFetch returns the earliest time a failed catalog of the broker may
 // be fetched again, or the zero time when none is backing off at now.
-func (c *CatalogCache) nextFetch(broker string, now time.Time) time.Time {
+func (c *Cache) NextFetch(broker string, now time.Time) time.Time {
 	var next time.Time
 	for _, k := range c.failures.Keys() {
-		if k.broker != broker {
+		if k.Broker != broker {
 			continue
 		}
 		if ff := c.backingOff(k, now); ff != nil && (next.IsZero() || ff.next.Before(next)) {

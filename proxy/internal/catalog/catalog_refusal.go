@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"fmt"
@@ -22,38 +22,38 @@ import (
 // that version, and forwarding it unchecked could take a tenant past its
 // route's filters. A call that needs no catalog is forwarded, and the
 // broker answers it itself.
-type versionRefusal struct {
-	key         catalogKey
+type VersionRefusal struct {
+	key         Key
 	status      int
 	contentType []string
 	body        []byte
 	// code and description are the body's "error" and "description",
 	// read once (rules.ReadResponse), for check, the log and the admin API.
-	code, description string
+	code, Description string
 	expires           time.Time
 }
 
 // newVersionRefusal is the refusal in a broker's answer with status,
 // Content-Type ct and body to GET /v2/catalog at k's version, fresh until
 // expires.
-func newVersionRefusal(k catalogKey, status int, ct string, body []byte, expires time.Time) *versionRefusal {
+func newVersionRefusal(k Key, status int, ct string, body []byte, expires time.Time) *VersionRefusal {
 	if ct == "" {
 		ct = "application/json"
 	}
 	a := rules.ReadResponse(rules.Call{Endpoint: rules.Catalog}, status, body)
-	return &versionRefusal{key: k, status: status, contentType: []string{ct}, body: body,
-		code: a.Code, description: a.Description, expires: expires}
+	return &VersionRefusal{key: k, status: status, contentType: []string{ct}, body: body,
+		code: a.Code, Description: a.Description, expires: expires}
 }
 
 // Error says what the broker refused, for the log and operators:
 // `broker "b" refuses X-Broker-API-Version 2.12 (412 IncompatibleAPIVersion): …`.
-func (v *versionRefusal) Error() string {
-	return fmt.Sprintf("broker %q refuses X-Broker-API-Version %s (%s)%s", v.key.broker, v.key.version, v.answer(), v.said())
+func (v *VersionRefusal) Error() string {
+	return fmt.Sprintf("broker %q refuses X-Broker-API-Version %s (%s)%s", v.key.Broker, v.key.Version, v.Answer(), v.said())
 }
 
 // answer is the refusal's status and code: "412 IncompatibleAPIVersion",
 // or "412" when the body has no code.
-func (v *versionRefusal) answer() string {
+func (v *VersionRefusal) Answer() string {
 	s := strconv.Itoa(v.status)
 	if v.code != "" {
 		s += " " + v.code
@@ -62,15 +62,15 @@ func (v *versionRefusal) answer() string {
 }
 
 // said is ": " and the broker's description, or "" without one.
-func (v *versionRefusal) said() string {
-	if v.description == "" {
+func (v *VersionRefusal) said() string {
+	if v.Description == "" {
 		return ""
 	}
-	return ": " + v.description
+	return ": " + v.Description
 }
 
 // WriteAnswer passes the broker's refusal to the platform as the broker sent it.
-func (v *versionRefusal) WriteAnswer(w http.ResponseWriter) {
+func (v *VersionRefusal) WriteAnswer(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = v.contentType
 	h["Content-Length"] = []string{strconv.Itoa(len(v.body))}
@@ -79,7 +79,7 @@ func (v *versionRefusal) WriteAnswer(w http.ResponseWriter) {
 }
 
 // refused returns the cached refusal of k, if it is fresh at now.
-func (c *CatalogCache) refused(k catalogKey, now time.Time) *versionRefusal {
+func (c *Cache) refused(k Key, now time.Time) *VersionRefusal {
 	v, ok := c.refusals.Get(k)
 	if !ok || !now.Before(v.expires) {
 		return nil
@@ -88,12 +88,12 @@ func (c *CatalogCache) refused(k catalogKey, now time.Time) *versionRefusal {
 }
 
 // keepRefusal caches v in place of any catalog or failure of its key.
-func (c *CatalogCache) keepRefusal(v *versionRefusal) {
-	c.entries.Remove(v.key)
+func (c *Cache) keepRefusal(v *VersionRefusal) {
+	c.Entries.Remove(v.key)
 	c.failures.Remove(v.key)
 	c.refusals.Add(v.key, v)
 }
 
 // A broker's refusal of a version is written as the broker's own answer
-// (core.Scope.Fail).
-var _ core.CachedAnswer = (*versionRefusal)(nil)
+// (Scope.Fail).
+var _ core.CachedAnswer = (*VersionRefusal)(nil)

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"context"
@@ -16,31 +16,31 @@ import (
 // result: those cached, those whose latest fetch failed (a remembered
 // failure does not hold them back) and those it refused, or, with none of
 // these, the one at version.
-func (c *CatalogCache) refresh(ctx context.Context, up *upstream.Upstream, version string) ([]*catalogEntry, error) {
-	var keys []catalogKey
-	for _, k := range c.entries.Keys() {
-		if k.broker == up.Name {
+func (c *Cache) Refresh(ctx context.Context, up *upstream.Upstream, version string) ([]*Entry, error) {
+	var keys []Key
+	for _, k := range c.Entries.Keys() {
+		if k.Broker == up.Name {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range c.failures.Keys() {
-		if k.broker == up.Name && !c.entries.Contains(k) {
+		if k.Broker == up.Name && !c.Entries.Contains(k) {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range c.refusals.Keys() {
-		if k.broker == up.Name && !c.entries.Contains(k) && !c.failures.Contains(k) {
+		if k.Broker == up.Name && !c.Entries.Contains(k) && !c.failures.Contains(k) {
 			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
-		keys = []catalogKey{{broker: up.Name, version: version}}
+		keys = []Key{{Broker: up.Name, Version: version}}
 	}
-	var out []*catalogEntry
+	var out []*Entry
 	var errs []error
 	for _, k := range keys {
-		prev, _ := c.entries.Peek(k)
-		e, err := c.load(ctx, catalogFetch{up: up, key: k, reqID: core.NewRequestID(), force: true}, prev)
+		prev, _ := c.Entries.Peek(k)
+		e, err := c.Load(ctx, Fetch{Up: up, Key: k, ReqID: core.NewRequestID(), Force: true}, prev)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -52,14 +52,14 @@ func (c *CatalogCache) refresh(ctx context.Context, up *upstream.Upstream, versi
 
 // forget drops every entry, remembered failure and refusal of the named
 // broker (its settings changed).
-func (c *CatalogCache) forget(broker string) {
-	for _, k := range c.entries.Keys() {
-		if k.broker == broker {
-			c.entries.Remove(k)
+func (c *Cache) Forget(broker string) {
+	for _, k := range c.Entries.Keys() {
+		if k.Broker == broker {
+			c.Entries.Remove(k)
 		}
 	}
 	for _, k := range c.refusals.Keys() {
-		if k.broker == broker {
+		if k.Broker == broker {
 			c.refusals.Remove(k)
 		}
 	}
@@ -68,10 +68,10 @@ func (c *CatalogCache) forget(broker string) {
 
 // put stores e, evicting the least recently used entries while the cache
 // holds more than maxBytes.
-func (c *CatalogCache) put(e *catalogEntry) {
-	c.entries.Add(e.key, e)
-	c.bytes.Add(int64(len(e.body)))
-	for c.maxBytes > 0 && c.bytes.Load() > c.maxBytes && c.entries.Len() > 1 {
-		c.entries.RemoveOldest()
+func (c *Cache) put(e *Entry) {
+	c.Entries.Add(e.key, e)
+	c.bytes.Add(int64(len(e.Body)))
+	for c.maxBytes > 0 && c.bytes.Load() > c.maxBytes && c.Entries.Len() > 1 {
+		c.Entries.RemoveOldest()
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 // did, so platforms keep their plans while they delete what they hold.
 // It is cached (already expired, so each fetch that follows is a retry
 // under the backoff); nil when the store keeps no catalog or fails.
-func (c *CatalogCache) keptEntry(ctx context.Context, f catalogFetch) *catalogEntry {
+func (c *Cache) KeptEntry(ctx context.Context, f Fetch) *Entry {
 	t := c.drift.Load()
 	if t == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), driftTimeout)
 	defer cancel()
-	rec, err := t.st.GetCatalogs(ctx, f.up.Name)
+	rec, err := t.St.GetCatalogs(ctx, f.Up.Name)
 	if err != nil {
 		return nil
 	}
@@ -34,11 +34,11 @@ func (c *CatalogCache) keptEntry(ctx context.Context, f catalogFetch) *catalogEn
 	}
 	ix, _, err := rules.NewIndex(kept.Body)
 	if err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "the kept catalog of a retired broker does not decode", slog.String("broker", f.up.Name),
+		t.Log.LogAttrs(ctx, slog.LevelWarn, "the kept catalog of a retired broker does not decode", slog.String("broker", f.Up.Name),
 			slog.String("error", err.Error()))
 		return nil
 	}
-	e := keptCatalogEntry(f.key, kept, ix, []string{"application/json"}, kept.At, kept.At)
-	c.entries.Add(f.key, e)
+	e := keptCatalogEntry(f.Key, kept, ix, []string{"application/json"}, kept.At, kept.At)
+	c.Entries.Add(f.Key, e)
 	return e
 }

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"errors"
@@ -33,14 +33,14 @@ const RuleCatalogUnavailable = "request.catalog.unavailable"
 // filters (the gateway must tell whether the tenant may use the service
 // and plan), and those the request rules check against the catalog when
 // request validation is not off. Without either, nothing is fetched.
-func needsCatalog(s *Scope) bool {
-	if upOf(s.Route).Cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
+func NeedsCatalog(s *core.Scope) bool {
+	if upstream.Of(s.Route).Cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
 		return false // answered by the gateway, whatever the catalog (retire.go)
 	}
-	if filterOf(s.Route) != nil {
+	if FilterOf(s.Route) != nil {
 		return true
 	}
-	return upOf(s.Route).Cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
+	return upstream.Of(s.Route).Cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
 }
 
 // withoutCatalog decides a call that needs the catalog (needsCatalog)
@@ -50,8 +50,8 @@ func needsCatalog(s *Scope) bool {
 // versionRefusal), as the broker answers it. A route with filters always refuses: forwarding would let the tenant
 // reach what its filters hide. Otherwise the broker's
 // validation.without_catalog decides.
-func withoutCatalog(s *Scope, cause error) error {
-	var refusal *versionRefusal
+func WithoutCatalog(s *core.Scope, cause error) error {
+	var refusal *VersionRefusal
 	if errors.As(cause, &refusal) {
 		return refusal // the broker's answer at this version, whatever the route and mode
 	}
@@ -61,15 +61,15 @@ func withoutCatalog(s *Scope, cause error) error {
 	if errors.As(cause, &oe) {
 		why, hdr = oe.Description, oe.Header
 	}
-	if filterOf(s.Route) != nil {
+	if FilterOf(s.Route) != nil {
 		s.CatalogUnavailable = CatalogRefused
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: cause, Header: hdr, Description: fmt.Sprintf(
 			"the %s was not forwarded: the route of tenant %q to broker %q has services or plans filters, and without the broker's catalog the gateway cannot tell whether they let this call through; %s",
 			s.Call.Endpoint, s.Tenant, s.Broker, why)}
 	}
-	if upOf(s.Route).Cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
+	if upstream.Of(s.Route).Cfg.Validation.WithoutCatalog == config.WithoutCatalogForward {
 		s.CatalogUnavailable = CatalogForwarded
-		s.Findings = append(s.Findings, Finding{Direction: "request", Violation: rules.Violation{
+		s.Findings = append(s.Findings, core.Finding{Direction: "request", Violation: rules.Violation{
 			Rule: RuleCatalogUnavailable, Status: http.StatusServiceUnavailable,
 			Description: fmt.Sprintf("the %s was forwarded without the checks against broker %q's catalog (brokers[].validation.without_catalog: forward): %s",
 				s.Call.Endpoint, s.Broker, why)}})

@@ -1,4 +1,4 @@
-package proxy
+package catalog
 
 import (
 	"context"
@@ -38,30 +38,30 @@ import (
 // catalog.retry_interval (doubling up to catalog.retry_max_interval while
 // failures continue), and calls in between get the remembered failure at
 // once. It is safe for concurrent use.
-type CatalogCache struct {
-	entries  *lru.Cache[catalogKey, *catalogEntry]
-	failures *lru.Cache[catalogKey, *fetchFailure]   // bounded like entries: platforms name keys
-	refusals *lru.Cache[catalogKey, *versionRefusal] // the versions a broker refuses (catalog_refusal.go)
+type Cache struct {
+	Entries  *lru.Cache[Key, *Entry]
+	failures *lru.Cache[Key, *fetchFailure]   // bounded like entries: platforms name keys
+	refusals *lru.Cache[Key, *VersionRefusal] // the versions a broker refuses (catalog_refusal.go)
 	maxBytes int64
 	bytes    atomic.Int64
 	flight   singleflight.Group
-	now      func() time.Time
+	Now      func() time.Time
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	stats map[string]*catalogStats // by broker name
+	stats map[string]*Stats // by broker name
 
-	drift atomic.Pointer[driftTracker] // the Gateway built last's (catalog_drift.go); nil: no drift tracking
+	drift atomic.Pointer[DriftTracker] // the Gateway built last's (catalog_drift.go); nil: no drift tracking
 }
 
-type catalogKey struct {
-	broker, version, platform string
+type Key struct {
+	Broker, Version, Platform string
 }
 
-func (k catalogKey) String() string {
-	s := k.broker + "@" + k.version
-	if k.platform != "" {
-		s += "/" + k.platform
+func (k Key) String() string {
+	s := k.Broker + "@" + k.Version
+	if k.Platform != "" {
+		s += "/" + k.Platform
 	}
 	return s
 }
@@ -69,81 +69,81 @@ func (k catalogKey) String() string {
 // catalogEntry is one fetched catalog: the broker's bytes and everything
 // derived from them, built once. It is immutable but for views and the
 // refresh flag.
-type catalogEntry struct {
-	key          catalogKey
-	body         []byte
-	index        *rules.Index
-	contentType  []string
-	etag         []string // strong: a hash of body
-	lastModified time.Time
-	lastModHdr   []string
-	plain        *catalogView // the broker's own bytes, served without a tenant filter
-	fetched      time.Time
-	expires      time.Time
+type Entry struct {
+	key          Key
+	Body         []byte
+	Rules        *rules.Index
+	ContentType  []string
+	Etag         []string // strong: a hash of body
+	LastModified time.Time
+	LastModHdr   []string
+	plain        *TenantView // the broker's own bytes, served without a tenant filter
+	Fetched      time.Time
+	Expires      time.Time
 
-	refreshing atomic.Bool
-	views      sync.Map // filter fingerprint → *catalogView
+	Refreshing atomic.Bool
+	Views      sync.Map // filter fingerprint → *catalogView
 }
 
 // catalogStats are a broker's cache counters, shown by GET /admin/brokers.
-type catalogStats struct {
-	hits, misses, stale atomic.Int64
-	mu                  sync.Mutex
-	lastFetch           time.Time
-	lastError           string
+type Stats struct {
+	Hits, Misses, Stale atomic.Int64
+	Mu                  sync.Mutex
+	LastFetch           time.Time
+	LastError           string
 	lastErrorAt         time.Time
-	fetchedOnce         bool
+	FetchedOnce         bool
 }
 
 // newCatalogCache returns a cache sized by c; now may be nil (time.Now).
-func newCatalogCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*CatalogCache, error) {
+func NewCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*Cache, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	cc := &CatalogCache{maxBytes: c.MaxBytes, now: now, log: log, stats: map[string]*catalogStats{}}
+	cc := &Cache{maxBytes: c.MaxBytes, Now: now, log: log, stats: map[string]*Stats{}}
 	max := c.MaxEntries
 	if max <= 0 {
 		max = config.DefaultCatalogMaxEntries
 	}
 	var err error
-	if cc.entries, err = lru.NewWithEvict(max, func(_ catalogKey, e *catalogEntry) { cc.bytes.Add(-int64(len(e.body))) }); err != nil {
+	if cc.Entries, err = lru.NewWithEvict(max, func(_ Key, e *Entry) { cc.bytes.Add(-int64(len(e.Body))) }); err != nil {
 		return nil, fmt.Errorf("catalog cache of %d entries: %w", max, err)
 	}
-	if cc.failures, err = lru.New[catalogKey, *fetchFailure](max); err != nil {
+	if cc.failures, err = lru.New[Key, *fetchFailure](max); err != nil {
 		return nil, fmt.Errorf("catalog failure cache of %d entries: %w", max, err)
 	}
-	if cc.refusals, err = lru.New[catalogKey, *versionRefusal](max); err != nil {
+	if cc.refusals, err = lru.New[Key, *VersionRefusal](max); err != nil {
 		return nil, fmt.Errorf("catalog refusal cache of %d entries: %w", max, err)
 	}
 	return cc, nil
 }
 
-func (c *CatalogCache) statsFor(broker string) *catalogStats {
+func (c *Cache) StatsFor(broker string) *Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.stats[broker]
 	if st == nil {
-		st = &catalogStats{}
+		st = &Stats{}
 		c.stats[broker] = st
 	}
 	return st
 }
 
 // catalogFetch is what a fetch needs to know about the broker and request.
-type catalogFetch struct {
-	up       *upstream.Upstream
-	key      catalogKey
-	identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
-	reqID    string
+type Fetch struct {
+	Up       *upstream.Upstream
+	Key      Key
+	Identity string // X-Broker-API-Originating-Identity, forwarded when the catalog varies by platform
+	ReqID    string
 	// traceParent is the Scope.TraceParent of the platform call the fetch
 	// serves, "" for none (see upstream.ownCall).
-	traceParent string
+	TraceParent string
 	// force fetches even while a failed fetch of the key is remembered
 	// (admin refresh, warm-up, check); platform calls never force.
-	force bool
+	Force bool
 }
 
 // get returns the catalog for f.key: fresh from the cache, stale while a
@@ -154,32 +154,32 @@ type catalogFetch struct {
 // without asking the broker, while a failed fetch is remembered (see
 // backingOff). A stale entry's background refresh waits for the same
 // backoff.
-func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry, stale bool, err error) {
-	st := c.statsFor(f.key.broker)
-	now := c.now()
-	if e, ok := c.entries.Get(f.key); ok {
-		if now.Before(e.expires) {
-			st.hits.Add(1)
+func (c *Cache) Get(ctx context.Context, f Fetch) (e *Entry, stale bool, err error) {
+	st := c.StatsFor(f.Key.Broker)
+	now := c.Now()
+	if e, ok := c.Entries.Get(f.Key); ok {
+		if now.Before(e.Expires) {
+			st.Hits.Add(1)
 			return e, false, nil
 		}
-		st.stale.Add(1)
-		if c.backingOff(f.key, now) == nil && e.refreshing.CompareAndSwap(false, true) {
+		st.Stale.Add(1)
+		if c.backingOff(f.Key, now) == nil && e.Refreshing.CompareAndSwap(false, true) {
 			go func() {
-				defer e.refreshing.Store(false)
-				_, _ = c.load(context.WithoutCancel(ctx), f, e)
+				defer e.Refreshing.Store(false)
+				_, _ = c.Load(context.WithoutCancel(ctx), f, e)
 			}()
 		}
 		return e, true, nil
 	}
-	if v := c.refused(f.key, now); v != nil {
-		st.hits.Add(1)
+	if v := c.refused(f.Key, now); v != nil {
+		st.Hits.Add(1)
 		return nil, false, v
 	}
-	if ff := c.backingOff(f.key, now); ff != nil {
-		return nil, false, unavailable(f.key, ff, now)
+	if ff := c.backingOff(f.Key, now); ff != nil {
+		return nil, false, unavailable(f.Key, ff, now)
 	}
-	st.misses.Add(1)
-	e, err = c.load(ctx, f, nil)
+	st.Misses.Add(1)
+	e, err = c.Load(ctx, f, nil)
 	return e, false, err
 }
 
@@ -189,20 +189,20 @@ func (c *CatalogCache) get(ctx context.Context, f catalogFetch) (e *catalogEntry
 // returned without a fetch (checked again inside the shared call, so a
 // caller that saw no failure before another's fetch failed does not
 // fetch again).
-func (c *CatalogCache) load(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
-	key := f.key.String()
-	if f.force {
+func (c *Cache) Load(ctx context.Context, f Fetch, prev *Entry) (*Entry, error) {
+	key := f.Key.String()
+	if f.Force {
 		key += " force" // never answered by a shared call that may skip the fetch
 	}
 	ch := c.flight.DoChan(key, func() (any, error) {
-		if !f.force {
-			now := c.now()
-			if ff := c.backingOff(f.key, now); ff != nil {
-				return nil, unavailable(f.key, ff, now)
+		if !f.Force {
+			now := c.Now()
+			if ff := c.backingOff(f.Key, now); ff != nil {
+				return nil, unavailable(f.Key, ff, now)
 			}
 		}
 		// Detached from the first caller: others wait on the same fetch.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.up.Timeout)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.Up.Timeout)
 		defer cancel()
 		return c.fetch(fctx, f, prev)
 	})
@@ -211,44 +211,44 @@ func (c *CatalogCache) load(ctx context.Context, f catalogFetch, prev *catalogEn
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		return r.Val.(*catalogEntry), nil
+		return r.Val.(*Entry), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
 // fetch asks the broker for its catalog, checks it and caches it.
-func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
-	st := c.statsFor(f.key.broker)
-	e, err := c.fetchEntry(ctx, f, prev)
-	now := c.now()
-	var refusal *versionRefusal
+func (c *Cache) fetch(ctx context.Context, f Fetch, prev *Entry) (*Entry, error) {
+	st := c.StatsFor(f.Key.Broker)
+	e, err := c.FetchEntry(ctx, f, prev)
+	now := c.Now()
+	var refusal *VersionRefusal
 	if errors.As(err, &refusal) {
 		// The broker answered, for this version: no failure, no backoff.
 		c.keepRefusal(refusal)
-		st.mu.Lock()
-		st.lastFetch, st.lastError = now, ""
-		st.mu.Unlock()
+		st.Mu.Lock()
+		st.LastFetch, st.LastError = now, ""
+		st.Mu.Unlock()
 		c.log.LogAttrs(ctx, slog.LevelWarn, "broker refuses the API version; platforms at it get its refusal",
-			slog.String("broker", f.key.broker), slog.String("version", f.key.version), slog.Int("status", refusal.status),
-			slog.String("code", refusal.code), slog.String("description", refusal.description), slog.Time("until", refusal.expires))
+			slog.String("broker", f.Key.Broker), slog.String("version", f.Key.Version), slog.Int("status", refusal.status),
+			slog.String("code", refusal.code), slog.String("description", refusal.Description), slog.Time("until", refusal.expires))
 		return nil, refusal
 	}
-	st.mu.Lock()
-	st.lastFetch = now
+	st.Mu.Lock()
+	st.LastFetch = now
 	if err != nil {
-		st.lastError, st.lastErrorAt = err.Error(), now
+		st.LastError, st.lastErrorAt = err.Error(), now
 	} else {
-		st.lastError, st.fetchedOnce = "", true
+		st.LastError, st.FetchedOnce = "", true
 	}
-	st.mu.Unlock()
+	st.Mu.Unlock()
 	if err != nil {
 		// Remembered before it is logged or returned: a call that sees the
 		// log line or this fetch's answer finds the backoff in place.
 		ff := c.recordFailure(f, err, now)
 		msg := "catalog fetch failed; no good catalog to serve"
 		if prev == nil {
-			if old, ok := c.entries.Peek(f.key); ok {
+			if old, ok := c.Entries.Peek(f.Key); ok {
 				prev = old
 			}
 		}
@@ -257,36 +257,36 @@ func (c *CatalogCache) fetch(ctx context.Context, f catalogFetch, prev *catalogE
 		}
 		// One line per fetch, and fetches wait for the backoff: not one
 		// line per platform call.
-		c.log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("broker", f.key.broker),
-			slog.String("version", f.key.version), slog.String("error", err.Error()),
+		c.log.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("broker", f.Key.Broker),
+			slog.String("version", f.Key.Version), slog.String("error", err.Error()),
 			slog.Int("consecutive_failures", ff.count), slog.Time("next_fetch", ff.next),
-			slog.String("without_catalog", withoutCatalogLog(f.up.Cfg.Validation)))
+			slog.String("without_catalog", withoutCatalogLog(f.Up.Cfg.Validation)))
 		if prev != nil {
 			return nil, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
-				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.key.broker, upstream.Said(err))}
+				Description: fmt.Sprintf("the catalog of broker %q could not be fetched (the last good one is still served): %s", f.Key.Broker, upstream.Said(err))}
 		}
-		return nil, unavailable(f.key, ff, now)
+		return nil, unavailable(f.Key, ff, now)
 	}
-	c.failures.Remove(f.key)
-	c.refusals.Remove(f.key)
+	c.failures.Remove(f.Key)
+	c.refusals.Remove(f.Key)
 	e = c.observeDrift(ctx, f, e) // the accepted catalog in its place while held
 	c.put(e)
 	return e, nil
 }
 
-func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *catalogEntry) (*catalogEntry, error) {
-	u := f.up
-	req, err := http.NewRequestWithContext(u.OwnCall(ctx, rules.Catalog, f.traceParent), http.MethodGet, u.Target.JoinPath("v2", "catalog").String(), nil)
+func (c *Cache) FetchEntry(ctx context.Context, f Fetch, prev *Entry) (*Entry, error) {
+	u := f.Up
+	req, err := http.NewRequestWithContext(u.OwnCall(ctx, rules.Catalog, f.TraceParent), http.MethodGet, u.Target.JoinPath("v2", "catalog").String(), nil)
 	if err != nil {
 		return nil, err
 	}
 	if u.Auth != nil {
 		req.Header["Authorization"] = u.Auth
 	}
-	req.Header[core.HeaderAPIVersion] = []string{f.key.version}
-	req.Header[core.HeaderRequestIdentity] = []string{f.reqID}
-	if f.identity != "" {
-		req.Header.Set(osb.HeaderOriginatingIdentity, f.identity)
+	req.Header[core.HeaderAPIVersion] = []string{f.Key.Version}
+	req.Header[core.HeaderRequestIdentity] = []string{f.ReqID}
+	if f.Identity != "" {
+		req.Header.Set(osb.HeaderOriginatingIdentity, f.Identity)
 	}
 	res, err := u.RT.RoundTrip(req)
 	if err != nil {
@@ -305,7 +305,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 		return nil, &upstream.Withheld{Said: "the broker's catalog could not be read: its body was cut short" + upstream.CutReason(err), Err: err}
 	}
 	if rules.RefusesVersion(res.StatusCode) && int64(len(body)) <= limit {
-		return nil, newVersionRefusal(f.key, res.StatusCode, res.Header.Get("Content-Type"), body, c.now().Add(u.Cfg.Catalog.TTL))
+		return nil, newVersionRefusal(f.Key, res.StatusCode, res.Header.Get("Content-Type"), body, c.Now().Add(u.Cfg.Catalog.TTL))
 	}
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the broker answered GET /v2/catalog with status %d", res.StatusCode)
@@ -315,7 +315,7 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 	}
 	var prevIndex *rules.Index
 	if prev != nil {
-		prevIndex = prev.index
+		prevIndex = prev.Rules
 	}
 	index, findings, err := rules.NewIndexFrom(prevIndex, body) // unchanged schemas are not compiled again
 	if err != nil {
@@ -326,23 +326,23 @@ func (c *CatalogCache) fetchEntry(ctx context.Context, f catalogFetch, prev *cat
 			return nil, fmt.Errorf("the broker's catalog is not valid: services: %s", fd.Message)
 		}
 		if fd.Severity == rules.SeverityError {
-			c.log.LogAttrs(ctx, slog.LevelWarn, "catalog finding", slog.String("broker", f.key.broker),
+			c.log.LogAttrs(ctx, slog.LevelWarn, "catalog finding", slog.String("broker", f.Key.Broker),
 				slog.String("path", fd.Path), slog.String("finding", fd.Message))
 		}
 	}
-	now := c.now()
+	now := c.Now()
 	sum := sha256.Sum256(body)
-	e := &catalogEntry{key: f.key, body: body, index: index, fetched: now, expires: now.Add(u.Cfg.Catalog.TTL),
-		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: now.UTC().Truncate(time.Second)}
-	if prev != nil && prev.etag[0] == e.etag[0] {
-		e.lastModified = prev.lastModified // same content: it did not change
+	e := &Entry{key: f.Key, Body: body, Rules: index, Fetched: now, Expires: now.Add(u.Cfg.Catalog.TTL),
+		Etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, LastModified: now.UTC().Truncate(time.Second)}
+	if prev != nil && prev.Etag[0] == e.Etag[0] {
+		e.LastModified = prev.LastModified // same content: it did not change
 	}
-	e.lastModHdr = []string{e.lastModified.Format(http.TimeFormat)}
-	e.plain = newCatalogView(e.body, e.etag)
+	e.LastModHdr = []string{e.LastModified.Format(http.TimeFormat)}
+	e.plain = NewTenantView(e.Body, e.Etag)
 	ct := res.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/json"
 	}
-	e.contentType = []string{ct}
+	e.ContentType = []string{ct}
 	return e, nil
 }

@@ -1,9 +1,10 @@
-package proxy
+package catalog
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -102,42 +104,54 @@ type DriftItem struct {
 
 // driftTracker weighs each fetched catalog against the accepted one; the
 // catalog cache holds the one of the Gateway built last.
-type driftTracker struct {
-	cfg     *config.Config
-	st      store.Store
-	inv     *inventory
-	now     func() time.Time
-	log     *slog.Logger
-	metrics *Metrics
+type DriftTracker struct {
+	Cfg     *config.Config
+	St      store.Store
+	Inv     Inventory
+	Now     func() time.Time
+	Log     *slog.Logger
+	metrics *metrics.Metrics
 
 	mu       sync.Mutex
-	accepted map[string]acceptedIndex // by broker: the accepted catalog, decoded
+	Accepted map[string]AcceptedIndex // by broker: the accepted catalog, decoded
 }
 
 // acceptedIndex is a broker's accepted catalog, decoded once per hash.
-type acceptedIndex struct {
+type AcceptedIndex struct {
 	hash string
 	ix   *rules.Index
 }
 
-// trackDrift makes g's catalog cache weigh each fetch against the
-// accepted catalogs in g's store.
-func (g *Gateway) trackDrift(now func() time.Time, log *slog.Logger, m *Metrics) {
-	t := &driftTracker{cfg: g.cfg, st: g.guard.st, inv: g.guard.inv, now: now, log: log, metrics: m,
-		accepted: map[string]acceptedIndex{}}
-	if prev := g.catalogs.drift.Load(); prev != nil && prev.st == t.st {
+// Inventory is what drift weighs a catalog's changes against: the
+// guard's inventory of the instances brokers hold.
+type Inventory interface {
+	// Keeps reports whether u's instances are recorded.
+	Keeps(u *upstream.Upstream) bool
+	// SealsFor reports whether u's parameters are kept (sealed).
+	SealsFor(u *upstream.Upstream) bool
+	// Open is a sealed secret of an instance or binding in the clear, or
+	// nil.
+	Open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage
+}
+
+// TrackDrift makes c weigh each fetch against the accepted catalogs in
+// st, and the changes against inv, for the brokers of cfg.
+func (c *Cache) TrackDrift(cfg *config.Config, st store.Store, inv Inventory, now func() time.Time, log *slog.Logger, m *metrics.Metrics) {
+	t := &DriftTracker{Cfg: cfg, St: st, Inv: inv, Now: now, Log: log, metrics: m,
+		Accepted: map[string]AcceptedIndex{}}
+	if prev := c.drift.Load(); prev != nil && prev.St == t.St {
 		prev.mu.Lock()
-		for k, v := range prev.accepted {
-			t.accepted[k] = v
+		for k, v := range prev.Accepted {
+			t.Accepted[k] = v
 		}
 		prev.mu.Unlock()
 	}
-	m.StartDrift(g.cfg)
-	g.catalogs.drift.Store(t)
+	m.StartDrift(cfg)
+	c.drift.Store(t)
 }
 
 // catalogHash is the hex SHA-256 of a catalog's bytes.
-func catalogHash(body []byte) string {
+func Hash(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
 }
@@ -147,20 +161,20 @@ func catalogHash(body []byte) string {
 // broker's catalog is held, an entry of the accepted catalog. A store
 // that fails leaves e served (logged): drift is a report, and the hold
 // cannot be judged without the store.
-func (c *CatalogCache) observeDrift(ctx context.Context, f catalogFetch, e *catalogEntry) *catalogEntry {
+func (c *Cache) observeDrift(ctx context.Context, f Fetch, e *Entry) *Entry {
 	t := c.drift.Load()
-	if t == nil || f.key.platform != "" {
+	if t == nil || f.Key.Platform != "" {
 		return e
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), driftTimeout)
 	defer cancel()
-	held, err := t.observe(ctx, f.up, e)
+	held, err := t.observe(ctx, f.Up, e)
 	if errors.Is(err, store.ErrChanged) { // accepted elsewhere meanwhile: once more
-		held, err = t.observe(ctx, f.up, e)
+		held, err = t.observe(ctx, f.Up, e)
 	}
 	if err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "catalog drift not checked; the fetched catalog is served",
-			slog.String("broker", f.up.Name), slog.String("error", err.Error()))
+		t.Log.LogAttrs(ctx, slog.LevelWarn, "catalog drift not checked; the fetched catalog is served",
+			slog.String("broker", f.Up.Name), slog.String("error", err.Error()))
 		return e
 	}
 	if held != nil {
@@ -171,49 +185,49 @@ func (c *CatalogCache) observeDrift(ctx context.Context, f catalogFetch, e *cata
 
 // observe records e as the broker's latest catalog and returns the entry
 // to serve in its place while the broker's catalog is held (nil: serve e).
-func (t *driftTracker) observe(ctx context.Context, u *upstream.Upstream, e *catalogEntry) (*catalogEntry, error) {
-	rec, err := t.st.GetCatalogs(ctx, u.Name)
+func (t *DriftTracker) observe(ctx context.Context, u *upstream.Upstream, e *Entry) (*Entry, error) {
+	rec, err := t.St.GetCatalogs(ctx, u.Name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	now, hash := t.now(), catalogHash(e.body)
+	now, hash := t.Now(), Hash(e.Body)
 	prevAccepted, prev := rec.Accepted.Hash, rec
 	if rec.Accepted.Hash == "" || rec.Accepted.Hash == hash {
 		// The first catalog, or the accepted one again.
 		if rec.Accepted.Hash == "" {
-			rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway}
+			rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.Body}, AcceptedBy: acceptedByGateway}
 		}
 		rec.Latest, rec.Changes, rec.Held, rec.Notes, rec.Checked = store.KeptCatalog{Hash: hash, At: now}, nil, false, nil, now
-		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+		if err := t.St.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
 		t.metrics.SetDrift(u.Name, nil)
 		return nil, nil
 	}
-	acc, err := t.acceptedIndex(u.Name, rec.Accepted)
+	acc, err := t.AcceptedIndex(u.Name, rec.Accepted)
 	if err != nil {
 		return nil, err
 	}
-	items, notes, err := t.assess(ctx, u, rules.CatalogChanges(acc, e.index))
+	items, notes, err := t.Assess(ctx, u, rules.CatalogChanges(acc, e.Rules))
 	if err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
 		// Nothing stranded: the new catalog is the accepted one.
-		rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.body}, AcceptedBy: acceptedByGateway,
+		rec = store.BrokerCatalogs{Broker: u.Name, Accepted: store.KeptCatalog{Hash: hash, At: now, Body: e.Body}, AcceptedBy: acceptedByGateway,
 			Latest: store.KeptCatalog{Hash: hash, At: now}, Checked: now, Notes: notes}
-		if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+		if err := t.St.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 			return nil, err
 		}
 		t.metrics.SetDrift(u.Name, nil)
-		t.log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.Name),
+		t.Log.LogAttrs(ctx, slog.LevelInfo, "catalog changed; accepted, it strands nothing", slog.String("broker", u.Name),
 			slog.String("accepted_hash", hash), slog.String("previous_hash", prevAccepted))
 		return nil, nil
 	}
-	hold := t.cfg.DriftMode(&u.Cfg) == config.OnDriftHold
-	rec.Latest = store.KeptCatalog{Hash: hash, At: now, Body: e.body}
+	hold := t.Cfg.DriftMode(&u.Cfg) == config.OnDriftHold
+	rec.Latest = store.KeptCatalog{Hash: hash, At: now, Body: e.Body}
 	rec.Changes, rec.Checked, rec.Held, rec.Notes = toStoreChanges(items), now, hold, notes
-	if err := t.st.PutCatalogs(ctx, rec, prevAccepted); err != nil {
+	if err := t.St.PutCatalogs(ctx, rec, prevAccepted); err != nil {
 		return nil, err
 	}
 	t.metrics.SetDrift(u.Name, driftKinds(items))
@@ -225,23 +239,23 @@ func (t *driftTracker) observe(ctx context.Context, u *upstream.Upstream, e *cat
 }
 
 // acceptedIndex returns the decoded accepted catalog k of broker.
-func (t *driftTracker) acceptedIndex(broker string, k store.KeptCatalog) (*rules.Index, error) {
+func (t *DriftTracker) AcceptedIndex(broker string, k store.KeptCatalog) (*rules.Index, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if a, ok := t.accepted[broker]; ok && a.hash == k.Hash {
+	if a, ok := t.Accepted[broker]; ok && a.hash == k.Hash {
 		return a.ix, nil
 	}
 	ix, _, err := rules.NewIndex(k.Body)
 	if err != nil {
 		return nil, fmt.Errorf("the accepted catalog of broker %q (%s) does not decode: %w", broker, k.Hash, err)
 	}
-	t.accepted[broker] = acceptedIndex{hash: k.Hash, ix: ix}
+	t.Accepted[broker] = AcceptedIndex{hash: k.Hash, ix: ix}
 	return ix, nil
 }
 
 // logNew logs one warn line per drift item that the record before did not
 // hold for the same latest catalog.
-func (t *driftTracker) logNew(ctx context.Context, broker string, prev store.BrokerCatalogs, hash string, items []DriftItem, held bool) {
+func (t *DriftTracker) logNew(ctx context.Context, broker string, prev store.BrokerCatalogs, hash string, items []DriftItem, held bool) {
 	seen := map[store.CatalogChange]bool{}
 	if prev.Latest.Hash == hash {
 		for _, c := range prev.Changes {
@@ -252,7 +266,7 @@ func (t *driftTracker) logNew(ctx context.Context, broker string, prev store.Bro
 		if seen[toStoreChange(it)] {
 			continue
 		}
-		t.log.LogAttrs(ctx, slog.LevelWarn, "catalog drift", slog.String("broker", broker), slog.String("kind", it.Kind),
+		t.Log.LogAttrs(ctx, slog.LevelWarn, "catalog drift", slog.String("broker", broker), slog.String("kind", it.Kind),
 			slog.String("service", it.Service), slog.String("plan", it.Plan), slog.String("old_id", it.OldID),
 			slog.String("new_id", it.NewID), slog.Int("live_instances", it.LiveInstances), slog.String("detail", it.Detail),
 			slog.Bool("held", held), slog.String("latest_hash", hash))
@@ -261,18 +275,18 @@ func (t *driftTracker) logNew(ctx context.Context, broker string, prev store.Bro
 
 // heldEntry is e with the accepted catalog's bytes and index in place of
 // the fetched ones: what a held broker's platforms get.
-func heldEntry(e *catalogEntry, acc store.KeptCatalog, ix *rules.Index) *catalogEntry {
-	return keptCatalogEntry(e.key, acc, ix, e.contentType, e.fetched, e.expires)
+func heldEntry(e *Entry, acc store.KeptCatalog, ix *rules.Index) *Entry {
+	return keptCatalogEntry(e.key, acc, ix, e.ContentType, e.Fetched, e.Expires)
 }
 
 // keptCatalogEntry is an entry of a catalog the store keeps: its bytes,
 // ETag, and Last-Modified (when it was fetched or accepted).
-func keptCatalogEntry(key catalogKey, k store.KeptCatalog, ix *rules.Index, contentType []string, fetched, expires time.Time) *catalogEntry {
+func keptCatalogEntry(key Key, k store.KeptCatalog, ix *rules.Index, contentType []string, fetched, expires time.Time) *Entry {
 	sum := sha256.Sum256(k.Body)
-	e := &catalogEntry{key: key, body: k.Body, index: ix, contentType: contentType, fetched: fetched, expires: expires,
-		etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, lastModified: k.At.UTC().Truncate(time.Second)}
-	e.lastModHdr = []string{e.lastModified.Format(http.TimeFormat)}
-	e.plain = newCatalogView(e.body, e.etag)
+	e := &Entry{key: key, Body: k.Body, Rules: ix, ContentType: contentType, Fetched: fetched, Expires: expires,
+		Etag: []string{`"` + hex.EncodeToString(sum[:16]) + `"`}, LastModified: k.At.UTC().Truncate(time.Second)}
+	e.LastModHdr = []string{e.LastModified.Format(http.TimeFormat)}
+	e.plain = NewTenantView(e.Body, e.Etag)
 	return e
 }
 
@@ -286,16 +300,16 @@ type instanceTally struct {
 // assess turns catalog changes into drift items: what counts against the
 // broker's inventory (see the top of this file), and notes on what could
 // not be checked.
-func (t *driftTracker) assess(ctx context.Context, u *upstream.Upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {
+func (t *DriftTracker) Assess(ctx context.Context, u *upstream.Upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {
 	if len(changes) == 0 {
 		return nil, nil, nil
 	}
 	var notes []string
-	counted := t.inv.keeps(u)
+	counted := t.Inv.Keeps(u)
 	if !counted {
 		notes = append(notes, fmt.Sprintf("brokers[%s].inventory is off: live instances are not known, every change that may strand them is reported", u.Name))
 	}
-	params := counted && t.inv.sealsFor(u)
+	params := counted && t.Inv.SealsFor(u)
 	tally, err := t.tally(ctx, u.Name, changes, counted, params)
 	if err != nil {
 		return nil, nil, err
@@ -334,7 +348,7 @@ func (t *driftTracker) assess(ctx context.Context, u *upstream.Upstream, changes
 // tally lists the broker's instances once: how many are on each plan and
 // service, and, with params, whose stored parameters fail a changed
 // schema they passed before.
-func (t *driftTracker) tally(ctx context.Context, broker string, changes []rules.CatalogChange, counted, params bool) (instanceTally, error) {
+func (t *DriftTracker) tally(ctx context.Context, broker string, changes []rules.CatalogChange, counted, params bool) (instanceTally, error) {
 	tl := instanceTally{byPlan: map[string]int{}, byService: map[string]int{}, failing: map[int]int{}, unchecked: map[int]int{}}
 	if !counted {
 		return tl, nil
@@ -349,7 +363,7 @@ func (t *driftTracker) tally(ctx context.Context, broker string, changes []rules
 	}
 	cursor := ""
 	for {
-		page, next, err := t.st.ListInstances(ctx, store.InstanceFilter{Broker: broker}, cursor, store.MaxListLimit)
+		page, next, err := t.St.ListInstances(ctx, store.InstanceFilter{Broker: broker}, cursor, store.MaxListLimit)
 		if err != nil {
 			return tl, err
 		}
@@ -357,7 +371,7 @@ func (t *driftTracker) tally(ctx context.Context, broker string, changes []rules
 			tl.byPlan[in.PlanID]++
 			tl.byService[in.ServiceID]++
 			for _, i := range schemaChanges[in.PlanID] {
-				p := t.inv.open(ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")
+				p := t.Inv.Open(ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, "")
 				if p == nil {
 					tl.unchecked[i]++
 					continue
