@@ -150,7 +150,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
 	}
 	g.guard.retry.polled.Store(&polled)
-	g.guard.tookOver = g.tookOver
+	g.guard.tookOver = g.guard.takeOver
+	g.guard.cfg, g.guard.upstreams, g.guard.catalogs, g.guard.own = cfg, g.upstreams, g.catalogs, g.own
 	pool := upstream.NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {

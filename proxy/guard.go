@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
+	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -54,6 +56,14 @@ type guard struct {
 	// tookOver handles an expired lock a new call took the key over from
 	// before the sweep released it (Gateway.tookOver); nil: nothing.
 	tookOver func(context.Context, store.Lock)
+
+	// What the gateway's own actions (sweeps, mitigation, reconcile,
+	// quota checks) reach, set by New: the configuration, the brokers'
+	// upstreams, the catalog cache, and where the actions are written.
+	cfg       *config.Config
+	upstreams map[string]*upstream.Upstream
+	catalogs  *catalog.Cache
+	own       ownLog
 }
 
 // withGuard is the guard stage. A mutating call takes the lock of what it
@@ -238,11 +248,19 @@ func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
 // purges the usage records past inventory.usage_retention (PurgeUsage);
 // call it periodically (every state.SweepTick()). Replicas sharing a store
 // may all call it.
-func (g *Gateway) SweepOperations(ctx context.Context) {
-	now := g.guard.now()
-	early := g.guard.expiredCreates(ctx, now)
+func (g *guard) SweepOperations(ctx context.Context) {
+	now := g.now()
+	early := g.expiredCreates(ctx, now)
 	g.orphanExpired(ctx, early, true)
-	g.orphanExpired(ctx, notIn(g.guard.sweep(ctx, now), early), false)
+	g.orphanExpired(ctx, notIn(g.sweep(ctx, now), early), false)
 	g.watch(ctx)
 	_, _ = g.PurgeUsage(ctx) // logged; the next sweep tries again
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -32,8 +32,8 @@ const whyExpired = "its call was never settled (its gateway was killed or lost m
 // keepQueued, a candidate already queued for the same instance or binding
 // stays as it is (a sweep that recorded it before, a timeout's hold, a
 // mitigation under way).
-func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQueued bool) {
-	gd := g.guard
+func (g *guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQueued bool) {
+	gd := g
 	for _, l := range expired {
 		switch {
 		case l.Kind != store.KindProvision && l.Kind != store.KindBind:
@@ -76,7 +76,7 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQ
 	}
 }
 
-// tookOver is what a call owes the expired lock it took the key over from
+// takeOver is what a call owes the expired lock it took the key over from
 // (store.Lock.Replaced) before the sweep released it: what the sweep does
 // (its log line and orphanExpired). Without it, a platform's DELETE that
 // came just after the deadline of a provision whose gateway was killed
@@ -86,8 +86,8 @@ func (g *Gateway) orphanExpired(ctx context.Context, expired []store.Lock, keepQ
 // expired lock before the sweep"). A candidate already queued for the
 // same instance or binding (by a mitigation now taking the lock, or by a
 // timeout's hold) stays as it is.
-func (g *Gateway) tookOver(ctx context.Context, l store.Lock) {
-	gd := g.guard
+func (g *guard) takeOver(ctx context.Context, l store.Lock) {
+	gd := g
 	gd.logExpired(ctx, "operation deadline passed; lock taken over by a new call", l)
 	g.orphanExpired(ctx, []store.Lock{l}, true)
 }
@@ -95,13 +95,13 @@ func (g *Gateway) tookOver(ctx context.Context, l store.Lock) {
 // queued reports whether an orphan candidate of l's instance (or binding)
 // is queued; a store error counts as not queued: a candidate replaced is
 // better than one lost.
-func (g *Gateway) queued(ctx context.Context, l store.Lock) bool {
+func (g *guard) queued(ctx context.Context, l store.Lock) bool {
 	u := g.upstreams[l.Broker]
 	if u == nil {
 		return true
 	}
 	id := orphanIDOf(u, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID})
-	_, err := g.guard.st.GetOrphan(ctx, id)
+	_, err := g.st.GetOrphan(ctx, id)
 	return err == nil
 }
 
@@ -144,18 +144,18 @@ func notIn(expired, seen []store.Lock) []store.Lock {
 
 // recorded reports whether the inventory holds what l's call creates as
 // a success (a record of a create in progress or failed is none).
-func (g *Gateway) recorded(ctx context.Context, u *upstream.Upstream, l store.Lock) (bool, error) {
+func (g *guard) recorded(ctx context.Context, u *upstream.Upstream, l store.Lock) (bool, error) {
 	var (
 		op  store.LastOperation
 		err error
 	)
 	if l.Kind == store.KindBind {
 		var b store.Binding
-		b, err = g.guard.st.GetBinding(ctx, u.Name, l.InstanceID, l.BindingID)
+		b, err = g.st.GetBinding(ctx, u.Name, l.InstanceID, l.BindingID)
 		op = b.LastOperation
 	} else {
 		var in store.Instance
-		in, err = g.guard.st.GetInstance(ctx, u.Name, l.InstanceID)
+		in, err = g.st.GetInstance(ctx, u.Name, l.InstanceID)
 		op = in.LastOperation
 	}
 	if errors.Is(err, store.ErrNotFound) {

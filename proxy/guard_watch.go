@@ -91,8 +91,8 @@ func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration
 // progress, a failed poll or an unconfigured broker leave the lock as it
 // is: the next sweep past another state.reconcile.every tries again, and
 // the deadline ends it in any case.
-func (g *Gateway) watch(ctx context.Context) {
-	gd := g.guard
+func (g *guard) watch(ctx context.Context) {
+	gd := g
 	if gd.watchAfter <= 0 {
 		return
 	}
@@ -121,17 +121,17 @@ func (g *Gateway) watch(ctx context.Context) {
 
 // watchOne polls the operation l holds and settles it when it ended, as
 // the reconciler's own call (audited, with an access line).
-func (g *Gateway) watchOne(ctx context.Context, l store.Lock) {
+func (g *guard) watchOne(ctx context.Context, l store.Lock) {
 	u := g.upstreams[l.Broker]
 	if u == nil {
 		return // the broker is no longer configured: the deadline ends it
 	}
-	start, id := g.guard.now(), core.NewRequestID()
+	start, id := g.now(), core.NewRequestID()
 	ctx = core.WithOperator(ctx, Reconciler, id)
 	a, perr := pollOperation(u, ctx, l)
 	res, err := g.settleReconciled(ctx, u, l, a, perr, false)
 	if perr != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
+		g.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
 			slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
 			slog.String("binding_id", l.BindingID), slog.String("error", perr.Error()))
 	}

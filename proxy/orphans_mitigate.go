@@ -23,8 +23,8 @@ import (
 
 // MitigateOrphans carries out every due orphan once (see mitigate). Call
 // it every OrphanTick; replicas sharing a store may all call it.
-func (g *Gateway) MitigateOrphans(ctx context.Context) {
-	due, err := g.guard.st.DueOrphans(ctx, g.guard.now(), 20)
+func (g *guard) MitigateOrphans(ctx context.Context) {
+	due, err := g.st.DueOrphans(ctx, g.now(), 20)
 	if err != nil {
 		return // the store is down; the next tick tries again
 	}
@@ -49,15 +49,15 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) {
 //     410, or a later attempt's poll of a 202 that says it succeeded) or
 //     reschedules it on orphan_schedule, and only then
 //     releases the lock (so no success can be cancelled in between).
-func (g *Gateway) mitigate(ctx context.Context, o store.Orphan) string {
+func (g *guard) mitigate(ctx context.Context, o store.Orphan) string {
 	result := g.mitigateOnce(ctx, o)
-	g.guard.metrics.Mitigation(o.Broker, result)
+	g.metrics.Mitigation(o.Broker, result)
 	return result
 }
 
 // mitigateOnce is mitigate without the counting.
-func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
-	gd := g.guard
+func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
+	gd := g
 	u := g.upstreams[o.Broker]
 	if u == nil {
 		o.NextAttempt, o.LastError = neverDue, "the broker is no longer configured"
@@ -140,7 +140,7 @@ func (g *Gateway) mitigateOnce(ctx context.Context, o store.Orphan) string {
 // An undo's 202 is not the end: a deletion can fail, and what it was to
 // delete would then be named by nothing (the campaign's "the undo's
 // asynchronous deletion fails").
-func (g *Gateway) followUndo(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+func (g *guard) followUndo(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
 	a, err := pollOperation(u, ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
 		ServiceID: o.ServiceID, PlanID: o.PlanID, Operation: o.UndoOperation})
 	switch {
@@ -158,15 +158,15 @@ func (g *Gateway) followUndo(ctx context.Context, u *upstream.Upstream, o *store
 }
 
 // orphanGone removes o, whose undo the broker confirmed with status.
-func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) string {
-	log := g.guard.log
-	if err := g.guard.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+func (g *guard) orphanGone(ctx context.Context, o store.Orphan, status int) string {
+	log := g.log
+	if err := g.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		log.LogAttrs(ctx, slog.LevelWarn, "orphan mitigated but not removed from the queue; the next try finds it gone (410)",
 			slog.String("id", o.ID), slog.String("error", err.Error()))
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
 		slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
-	if iv := g.guard.inv; iv != nil { // a record the reconciler wrote names it no more (the campaign's (h))
+	if iv := g.inv; iv != nil { // a record the reconciler wrote names it no more (the campaign's (h))
 		iv.failed(ctx, o.Broker, rules.Call{Endpoint: rules.LockedBy(o.Kind), InstanceID: o.InstanceID, BindingID: o.BindingID},
 			iv.removed(ctx, o.Broker, o.InstanceID, o.BindingID, store.LastOperation{}))
 	}
@@ -174,7 +174,7 @@ func (g *Gateway) orphanGone(ctx context.Context, o store.Orphan, status int) st
 }
 
 // undoOrphan sends o's deprovision or unbind and records the outcome.
-func (g *Gateway) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+func (g *guard) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
 	status, operation, err := undo(u, ctx, *o)
 	switch {
 	case err == nil && (status == http.StatusOK || status == http.StatusGone):
@@ -197,8 +197,8 @@ func (g *Gateway) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store
 // reschedule puts o back for its next attempt on the broker's
 // orphan_schedule, or gives up on it (it stays, never due, for the
 // operator) once the schedule is spent.
-func (g *Gateway) reschedule(ctx context.Context, u *upstream.Upstream, o store.Orphan, err error) {
-	log := g.guard.log
+func (g *guard) reschedule(ctx context.Context, u *upstream.Upstream, o store.Orphan, err error) {
+	log := g.log
 	schedule, _ := config.ParseSchedule(u.Cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
@@ -211,16 +211,16 @@ func (g *Gateway) reschedule(ctx context.Context, u *upstream.Upstream, o store.
 			slog.String("broker", o.Broker), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
 			slog.Int("attempts", o.Attempts), slog.String("error", o.LastError))
 	} else {
-		o.NextAttempt = g.guard.now().Add(schedule[o.Attempts-1])
+		o.NextAttempt = g.now().Add(schedule[o.Attempts-1])
 	}
 	g.putOrphan(ctx, o)
 }
 
 // putOrphan stores o back with its claim cleared.
-func (g *Gateway) putOrphan(ctx context.Context, o store.Orphan) {
+func (g *guard) putOrphan(ctx context.Context, o store.Orphan) {
 	o.ClaimedBy, o.ClaimedUntil = "", time.Time{}
-	if err := g.guard.st.PutOrphan(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled; its claim lapses and the next tick tries again",
+	if err := g.st.PutOrphan(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
+		g.log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled; its claim lapses and the next tick tries again",
 			slog.String("id", o.ID), slog.String("error", err.Error()))
 	}
 }

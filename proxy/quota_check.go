@@ -18,7 +18,7 @@ import (
 // from the cache, fetched when missing; a broker whose catalog cannot be
 // had is left out, and a quota none of whose brokers' catalogs could be
 // had draws no warning. osb-gateway check prints them.
-func (g *Gateway) QuotaWarnings(ctx context.Context) []string {
+func (g *guard) QuotaWarnings(ctx context.Context) []string {
 	indexes := map[string]*rules.Index{}
 	indexOf := func(broker string) *rules.Index {
 		if ix, ok := indexes[broker]; ok {

@@ -37,8 +37,8 @@ type ownAction struct {
 // ownRecord writes act's audit record (when the gateway audits) and its
 // access line, both marked origin "gateway" with who asked. Neither holds
 // anything secret: ids, states and descriptions only.
-func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
-	now := g.guard.now()
+func (g *guard) ownRecord(ctx context.Context, act ownAction) {
+	now := g.now()
 	l := act.lock
 	ep := rules.InstanceLastOperation
 	if l.BindingID != "" {
@@ -69,7 +69,7 @@ func (g *Gateway) ownRecord(ctx context.Context, act ownAction) {
 			rec.Error = &audit.Error{Code: e.Code, Description: e.Description}
 		}
 		if err := o.Writer.Write(rec); err != nil {
-			g.guard.metrics.AuditWriteError()
+			g.metrics.AuditWriteError()
 			g.own.log.LogAttrs(ctx, slog.LevelError, "audit record of the gateway's own action not written",
 				slog.String("request_id", id), slog.String("action", act.action), slog.String("error", err.Error()))
 		}

@@ -30,16 +30,16 @@ import (
 // the release) owns the record and records its own outcome, so the mark
 // is left out rather than written over it. A store that does not answer
 // leaves the record as it was (a reconcile settles it).
-func (g *Gateway) markReleasedHeld(ctx context.Context, l store.Lock, who, reason string) {
+func (g *guard) markReleasedHeld(ctx context.Context, l store.Lock, who, reason string) {
 	hold := l
-	hold.Owner, hold.Deadline = core.NewRequestID(), g.guard.now().Add(releaseTimeout)
-	held, err := g.guard.st.Acquire(context.WithoutCancel(ctx), hold)
+	hold.Owner, hold.Deadline = core.NewRequestID(), g.now().Add(releaseTimeout)
+	held, err := g.st.Acquire(context.WithoutCancel(ctx), hold)
 	if err != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "released operation's record not marked", slog.String("broker", l.Broker),
+		g.log.LogAttrs(ctx, slog.LevelWarn, "released operation's record not marked", slog.String("broker", l.Broker),
 			slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
 		return
 	}
-	defer g.guard.release(context.WithoutCancel(ctx), held)
+	defer g.release(context.WithoutCancel(ctx), held)
 	g.markReleased(ctx, l, who, reason)
 }
 
@@ -49,8 +49,8 @@ func (g *Gateway) markReleasedHeld(ctx context.Context, l store.Lock, who, reaso
 // platform's poll would have recorded it. A record the store does not take is logged and counted
 // by the inventory, never turned into a failed release: the lock is gone
 // either way.
-func (g *Gateway) markReleased(ctx context.Context, l store.Lock, who, reason string) {
-	iv := g.guard.inv
+func (g *guard) markReleased(ctx context.Context, l store.Lock, who, reason string) {
+	iv := g.inv
 	if iv == nil || l.Kind == "" {
 		return
 	}
@@ -89,7 +89,7 @@ func releasedDescription(who, reason string) string {
 	return d
 }
 
-func (g *Gateway) markInstanceReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
+func (g *guard) markInstanceReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
 	in, err := iv.st.GetInstance(ctx, l.Broker, l.InstanceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && l.Kind != store.KindProvision:
@@ -104,7 +104,7 @@ func (g *Gateway) markInstanceReleased(ctx context.Context, iv *inventory, l sto
 	return err
 }
 
-func (g *Gateway) markBindingReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
+func (g *guard) markBindingReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
 	b, err := iv.st.GetBinding(ctx, l.Broker, l.InstanceID, l.BindingID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && l.Kind != store.KindBind:

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -276,11 +275,3 @@ func shimDescription(c rules.Call, buf *shimWriter) string {
 // errInventoryPending is why an outcome goes to the retry queue when the
 // store took the outcome's lock but not the inventory record before it.
 var errInventoryPending = errors.New("the inventory record of the answer is not written yet")
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}

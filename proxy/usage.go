@@ -45,8 +45,8 @@ const BillingHours = usage.BillingHours
 // the bindings created, over [q.From, q.To). See package usage for the cost. A query
 // whose From is not before To is a 400 *osb.Error; a store failure is
 // returned as it came (ErrUnavailable: answer 503).
-func (g *Gateway) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
-	return ReportUsage(ctx, g.guard.st, q, g.guard.now())
+func (g *guard) Usage(ctx context.Context, q UsageQuery) (UsageReport, error) {
+	return ReportUsage(ctx, g.st, q, g.now())
 }
 
 // ReportUsage is Gateway.Usage over the store st, with now the time a
@@ -62,24 +62,24 @@ func ReportUsage(ctx context.Context, st store.Store, q UsageQuery, now time.Tim
 // any of those times has a point at each (zero where it had none). A
 // step that is not positive, or that makes more than MaxUsagePoints
 // times, is a 400 *osb.Error. Its cost is Usage's.
-func (g *Gateway) LiveInstancesSeries(ctx context.Context, q UsageQuery, step time.Duration) ([]UsagePoint, error) {
-	return usage.LiveInstancesSeries(ctx, g.guard.st, q, step, g.guard.now())
+func (g *guard) LiveInstancesSeries(ctx context.Context, q UsageQuery, step time.Duration) ([]UsagePoint, error) {
+	return usage.LiveInstancesSeries(ctx, g.st, q, step, g.now())
 }
 
 // PurgeUsage deletes the usage records that ended more than
 // inventory.usage_retention before now, logs how many it deleted (when
 // any) and returns that. SweepOperations calls it at every sweep: with
 // nothing to purge it costs a seek (bolt) or a range per broker (Redis).
-func (g *Gateway) PurgeUsage(ctx context.Context) (int, error) {
-	before := g.guard.now().Add(-g.cfg.Inventory.UsageRetention)
-	n, err := g.guard.st.PurgeUsage(ctx, before)
+func (g *guard) PurgeUsage(ctx context.Context) (int, error) {
+	before := g.now().Add(-g.cfg.Inventory.UsageRetention)
+	n, err := g.st.PurgeUsage(ctx, before)
 	if err != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "purging usage records failed; the next sweep tries again",
+		g.log.LogAttrs(ctx, slog.LevelWarn, "purging usage records failed; the next sweep tries again",
 			slog.Int("deleted", n), slog.String("error", err.Error()))
 		return n, fmt.Errorf("purging usage records: %w", err)
 	}
 	if n > 0 {
-		g.guard.log.LogAttrs(ctx, slog.LevelInfo, "usage records past inventory.usage_retention purged",
+		g.log.LogAttrs(ctx, slog.LevelInfo, "usage records past inventory.usage_retention purged",
 			slog.Int("deleted", n), slog.Time("ended_before", before))
 	}
 	return n, nil

@@ -82,7 +82,7 @@ func (v *View) LockRecords(ctx context.Context, broker, tenant string) ([]store.
 
 // ReleaseLock is Release returning the released lock's record.
 func (v *View) ReleaseLock(ctx context.Context, broker, instance, binding, who, reason string) (store.Lock, error) {
-	return v.sw.Load().releaseOperation(ctx, broker, instance, binding, who, reason)
+	return v.sw.Load().guard.releaseOperation(ctx, broker, instance, binding, who, reason)
 }
 
 // OrphanRecords returns the state store's orphan records (what Orphans
@@ -100,7 +100,7 @@ func (v *View) Orphan(ctx context.Context, id string) (store.Orphan, error) {
 // would: claimed, under the lock, audited. Read the orphan back (Orphan)
 // to learn the outcome: gone once mitigated, else with its LastError.
 func (v *View) MitigateOrphan(ctx context.Context, o store.Orphan) {
-	v.sw.Load().mitigate(ctx, o)
+	v.sw.Load().guard.mitigate(ctx, o)
 }
 
 // StoredInstance is an instance of the inventory without its sealed
