@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -47,8 +49,8 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		mw         Middleware
 	}{
 		{"classify", poll, func(h http.Handler) http.Handler { return h }},
-		{"validate", poll, withValidate(g.catalogs, g.guard.st, slog.New(slog.DiscardHandler))},
-		{"guard", poll, withGuard(g.guard)},
+		{"validate", poll, withValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler))},
+		{"guard", poll, guard.WithGuard(g.guard)},
 		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
 		{"trace", poll, observe.WithTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
 		{"audit", poll, observe.WithAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now, nil)},

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -44,8 +46,8 @@ func TestBrokerAuthCloseDropsTheSecondCredential(t *testing.T) {
 	if v := seriesValue(m, "osb_gateway_broker_credential", map[string]string{"broker": "b", "which": "current"}); v != 1 {
 		t.Errorf(`credential{which="current"} = %v, want 1`, v)
 	}
-	g := &Gateway{guard: &guard{metrics: m}, upstreams: map[string]*upstream.Upstream{"b": moved}}
-	g.Close(&Gateway{guard: &guard{}, upstreams: map[string]*upstream.Upstream{"b": build(config.Broker{Username: "u", Password: "next"}, moved)}})
+	g := &Gateway{guard: &guard.Guard{Metrics: m}, upstreams: map[string]*upstream.Upstream{"b": moved}}
+	g.Close(&Gateway{guard: &guard.Guard{}, upstreams: map[string]*upstream.Upstream{"b": build(config.Broker{Username: "u", Password: "next"}, moved)}})
 	if n := testutilCount(m); n != 0 {
 		t.Errorf("%d credential series left after the second credential went, want 0", n)
 	}

@@ -28,7 +28,7 @@ import (
 // /admin/catalogs/drift, the console), not for a request path. Errors are
 // the store's (store.ErrUnavailable).
 func (g *Gateway) CatalogDrift(ctx context.Context) ([]catalog.DriftReport, error) {
-	recs, err := g.guard.st.ListCatalogs(ctx)
+	recs, err := g.guard.St.ListCatalogs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,14 +66,14 @@ func driftReport(r store.BrokerCatalogs, broker, mode string) catalog.DriftRepor
 // fetched, or the latest is the accepted one), 503 when the store fails,
 // 409 too when another accept or fetch changed the record meanwhile.
 func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err error) {
-	start := g.guard.now()
+	start := g.guard.Now()
 	accepted := ""
 	defer func() { g.auditAccept(ctx, broker, who, start, accepted, err) }()
 	u := g.upstreams[broker]
 	if u == nil {
 		return osb.Errorf(http.StatusNotFound, "", "no broker named %q in the configuration", broker)
 	}
-	rec, err := g.guard.st.GetCatalogs(ctx, broker)
+	rec, err := g.guard.St.GetCatalogs(ctx, broker)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return osb.Errorf(http.StatusConflict, "", "no catalog of broker %q was fetched yet: there is nothing to accept", broker)
@@ -84,11 +84,11 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 		return osb.Errorf(http.StatusConflict, "", "the latest catalog of broker %q is the accepted one (%s): there is nothing to accept", broker, rec.Accepted.Hash)
 	}
 	prev := rec.Accepted.Hash
-	now := g.guard.now()
+	now := g.guard.Now()
 	rec.Accepted = store.KeptCatalog{Hash: rec.Latest.Hash, At: now, Body: rec.Latest.Body}
 	rec.AcceptedBy, rec.Latest.Body = who, nil
 	rec.Changes, rec.Held, rec.Notes, rec.Checked = nil, false, nil, now
-	err = g.guard.st.PutCatalogs(ctx, rec, prev)
+	err = g.guard.St.PutCatalogs(ctx, rec, prev)
 	switch {
 	case errors.Is(err, store.ErrChanged):
 		return &osb.Error{Status: http.StatusConflict, Err: err,
@@ -98,9 +98,9 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 			Description: fmt.Sprintf("the state store did not take the accepted catalog of broker %q", broker)}
 	}
 	accepted = rec.Accepted.Hash
-	g.guard.metrics.SetDrift(broker, nil)
+	g.guard.Metrics.SetDrift(broker, nil)
 	if _, err := g.catalogs.Refresh(ctx, u, u.WarmVersion().String()); err != nil {
-		g.guard.log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
+		g.guard.Log.LogAttrs(ctx, slog.LevelWarn, "catalog accepted; refetching it failed, the cache serves it from the next fetch",
 			slog.String("broker", broker), slog.String("error", err.Error()))
 	}
 	return nil
@@ -114,7 +114,7 @@ func (g *Gateway) AcceptCatalog(ctx context.Context, broker, who string) (err er
 // accepted catalog for it: a note says so). It writes nothing: osb-gateway
 // check reads a gateway's store with it. Errors are st's.
 func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]catalog.DriftReport, error) {
-	t := &catalog.DriftTracker{Cfg: g.cfg, St: st, Inv: g.guard.inv, Now: g.guard.now, Log: g.guard.log, Accepted: map[string]catalog.AcceptedIndex{}}
+	t := &catalog.DriftTracker{Cfg: g.cfg, St: st, Inv: g.guard.Inv, Now: g.guard.Now, Log: g.guard.Log, Accepted: map[string]catalog.AcceptedIndex{}}
 	out := make([]catalog.DriftReport, 0, len(g.cfg.Brokers))
 	for i := range g.cfg.Brokers {
 		b := &g.cfg.Brokers[i]
@@ -155,20 +155,20 @@ func (g *Gateway) CatalogDriftAgainst(ctx context.Context, st store.Store) ([]ca
 // broker's catalog (when the gateway audits): origin "gateway", action
 // "accept", who, and the hash accepted or the refusal.
 func (g *Gateway) auditAccept(ctx context.Context, broker, who string, start time.Time, hash string, err error) {
-	o := g.own.audit
+	o := g.own.Audit
 	if o == nil {
 		return
 	}
 	rec := &audit.Record{Time: start.UTC(), RequestID: core.NewRequestID(), Broker: broker, Endpoint: rules.Catalog.String(),
-		Method: http.MethodPost, Status: http.StatusOK, DurationMS: float64(g.guard.now().Sub(start).Microseconds()) / 1000,
+		Method: http.MethodPost, Status: http.StatusOK, DurationMS: float64(g.guard.Now().Sub(start).Microseconds()) / 1000,
 		Outcome: "accepted " + hash, Origin: core.OriginGateway, Action: "accept", Operator: who}
 	if err != nil {
 		e := osb.AsError(err)
 		rec.Status, rec.Outcome, rec.Error = e.Status, "refused", &audit.Error{Code: e.Code, Description: e.Description}
 	}
 	if werr := o.Writer.Write(rec); werr != nil {
-		g.guard.metrics.AuditWriteError()
-		g.own.log.LogAttrs(ctx, slog.LevelError, "audit record of a catalog accept not written",
+		g.guard.Metrics.AuditWriteError()
+		g.own.Log.LogAttrs(ctx, slog.LevelError, "audit record of a catalog accept not written",
 			slog.String("broker", broker), slog.String("error", werr.Error()))
 	}
 }

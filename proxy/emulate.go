@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -49,11 +51,11 @@ func withEmulate(cache *catalog.Cache) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			u := upstream.Of(s.Route)
-			if !u.Emulates() || !guardOf(s).inv.Keeps(u) {
+			if !u.Emulates() || !guardOf(s).Inv.Keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e := emulation{s: s, iv: guardOf(s).inv, u: u, ctx: r.Context()}
+			e := emulation{s: s, iv: guardOf(s).Inv, u: u, ctx: r.Context()}
 			var done bool
 			switch s.Call.Endpoint {
 			case rules.GetInstance, rules.GetBinding:
@@ -73,7 +75,7 @@ func withEmulate(cache *catalog.Cache) Middleware {
 // emulation is one call the stage looks at.
 type emulation struct {
 	s   *Scope
-	iv  *inventory
+	iv  *guard.Inventory
 	u   *upstream.Upstream
 	ctx context.Context
 }
@@ -88,7 +90,7 @@ type emulation struct {
 // whether it answered.
 func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.Cache) bool {
 	c := e.s.Call
-	in, err := e.iv.st.GetInstance(e.ctx, e.u.Name, c.InstanceID)
+	in, err := e.iv.St.GetInstance(e.ctx, e.u.Name, c.InstanceID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.unavailable(w, err)
 		return true
@@ -117,7 +119,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 	}
 	// A binding recorded without its instance is one made on an instance
 	// the gateway never recorded (provisioned before it kept an inventory).
-	b, err := e.iv.st.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
+	b, err := e.iv.St.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		e.unavailable(w, err)
@@ -158,8 +160,8 @@ func exists(op store.LastOperation, create string) bool {
 
 // unavailable answers 503 when the inventory cannot be read.
 func (e emulation) unavailable(w http.ResponseWriter, err error) {
-	e.iv.metrics.StoreError("inventory")
-	e.iv.log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.Name), slog.String("error", err.Error()))
+	e.iv.Metrics.StoreError("inventory")
+	e.iv.Log.LogAttrs(e.ctx, slog.LevelError, "inventory unavailable", slog.String("broker", e.u.Name), slog.String("error", err.Error()))
 	e.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: "the gateway's inventory is unavailable, so it cannot answer for broker " + strconv.Quote(e.u.Name) + "; try again later"})
 }

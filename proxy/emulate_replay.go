@@ -35,7 +35,7 @@ func (e emulation) replay(w http.ResponseWriter) bool {
 
 func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bool {
 	c := e.s.Call
-	in, err := e.iv.st.GetInstance(e.ctx, e.u.Name, c.InstanceID)
+	in, err := e.iv.St.GetInstance(e.ctx, e.u.Name, c.InstanceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false
@@ -72,7 +72,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 
 func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 	c := e.s.Call
-	b, err := e.iv.st.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
+	b, err := e.iv.St.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false
@@ -129,9 +129,9 @@ func (e emulation) gone(w http.ResponseWriter) bool {
 	c := e.s.Call
 	var err error
 	if c.Endpoint == rules.Unbind {
-		_, err = e.iv.st.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
+		_, err = e.iv.St.GetBinding(e.ctx, e.u.Name, c.InstanceID, c.BindingID)
 	} else {
-		_, err = e.iv.st.GetInstance(e.ctx, e.u.Name, c.InstanceID)
+		_, err = e.iv.St.GetInstance(e.ctx, e.u.Name, c.InstanceID)
 	}
 	switch {
 	case err == nil:

@@ -8,7 +8,7 @@ import "context"
 // osb_gateway_bindings_expiring gauge (see ObserveExpiring). A broker with
 // none is there with 0; brokers no longer configured are left out.
 func (g *Gateway) CountExpiringBindings(ctx context.Context) (map[string]int, error) {
-	counts, err := g.guard.st.CountExpiring(ctx, g.guard.now().Add(g.cfg.Inventory.ExpiryWarning))
+	counts, err := g.guard.St.CountExpiring(ctx, g.guard.Now().Add(g.cfg.Inventory.ExpiryWarning))
 	if err != nil {
 		return nil, err
 	}

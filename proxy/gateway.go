@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -86,14 +88,14 @@ type Gateway struct {
 	cfg           *config.Config
 	upstreams     map[string]*upstream.Upstream
 	catalogs      *catalog.Cache
-	guard         *guard
+	guard         *guard.Guard
 	auth          *auth.Gate
 	flights       *emulate.Flights                     // shared by reloads
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
-	own           ownLog    // where the gateway's own actions are written (reconcile.go)
-	policy        *policies // nil: no route has a policy (policy.go)
+	own           guard.OwnLog // where the gateway's own actions are written (reconcile.go)
+	policy        *policies    // nil: no route has a policy (policy.go)
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -116,42 +118,42 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	st := opts.Store
 	if st == nil && opts.Previous != nil {
-		st = opts.Previous.guard.st
+		st = opts.Previous.guard.St
 	}
 	if st == nil {
 		st = memory.New(opts.Now)
 	}
-	g.own = ownLog{audit: opts.Audit, access: opts.AccessLog, log: opts.Logger}
-	g.guard = &guard{st: st, now: opts.Now, log: opts.Logger, deadline: cfg.State.OperationDeadline, metrics: opts.Metrics}
+	g.own = guard.OwnLog{Audit: opts.Audit, Access: opts.AccessLog, Log: opts.Logger}
+	g.guard = &guard.Guard{St: st, Now: opts.Now, Log: opts.Logger, Deadline: cfg.State.OperationDeadline, Metrics: opts.Metrics}
 	if rc := cfg.State.Reconcile; rc.On() {
-		g.guard.watchAfter, g.guard.watchEvery = rc.After, rc.Every-cfg.State.SweepTick()/2
+		g.guard.WatchAfter, g.guard.WatchEvery = rc.After, rc.Every-cfg.State.SweepTick()/2
 	}
-	fresh := opts.Previous == nil || opts.Previous.guard.st != st
+	fresh := opts.Previous == nil || opts.Previous.guard.St != st
 	if !fresh {
-		g.guard.replica, g.guard.retry = opts.Previous.guard.replica, opts.Previous.guard.retry
+		g.guard.Replica, g.guard.Retry = opts.Previous.guard.Replica, opts.Previous.guard.Retry
 	} else {
-		g.guard.replica, g.guard.retry = core.NewRequestID(), newReleaser(st, opts.Logger, opts.Metrics)
+		g.guard.Replica, g.guard.Retry = core.NewRequestID(), guard.NewReleaser(st, opts.Logger, opts.Metrics)
 	}
 	g.flights = emulate.NewFlights()
 	if opts.Previous != nil {
 		g.flights = opts.Previous.flights
 	}
-	inv, err := newInventory(cfg, st, opts.Now, opts.Logger, opts.Metrics)
+	inv, err := guard.NewInventory(cfg, st, opts.Now, opts.Logger, opts.Metrics)
 	if err != nil {
 		return nil, err
 	}
-	g.guard.inv = inv
+	g.guard.Inv = inv
 	polled := func(ctx context.Context, l store.Lock, a rules.Answer) {
 		u := g.upstreams[l.Broker]
 		if u == nil {
 			return
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
+		inv.Polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
 	}
-	g.guard.retry.polled.Store(&polled)
-	g.guard.tookOver = g.guard.takeOver
-	g.guard.cfg, g.guard.upstreams, g.guard.catalogs, g.guard.own = cfg, g.upstreams, g.catalogs, g.own
+	g.guard.Retry.Polled.Store(&polled)
+	g.guard.TookOver = g.guard.TakeOver
+	g.guard.Cfg, g.guard.Upstreams, g.guard.Catalogs, g.guard.Own = cfg, g.upstreams, g.catalogs, g.own
 	pool := upstream.NewBufferPool()
 	var errs []error
 	for i := range cfg.Brokers {
@@ -240,7 +242,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	for _, b := range cfg.Brokers {
 		g.catalogs.StatsFor(b.Name) // the catalog counters show 0 from the start
 	}
-	g.catalogs.TrackDrift(g.cfg, g.guard.st, g.guard.inv, opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
+	g.catalogs.TrackDrift(g.cfg, g.guard.St, g.guard.Inv, opts.Now, opts.Logger, opts.Metrics) // catalog_drift.go
 	trusted := core.Proxies(cfg.Listen.TrustedProxyPrefixes())
 	owners := owner.New(cfg, st, opts.Logger, opts.Metrics) // proxy/internal/owner
 	// The whole request path, outermost first. Trace, metrics and audit
@@ -264,13 +266,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		protect.WithRateLimit(g.protect), // nil without limits
 		withRouteIDs(routes, g.catalogs),
 		owner.WithOwner(owners), // nil without a broker several tenants reach
-		withValidate(g.catalogs, g.guard.st, opts.Logger),
+		withValidate(g.catalogs, g.guard.St, opts.Logger),
 		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
 		withCatalog(g.catalogs),
 		emulate.WithFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),
-		withQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
-		withGuard(g.guard),
+		guard.WithQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
+		guard.WithGuard(g.guard),
 		owner.WithOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
 		withEmulate(g.catalogs),
@@ -280,7 +282,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if fresh && cfg.State.Backend == store.BackendBolt {
 		// The bolt file is this process's alone: a broker call the async
 		// shim ran for a process before it is over.
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), guard.ReleaseTimeout)
 		g.settleLostShims(ctx)
 		cancel()
 	}
@@ -334,15 +336,15 @@ func (g *Gateway) CatalogsReady() error {
 // gateway is stopping, and the queue of settlements the store has not
 // taken yet (logged) is dropped.
 func (g *Gateway) Close(next *Gateway) {
-	if next == nil || next.guard.retry != g.guard.retry {
-		g.guard.retry.close()
+	if next == nil || next.guard.Retry != g.guard.Retry {
+		g.guard.Retry.Close()
 	}
 	for name, u := range g.upstreams {
 		if next != nil && next.upstreams[name] == u {
 			continue
 		}
 		if u.BrokerAuth.Rotating() && (next == nil || next.upstreams[name] == nil || !next.upstreams[name].BrokerAuth.Rotating()) {
-			g.guard.metrics.ForgetBrokerCredential(name) // the broker has no second credential any more
+			g.guard.Metrics.ForgetBrokerCredential(name) // the broker has no second credential any more
 		}
 		u.Transport.CloseIdleConnections()
 	}

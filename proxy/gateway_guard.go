@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
 // The gateway's own actions on operations, orphans, quotas and usage are
@@ -25,7 +27,7 @@ func (g *Gateway) QuotaWarnings(ctx context.Context) []string { return g.guard.Q
 
 // Reconcile settles one held operation by asking its broker (see
 // guard.Reconcile for the answers).
-func (g *Gateway) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
+func (g *Gateway) Reconcile(ctx context.Context, req guard.ReconcileRequest) (guard.ReconcileResult, error) {
 	return g.guard.Reconcile(ctx, req)
 }
 

@@ -13,7 +13,7 @@ func (g *Gateway) CountInstances(ctx context.Context) ([]InstanceCount, error) {
 	counts := map[key]int{}
 	cursor := ""
 	for {
-		page, next, err := g.guard.st.ListInstances(ctx, store.InstanceFilter{}, cursor, store.MaxListLimit)
+		page, next, err := g.guard.St.ListInstances(ctx, store.InstanceFilter{}, cursor, store.MaxListLimit)
 		if err != nil {
 			return nil, err
 		}

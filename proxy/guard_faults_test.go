@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -187,7 +189,7 @@ func TestOrphanMitigationWaitsForTheInstanceLock(t *testing.T) {
 	if code, body := e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", asyncProvision); code != 202 {
 		t.Fatalf("async provision: %d %s", code, body)
 	}
-	o := store.Orphan{ID: orphanID(store.KindDeprovision, "b", "i1", ""), Broker: "b", Kind: store.KindDeprovision, InstanceID: "i1",
+	o := store.Orphan{ID: guard.OrphanID(store.KindDeprovision, "b", "i1", ""), Broker: "b", Kind: store.KindDeprovision, InstanceID: "i1",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test"}
 	if err := e.st.PutOrphan(ctx, o); err != nil {
 		t.Fatal(err)
@@ -438,7 +440,7 @@ func TestTerminalPollWhileStoreDownReleasesLater(t *testing.T) {
 	}
 	r.Start()
 	waitFor(t, func() bool {
-		e.g.guard.retry.retryNow()
+		e.g.guard.Retry.RetryNow()
 		ls, err := st.List(context.Background(), store.ListFilter{})
 		return err == nil && len(ls) == 0
 	})

@@ -184,7 +184,7 @@ func TestGuardReleasePaths(t *testing.T) {
 				t.Fatalf("provision: %d %s", code, body)
 			}
 			if tc.held {
-				locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{})
+				locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{})
 				if len(locks) != 1 || !locks[0].Deadline.Equal(e.clock.Now().Add(500*time.Millisecond)) {
 					t.Fatalf("after a timeout, want the lock held for 500ms, got %+v", locks)
 				}
@@ -194,7 +194,7 @@ func TestGuardReleasePaths(t *testing.T) {
 				e.clock.Advance(time.Second)
 				e.g.SweepOperations(context.Background())
 			}
-			if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+			if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 				t.Errorf("lock left behind: %+v", locks)
 			}
 		})
@@ -206,7 +206,7 @@ func TestGuardDeadline(t *testing.T) {
 	e.broker.InjectFault(samplebroker.Fault{}) //nolint:errcheck // no-op fault keeps the call shape
 	e.broker.ClearFaults()
 	e.call(t, "PUT", "/v2/service_instances/i1?accepts_incomplete=true", "2.15", asyncProvision)
-	locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{})
+	locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{})
 	if len(locks) != 1 || !locks[0].Async || locks[0].Operation == "" {
 		t.Fatalf("async lock: %+v", locks)
 	}
@@ -216,7 +216,7 @@ func TestGuardDeadline(t *testing.T) {
 	}
 	e.clock.Advance(601 * time.Second)
 	e.g.SweepOperations(context.Background())
-	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("the sweeper left %+v", locks)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -270,7 +272,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		}
 		update := e.locks(t)[0]
 		// The watch polled the provision before the platform settled it.
-		e.g.guard.settleOwn(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
+		e.g.guard.SettleOwn(ctx, e.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if ls := e.locks(t); len(ls) != 1 || ls[0].Owner != update.Owner {
 			t.Fatalf("locks after a stale settlement: %+v, want the update's", ls)
 		}
@@ -290,7 +292,7 @@ func TestWatchAfterAPlatformSettled(t *testing.T) {
 		b.g.SweepOperations(ctx)
 		polled := a.polls()
 		a.g.SweepOperations(ctx)
-		a.g.guard.settleOwn(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
+		a.g.guard.SettleOwn(ctx, a.g.upstreams["b"], stale, rules.Answer{Status: 200, State: rules.PollSucceeded}, false)
 		if n := a.polls() - polled; n != 0 {
 			t.Errorf("replica a polled %d times after b settled the bind", n)
 		}
@@ -331,20 +333,20 @@ func TestWatchedDue(t *testing.T) {
 		}
 		return ks
 	}
-	var w watched
+	var w guard.Watched
 	now := t0.Add(after + 2*time.Second)
-	if got, want := keys(w.due(ls, now, after, after, 2)), []string{"a", "b"}; !slices.Equal(got, want) {
+	if got, want := keys(w.Due(ls, now, after, after, 2)), []string{"a", "b"}; !slices.Equal(got, want) {
 		t.Errorf("first sweep: %v, want the oldest %v", got, want)
 	}
 	now = now.Add(time.Minute)
-	if got, want := keys(w.due(ls, now, after, after, 2)), []string{"c", "young"}; !slices.Equal(got, want) {
+	if got, want := keys(w.Due(ls, now, after, after, 2)), []string{"c", "young"}; !slices.Equal(got, want) {
 		t.Errorf("second sweep: %v, want those not polled yet %v", got, want)
 	}
 	now = now.Add(after)
-	if got, want := keys(w.due(ls, now, after, after, 3)), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+	if got, want := keys(w.Due(ls, now, after, after, 3)), []string{"a", "b", "c"}; !slices.Equal(got, want) {
 		t.Errorf("after watch_after: %v, want the least recently polled %v", got, want)
 	}
-	if got := keys(w.due(ls[:1], now.Add(after), after, after, 3)); !slices.Equal(got, []string{"young"}) || len(w.last) != 1 {
-		t.Errorf("with one lock left: %v, remembered %d, want [young] and 1", got, len(w.last))
+	if got := keys(w.Due(ls[:1], now.Add(after), after, after, 3)); !slices.Equal(got, []string{"young"}) || len(w.Last) != 1 {
+		t.Errorf("with one lock left: %v, remembered %d, want [young] and 1", got, len(w.Last))
 	}
 }

@@ -156,7 +156,7 @@ func TestInventoryRecordsWhatSucceeded(t *testing.T) {
 	if bd.AppGUID != "app-1" || len(bd.SealedCredentials) == 0 || bytes.Contains(bd.SealedCredentials, answer.Credentials[1:len(answer.Credentials)-1]) {
 		t.Errorf("binding recorded as %+v", bd)
 	}
-	if got := e.g.guard.inv.Open(ctx, bd.SealedCredentials, "credentials", "b", "i-1", "bd-1"); !rules.SameJSON(got, answer.Credentials) {
+	if got := e.g.guard.Inv.Open(ctx, bd.SealedCredentials, "credentials", "b", "i-1", "bd-1"); !rules.SameJSON(got, answer.Credentials) {
 		t.Errorf("credentials open to %s, want %s", got, answer.Credentials)
 	}
 	if st, b := e.call(t, "2.15", "DELETE", "/v2/service_instances/i-1/service_bindings/bd-1"+invQuery, ""); st != http.StatusOK {

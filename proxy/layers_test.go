@@ -27,6 +27,7 @@ var layers = map[string]string{
 	"proxy/internal/usage":     layerService,
 	"proxy/internal/upstream":  layerService,
 	"proxy/internal/catalog":   layerService,
+	"proxy/internal/guard":     layerService,
 	// what the tests of proxy/ and its packages share: imported by tests only
 	"proxy/internal/proxytest": layerService,
 

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/google/go-cmp/cmp"
@@ -438,7 +440,7 @@ func TestMetricsExposition(t *testing.T) {
 	m.Start(&config.Config{Brokers: []config.Broker{{Name: "b"}},
 		Tenants: []config.Tenant{{Name: "t", Routes: []config.Route{{Broker: "b"}}}}})
 	m.SetBuildInfo("v1.2.3", "abc123", "go1.99")
-	m.Mitigation("b", mitigationFail)
+	m.Mitigation("b", guard.MitigationFail)
 	m.ObserveBrokers(func() map[string]bool { return map[string]bool{"b": false} })
 	m.ObserveCertificates(func() []CertExpiry {
 		return []CertExpiry{{Use: "broker", Broker: "b", Cert: &x509.Certificate{

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -101,7 +103,7 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 		func(b string) error { _, err := m.inv.GetInstance(ctx, b, id); return err },
 		func(b string) error { _, err := m.locks.Get(ctx, store.LockKey(b, id)); return err },
 		func(b string) error {
-			_, err := m.locks.GetOrphan(ctx, orphanID(store.KindDeprovision, b, id, ""))
+			_, err := m.locks.GetOrphan(ctx, guard.OrphanID(store.KindDeprovision, b, id, ""))
 			return err
 		},
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -54,7 +56,7 @@ func TestMigrationOwner(t *testing.T) {
 	put("new", "on-both")
 	lock("new", "locked-new", "")
 	lock("old", "locked-old", "")
-	if err := st.PutOrphan(ctx, store.Orphan{ID: orphanID(store.KindDeprovision, "new", "orphan-new", ""), Broker: "new",
+	if err := st.PutOrphan(ctx, store.Orphan{ID: guard.OrphanID(store.KindDeprovision, "new", "orphan-new", ""), Broker: "new",
 		InstanceID: "orphan-new", Kind: store.KindDeprovision, Created: now, NextAttempt: now}); err != nil {
 		t.Fatal(err)
 	}

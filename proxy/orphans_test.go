@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
@@ -86,7 +88,7 @@ func TestOrphanMitigation(t *testing.T) {
 	if res, _ := do(t, "PUT", gw.URL+"/t1/b/v2/service_instances/ihang", t1User, t1Pass, "2.15", strings.NewReader(syncProvision)); res.StatusCode != 504 {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	orphans, _ := g.guard.st.ListOrphans(ctx)
+	orphans, _ := g.guard.St.ListOrphans(ctx)
 	if len(orphans) != 2 {
 		t.Fatalf("orphans %+v", orphans)
 	}
@@ -101,7 +103,7 @@ func TestOrphanMitigation(t *testing.T) {
 	}
 	clock.Advance(time.Second)
 	g.MitigateOrphans(ctx)
-	orphans, _ = g.guard.st.ListOrphans(ctx)
+	orphans, _ = g.guard.St.ListOrphans(ctx)
 	if len(orphans) != 2 || orphans[0].Attempts != 1 || orphans[1].Attempts != 1 {
 		t.Fatalf("after a failed try: %+v", orphans)
 	}
@@ -112,7 +114,7 @@ func TestOrphanMitigation(t *testing.T) {
 	}
 	clock.Advance(11 * time.Second)
 	g.MitigateOrphans(ctx)
-	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
+	if orphans, _ := g.guard.St.ListOrphans(ctx); len(orphans) != 0 {
 		t.Errorf("left after mitigation: %+v", orphans)
 	}
 }
@@ -175,7 +177,7 @@ func TestOrphanReportAndAdmin(t *testing.T) {
 	if code, body := call("DELETE", "/admin/operations/b/i2?reason=stuck", token); code != 200 {
 		t.Errorf("release: %d %s", code, body)
 	}
-	if locks, _ := g.guard.st.List(ctx, store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := g.guard.St.List(ctx, store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("still held: %+v", locks)
 	}
 }
@@ -241,7 +243,7 @@ func TestUndoAsksForAsyncWhereTheBrokerHasIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := store.Orphan{ID: "o", Kind: tc.kind, InstanceID: "i1", BindingID: "b1", ServiceID: "s", PlanID: "p"}
-			if status, _, err := undo(u, context.Background(), o); status != 200 || err != nil {
+			if status, _, err := guard.Undo(u, context.Background(), o); status != 200 || err != nil {
 				t.Fatalf("undo: %d %v", status, err)
 			}
 			if got := <-queries; got != tc.want {
@@ -262,14 +264,14 @@ func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 	provisionedAsync(t, gw, "ia")
 	o := store.Orphan{ID: "o-ia", Broker: "b", Tenant: "t1", Kind: store.KindDeprovision, InstanceID: "ia",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test", Created: clock.Now(), NextAttempt: clock.Now()}
-	if err := g.guard.st.PutOrphan(ctx, o); err != nil {
+	if err := g.guard.St.PutOrphan(ctx, o); err != nil {
 		t.Fatal(err)
 	}
 	_ = broker.InjectFault(samplebroker.Fault{Endpoint: samplebroker.EndpointDeprovision, FailOperation: true, Count: 1})
 	held := func() bool { return slices.Contains(broker.Holdings().Instances, "ia") }
 
 	g.MitigateOrphans(ctx) // DELETE: 202, a deletion that will fail
-	if got, _ := g.guard.st.GetOrphan(ctx, o.ID); !got.Undoing || !held() {
+	if got, _ := g.guard.St.GetOrphan(ctx, o.ID); !got.Undoing || !held() {
 		t.Fatalf("after the first undo: orphan %+v, broker holds it: %v; want it kept, being deleted", got, held())
 	}
 	// The deletion's lock keeps platform calls off the instance meanwhile.
@@ -284,7 +286,7 @@ func TestUndoWhoseAsyncDeletionFailsIsTriedAgain(t *testing.T) {
 	}
 	clock.Advance(2 * time.Minute)
 	g.MitigateOrphans(ctx) // its poll: gone
-	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 || held() {
+	if orphans, _ := g.guard.St.ListOrphans(ctx); len(orphans) != 0 || held() {
 		t.Errorf("orphans left %+v, broker holds it: %v; want neither", orphans, held())
 	}
 }
@@ -298,21 +300,21 @@ func TestUndoneOrphanLeavesNoRecord(t *testing.T) {
 	g, gw, broker, clock := orphanEnv(t, "mitigate", nil)
 	ctx := context.Background()
 	provisionedAsync(t, gw, "ia")
-	if _, err := g.guard.st.GetInstance(ctx, "b", "ia"); err != nil {
+	if _, err := g.guard.St.GetInstance(ctx, "b", "ia"); err != nil {
 		t.Fatalf("the provision is not recorded: %v", err)
 	}
 	o := store.Orphan{ID: "o-ia", Broker: "b", Tenant: "t1", Kind: store.KindDeprovision, InstanceID: "ia",
 		ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanAsyncID, Reason: "test", Created: clock.Now(), NextAttempt: clock.Now()}
-	if err := g.guard.st.PutOrphan(ctx, o); err != nil {
+	if err := g.guard.St.PutOrphan(ctx, o); err != nil {
 		t.Fatal(err)
 	}
 	g.MitigateOrphans(ctx) // DELETE: 202
 	clock.Advance(2 * time.Minute)
 	g.MitigateOrphans(ctx) // its poll: gone
-	if orphans, _ := g.guard.st.ListOrphans(ctx); len(orphans) != 0 || slices.Contains(broker.Holdings().Instances, "ia") {
+	if orphans, _ := g.guard.St.ListOrphans(ctx); len(orphans) != 0 || slices.Contains(broker.Holdings().Instances, "ia") {
 		t.Fatalf("orphans left %+v, broker holdings %v; want the undo done", orphans, broker.Holdings().Instances)
 	}
-	if in, err := g.guard.st.GetInstance(ctx, "b", "ia"); !errors.Is(err, store.ErrNotFound) {
+	if in, err := g.guard.St.GetInstance(ctx, "b", "ia"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after the undo the inventory still records %+v (%v); want no record", in, err)
 	}
 }

@@ -76,15 +76,15 @@ func TestUndeliveredSuccessIsAnOrphan(t *testing.T) {
 	if w.code != http.StatusCreated {
 		t.Fatalf("provision: %d %s", w.code, w.body.String())
 	}
-	orphans, err := e.g.guard.st.ListOrphans(context.Background())
+	orphans, err := e.g.guard.St.ListOrphans(context.Background())
 	if err != nil || len(orphans) != 1 || orphans[0].InstanceID != "i1" ||
 		!strings.Contains(orphans[0].Reason, "the platform went away before the answer reached it") {
 		t.Fatalf("orphans %+v (%v), want the provision of i1 as a candidate", orphans, err)
 	}
-	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
 	}
-	if _, err := e.g.guard.st.GetInstance(context.Background(), "b", "i1"); err == nil {
+	if _, err := e.g.guard.St.GetInstance(context.Background(), "b", "i1"); err == nil {
 		t.Error("the inventory keeps the instance the platform never got")
 	}
 }
@@ -99,7 +99,7 @@ func TestDeliveredSuccessReleasesBeforeItsEnd(t *testing.T) {
 		if code, body := e.call(t, "PUT", path, "2.15", syncProvision()); code != http.StatusCreated {
 			t.Fatalf("provision: %d %s", code, body)
 		}
-		if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+		if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 			t.Fatalf("after the answer, locks %+v, want none", locks)
 		}
 		if code, body := e.call(t, "PATCH", path, "2.15", updateBody); code == http.StatusBadRequest || code == http.StatusUnprocessableEntity {
@@ -132,7 +132,7 @@ func TestGonePlatformPutIsNot5xx(t *testing.T) {
 	if n := e.broker.Counts()["provision"]; n != 0 {
 		t.Errorf("the broker saw %d provisions, want none", n)
 	}
-	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
 	}
 }

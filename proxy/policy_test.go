@@ -222,7 +222,7 @@ func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler
 		})
 	}
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	return Stack(terminal, withScope(time.Now), prefill, withClassify(), withValidate(g.catalogs, g.guard.st, slog.New(slog.DiscardHandler)), mw)
+	return Stack(terminal, withScope(time.Now), prefill, withClassify(), withValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler)), mw)
 }
 
 // BenchmarkPolicyStage: a provision through validate and the policy

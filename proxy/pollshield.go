@@ -91,7 +91,7 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return res, err
 	}
-	now := guardOf(s).now
+	now := guardOf(s).Now
 	key := pollKey(s, req)
 	if a, ok := p.answers.Get(key); ok && now().Before(a.until) {
 		s.Shield = ShieldReused

@@ -305,7 +305,7 @@ func TestPollShieldSharesOneBrokerCall(t *testing.T) {
 			}
 			// A terminal answer released the lock, for all of them; an
 			// operation in progress keeps it.
-			_, err := e.g.guard.st.Get(t.Context(), store.LockKey("b", "i1"))
+			_, err := e.g.guard.St.Get(t.Context(), store.LockKey("b", "i1"))
 			if locked := err == nil; locked != (state == "in progress") {
 				t.Errorf("after the shared %q answer the instance is locked: %v (%v)", state, locked, err)
 			}
@@ -464,11 +464,11 @@ func TestPollShieldTerminalNotReused(t *testing.T) {
 	path = lastOpPath("i2", op)
 	e.broker.answer(200, `{"state":"in progress"}`, "")
 	e.poll(t.Context(), path, "rid")
-	l, err := e.g.guard.st.Get(t.Context(), store.LockKey("b", "i2"))
+	l, err := e.g.guard.St.Get(t.Context(), store.LockKey("b", "i2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.g.guard.st.Release(t.Context(), l.Key, l.Owner); err != nil {
+	if err := e.g.guard.St.Release(t.Context(), l.Key, l.Owner); err != nil {
 		t.Fatal(err)
 	}
 	step := func(what string) {
@@ -484,7 +484,7 @@ func TestPollShieldTerminalNotReused(t *testing.T) {
 	step("the poll of a released operation")
 	next := l
 	next.Owner = "another-operation"
-	if _, err := e.g.guard.st.Acquire(t.Context(), next); err != nil {
+	if _, err := e.g.guard.St.Acquire(t.Context(), next); err != nil {
 		t.Fatal(err)
 	}
 	step("the first poll of the next operation")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -48,10 +50,10 @@ func deadReplicaEnv(t *testing.T, open func(*testing.T, *osbtest.Clock) store.St
 	now := clock.Now()
 	left := []store.Lock{{Key: store.LockKey("b", "dead1"), Owner: "dead-replica-call", Kind: store.KindProvision, Tenant: "t1", Broker: "b",
 		InstanceID: "dead1", ServiceID: samplebroker.ServiceID, PlanID: samplebroker.PlanSyncID,
-		Started: now, Deadline: now.Add(30*time.Second + syncHoldMargin)}}
+		Started: now, Deadline: now.Add(30*time.Second + guard.SyncHoldMargin)}}
 	if quotaLock {
 		left = append(left, store.Lock{Key: store.LockKey("quota:t1", "three"), Owner: "dead-replica-quota", Kind: store.KindProvision,
-			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(quotaLease)})
+			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(guard.QuotaLease)})
 	}
 	for _, l := range left {
 		if _, err := e.st.Acquire(context.Background(), l); err != nil {
@@ -79,7 +81,7 @@ func TestQuotaLockOfDeadReplica(t *testing.T) {
 				t.Errorf("provision while the dead replica's quota lock holds: %d Retry-After %q %s, want 429, Retry-After 10 and the other replica",
 					a.status, a.header.Get("Retry-After"), a.body)
 			}
-			e.clock.Advance(quotaLease - time.Second)
+			e.clock.Advance(guard.QuotaLease - time.Second)
 			pending = e.send(t, "PUT", "/v2/service_instances/new1?accepts_incomplete=true", "2.15", shimProvision)
 			e.fire(t)
 			if a := wait(t, pending); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "1" {
@@ -115,7 +117,7 @@ func TestQuotaCountsDeadReplicasProvision(t *testing.T) {
 				}
 			}
 			refused("the dead replica's provision held")
-			e.clock.Advance(30*time.Second + syncHoldMargin)
+			e.clock.Advance(30*time.Second + guard.SyncHoldMargin)
 			refused("its lock past its deadline, not yet swept")
 			e.g.SweepOperations(ctx)
 			if l := e.lock(t, store.LockKey("b", "dead1")); l.Key != "" {
@@ -177,10 +179,10 @@ func TestQuotaLeaseLapsed(t *testing.T) {
 	st := &lapsingStore{Store: openStore(t, store.Config{Backend: store.BackendMemory}, clock)}
 	quotaKey := store.LockKey("quota:t1", "three")
 	st.lapse = func() {
-		clock.Advance(quotaLease)
+		clock.Advance(guard.QuotaLease)
 		now := clock.Now()
 		if _, err := st.Store.Acquire(context.Background(), store.Lock{Key: quotaKey, Owner: "other-replica", Kind: store.KindProvision,
-			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(quotaLease)}); err != nil {
+			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(guard.QuotaLease)}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -223,7 +225,7 @@ func TestQuotaSweepRecordsCandidateFirst(t *testing.T) {
 		st = &sweepOrderStore{Store: openStore(t, store.Config{Backend: store.BackendMemory}, clock)}
 		return st
 	}, false)
-	e.clock.Advance(30*time.Second + syncHoldMargin)
+	e.clock.Advance(30*time.Second + guard.SyncHoldMargin)
 	e.g.SweepOperations(context.Background())
 	if len(st.atExpiry) != 1 || st.atExpiry[0].InstanceID != "dead1" {
 		t.Errorf("orphans queued when the sweep deleted the locks: %+v, want dead1's", st.atExpiry)

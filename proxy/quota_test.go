@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -34,9 +36,9 @@ func TestQuotaRules(t *testing.T) {
 		Key     string
 	}
 	got := map[string][]row{}
-	for prefix, qs := range quotaRules(cfg) {
+	for prefix, qs := range guard.QuotaRules(cfg) {
 		for _, q := range qs {
-			got[prefix] = append(got[prefix], row{q.label, q.max, q.brokers, q.lock.Key})
+			got[prefix] = append(got[prefix], row{q.Label, q.Max, q.Brokers, q.Lock.Key})
 		}
 	}
 	want := map[string][]row{
@@ -77,12 +79,12 @@ func TestQuotaMatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := &quotaRule{service: tt.service, plan: tt.plan}
+			q := &guard.QuotaRule{Service: tt.service, Plan: tt.plan}
 			use := ix
 			if tt.noCatalog {
 				use = nil
 			}
-			if got := q.matches(use, tt.svcID, tt.planID); got != tt.want {
+			if got := q.Matches(use, tt.svcID, tt.planID); got != tt.want {
 				t.Errorf("matches = %t, want %t", got, tt.want)
 			}
 		})
@@ -93,7 +95,7 @@ func TestQuotaMatches(t *testing.T) {
 // the tenant holds (and how much of that is still in flight), as a 422
 // that Cloud Controller shows.
 func TestQuotaRefusal(t *testing.T) {
-	q := &quotaRule{tenant: "cf-prod", label: "db/small", service: "db", plan: "small", max: 5}
+	q := &guard.QuotaRule{Tenant: "cf-prod", Label: "db/small", Service: "db", Plan: "small", Max: 5}
 	for _, tc := range []struct {
 		name               string
 		recorded, inFlight int
@@ -102,7 +104,7 @@ func TestQuotaRefusal(t *testing.T) {
 		{"recorded", 5, 0, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5; delete one first, or ask the operator to raise the quota`},
 		{"in flight", 3, 2, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5 (2 of them still being provisioned, or not yet known to be gone after a failed provision); delete one first, or ask the operator to raise the quota`},
 	} {
-		if e := quotaRefusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
+		if e := guard.QuotaRefusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
 			t.Errorf("%s: refusal %d %q, want 422 %q", tc.name, e.Status, e.Description, tc.want)
 		}
 	}

@@ -134,8 +134,8 @@ func TestReleaseRacedByAPlatformCallLeavesItsRecord(t *testing.T) {
 	if !ok || before.State != store.StateInProgress {
 		t.Fatalf("before the release the record says %+v (%t), want the provision in progress", before, ok)
 	}
-	race := &racingRelease{Store: e.g.guard.st}
-	e.g.guard.st = race
+	race := &racingRelease{Store: e.g.guard.St}
+	e.g.guard.St = race
 	if err := e.g.ReleaseOperation(ctx, "b", "i1", "", "carol", "stuck since the outage"); err != nil {
 		t.Fatal(err)
 	}

@@ -113,8 +113,8 @@ func withRetiredGone(cfg *config.Config) Middleware {
 				return
 			}
 			if err := dropRetired(r.Context(), s); err != nil {
-				guardOf(s).inv.metrics.StoreError("inventory")
-				guardOf(s).log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.Name), slog.String("error", err.Error()))
+				guardOf(s).Inv.Metrics.StoreError("inventory")
+				guardOf(s).Log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.Name), slog.String("error", err.Error()))
 				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.Name) +
 					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
 				return
@@ -127,11 +127,11 @@ func withRetiredGone(cfg *config.Config) Middleware {
 
 // dropRetired removes from the inventory what the call deletes.
 func dropRetired(ctx context.Context, s *Scope) error {
-	iv := guardOf(s).inv
+	iv := guardOf(s).Inv
 	if !iv.Keeps(upstream.Of(s.Route)) {
 		return nil
 	}
-	return iv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
+	return iv.Removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
 }
 
 // upstreamOf is g's upstream of the broker named, nil when g is nil or has

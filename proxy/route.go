@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -144,11 +146,11 @@ func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return
 
 // guardOf is the guard of a call the guard stage marked Guarded; nil for
 // other calls.
-func guardOf(s *Scope) *guard {
+func guardOf(s *Scope) *guard.Guard {
 	if !s.Guarded {
 		return nil
 	}
-	g, _ := s.Route.Guard.(*guard)
+	g, _ := s.Route.Guard.(*guard.Guard)
 	return g
 }
 
@@ -157,7 +159,8 @@ func guardOf(s *Scope) *guard {
 // upstream: the broker's settings, its maximum version as forwarded, the
 // tenant's status for a missing version.
 func newRoute(prefix string, t *auth.Tenant, u *upstream.Upstream) *route {
-	rt := &route{Prefix: prefix, Up: u, Broker: &u.Cfg, MaxVersion: u.MaxString}
+	rt := upstream.Route(u)
+	rt.Prefix = prefix
 	if t != nil {
 		rt.Tenant, rt.MissingVersionStatus = t, t.MissingStatus
 	}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
@@ -52,7 +54,7 @@ type Timer = core.Timer
 // withShim is the async shim's stage, after the guard: it runs a call that
 // may be shimmed (shimmable) with the timer, and answers the polls of the
 // operations the shim owns (servePoll).
-func withShim(g *guard, after Timer) Middleware {
+func withShim(g *guard.Guard, after Timer) Middleware {
 	if after == nil {
 		after = core.RealTimer
 	}
@@ -61,9 +63,9 @@ func withShim(g *guard, after Timer) Middleware {
 			s := ScopeOf(w, r)
 			switch {
 			case s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation:
-				g.servePoll(w, r, s, next)
+				servePoll(g, w, r, s, next)
 			case shimmable(s):
-				g.serveShimmed(w, r, s, next, after)
+				serveShimmed(g, w, r, s, next, after)
 			default:
 				next.ServeHTTP(w, r)
 			}
@@ -86,7 +88,7 @@ func shimmable(s *Scope) bool {
 
 // serveShimmed runs the broker call of s in a goroutine and answers the
 // platform with its answer, or with 202 once async_after has passed.
-func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
+func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
 	c := &core.ShimCall{Recorded: make(chan struct{}), Done: make(chan struct{}),
 		Operation: ShimOperationPrefix + s.Lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
@@ -98,7 +100,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 	if s.Body != nil {
 		r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(s.Body)), int64(len(s.Body))
 	}
-	go g.runShimmed(next, call, r2, buf)
+	go runShimmed(g, next, call, r2, buf)
 
 	fired, stop := after(upstream.Of(s.Route).Cfg.Emulate.AsyncAfter)
 	defer stop()
@@ -108,7 +110,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 		// A platform already gone gets nothing: the call settles as
 		// any call whose platform left.
 		if r.Context().Err() == nil && c.State.CompareAndSwap(core.ShimRunning, core.ShimClaiming) {
-			ok := g.claimShim(s, call)
+			ok := claimShim(g, s, call)
 			if ok {
 				c.State.Store(core.ShimShimmed)
 			} else {
@@ -134,7 +136,7 @@ func (g *guard) serveShimmed(w http.ResponseWriter, r *http.Request, s *Scope, n
 // runShimmed is the goroutine of a broker call the shim may answer for: it
 // serves r with next into buf and, when the platform got the shim's 202,
 // records the outcome.
-func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
+func runShimmed(g *guard.Guard, next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
 	c := s.Shim
 	defer close(c.Done)
 	panicked := serveRecovering(next, &s.W, r)
@@ -142,7 +144,7 @@ func (g *guard) runShimmed(next http.Handler, s *Scope, r *http.Request, buf *sh
 		c.Panicked = panicked
 		return
 	}
-	g.concludeShim(s, buf, panicked)
+	concludeShim(g, s, buf, panicked)
 }
 
 // serveRecovering serves r with h and returns what h panicked with, if it
@@ -159,26 +161,26 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // latest. call is the copy of s the broker call runs on; it takes the
 // converted lock. It reports false when the store did not take it: the
 // platform then waits for the broker's answer, as without the shim.
-func (g *guard) claimShim(s, call *Scope) bool {
+func claimShim(g *guard.Guard, s, call *Scope) bool {
 	up := upstream.Of(s.Route)
 	l := s.Lock.Lock
-	now := g.now()
-	callEnds := l.Started.Add(up.Timeout + syncHoldMargin)
+	now := g.Now()
+	callEnds := l.Started.Add(up.Timeout + guard.SyncHoldMargin)
 	l.Async, l.Operation = true, call.Shim.Operation
-	l.Deadline = later(g.asyncDeadline(s, now), callEnds)
-	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.replica, CallEnds: callEnds}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.Lock.Platform), releaseTimeout)
+	l.Deadline = guard.Later(g.AsyncDeadline(s, now), callEnds)
+	l.Shim = store.Shim{State: store.StateInProgress, Replica: g.Replica, CallEnds: callEnds}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.Lock.Platform), guard.ReleaseTimeout)
 	defer cancel()
-	if err := g.st.Update(ctx, l); err != nil {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelError, "async shim: operation not recorded; the platform waits for the broker's answer",
+	if err := g.St.Update(ctx, l); err != nil {
+		g.Metrics.StoreError("update")
+		g.Log.LogAttrs(ctx, slog.LevelError, "async shim: operation not recorded; the platform waits for the broker's answer",
 			slog.String("broker", up.Name), slog.String("instance_id", l.InstanceID), slog.String("error", err.Error()))
 		return false
 	}
 	call.Lock.Lock = l
 	s.Lock.Settled = true // the broker call's copy holds the lock from here
 	s.Operation, s.Emulated = l.Operation, EmulatedShim
-	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
+	g.Log.LogAttrs(ctx, slog.LevelInfo, "async shim: answered 202, the broker call runs on",
 		slog.String("broker", up.Name), slog.String("tenant", s.Tenant), slog.String("kind", l.Kind),
 		slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
 		slog.String("operation", l.Operation), slog.Duration("async_after", up.Cfg.Emulate.AsyncAfter))
@@ -194,13 +196,13 @@ func (g *guard) claimShim(s, call *Scope) bool {
 // the lock for hold_after_timeout, as it does without the shim (the orphan
 // candidate, if any, takes it over). The lock stays until the poll that
 // reports the outcome (or its deadline).
-func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
+func concludeShim(g *guard.Guard, s *Scope, buf *shimWriter, panicked any) {
 	h, up, c := s.Lock, upstream.Of(s.Route), s.Shim
 	l := h.Lock
-	now := g.now()
+	now := g.Now()
 	switch {
 	case panicked != nil:
-		g.log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
+		g.Log.LogAttrs(context.Background(), slog.LevelError, "async shim: the broker call panicked",
 			slog.String("broker", up.Name), slog.String("instance_id", l.InstanceID), slog.Any("panic", panicked))
 		l.Shim.State, l.Shim.Description = store.StateFailed, "The gateway failed while handling the request; the cause is in the gateway's log."
 	case h.Settled && !c.TimedOut && malformedCreate(s.Call, buf):
@@ -212,7 +214,7 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 	case h.Settled && !c.TimedOut && buf.status == http.StatusAccepted:
 		l.Shim.BrokerAsync = true
 		l.Shim.BrokerOperation = rules.ReadResponse(s.Call, buf.status, buf.body.Bytes()).Operation
-		l.Deadline = later(l.Deadline, g.asyncDeadline(s, now))
+		l.Deadline = guard.Later(l.Deadline, g.AsyncDeadline(s, now))
 	case h.Settled && !c.TimedOut && rules.Succeeded(s.Call, buf.status):
 		l.Shim.State = store.StateSucceeded
 	default:
@@ -222,23 +224,23 @@ func (g *guard) concludeShim(s *Scope, buf *shimWriter, panicked any) {
 		l.Shim.Hold, l.Deadline = true, now.Add(up.Cfg.HoldAfterTimeout)
 	}
 	h.Settled = true
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), guard.ReleaseTimeout)
 	defer cancel()
 	err := errInventoryPending
 	if c.Record == nil {
-		err = g.st.Update(ctx, l)
+		err = g.St.Update(ctx, l)
 	}
 	if err != nil {
 		// The replica lives and keeps the outcome: the retry queue writes
 		// it once the store is back (its polls meanwhile say "in
 		// progress"; see lostShim), and no poll reports the call lost.
 		if !errors.Is(err, errInventoryPending) {
-			g.metrics.StoreError("update")
+			g.Metrics.StoreError("update")
 		}
-		g.retry.add(pending{lock: l, outcome: true, record: c.Record, cause: err})
+		g.Retry.Add(guard.Pending{Lock: l, Outcome: true, Record: c.Record, Cause: err})
 		return
 	}
-	g.log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.Name),
+	g.Log.LogAttrs(ctx, slog.LevelInfo, "async shim: the broker call ended", slog.String("broker", up.Name),
 		slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
 		slog.String("operation", l.Operation), slog.Int("status", buf.status), slog.String("state", l.Shim.State),
 		slog.Bool("broker_async", l.Shim.BrokerAsync))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
@@ -121,7 +123,7 @@ func TestStorePauseDuringShimmedCallKeepsTheOutcome(t *testing.T) {
 		}
 	})
 	release()
-	waitLong(t, "the shim to queue the outcome the store did not take", func() bool { return e.g.guard.retry.Len() > 0 })
+	waitLong(t, "the shim to queue the outcome the store did not take", func() bool { return e.g.guard.Retry.Len() > 0 })
 	if poll := e.call(t, "GET", pollPath, "2.15", ""); poll.status != 503 {
 		t.Errorf("poll while the store is paused: %d %s", poll.status, poll.body)
 	}
@@ -130,10 +132,10 @@ func TestStorePauseDuringShimmedCallKeepsTheOutcome(t *testing.T) {
 
 	key := store.LockKey("b", "held1")
 	waitLong(t, "the outcome to reach the store", func() bool {
-		e.g.guard.retry.retryNow()
+		e.g.guard.Retry.RetryNow()
 		return e.lock(t, key).Shim.State == store.StateSucceeded
 	})
-	clock.Advance(30*time.Second + syncHoldMargin + shimLostGrace) // past the call's time and any challenge
+	clock.Advance(30*time.Second + guard.SyncHoldMargin + shimLostGrace) // past the call's time and any challenge
 	poll := e.call(t, "GET", pollPath, "2.15", "")
 	if poll.status != 200 || poll.body != `{"state":"succeeded"}` {
 		t.Errorf("poll after the store is back: %d %s", poll.status, poll.body)
@@ -174,7 +176,7 @@ func TestShimLostOnlyWhenItsReplicaIsGone(t *testing.T) {
 			t.Errorf("%s: %d %s", what, poll.status, poll.body)
 		}
 	}
-	clock.Advance(30*time.Second + syncHoldMargin)
+	clock.Advance(30*time.Second + guard.SyncHoldMargin)
 	inProgress(a, "the running replica's poll after the call's time")
 	inProgress(b, "the other replica's first poll after the call's time (a challenge)")
 	key := store.LockKey("b", "held1")

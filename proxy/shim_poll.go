@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -27,7 +29,7 @@ const shimLost = "the gateway restarted during the broker call"
 // alive whose outcome waited for the store writes it within its retry
 // queue's backoff (retryMax) and one store call (releaseTimeout), and this
 // covers that twice over.
-const shimLostGrace = 2 * (retryMax + releaseTimeout)
+const shimLostGrace = 2 * (guard.RetryMax + guard.ReleaseTimeout)
 
 // lastOperationBody is a last_operation answer the gateway makes.
 type lastOperationBody struct {
@@ -40,17 +42,17 @@ type lastOperationBody struct {
 // longer tracks it, from the inventory (answerUntracked). Other polls go
 // on, but a binding poll to a broker too old for it (classify deferred its
 // 412 to here) is refused.
-func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+func servePoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
 	op := s.Call.Operation
 	if l := s.Polled; l != nil && l.Shim.State != "" {
 		if op == "" || op == l.Operation {
-			g.answerShimPoll(w, r, s, next)
+			answerShimPoll(g, w, r, s, next)
 			return
 		}
 		s.Polled = nil // a poll of another operation does not settle the shim's
 	}
 	if upstream.Of(s.Route).Cfg.Emulate.AsyncAfter > 0 && strings.HasPrefix(op, ShimOperationPrefix) {
-		g.answerUntracked(w, r, s, op)
+		answerUntracked(g, w, r, s, op)
 		return
 	}
 	if s.ShimTooOld != nil {
@@ -68,7 +70,7 @@ func (g *guard) servePoll(w http.ResponseWriter, r *http.Request, s *Scope, next
 // and ends failed (settleLostShim). When the broker answered 202 after
 // all, the poll goes to the broker with the broker's operation, and its
 // answer settles the lock as any poll's does.
-func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
 	l := *s.Polled
 	s.Operation = l.Operation
 	if l.Shim.BrokerAsync {
@@ -76,13 +78,13 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 		return
 	}
 	s.Emulated = EmulatedShim
-	if l.Shim.Replica == forcedReplica {
-		s.Emulated = EmulatedForced // an operator's forced state (reconcile.go)
+	if l.Shim.Replica == guard.ForcedReplica {
+		s.Emulated = guard.EmulatedForced // an operator's forced state (reconcile.go)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), guard.ReleaseTimeout)
 	defer cancel()
-	if l.Shim.State == store.StateInProgress && !g.now().Before(l.Shim.CallEnds) {
-		l = g.lostShim(ctx, upstream.Of(s.Route), l)
+	if l.Shim.State == store.StateInProgress && !g.Now().Before(l.Shim.CallEnds) {
+		l = lostShim(g, ctx, upstream.Of(s.Route), l)
 		*s.Polled = l
 	}
 	body := lastOperationBody{State: l.Shim.State, Description: l.Shim.Description}
@@ -92,7 +94,7 @@ func (g *guard) answerShimPoll(w http.ResponseWriter, r *http.Request, s *Scope,
 			w.Header()["Retry-After"] = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
 		}
 	} else if !l.Shim.Hold {
-		g.settlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
+		g.SettlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
 	}
 	writeAnswer(w, http.StatusOK, body)
 }
@@ -122,25 +124,25 @@ func withOperation(r *http.Request, op string) *http.Request {
 // lost by a poll shimLostGrace later if it is still in progress: a replica
 // alive writes its pending outcome, which clears the challenge, well
 // within that. It returns l as it now stands.
-func (g *guard) lostShim(ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
-	now := g.now()
+func lostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
+	now := g.Now()
 	switch {
-	case l.Shim.Replica == g.replica:
+	case l.Shim.Replica == g.Replica:
 		return l
 	case l.Shim.Challenged.IsZero():
 		l.Shim.Challenged = now
-		if err := g.st.Update(ctx, l); err != nil {
-			g.metrics.StoreError("update")
+		if err := g.St.Update(ctx, l); err != nil {
+			g.Metrics.StoreError("update")
 			return l // the next poll challenges it again
 		}
-		g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: operation still in progress after its call's time; its replica has until the challenge ends to record the outcome",
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "async shim: operation still in progress after its call's time; its replica has until the challenge ends to record the outcome",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation),
 			slog.String("replica", l.Shim.Replica), slog.Time("challenge_ends", now.Add(shimLostGrace)))
 		return l
 	case now.Before(l.Shim.Challenged.Add(shimLostGrace)):
 		return l
 	}
-	return g.settleLostShim(ctx, up, l)
+	return settleLostShim(g, ctx, up, l)
 }
 
 // settleLostShim ends the emulated operation l, whose broker call ran in a
@@ -157,12 +159,12 @@ func (g *guard) lostShim(ctx context.Context, up *upstream.Upstream, l store.Loc
 // undo's DELETE never races the call. It returns l as settled; a store
 // failure is logged, l comes back in progress, and the next poll tries
 // again.
-func (g *guard) settleLostShim(ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
+func settleLostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
 	lost := l
-	now := g.now()
+	now := g.Now()
 	lost.Shim.State, lost.Shim.Description, lost.Shim.Challenged = store.StateFailed, shimLost, time.Time{}
 	if up != nil {
-		if hold := later(now, l.Started.Add(up.Timeout)).Add(up.Cfg.HoldAfterTimeout); hold.After(now) {
+		if hold := guard.Later(now, l.Started.Add(up.Timeout)).Add(up.Cfg.HoldAfterTimeout); hold.After(now) {
 			lost.Shim.Hold, lost.Deadline = true, hold
 		}
 		if ok, _ := rules.OrphanOnTimeout(rules.Call{Endpoint: rules.LockedBy(l.Kind)}); ok {
@@ -170,23 +172,23 @@ func (g *guard) settleLostShim(ctx context.Context, up *upstream.Upstream, l sto
 			if lost.Shim.Hold {
 				due, owner = lost.Deadline, l.Owner
 			}
-			if o, decision := g.newOrphan(up, l, shimLost+", which may have left it behind", due, owner); decision != "" {
+			if o, decision := g.NewOrphan(up, l, shimLost+", which may have left it behind", due, owner); decision != "" {
 				if lost.Shim.Hold {
 					o.HoldUntil = due
 				}
-				if _, ok := g.putCandidate(ctx, up, o, decision); !ok {
+				if _, ok := g.PutCandidate(ctx, up, o, decision); !ok {
 					return l
 				}
 			}
 		}
 	}
-	if err := g.st.Update(ctx, lost); err != nil && !errors.Is(err, store.ErrNotFound) {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelError, "async shim: lost operation not recorded as failed", slog.String("broker", l.Broker),
+	if err := g.St.Update(ctx, lost); err != nil && !errors.Is(err, store.ErrNotFound) {
+		g.Metrics.StoreError("update")
+		g.Log.LogAttrs(ctx, slog.LevelError, "async shim: lost operation not recorded as failed", slog.String("broker", l.Broker),
 			slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation), slog.String("error", err.Error()))
 		return l
 	}
-	g.log.LogAttrs(ctx, slog.LevelWarn, "async shim: the broker call's gateway process is gone; operation failed, the instance held until the broker call must be over",
+	g.Log.LogAttrs(ctx, slog.LevelWarn, "async shim: the broker call's gateway process is gone; operation failed, the instance held until the broker call must be over",
 		slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
 		slog.String("binding_id", l.BindingID), slog.String("operation", l.Operation), slog.String("replica", l.Shim.Replica),
 		slog.Time("call_ends", l.Shim.CallEnds), slog.Time("hold_ends", lost.Deadline))
@@ -198,15 +200,15 @@ func (g *guard) settleLostShim(ctx context.Context, up *upstream.Upstream, l sto
 // file, which one process opens at a time, that process is gone.
 func (g *Gateway) settleLostShims(ctx context.Context) {
 	gd := g.guard
-	locks, err := gd.st.List(ctx, store.ListFilter{})
+	locks, err := gd.St.List(ctx, store.ListFilter{})
 	if err != nil {
-		gd.log.LogAttrs(ctx, slog.LevelWarn, "async shim: operations of the previous process not checked; their polls settle them",
+		gd.Log.LogAttrs(ctx, slog.LevelWarn, "async shim: operations of the previous process not checked; their polls settle them",
 			slog.String("error", err.Error()))
 		return
 	}
 	for _, l := range locks {
-		if l.Shim.State == store.StateInProgress && !l.Shim.BrokerAsync && l.Shim.Replica != gd.replica {
-			gd.settleLostShim(ctx, g.upstreams[l.Broker], l)
+		if l.Shim.State == store.StateInProgress && !l.Shim.BrokerAsync && l.Shim.Replica != gd.Replica {
+			settleLostShim(gd, ctx, g.upstreams[l.Broker], l)
 		}
 	}
 }
@@ -216,24 +218,24 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 // expired, or an orphan mitigation took the lock over): the inventory's
 // last operation when it is this one; 410 Gone for a deprovision or unbind
 // of what the inventory does not hold; else "failed", saying so.
-func (g *guard) answerUntracked(w http.ResponseWriter, r *http.Request, s *Scope, op string) {
+func answerUntracked(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, op string) {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
 	up := upstream.Of(s.Route)
 	var last store.LastOperation
 	var err error
 	if s.Call.Endpoint == rules.BindingLastOperation {
 		var b store.Binding
-		b, err = g.st.GetBinding(r.Context(), up.Name, s.Call.InstanceID, s.Call.BindingID)
+		b, err = g.St.GetBinding(r.Context(), up.Name, s.Call.InstanceID, s.Call.BindingID)
 		last = b.LastOperation
 	} else {
 		var in store.Instance
-		in, err = g.st.GetInstance(r.Context(), up.Name, s.Call.InstanceID)
+		in, err = g.St.GetInstance(r.Context(), up.Name, s.Call.InstanceID)
 		last = in.LastOperation
 	}
 	s.Operation, s.Emulated = op, EmulatedShim
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
-		g.metrics.StoreError("inventory")
+		g.Metrics.StoreError("inventory")
 		s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
 	case err == nil && last.Operation == op && last.State != "":

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
@@ -58,7 +60,7 @@ func TestShimRedisReplicas(t *testing.T) {
 	a.held(t).releaser(t)
 	a.fire(t)
 	op = operationOf(t, wait(t, pending))
-	clock.Advance(30*time.Second + syncHoldMargin - time.Second)
+	clock.Advance(30*time.Second + guard.SyncHoldMargin - time.Second)
 	poll = b.call(t, "GET", "/v2/service_instances/held2/last_operation?operation="+op, "2.15", "")
 	if !strings.Contains(poll.body, `"state":"in progress"`) {
 		t.Errorf("poll before the call's time is over: %d %s", poll.status, poll.body)

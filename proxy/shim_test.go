@@ -36,7 +36,7 @@ func TestShimSlowProvision(t *testing.T) {
 		t.Error("the 202 has no X-Broker-API-Request-Identity")
 	}
 	key := store.LockKey("b", "held1")
-	if l := e.lock(t, key); !l.Async || l.Operation != op || l.Shim.State != store.StateInProgress || l.Shim.Replica != e.g.guard.replica {
+	if l := e.lock(t, key); !l.Async || l.Operation != op || l.Shim.State != store.StateInProgress || l.Shim.Replica != e.g.guard.Replica {
 		t.Errorf("lock after the 202: %+v", l)
 	}
 

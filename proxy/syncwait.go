@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -29,7 +31,7 @@ import (
 // without it.
 type syncWait struct {
 	u    *upstream.Upstream
-	g    *guard
+	g    *guard.Guard
 	w    rules.SyncWait
 	call rules.Call // the platform's call
 	// out is the request the broker refused: its URL and headers (broker
@@ -98,10 +100,10 @@ func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
 func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, header http.Header, body []byte, until time.Time) error {
 	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
-	kctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	sw.lock = guardOf(s).keepAsync(kctx, s)
+	kctx, cancel := context.WithTimeout(ctx, guard.ReleaseTimeout)
+	sw.lock = guardOf(s).KeepAsync(kctx, s)
 	cancel()
-	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.now()))
+	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.Now()))
 	if !ended {
 		return sw.giveUp(ctx, s, wait)
 	}
@@ -175,9 +177,9 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 	within := sw.u.Cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
 		why := fmt.Sprintf("the broker's operation had not ended within emulate.sync_within (%s), so the platform got a 504", within)
-		o, ok := sw.g.noteOrphan(ctx, s, why, sw.lock.Deadline, sw.lock.Owner, time.Time{})
+		o, ok := sw.g.NoteOrphan(ctx, s, why, sw.lock.Deadline, sw.lock.Owner, time.Time{})
 		if !ok {
-			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o, keep: true})
+			sw.g.Retry.Add(guard.Pending{Lock: sw.lock, PutOrphan: &o, Keep: true})
 		} else if o.ID != "" {
 			sw.orphanID = o.ID
 		}
@@ -202,14 +204,14 @@ func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
 	h.Settled = true
 	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"
 	if ok, reason := rules.OrphanUnseen(s.Call, http.StatusAccepted, why); ok {
-		if o, ok := sw.g.noteOrphan(ctx, s, reason, sw.g.now(), "", time.Time{}); !ok {
-			sw.g.retry.add(pending{lock: sw.lock, putOrphan: &o})
+		if o, ok := sw.g.NoteOrphan(ctx, s, reason, sw.g.Now(), "", time.Time{}); !ok {
+			sw.g.Retry.Add(guard.Pending{Lock: sw.lock, PutOrphan: &o})
 			return &upstream.OwnAnswer{E: sw.fetchError(err)}
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	rctx, cancel := context.WithTimeout(ctx, guard.ReleaseTimeout)
 	defer cancel()
-	sw.g.release(rctx, sw.lock)
+	sw.g.Release(rctx, sw.lock)
 	return &upstream.OwnAnswer{E: sw.fetchError(err)}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -78,7 +80,7 @@ func (sw *syncWait) repeatCall() rules.Call {
 // (as upstream.ownCall: metered and traced), within the broker's timeout
 // and the time left until until on the guard's clock.
 func (sw *syncWait) send(ctx context.Context, ep rules.Endpoint, method string, u *url.URL, body []byte, until time.Time) (*http.Response, error) {
-	left := until.Sub(sw.g.now())
+	left := until.Sub(sw.g.Now())
 	if left <= 0 {
 		return nil, context.DeadlineExceeded
 	}
@@ -168,7 +170,7 @@ func (sw *syncWait) pollOnce(ctx context.Context, until time.Time) (rules.Answer
 		body = nil
 	}
 	poll := rules.Call{Endpoint: sw.w.Poll, InstanceID: sw.call.InstanceID, BindingID: sw.call.BindingID}
-	return rules.ReadResponse(poll, res.StatusCode, body), retryAfter(res.Header, sw.g.now())
+	return rules.ReadResponse(poll, res.StatusCode, body), retryAfter(res.Header, sw.g.Now())
 }
 
 // poll polls the operation, first after ra (the 202's Retry-After, 0 for
@@ -178,8 +180,8 @@ func (sw *syncWait) poll(ctx context.Context, until time.Time, ra time.Duration)
 	var wait time.Duration
 	for {
 		wait = nextWait(wait, ra, syncPollMax)
-		left := until.Sub(sw.g.now())
-		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.g.now().Before(until) {
+		left := until.Sub(sw.g.Now())
+		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.g.Now().Before(until) {
 			return rules.Answer{}, wait, false
 		}
 		var a rules.Answer
@@ -223,7 +225,7 @@ func (sw *syncWait) fetchBinding(ctx context.Context, until time.Time) ([]byte, 
 func (sw *syncWait) carryOn(wait time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop := sw.g.retry.stop
+	stop := sw.g.Retry.Stop
 	go func() {
 		select {
 		case <-stop:
@@ -234,7 +236,7 @@ func (sw *syncWait) carryOn(wait time.Duration) {
 	var ra time.Duration
 	for {
 		wait = nextWait(wait, ra, carryOnPollMax)
-		left := sw.lock.Deadline.Sub(sw.g.now())
+		left := sw.lock.Deadline.Sub(sw.g.Now())
 		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.stillHeld(ctx) {
 			return
 		}
@@ -249,9 +251,9 @@ func (sw *syncWait) carryOn(wait time.Duration) {
 
 // stillHeld reports whether the call's lock is still held by the call.
 func (sw *syncWait) stillHeld(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, guard.ReleaseTimeout)
 	defer cancel()
-	l, err := sw.g.st.Get(ctx, sw.lock.Key)
+	l, err := sw.g.St.Get(ctx, sw.lock.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
@@ -260,7 +262,7 @@ func (sw *syncWait) stillHeld(ctx context.Context) bool {
 
 // ended settles the lock of an operation that ended after the bound.
 func (sw *syncWait) ended(ctx context.Context, a rules.Answer) {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, guard.ReleaseTimeout)
 	defer cancel()
 	sw.u.Log.LogAttrs(ctx, slog.LevelInfo, "the operation the platform stopped waiting for ended; lock released",
 		slog.String("broker", sw.u.Name), slog.String("endpoint", sw.call.Endpoint.String()),
@@ -269,8 +271,8 @@ func (sw *syncWait) ended(ctx context.Context, a rules.Answer) {
 	// The orphan is written under the call's lock only, as every orphan
 	// is, so that no success of a platform call, which needs the lock, can
 	// have cancelled it in between.
-	if sw.orphanID != "" && sw.stillHeld(ctx) && !sw.g.dueHeldOrphan(ctx, sw.orphanID, sw.lock) {
+	if sw.orphanID != "" && sw.stillHeld(ctx) && !sw.g.DueHeldOrphan(ctx, sw.orphanID, sw.lock) {
 		return // the orphan stays due at the lock's deadline, which ends the lock too
 	}
-	sw.g.release(ctx, sw.lock)
+	sw.g.Release(ctx, sw.lock)
 }

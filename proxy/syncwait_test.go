@@ -214,7 +214,7 @@ func TestSyncWithinInstance(t *testing.T) {
 		t.Errorf("provision answer (-want +got):\n%s", diff)
 	}
 	valid(t, rules.Call{Endpoint: rules.Provision}, status, body)
-	if in, err := e.g.guard.st.GetInstance(context.Background(), "b", "sw-1"); err != nil || in.DashboardURL != want["dashboard_url"] {
+	if in, err := e.g.guard.St.GetInstance(context.Background(), "b", "sw-1"); err != nil || in.DashboardURL != want["dashboard_url"] {
 		t.Errorf("inventory: %+v, %v; want the instance the platform got, with its dashboard_url", in, err)
 	}
 	if diff := cmp.Diff([]time.Duration{syncPollFirst, time.Second, time.Second, time.Second}, e.recordedWaits()); diff != "" {
@@ -260,7 +260,7 @@ func TestSyncWithinInstance(t *testing.T) {
 		t.Fatalf("deprovision: %d %s, want 200 {}", status, body)
 	}
 	valid(t, rules.Call{Endpoint: rules.Deprovision}, status, body)
-	if locks, _ := e.g.guard.st.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
 	}
 }
@@ -298,7 +298,7 @@ func TestSyncWithinBinding(t *testing.T) {
 	if diff := cmp.Diff(fields(t, rec.Body.String())["credentials"], got["credentials"]); diff != "" {
 		t.Errorf("credentials (-broker's GET binding +platform's):\n%s", diff)
 	}
-	if _, err := e.g.guard.st.GetBinding(context.Background(), "b", "sw-1", "swb-1"); err != nil {
+	if _, err := e.g.guard.St.GetBinding(context.Background(), "b", "sw-1", "swb-1"); err != nil {
 		t.Errorf("inventory: %v; want the binding the platform got", err)
 	}
 	if calls := e.brokerCalls(syncBinding); len(calls) != 3 || calls[2] != "GET " {
@@ -329,11 +329,11 @@ func TestSyncWithinUnfetched(t *testing.T) {
 		t.Fatalf("bind: %d %s, want 502 naming GET binding", status, body)
 	}
 	ctx := context.Background()
-	orphans, _ := e.g.guard.st.ListOrphans(ctx)
+	orphans, _ := e.g.guard.St.ListOrphans(ctx)
 	if len(orphans) != 1 || orphans[0].Kind != store.KindUnbind || orphans[0].NextAttempt.After(e.clock.Now()) {
 		t.Fatalf("orphans %+v, want the unbind, due", orphans)
 	}
-	if locks, _ := e.g.guard.st.List(ctx, store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(ctx, store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
 	}
 	e.g.MitigateOrphans(ctx)
@@ -361,10 +361,10 @@ func TestSyncWithinFailed(t *testing.T) {
 	}
 	valid(t, rules.Call{Endpoint: rules.Provision}, status, body)
 	ctx := context.Background()
-	if orphans, _ := e.g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
+	if orphans, _ := e.g.guard.St.ListOrphans(ctx); len(orphans) != 0 {
 		t.Errorf("orphans after a failed operation: %+v", orphans)
 	}
-	if locks, _ := e.g.guard.st.List(ctx, store.ListFilter{}); len(locks) != 0 {
+	if locks, _ := e.g.guard.St.List(ctx, store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
 	}
 }
@@ -391,11 +391,11 @@ func TestSyncWithinTimeout(t *testing.T) {
 	}
 	ctx := context.Background()
 	key := store.LockKey("b", "sw-1")
-	l, err := e.g.guard.st.Get(ctx, key)
+	l, err := e.g.guard.St.Get(ctx, key)
 	if err != nil || !l.Async || !strings.HasPrefix(l.Operation, "provision-") {
 		t.Fatalf("lock %+v, %v: want the async provision", l, err)
 	}
-	orphans, _ := e.g.guard.st.ListOrphans(ctx)
+	orphans, _ := e.g.guard.St.ListOrphans(ctx)
 	if len(orphans) != 1 || !orphans[0].NextAttempt.Equal(l.Deadline) || !strings.Contains(orphans[0].Reason, "sync_within") {
 		t.Fatalf("orphans %+v, want one due at the lock's deadline %s", orphans, l.Deadline)
 	}
@@ -408,10 +408,10 @@ func TestSyncWithinTimeout(t *testing.T) {
 	e.clock.Advance(2 * time.Minute)
 	e.steps <- struct{}{}
 	waitFor(t, func() bool { // the lock's release
-		_, err := e.g.guard.st.Get(ctx, key)
+		_, err := e.g.guard.St.Get(ctx, key)
 		return errors.Is(err, store.ErrNotFound)
 	})
-	orphans, _ = e.g.guard.st.ListOrphans(ctx)
+	orphans, _ = e.g.guard.St.ListOrphans(ctx)
 	if len(orphans) != 1 || orphans[0].NextAttempt.After(e.clock.Now()) {
 		t.Fatalf("orphans %+v, want one due now", orphans)
 	}
@@ -421,7 +421,7 @@ func TestSyncWithinTimeout(t *testing.T) {
 	}
 	// The broker deletes asynchronously (202): the orphan stays until a
 	// later attempt's poll sees the deletion succeed.
-	if orphans, _ := e.g.guard.st.ListOrphans(ctx); len(orphans) != 1 || !orphans[0].Undoing {
+	if orphans, _ := e.g.guard.St.ListOrphans(ctx); len(orphans) != 1 || !orphans[0].Undoing {
 		t.Fatalf("orphans %+v, want the one being deleted", orphans)
 	}
 	e.clock.Advance(time.Hour)
@@ -429,7 +429,7 @@ func TestSyncWithinTimeout(t *testing.T) {
 	if n := e.broker.Count(samplebroker.EndpointDeprovision); n != 1 {
 		t.Errorf("%d deprovisions, want the one the poll followed", n)
 	}
-	if orphans, _ := e.g.guard.st.ListOrphans(ctx); len(orphans) != 0 {
+	if orphans, _ := e.g.guard.St.ListOrphans(ctx); len(orphans) != 0 {
 		t.Errorf("orphans left: %+v", orphans)
 	}
 }
@@ -461,10 +461,10 @@ func TestSyncWithinDeadline(t *testing.T) {
 	if status, _ := e.send(t, "PATCH", syncInstance, update); status != http.StatusBadRequest {
 		t.Fatalf("update while the broker deprovisions: %d, want 400", status)
 	}
-	if orphans, _ := e.g.guard.st.ListOrphans(context.Background()); len(orphans) != 0 {
+	if orphans, _ := e.g.guard.St.ListOrphans(context.Background()); len(orphans) != 0 {
 		t.Errorf("orphans of a deprovision: %+v", orphans)
 	}
-	l, err := e.g.guard.st.Get(context.Background(), store.LockKey("b", "sw-1"))
+	l, err := e.g.guard.St.Get(context.Background(), store.LockKey("b", "sw-1"))
 	if err != nil || !l.Async {
 		t.Fatalf("lock %+v, %v: want the async deprovision", l, err)
 	}

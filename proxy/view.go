@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
@@ -29,7 +31,7 @@ type View struct{ sw *Switch }
 func NewView(sw *Switch) *View { return &View{sw: sw} }
 
 // Now is the gateway's clock (Options.Now).
-func (v *View) Now() time.Time { return v.sw.Load().guard.now() }
+func (v *View) Now() time.Time { return v.sw.Load().guard.Now() }
 
 // RouteInfo is one route: a tenant's URL prefix and the broker behind it,
 // the broker it migrates new instances to (routes[].migrate_to; empty:
@@ -146,7 +148,7 @@ func (v *View) Operations(ctx context.Context, broker, tenant string) ([]Operati
 
 // operations returns the locks f selects as Operations, oldest first.
 func (v *View) operations(ctx context.Context, f store.ListFilter) ([]Operation, error) {
-	locks, err := v.sw.Load().guard.st.List(ctx, f)
+	locks, err := v.sw.Load().guard.St.List(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +181,7 @@ func viewOperation(l store.Lock) Operation {
 
 // Reconcile polls the broker for one operation's state and settles its
 // lock by the answer, or forces a final state (Gateway.Reconcile).
-func (v *View) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
+func (v *View) Reconcile(ctx context.Context, req guard.ReconcileRequest) (guard.ReconcileResult, error) {
 	return v.sw.Load().Reconcile(ctx, req)
 }
 
@@ -197,7 +199,7 @@ type OrphanInfo struct {
 // Orphans returns the orphan candidates, oldest first.
 func (v *View) Orphans(ctx context.Context) ([]OrphanInfo, error) {
 	g := v.sw.Load()
-	os, err := g.guard.st.ListOrphans(ctx)
+	os, err := g.guard.St.ListOrphans(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func (v *View) Orphans(ctx context.Context) ([]OrphanInfo, error) {
 	for _, o := range os {
 		out = append(out, OrphanInfo{ID: o.ID, Broker: o.Broker, Tenant: o.Tenant, Kind: o.Kind, InstanceID: o.InstanceID,
 			BindingID: o.BindingID, Reason: o.Reason, LastError: o.LastError, Attempts: o.Attempts, Created: o.Created,
-			NextAttempt: o.NextAttempt, Queued: !o.NextAttempt.Equal(neverDue)})
+			NextAttempt: o.NextAttempt, Queued: !o.NextAttempt.Equal(guard.NeverDue)})
 	}
 	slices.SortFunc(out, func(a, b OrphanInfo) int { return a.Created.Compare(b.Created) })
 	return out, nil
@@ -248,7 +250,7 @@ func (v *View) Instances(ctx context.Context, q InstanceQuery) (found []Instance
 	f := store.InstanceFilter{Broker: q.Broker, Tenant: q.Tenant}
 	cursor := ""
 	for {
-		page, next, err := g.guard.st.ListInstances(ctx, f, cursor, store.MaxListLimit)
+		page, next, err := g.guard.St.ListInstances(ctx, f, cursor, store.MaxListLimit)
 		if err != nil {
 			return nil, scanned, false, fmt.Errorf("listing the inventory: %w", err)
 		}
@@ -261,7 +263,7 @@ func (v *View) Instances(ctx context.Context, q InstanceQuery) (found []Instance
 			info := InstanceInfo{Broker: in.Broker, InstanceID: in.InstanceID, Tenant: in.Tenant, ServiceID: in.ServiceID,
 				PlanID: in.PlanID, State: in.LastOperation.State, LastKind: in.LastOperation.Kind, Created: in.Created, Updated: in.Updated,
 				OrganizationGUID: in.OrganizationGUID, SpaceGUID: in.SpaceGUID, Names: NamesOf(in.Context)}
-			if bs, err := g.guard.st.ListBindings(ctx, in.Broker, in.InstanceID); err == nil {
+			if bs, err := g.guard.St.ListBindings(ctx, in.Broker, in.InstanceID); err == nil {
 				info.Bindings = len(bs)
 			}
 			found = append(found, info)

@@ -118,7 +118,7 @@ func (v *View) auditFiles() ([]string, error) {
 	if cfg.Sink != config.AuditSinkFile || cfg.Path == "" {
 		return nil, ErrNoAuditFile
 	}
-	if a := g.own.audit; a != nil {
+	if a := g.own.Audit; a != nil {
 		if f, ok := a.Writer.(interface{ Flush() error }); ok {
 			_ = f.Flush() // a failed flush is the writer's to report; read what is on disk
 		}

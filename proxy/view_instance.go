@@ -49,7 +49,7 @@ func NamesOf(contextObject json.RawMessage) PlatformNames {
 // orphans name; an instance the inventory does not hold, or a store that
 // does not answer, has none (the tables show ids alone).
 func (v *View) PlacesOf(ctx context.Context, keys [][2]string) map[[2]string]PlatformNames {
-	st := v.sw.Load().guard.st
+	st := v.sw.Load().guard.St
 	out := make(map[[2]string]PlatformNames, len(keys))
 	for _, k := range keys {
 		if _, done := out[k]; done {

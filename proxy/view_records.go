@@ -77,30 +77,30 @@ func (v *View) RefreshCatalog(ctx context.Context, broker string) (BrokerInfo, i
 // LockRecords returns the state store's lock records, filtered by broker
 // and tenant when set, in the store's order: what Operations summarises.
 func (v *View) LockRecords(ctx context.Context, broker, tenant string) ([]store.Lock, error) {
-	return v.sw.Load().guard.st.List(ctx, store.ListFilter{Broker: broker, Tenant: tenant})
+	return v.sw.Load().guard.St.List(ctx, store.ListFilter{Broker: broker, Tenant: tenant})
 }
 
 // ReleaseLock is Release returning the released lock's record.
 func (v *View) ReleaseLock(ctx context.Context, broker, instance, binding, who, reason string) (store.Lock, error) {
-	return v.sw.Load().guard.releaseOperation(ctx, broker, instance, binding, who, reason)
+	return v.sw.Load().guard.ReleaseLock(ctx, broker, instance, binding, who, reason)
 }
 
 // OrphanRecords returns the state store's orphan records (what Orphans
 // summarises), in the store's order.
 func (v *View) OrphanRecords(ctx context.Context) ([]store.Orphan, error) {
-	return v.sw.Load().guard.st.ListOrphans(ctx)
+	return v.sw.Load().guard.St.ListOrphans(ctx)
 }
 
 // Orphan returns one orphan record (store.ErrNotFound: none with that id).
 func (v *View) Orphan(ctx context.Context, id string) (store.Orphan, error) {
-	return v.sw.Load().guard.st.GetOrphan(ctx, id)
+	return v.sw.Load().guard.St.GetOrphan(ctx, id)
 }
 
 // MitigateOrphan tries o's mitigation now, as the background worker
 // would: claimed, under the lock, audited. Read the orphan back (Orphan)
 // to learn the outcome: gone once mitigated, else with its LastError.
 func (v *View) MitigateOrphan(ctx context.Context, o store.Orphan) {
-	v.sw.Load().guard.mitigate(ctx, o)
+	v.sw.Load().guard.Mitigate(ctx, o)
 }
 
 // StoredInstance is an instance of the inventory without its sealed
@@ -144,7 +144,7 @@ func storedBindings(bs []store.Binding) []StoredBinding {
 // cursor of an earlier page; "" for the first), and the next cursor (""
 // after the last page).
 func (v *View) ListInstances(ctx context.Context, f store.InstanceFilter, cursor string, limit int) ([]StoredInstance, string, error) {
-	page, next, err := v.sw.Load().guard.st.ListInstances(ctx, f, cursor, limit)
+	page, next, err := v.sw.Load().guard.St.ListInstances(ctx, f, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -157,13 +157,13 @@ func (v *View) ListInstances(ctx context.Context, f store.InstanceFilter, cursor
 
 // CountInstances returns how many instances of the inventory match f.
 func (v *View) CountInstances(ctx context.Context, f store.InstanceFilter) (int, error) {
-	return v.sw.Load().guard.st.CountInstances(ctx, f)
+	return v.sw.Load().guard.St.CountInstances(ctx, f)
 }
 
 // GetInstance returns one instance of the inventory (store.ErrNotFound:
 // not recorded).
 func (v *View) GetInstance(ctx context.Context, broker, instance string) (StoredInstance, error) {
-	in, err := v.sw.Load().guard.st.GetInstance(ctx, broker, instance)
+	in, err := v.sw.Load().guard.St.GetInstance(ctx, broker, instance)
 	if err != nil {
 		return StoredInstance{}, err
 	}
@@ -173,7 +173,7 @@ func (v *View) GetInstance(ctx context.Context, broker, instance string) (Stored
 // ListBindings returns the bindings of one instance in the inventory,
 // recorded or not.
 func (v *View) ListBindings(ctx context.Context, broker, instance string) ([]StoredBinding, error) {
-	bs, err := v.sw.Load().guard.st.ListBindings(ctx, broker, instance)
+	bs, err := v.sw.Load().guard.St.ListBindings(ctx, broker, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (v *View) ListBindings(ctx context.Context, broker, instance string) ([]Sto
 // default) whose expires_at is before before, of broker (""; every
 // broker), soonest first.
 func (v *View) ExpiringBindings(ctx context.Context, broker string, before time.Time, limit int) ([]StoredBinding, error) {
-	bs, err := v.sw.Load().guard.st.ExpiringBindings(ctx, broker, before, limit)
+	bs, err := v.sw.Load().guard.St.ExpiringBindings(ctx, broker, before, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (v *View) ExpiringBindings(ctx context.Context, broker string, before time.
 // CountExpiring returns, per broker, how many bindings have an
 // expires_at before before (brokers no longer configured included).
 func (v *View) CountExpiring(ctx context.Context, before time.Time) (map[string]int, error) {
-	return v.sw.Load().guard.st.CountExpiring(ctx, before)
+	return v.sw.Load().guard.St.CountExpiring(ctx, before)
 }
 
 // ExpiryWarning is inventory.expiry_warning: how far ahead a binding's

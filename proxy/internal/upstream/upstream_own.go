@@ -122,3 +122,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Of is the upstream of route rt (core.Route.Up): the broker its calls
 // reach.
 func Of(rt *core.Route) *Upstream { u, _ := rt.Up.(*Upstream); return u }
+
+// Route is a route to u without a tenant or prefix: the route of a call
+// the gateway makes on its own (a poll, a reconcile), which the stages
+// and callbacks read as a platform call's.
+func Route(u *Upstream) *core.Route {
+	return &core.Route{Up: u, Broker: &u.Cfg, MaxVersion: u.MaxString}
+}

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 		return false
 	}
 	seen := map[[2]string]inFlight{}
-	locks, err := qc.g.st.List(ctx, store.ListFilter{Tenant: qc.s.Tenant, Expired: true})
+	locks, err := qc.g.St.List(ctx, store.ListFilter{Tenant: qc.s.Tenant, Expired: true})
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 		}
 		seen[[2]string{l.Broker, l.InstanceID}] = inFlight{l.Broker, l.InstanceID, l.ServiceID, l.PlanID}
 	}
-	orphans, err := qc.g.st.ListOrphans(ctx)
+	orphans, err := qc.g.St.ListOrphans(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 	}
 	out := make([]inFlight, 0, len(seen))
 	for _, f := range seen {
-		_, err := qc.g.st.GetInstance(ctx, f.broker, f.instanceID)
+		_, err := qc.g.St.GetInstance(ctx, f.broker, f.instanceID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			out = append(out, f)
@@ -90,12 +90,12 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 // expired lock is swept), and one recorded in the instant between the two
 // reads counts twice: a refusal that a retry clears, never an admission
 // past the maximum.
-func (qc *quotaCall) count(ctx context.Context, q *quotaRule, ix *rules.Index, flights []inFlight) (quotaCount, error) {
+func (qc *quotaCall) count(ctx context.Context, q *QuotaRule, ix *rules.Index, flights []inFlight) (quotaCount, error) {
 	c := quotaCount{q: q}
-	for _, b := range q.brokers {
-		f := store.InstanceFilter{Broker: b, Tenant: q.tenant}
-		if q.service == "" && q.plan == "" {
-			n, err := qc.g.st.CountInstances(ctx, f)
+	for _, b := range q.Brokers {
+		f := store.InstanceFilter{Broker: b, Tenant: q.Tenant}
+		if q.Service == "" && q.Plan == "" {
+			n, err := qc.g.St.CountInstances(ctx, f)
 			if err != nil {
 				return c, err
 			}
@@ -103,16 +103,16 @@ func (qc *quotaCall) count(ctx context.Context, q *quotaRule, ix *rules.Index, f
 			continue
 		}
 		for cursor := ""; ; {
-			page, next, err := qc.g.st.ListInstances(ctx, f, cursor, store.MaxListLimit)
+			page, next, err := qc.g.St.ListInstances(ctx, f, cursor, store.MaxListLimit)
 			if err != nil {
 				return c, err
 			}
 			for _, in := range page {
-				if q.matches(ix, in.ServiceID, in.PlanID) {
+				if q.Matches(ix, in.ServiceID, in.PlanID) {
 					c.recorded++
 				}
 			}
-			if next == "" || c.recorded >= q.max {
+			if next == "" || c.recorded >= q.Max {
 				break
 			}
 			cursor = next

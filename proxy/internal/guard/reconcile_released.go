@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -32,20 +32,20 @@ const releasedHold = time.Minute
 // lock holds it (notFound is the 404 the lock lookup gave) and its record
 // says unknown; ok is false when there is no such record, and the caller
 // answers notFound.
-func (g *guard) reconcileReleased(ctx context.Context, u *upstream.Upstream, req ReconcileRequest, notFound error) (res ReconcileResult, ok bool, err error) {
+func (g *Guard) reconcileReleased(ctx context.Context, u *upstream.Upstream, req ReconcileRequest, notFound error) (res ReconcileResult, ok bool, err error) {
 	var e *osb.Error
-	if !errors.As(notFound, &e) || e.Status != http.StatusNotFound || !g.inv.Keeps(u) {
+	if !errors.As(notFound, &e) || e.Status != http.StatusNotFound || !g.Inv.Keeps(u) {
 		return res, false, nil
 	}
 	op, tenant, service, plan, found := g.releasedRecord(ctx, u, req)
 	if !found {
 		return res, false, nil
 	}
-	now := g.now()
+	now := g.Now()
 	l := store.Lock{Key: u.LockKey(req.InstanceID, req.BindingID), Owner: core.NewRequestID(), Kind: op.Kind, Tenant: tenant, Broker: u.Name,
 		InstanceID: req.InstanceID, BindingID: req.BindingID, ServiceID: service, PlanID: plan, Async: true, Operation: op.Operation,
 		Started: op.Started, Deadline: now.Add(releasedHold)}
-	held, aerr := g.st.Acquire(ctx, l)
+	held, aerr := g.St.Acquire(ctx, l)
 	if aerr != nil {
 		if errors.Is(aerr, store.ErrHeld) {
 			return res, true, osb.Errorf(http.StatusConflict, "", "instance %q of broker %q has a %s in progress now: reconcile that operation instead", req.InstanceID, u.Name, held.Kind)
@@ -53,12 +53,12 @@ func (g *guard) reconcileReleased(ctx context.Context, u *upstream.Upstream, req
 		return res, true, storeError("taking the lock of the released operation", aerr)
 	}
 	l = held
-	defer g.release(context.WithoutCancel(ctx), l)
-	s := &Scope{Tenant: tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(op.Kind), InstanceID: req.InstanceID, BindingID: req.BindingID},
-		Route: newRoute("", nil, u)}
+	defer g.Release(context.WithoutCancel(ctx), l)
+	s := &core.Scope{Tenant: tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(op.Kind), InstanceID: req.InstanceID, BindingID: req.BindingID},
+		Route: upstream.Route(u)}
 	if req.State != "" {
 		a := rules.Answer{Status: http.StatusOK, Object: true, State: req.State, Description: req.Description}
-		g.inv.polled(ctx, s, l, a)
+		g.Inv.Polled(ctx, s, l, a)
 		res = ReconcileResult{Outcome: OutcomeForcedFailed, State: req.State, Description: req.Description, Released: true,
 			Answer: "recorded " + req.State + " for the released operation"}
 		if req.State == store.StateSucceeded {
@@ -79,7 +79,7 @@ func (g *guard) reconcileReleased(ctx context.Context, u *upstream.Upstream, req
 		res = ReconcileResult{Status: a.Status, State: a.State, Description: a.Description, Answer: describeAnswer(a)}
 		switch {
 		case a.Ends(rules.LockedBy(op.Kind)):
-			g.inv.polled(octx, s, l, a)
+			g.Inv.Polled(octx, s, l, a)
 			res.Outcome = outcomeOf(a.State)
 		case a.State == rules.PollInProgress:
 			res.Outcome = OutcomeInProgress
@@ -95,8 +95,8 @@ func (g *guard) reconcileReleased(ctx context.Context, u *upstream.Upstream, req
 
 // releasedRecord reads the record of req's instance (or binding) and
 // reports whether its last operation is one an operator released.
-func (g *guard) releasedRecord(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (op store.LastOperation, tenant, service, plan string, ok bool) {
-	st := g.inv.st
+func (g *Guard) releasedRecord(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (op store.LastOperation, tenant, service, plan string, ok bool) {
+	st := g.Inv.St
 	if req.BindingID != "" {
 		b, err := st.GetBinding(ctx, u.Name, req.InstanceID, req.BindingID)
 		return b.LastOperation, b.Tenant, b.ServiceID, b.PlanID, err == nil && b.LastOperation.State == store.StateUnknown

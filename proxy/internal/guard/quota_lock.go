@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // broker's timeout and a minute more. A holder slower than the lease is
 // caught before it goes on (quotaCall.admitted): the lease bounds the
 // wait, never the exactness.
-const quotaLease = 10 * time.Second
+const QuotaLease = 10 * time.Second
 
 // quotaWait is the longest a provision waits for its quotas' locks while
 // other provisions hold them: on this replica, or on another one. A live
@@ -42,7 +42,7 @@ const quotaPauseMax = 20 * time.Millisecond
 // to quotaPauseMax, for quotaWait at most across the provision's quotas).
 // Its errors: a 429 *osb.Error when another provision held it all along,
 // the context's when the platform went away, else the store's.
-func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *quotaRule) error {
+func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *QuotaRule) error {
 	select {
 	case q.local <- struct{}{}:
 	default:
@@ -54,12 +54,12 @@ func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *quotaRule) er
 			return qc.waitEnded(ctx, r, q, nil)
 		}
 	}
-	l := q.lock
-	now := qc.g.now()
-	l.Owner, l.Started, l.Deadline = core.NewRequestID(), now, now.Add(quotaLease)
+	l := q.Lock
+	now := qc.g.Now()
+	l.Owner, l.Started, l.Deadline = core.NewRequestID(), now, now.Add(QuotaLease)
 	pause := time.Millisecond
 	for {
-		holder, err := qc.g.st.Acquire(ctx, l)
+		holder, err := qc.g.St.Acquire(ctx, l)
 		if err == nil {
 			break
 		}
@@ -67,7 +67,7 @@ func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *quotaRule) er
 			<-q.local
 			// No answer is not a no: the store may still take it; the
 			// retry queue releases it once the store answers.
-			qc.g.retry.add(pending{lock: l, unconfirmed: true, cause: err})
+			qc.g.Retry.Add(Pending{Lock: l, unconfirmed: true, Cause: err})
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -107,7 +107,7 @@ func (qc *quotaCall) stopWaiting() {
 // waitEnded is what a wait for q's lock that ctx ended comes to: the
 // platform went away (ctx's error), or the call's time ran out while
 // another provision held the lock (the 429 of that).
-func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *quotaRule, holder *store.Lock) error {
+func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *QuotaRule, holder *store.Lock) error {
 	if r.Context().Err() != nil {
 		return ctx.Err()
 	}
@@ -122,19 +122,19 @@ func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *quotaRul
 // not let it go): 429, to be tried again when the holder's lease ends at
 // the latest. A 429 is no 5xx: Cloud Controller starts no orphan
 // mitigation for it, and nothing reached the broker.
-func (qc *quotaCall) quotaHeld(q *quotaRule, holder store.Lock) error {
-	secs := core.RetryAfterSecs(holder.Deadline.Sub(qc.g.now()))
+func (qc *quotaCall) quotaHeld(q *QuotaRule, holder store.Lock) error {
+	secs := core.RetryAfterSecs(holder.Deadline.Sub(qc.g.Now()))
 	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(secs), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked by another gateway replica: its lock is held by another replica (for %ds more at most, should that replica have died); the provision was neither counted nor forwarded: try again after Retry-After",
-		q.label, q.tenant, secs)}
+		q.Label, q.Tenant, secs)}
 }
 
 // quotaQueued is the answer to a provision that waited in vain for its
 // turn on this replica, behind other provisions of q: 429 too.
-func quotaQueued(q *quotaRule) error {
+func quotaQueued(q *QuotaRule) error {
 	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked for other provisions queued on this gateway replica (its lock is held by another replica or the state store is slow); the provision was neither counted nor forwarded: try again after Retry-After",
-		q.label, q.tenant)}
+		q.Label, q.Tenant)}
 }
 
 // admitted releases the provision's quotas' locks once the guard holds its
@@ -146,35 +146,35 @@ func quotaQueued(q *quotaRule) error {
 // to be tried again. A store that does not answer leaves that unknown:
 // 503, and the release is retried.
 func (qc *quotaCall) admitted() error {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
-	var lapsed *quotaRule
+	var lapsed *QuotaRule
 	var failed error
 	for i := len(qc.held) - 1; i >= 0; i-- {
 		h := qc.held[i]
-		err := qc.g.st.Release(ctx, h.lock.Key, h.lock.Owner)
+		err := qc.g.St.Release(ctx, h.lock.Key, h.lock.Owner)
 		<-h.q.local
 		switch {
 		case err == nil:
 		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner):
 			lapsed = h.q
 		default:
-			qc.g.retry.add(pending{lock: h.lock, cause: err})
+			qc.g.Retry.Add(Pending{Lock: h.lock, Cause: err})
 			failed = err
 		}
 	}
 	qc.held = nil
 	switch {
 	case failed != nil:
-		qc.g.metrics.StoreError("quota")
-		qc.g.log.LogAttrs(ctx, slog.LevelError, "quota's lock not released", slog.String("tenant", qc.s.Tenant),
+		qc.g.Metrics.StoreError("quota")
+		qc.g.Log.LogAttrs(ctx, slog.LevelError, "quota's lock not released", slog.String("tenant", qc.s.Tenant),
 			slog.String("error", failed.Error()))
 		return &osb.Error{Status: http.StatusServiceUnavailable, Err: failed, Description: "the gateway cannot tell whether tenant " +
 			strconv.Quote(qc.s.Tenant) + "'s quotas admit the provision (its state store is unavailable), so it does not forward it; try again later"}
 	case lapsed != nil:
 		return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 			"quota %q of tenant %q was counted for this provision, but its lock lapsed before the provision was admitted (the count took longer than %s), so another replica may have counted meanwhile; the provision was not forwarded: try again after Retry-After",
-			lapsed.label, lapsed.tenant, quotaLease)}
+			lapsed.Label, lapsed.Tenant, QuotaLease)}
 	}
 	return nil
 }
@@ -184,11 +184,11 @@ func (qc *quotaCall) release() {
 	if len(qc.held) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
 	for i := len(qc.held) - 1; i >= 0; i-- {
 		h := qc.held[i]
-		qc.g.release(ctx, h.lock)
+		qc.g.Release(ctx, h.lock)
 		<-h.q.local
 	}
 	qc.held = nil

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/mutation"
@@ -32,11 +33,11 @@ import (
 //     answer is written: see guard_delivery.go;
 //   - a polled operation the answer reports ended, in every validation
 //     mode, even when the answer is refused for another field.
-func (g *guard) Answered(res *http.Response, s *Scope, a upstream.Answer) {
+func (g *Guard) Answered(res *http.Response, s *core.Scope, a upstream.Answer) {
 	if (s.Lock == nil || s.Lock.Settled) && s.Polled == nil && !s.PollUnseen {
 		return // a read with no operation to settle: the hot path
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(res.Request.Context()), ReleaseTimeout)
 	defer cancel()
 	if h := s.Lock; h != nil && !h.Settled {
 		h.Settled = true
@@ -44,13 +45,13 @@ func (g *guard) Answered(res *http.Response, s *Scope, a upstream.Answer) {
 		g.holdLastByte(res, s, a.Body) // a success whose delivery decides its orphan
 	}
 	if s.Polled != nil || s.PollUnseen {
-		g.settlePoll(ctx, a.Answer, s)
+		g.SettlePoll(ctx, a.Answer, s)
 	}
 }
 
 // settleCall settles the call's own lock and the orphan its answer leaves
 // or cancels (see answered).
-func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream.Answer) {
+func (g *Guard) settleCall(ctx context.Context, status int, s *core.Scope, a upstream.Answer) {
 	h := s.Lock
 	// shimmed: the platform got the async shim's 202, and gets this answer
 	// from its polls; the shim records it in the lock when the call ends.
@@ -80,24 +81,24 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream
 		// it: no poll reports a success the inventory does not name.
 		if mutation.AckBeforeStore { // broken on purpose (bench/campaign -mutation ack-before-store)
 			late, body := *s, bytes.Clone(a.Body)
-			mutation.Later(func() { _ = g.inv.called(context.Background(), &late, status, a.Answer, body) })
-		} else if err := g.inv.called(ctx, s, status, a.Answer, a.Body); err != nil {
+			mutation.Later(func() { _ = g.Inv.called(context.Background(), &late, status, a.Answer, body) })
+		} else if err := g.Inv.called(ctx, s, status, a.Answer, a.Body); err != nil {
 			body := bytes.Clone(a.Body) // a.body goes back to its pool with the answer
-			record = func(ctx context.Context) error { return g.inv.called(ctx, s, status, a.Answer, body) }
+			record = func(ctx context.Context) error { return g.Inv.called(ctx, s, status, a.Answer, body) }
 			if shimmed {
 				s.Shim.Record, record = record, nil
 			}
 		}
 	}
 	if orphan, why, reportOnly := orphanOf(s.Call, status, a, gone); orphan {
-		due := g.now()
+		due := g.Now()
 		if reportOnly {
-			due = neverDue
+			due = NeverDue
 		}
-		if o, ok := g.noteOrphan(ctx, s, why, due, "", time.Time{}); !ok {
+		if o, ok := g.NoteOrphan(ctx, s, why, due, "", time.Time{}); !ok {
 			// Not recorded: the retry queue records it, then releases
 			// the lock, so no retry can succeed and be undone meanwhile.
-			g.retry.add(pending{lock: h.Lock, putOrphan: &o, keep: shimmed, record: record})
+			g.Retry.Add(Pending{Lock: h.Lock, PutOrphan: &o, Keep: shimmed, Record: record})
 			return
 		}
 	} else if seen && rules.OrphanSettled(s.Call, status) {
@@ -105,14 +106,14 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream
 			// The store did not take the cancellation: keep the lock
 			// until it does, so no mitigation can undo what just
 			// succeeded; the retry queue cancels, then releases.
-			p := pending{lock: h.Lock, cancelOrphan: id, keep: accepted || shimmed, record: record}
+			p := Pending{Lock: h.Lock, cancelOrphan: id, Keep: accepted || shimmed, Record: record}
 			if accepted {
 				// The 202's lock is the async operation, written after
 				// the cancellation (the 30-minute campaign's "store
 				// paused as an async unbind is accepted").
-				p.lock, p.async = g.asyncLock(s), true
+				p.Lock, p.async = g.asyncLock(s), true
 			}
-			g.retry.add(p)
+			g.Retry.Add(p)
 			return
 		}
 	}
@@ -120,7 +121,7 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream
 		return
 	}
 	if accepted || unheard {
-		g.keepAsync(ctx, s) // a 202: its lock is the async operation
+		g.KeepAsync(ctx, s) // a 202: its lock is the async operation
 	}
 	switch {
 	case malformed:
@@ -135,9 +136,9 @@ func (g *guard) settleCall(ctx context.Context, status int, s *Scope, a upstream
 	case record != nil:
 		// Keep the lock until the record is in: no retry of the
 		// platform's may find the instance unnamed meanwhile.
-		g.retry.add(pending{lock: h.Lock, record: record, keep: accepted})
+		g.Retry.Add(Pending{Lock: h.Lock, Record: record, Keep: accepted})
 	case !accepted && !unheard:
-		g.release(ctx, h.Lock)
+		g.Release(ctx, h.Lock)
 	}
 }
 
@@ -183,32 +184,32 @@ func orphanOf(c rules.Call, status int, a upstream.Answer, gone bool) (orphan bo
 // store is back: the call's lock, with the deadline of a synchronous call,
 // would otherwise block the instance past the operation's end, which a
 // poll only sees in an async lock.
-func (g *guard) keepAsync(ctx context.Context, s *Scope) store.Lock {
+func (g *Guard) KeepAsync(ctx context.Context, s *core.Scope) store.Lock {
 	l := g.asyncLock(s)
-	if err := g.st.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) && !errors.Is(err, store.ErrInvalid) {
-		g.metrics.StoreError("update")
-		g.retry.add(pending{lock: l, async: true, cause: err})
+	if err := g.St.Update(ctx, l); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotOwner) && !errors.Is(err, store.ErrInvalid) {
+		g.Metrics.StoreError("update")
+		g.Retry.Add(Pending{Lock: l, async: true, Cause: err})
 	}
 	return l
 }
 
 // asyncLock is the call's lock as the async operation its 202 started.
-func (g *guard) asyncLock(s *Scope) store.Lock {
+func (g *Guard) asyncLock(s *core.Scope) store.Lock {
 	l := s.Lock.Lock
-	l.Async, l.Operation, l.Deadline = true, s.Operation, g.asyncDeadline(s, g.now())
+	l.Async, l.Operation, l.Deadline = true, s.Operation, g.AsyncDeadline(s, g.Now())
 	return l
 }
 
 // asyncDeadline is the deadline of an async operation of s's call that
 // starts at now: the plan's maximum_polling_duration, else
 // state.operation_deadline.
-func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
+func (g *Guard) AsyncDeadline(s *core.Scope, now time.Time) time.Time {
 	if s.Catalog != nil && s.Lock != nil && s.Lock.Lock.PlanID != "" {
 		if d, ok := s.Catalog.Index().MaximumPollingDuration(s.Lock.Lock.PlanID); ok {
 			return now.Add(d)
 		}
 	}
-	return now.Add(g.deadline)
+	return now.Add(g.Deadline)
 }
 
 // holdAfterTimeout keeps the call's lock for the broker's
@@ -216,7 +217,7 @@ func (g *guard) asyncDeadline(s *Scope, now time.Time) time.Time {
 // broker may still be working on the call, and a retry must not overlap
 // it. It returns the lock's owner, under which an orphan mitigation takes
 // the lock over.
-func (g *guard) holdAfterTimeout(s *Scope) string {
+func (g *Guard) holdAfterTimeout(s *core.Scope) string {
 	h := s.Lock
 	if h == nil || h.Settled {
 		return ""
@@ -226,20 +227,20 @@ func (g *guard) holdAfterTimeout(s *Scope) string {
 		s.Shim.TimedOut = true // the shim holds the lock when the call ends
 		return h.Lock.Owner
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
 	return g.hold(ctx, s)
 }
 
 // hold keeps the call's lock for the broker's hold_after_timeout from now
 // and returns its owner.
-func (g *guard) hold(ctx context.Context, s *Scope) string {
+func (g *Guard) hold(ctx context.Context, s *core.Scope) string {
 	h := s.Lock
 	l := h.Lock
-	l.Deadline = g.now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
-	if err := g.st.Update(ctx, l); err != nil {
-		g.metrics.StoreError("update")
-		g.log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
+	l.Deadline = g.Now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
+	if err := g.St.Update(ctx, l); err != nil {
+		g.Metrics.StoreError("update")
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "lock not extended after a call whose outcome is unknown; it expires at the deadline it was taken with",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.Time("deadline", h.Lock.Deadline),
 			slog.String("error", err.Error()))
 	}
@@ -250,7 +251,7 @@ func (g *guard) hold(ctx context.Context, s *Scope) string {
 // answer was written (delivered), and releases the lock of a call that
 // ended without an answer from the broker (unreachable, refused
 // connection, panic).
-func (g *guard) finish(w http.ResponseWriter, s *Scope) {
+func (g *Guard) finish(w http.ResponseWriter, s *core.Scope) {
 	h := s.Lock
 	if h != nil && h.Delivering {
 		g.delivered(w, s)
@@ -258,29 +259,29 @@ func (g *guard) finish(w http.ResponseWriter, s *Scope) {
 	}
 	if h != nil && !h.Settled {
 		h.Settled = true
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 		defer cancel()
-		g.release(ctx, h.Lock)
+		g.Release(ctx, h.Lock)
 	}
 }
 
 // release releases l; when the store fails, the retry queue keeps trying
 // until it takes it.
-func (g *guard) release(ctx context.Context, l store.Lock) {
-	err := g.st.Release(ctx, l.Key, l.Owner)
+func (g *Guard) Release(ctx context.Context, l store.Lock) {
+	err := g.St.Release(ctx, l.Key, l.Owner)
 	if err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 		return
 	}
-	g.retry.add(pending{lock: l, cause: err})
+	g.Retry.Add(Pending{Lock: l, Cause: err})
 }
 
 // notePoll looks up the async operation a last_operation polls, so the
 // poll's span can link to the span that started it and its answer can
 // settle it. A store failure does not block a poll: a poll answer that
 // ends the operation is then settled by the retry queue.
-func (g *guard) notePoll(ctx context.Context, s *Scope) {
+func (g *Guard) notePoll(ctx context.Context, s *core.Scope) {
 	key := g.pollKey(s)
-	l, err := g.st.Get(ctx, key)
+	l, err := g.St.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			s.PollUnseen = true
@@ -299,7 +300,7 @@ func (g *guard) notePoll(ctx context.Context, s *Scope) {
 }
 
 // pollKey is the lock key of the operation a last_operation call polls.
-func (g *guard) pollKey(s *Scope) string {
+func (g *Guard) pollKey(s *core.Scope) string {
 	if s.Call.Endpoint == rules.BindingLastOperation {
 		return upstream.Of(s.Route).LockKey(s.Call.InstanceID, s.Call.BindingID)
 	}
@@ -318,15 +319,15 @@ func polls(c rules.Call, l store.Lock) bool {
 // a ends it (rules.Answer.Ends). When the poll could not see the lock (the
 // store was down), an answer that may end it goes to the retry queue, which
 // settles it once the store answers.
-func (g *guard) settlePoll(ctx context.Context, a rules.Answer, s *Scope) {
+func (g *Guard) SettlePoll(ctx context.Context, a rules.Answer, s *core.Scope) {
 	if s.Polled != nil {
 		if a.Ends(upstream.PolledEndpoint(s)) {
-			g.inv.polled(ctx, s, *s.Polled, a) // under the lock, before it is released
-			g.release(ctx, *s.Polled)
+			g.Inv.Polled(ctx, s, *s.Polled, a) // under the lock, before it is released
+			g.Release(ctx, *s.Polled)
 		}
 		return
 	}
 	if a.Ends(rules.Deprovision) { // the kind is unknown until the store answers
-		g.retry.add(pending{poll: &pollSeen{key: g.pollKey(s), call: s.Call, answer: a, seen: g.now()}})
+		g.Retry.Add(Pending{poll: &pollSeen{key: g.pollKey(s), call: s.Call, answer: a, seen: g.Now()}})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -30,33 +31,33 @@ const quotaLockKind = store.KindProvision
 const quotaStatus = http.StatusUnprocessableEntity
 
 // quotaRule is one configured quota as the stage applies it.
-type quotaRule struct {
-	tenant, label string
-	service, plan string   // name or id; empty: any
-	max           int      // max_instances
-	brokers       []string // the brokers whose instances count, each once
+type QuotaRule struct {
+	Tenant, Label string
+	Service, Plan string   // name or id; empty: any
+	Max           int      // max_instances
+	Brokers       []string // the brokers whose instances count, each once
 	// lock is the store lock (Key, Broker, InstanceID) that serialises the
 	// counts and admissions of the quota across replicas; its Broker is
 	// "quota:<tenant>", which no broker name can be, so it never meets a
 	// platform call's lock. local serialises this replica's contenders
 	// first, so that only one of them polls the store.
-	lock  store.Lock
+	Lock  store.Lock
 	local chan struct{}
 }
 
 // quotaRules maps each route prefix to the quotas its provisions pass:
 // the tenant's (in order), then the route's own.
-func quotaRules(cfg *config.Config) map[string][]*quotaRule {
-	out := map[string][]*quotaRule{}
+func QuotaRules(cfg *config.Config) map[string][]*QuotaRule {
+	out := map[string][]*QuotaRule{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
 		all := tenantBrokers(tc)
-		tenantRules := make([]*quotaRule, 0, len(tc.Quotas))
+		tenantRules := make([]*QuotaRule, 0, len(tc.Quotas))
 		for _, q := range tc.Quotas {
 			tenantRules = append(tenantRules, newQuotaRule(tc.Name, q.Label(), q, all))
 		}
 		for _, rc := range tc.Routes {
-			rs := append([]*quotaRule(nil), tenantRules...)
+			rs := append([]*QuotaRule(nil), tenantRules...)
 			for _, q := range rc.Quotas {
 				label := q.Label()
 				if q.Name == "" {
@@ -87,31 +88,31 @@ func tenantBrokers(tc *config.Tenant) []string {
 	return all
 }
 
-func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *quotaRule {
+func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *QuotaRule {
 	// The label escaped: its "/" would make the key read as a binding's.
 	lb, id := "quota:"+tenant, url.PathEscape(label)
-	return &quotaRule{tenant: tenant, label: label, service: q.Service, plan: q.Plan, max: q.Max(), brokers: brokers,
-		lock:  store.Lock{Key: store.LockKey(lb, id), Kind: quotaLockKind, Tenant: tenant, Broker: lb, InstanceID: id},
+	return &QuotaRule{Tenant: tenant, Label: label, Service: q.Service, Plan: q.Plan, Max: q.Max(), Brokers: brokers,
+		Lock:  store.Lock{Key: store.LockKey(lb, id), Kind: quotaLockKind, Tenant: tenant, Broker: lb, InstanceID: id},
 		local: make(chan struct{}, 1)}
 }
 
 // matches reports whether an instance of serviceID and planID counts
 // against q: each of q's service and plan, when set, is the id or, in the
 // catalog ix (nil: ids only), the name.
-func (q *quotaRule) matches(ix *rules.Index, serviceID, planID string) bool {
-	if q.service != "" && serviceID != q.service {
+func (q *QuotaRule) Matches(ix *rules.Index, serviceID, planID string) bool {
+	if q.Service != "" && serviceID != q.Service {
 		if ix == nil {
 			return false
 		}
-		if svc := ix.Service(serviceID); svc == nil || svc.Name != q.service {
+		if svc := ix.Service(serviceID); svc == nil || svc.Name != q.Service {
 			return false
 		}
 	}
-	if q.plan != "" && planID != q.plan {
+	if q.Plan != "" && planID != q.Plan {
 		if ix == nil {
 			return false
 		}
-		if _, p := ix.PlanByID(planID); p == nil || p.Name != q.plan {
+		if _, p := ix.PlanByID(planID); p == nil || p.Name != q.Plan {
 			return false
 		}
 	}
@@ -120,18 +121,18 @@ func (q *quotaRule) matches(ix *rules.Index, serviceID, planID string) bool {
 
 // mayMatch is matches for a provision in flight, whose lock may not name
 // its service or plan (validation.requests: off): an id it lacks matches.
-func (q *quotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
+func (q *QuotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
 	if serviceID == "" {
-		serviceID = q.service
+		serviceID = q.Service
 	}
 	if planID == "" {
-		planID = q.plan
+		planID = q.Plan
 	}
-	return q.matches(ix, serviceID, planID)
+	return q.Matches(ix, serviceID, planID)
 }
 
 // counts reports whether q counts the instances of broker.
-func (q *quotaRule) counts(broker string) bool { return slices.Contains(q.brokers, broker) }
+func (q *QuotaRule) counts(broker string) bool { return slices.Contains(q.Brokers, broker) }
 
 // withQuota is the quota stage (tenants[].quotas, routes[].quotas), just
 // before the guard. For each quota the provision counts against, in
@@ -154,8 +155,8 @@ func (q *quotaRule) counts(broker string) bool { return slices.Contains(q.broker
 // repeat of a provision the inventory holds is no new instance and
 // passes. timer starts the wait's bound (nil: a real timer). nil when no
 // tenant has quotas.
-func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware {
-	byPrefix := quotaRules(cfg)
+func WithQuota(cfg *config.Config, g *Guard, m *metrics.Metrics, timer core.Timer) core.Middleware {
+	byPrefix := QuotaRules(cfg)
 	if len(byPrefix) == 0 {
 		return nil
 	}
@@ -165,7 +166,7 @@ func withQuota(cfg *config.Config, g *guard, m *Metrics, timer Timer) Middleware
 	m.QuotaStart(quotaSeries(byPrefix))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if s.Call.Endpoint != rules.Provision {
 				next.ServeHTTP(w, r)
 				return
@@ -209,10 +210,10 @@ func quotaAdmitted(ctx context.Context) error {
 
 // quotaCall is one provision passing the quota stage.
 type quotaCall struct {
-	g      *guard
-	m      *Metrics
-	s      *Scope
-	timer  Timer
+	g      *Guard
+	m      *metrics.Metrics
+	s      *core.Scope
+	timer  core.Timer
 	held   []heldQuota
 	counts []quotaCount // each held quota's count, before this provision
 	// waitEnds fires when this provision has waited quotaWait for quotas'
@@ -223,13 +224,13 @@ type quotaCall struct {
 
 // heldQuota is a quota's lock a provision holds.
 type heldQuota struct {
-	q    *quotaRule
+	q    *QuotaRule
 	lock store.Lock
 }
 
 // quotaCount is what one quota counted for a provision.
 type quotaCount struct {
-	q                  *quotaRule
+	q                  *QuotaRule
 	recorded, inFlight int
 }
 
@@ -238,7 +239,7 @@ type quotaCount struct {
 // every provision, so two never wait on each other), then counts each
 // under them. It answers the platform and returns false when the
 // provision may not go on; the locks taken are then released.
-func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRule) bool {
+func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*QuotaRule) bool {
 	s := qc.s
 	u := upstream.Of(s.Route)
 	req := s.Request
@@ -255,14 +256,14 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 	ctx, cancel := context.WithTimeout(r.Context(), u.Timeout)
 	defer cancel()
 	defer qc.stopWaiting()
-	if _, err := qc.g.st.GetInstance(ctx, u.Name, s.Call.InstanceID); err == nil {
+	if _, err := qc.g.St.GetInstance(ctx, u.Name, s.Call.InstanceID); err == nil {
 		return true // a repeat: no new instance
 	} else if !errors.Is(err, store.ErrNotFound) {
 		qc.unavailable(w, r, err)
 		return false
 	}
 	for _, q := range qs {
-		if !q.matches(ix, req.ServiceID, req.PlanID) {
+		if !q.Matches(ix, req.ServiceID, req.PlanID) {
 			continue
 		}
 		if err := qc.lock(ctx, r, q); err != nil {
@@ -287,11 +288,11 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*quotaRu
 			qc.unavailable(w, r, err)
 			return false
 		}
-		qc.m.QuotaSet(h.q.tenant, h.q.label, c.recorded+c.inFlight)
+		qc.m.QuotaSet(h.q.Tenant, h.q.Label, c.recorded+c.inFlight)
 		qc.counts = append(qc.counts, c)
-		if c.recorded+c.inFlight >= h.q.max {
+		if c.recorded+c.inFlight >= h.q.Max {
 			qc.release()
-			s.Fail(w, quotaRefusal(h.q, c.recorded, c.inFlight))
+			s.Fail(w, QuotaRefusal(h.q, c.recorded, c.inFlight))
 			return false
 		}
 	}
@@ -315,15 +316,15 @@ func (qc *quotaCall) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // quotaRefusal says which quota the provision would exceed, what it
 // admits, and what the tenant holds: recorded instances, and inFlight
 // more that are being provisioned or not yet known to be gone.
-func quotaRefusal(q *quotaRule, recorded, inFlight int) *osb.Error {
+func QuotaRefusal(q *QuotaRule, recorded, inFlight int) *osb.Error {
 	what := "service instances"
 	switch {
-	case q.service != "" && q.plan != "":
-		what = fmt.Sprintf("instances of service %q, plan %q", q.service, q.plan)
-	case q.service != "":
-		what = fmt.Sprintf("instances of service %q", q.service)
-	case q.plan != "":
-		what = fmt.Sprintf("instances of plan %q", q.plan)
+	case q.Service != "" && q.Plan != "":
+		what = fmt.Sprintf("instances of service %q, plan %q", q.Service, q.Plan)
+	case q.Service != "":
+		what = fmt.Sprintf("instances of service %q", q.Service)
+	case q.Plan != "":
+		what = fmt.Sprintf("instances of plan %q", q.Plan)
 	}
 	holds := strconv.Itoa(recorded + inFlight)
 	if inFlight > 0 {
@@ -331,7 +332,7 @@ func quotaRefusal(q *quotaRule, recorded, inFlight int) *osb.Error {
 	}
 	return &osb.Error{Status: quotaStatus, Description: fmt.Sprintf(
 		"quota %q of tenant %q is reached: it admits %d %s and the tenant holds %s; delete one first, or ask the operator to raise the quota",
-		q.label, q.tenant, q.max, what, holds)}
+		q.Label, q.Tenant, q.Max, what, holds)}
 }
 
 // counted updates the quotas' metric after the provision's answer: one
@@ -341,7 +342,7 @@ func (qc *quotaCall) counted(status int) {
 		return
 	}
 	for _, c := range qc.counts {
-		qc.m.QuotaSet(c.q.tenant, c.q.label, c.recorded+c.inFlight+1)
+		qc.m.QuotaSet(c.q.Tenant, c.q.Label, c.recorded+c.inFlight+1)
 	}
 }
 
@@ -350,8 +351,8 @@ func (qc *quotaCall) counted(status int) {
 // the broker.
 func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err error) {
 	u := upstream.Of(qc.s.Route)
-	qc.g.metrics.StoreError("quota")
-	qc.g.log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.Name),
+	qc.g.Metrics.StoreError("quota")
+	qc.g.Log.LogAttrs(r.Context(), slog.LevelError, "quota not counted", slog.String("broker", u.Name),
 		slog.String("tenant", qc.s.Tenant), slog.String("error", err.Error()))
 	qc.s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "the gateway cannot count tenant " +
 		strconv.Quote(qc.s.Tenant) + "'s instances against its quotas (its state store is unavailable), so it does not forward the provision; try again later"})
@@ -359,11 +360,11 @@ func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err err
 
 // quotaSeries lists the (tenant, label) pair of every quota, for the
 // metrics' series shown from the start.
-func quotaSeries(byPrefix map[string][]*quotaRule) [][2]string {
+func quotaSeries(byPrefix map[string][]*QuotaRule) [][2]string {
 	var out [][2]string
 	for _, qs := range byPrefix {
 		for _, q := range qs {
-			out = append(out, [2]string{q.tenant, q.label})
+			out = append(out, [2]string{q.Tenant, q.Label})
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -26,44 +27,44 @@ const InProgress = rules.InProgress
 // syncHoldMargin is added to a broker's timeout to make the deadline of a
 // synchronous call's lock: a gateway that dies mid-call leaves a lock that
 // expires soon after the call would have.
-const syncHoldMargin = time.Minute
+const SyncHoldMargin = time.Minute
 
 // releaseTimeout bounds the store calls that settle a lock after the
 // request's own context may be gone.
-const releaseTimeout = 5 * time.Second
+const ReleaseTimeout = 5 * time.Second
 
 // guard holds the operation locks of one Gateway. Its store, its replica
 // name and its queue of releases to retry outlive reloads.
-type guard struct {
-	st       store.Store
-	now      func() time.Time
-	log      *slog.Logger
-	deadline time.Duration // default async deadline (state.operation_deadline)
+type Guard struct {
+	St       store.Store
+	Now      func() time.Time
+	Log      *slog.Logger
+	Deadline time.Duration // default async deadline (state.operation_deadline)
 	// watchAfter is the age past which a sweep polls an async operation
 	// itself (state.reconcile.after; see watch); zero: never (the
 	// reconciler is off). watchEvery is the least time between two of
 	// this gateway's polls of one operation (state.reconcile.every less
 	// half a sweep tick, so that a tick a little early still polls).
-	watchAfter, watchEvery time.Duration
-	watched                watched    // when this gateway last polled each operation
-	metrics                *Metrics   // nil: none
-	inv                    *inventory // records what succeeded; nil: nothing is recorded
+	WatchAfter, WatchEvery time.Duration
+	watched                Watched          // when this gateway last polled each operation
+	Metrics                *metrics.Metrics // nil: none
+	Inv                    *Inventory       // records what succeeded; nil: nothing is recorded
 	// replica names this process in orphan claims, so that of several
 	// gateways sharing a store exactly one carries out each mitigation.
-	replica string
+	Replica string
 	// retry keeps releasing what the store refused to release.
-	retry *releaser
+	Retry *releaser
 	// tookOver handles an expired lock a new call took the key over from
 	// before the sweep released it (Gateway.tookOver); nil: nothing.
-	tookOver func(context.Context, store.Lock)
+	TookOver func(context.Context, store.Lock)
 
 	// What the gateway's own actions (sweeps, mitigation, reconcile,
 	// quota checks) reach, set by New: the configuration, the brokers'
 	// upstreams, the catalog cache, and where the actions are written.
-	cfg       *config.Config
-	upstreams map[string]*upstream.Upstream
-	catalogs  *catalog.Cache
-	own       ownLog
+	Cfg       *config.Config
+	Upstreams map[string]*upstream.Upstream
+	Catalogs  *catalog.Cache
+	Own       OwnLog
 }
 
 // withGuard is the guard stage. A mutating call takes the lock of what it
@@ -74,10 +75,10 @@ type guard struct {
 // ConcurrencyError with concurrency_error: spec at 2.14+) without reaching
 // the broker. When the store cannot be reached, mutating calls fail closed
 // with 503; reads never wait on a lock.
-func withGuard(g *guard) Middleware {
+func WithGuard(g *Guard) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			s.Guarded = true
 			kind, mutating := rules.LockKind(s.Call.Endpoint)
 			if !mutating {
@@ -88,12 +89,12 @@ func withGuard(g *guard) Middleware {
 				return
 			}
 			up := upstream.Of(s.Route)
-			now := g.now()
+			now := g.Now()
 			l := store.Lock{
 				Key: up.LockKey(s.Call.InstanceID, s.Call.BindingID), Owner: core.NewRequestID(), Kind: kind,
 				Tenant: s.Tenant, Broker: up.Name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 				ServiceID: s.Call.ServiceID, PlanID: s.Call.PlanID, TraceParent: s.TraceParent,
-				Started: now, Deadline: now.Add(up.Timeout + syncHoldMargin),
+				Started: now, Deadline: now.Add(up.Timeout + SyncHoldMargin),
 			}
 			if s.Request != nil {
 				l.ServiceID, l.PlanID = s.Request.ServiceID, s.Request.PlanID
@@ -112,8 +113,8 @@ func withGuard(g *guard) Middleware {
 				s.Fail(w, g.busy(s))
 				return
 			case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
-				g.metrics.StoreError("acquire")
-				g.log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.Name),
+				g.Metrics.StoreError("acquire")
+				g.Log.LogAttrs(r.Context(), slog.LevelError, "operation state unavailable", slog.String("broker", up.Name),
 					slog.String("error", err.Error()))
 				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 					Description: "the gateway's operation state is unavailable, so it cannot tell whether another operation on this instance is in progress; try again later"})
@@ -127,8 +128,8 @@ func withGuard(g *guard) Middleware {
 			if err := quotaAdmitted(r.Context()); err != nil {
 				// The quotas' counts may be stale (see quotaCall.admitted):
 				// the provision goes no further, and its lock goes.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
-				g.release(rctx, l)
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), ReleaseTimeout)
+				g.Release(rctx, l)
 				cancel()
 				s.Fail(w, err)
 				return
@@ -157,19 +158,19 @@ func withGuard(g *guard) Middleware {
 // is found, l is released again and the blocker comes back with an error
 // wrapping store.ErrHeld. Under lock_granularity instance every call locks
 // the instance key, and Acquire alone decides.
-func (g *guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, error) {
-	if held, err := g.st.Acquire(ctx, l); err != nil {
+func (g *Guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, error) {
+	if held, err := g.St.Acquire(ctx, l); err != nil {
 		if !errors.Is(err, store.ErrHeld) {
 			// No answer is not a no: a store that timed out (Redis paused)
 			// may still take the lock when it wakes, and nobody would hold
 			// it until its deadline. Its owner releases it once the store
 			// answers (the campaign's "store paused while a call takes its
 			// lock").
-			g.retry.add(pending{lock: l, unconfirmed: true, cause: err})
+			g.Retry.Add(Pending{Lock: l, unconfirmed: true, Cause: err})
 		}
 		return held, err
-	} else if held.Replaced != nil && g.tookOver != nil {
-		g.tookOver(ctx, *held.Replaced)
+	} else if held.Replaced != nil && g.TookOver != nil {
+		g.TookOver(ctx, *held.Replaced)
 	}
 	if !u.BindingLocks {
 		return store.Lock{}, nil
@@ -178,7 +179,7 @@ func (g *guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock)
 	if err == nil && !found {
 		return store.Lock{}, nil
 	}
-	g.release(ctx, l)
+	g.Release(ctx, l)
 	if err != nil {
 		return store.Lock{}, err
 	}
@@ -187,16 +188,16 @@ func (g *guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock)
 
 // blocker finds a lock held by another operation that blocks l (see
 // acquire).
-func (g *guard) blocker(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, bool, error) {
+func (g *Guard) blocker(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, bool, error) {
 	switch rules.LockChecks(l.Kind) {
 	case rules.CheckInstance:
-		il, err := g.st.Get(ctx, store.LockKey(u.Name, l.InstanceID))
+		il, err := g.St.Get(ctx, store.LockKey(u.Name, l.InstanceID))
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Lock{}, false, nil
 		}
 		return il, err == nil, err
 	case rules.CheckBindings:
-		ls, err := g.st.List(ctx, store.ListFilter{Broker: u.Name, InstanceID: l.InstanceID})
+		ls, err := g.St.List(ctx, store.ListFilter{Broker: u.Name, InstanceID: l.InstanceID})
 		if err != nil {
 			return store.Lock{}, false, err
 		}
@@ -212,16 +213,16 @@ func (g *guard) blocker(ctx context.Context, u *upstream.Upstream, l store.Lock)
 // busy is the answer to a call blocked by an operation in progress
 // (rules.Busy: 422 ConcurrencyError for a broker with concurrency_error
 // spec, else 400).
-func (g *guard) busy(s *Scope) *osb.Error {
+func (g *Guard) busy(s *core.Scope) *osb.Error {
 	return rules.Busy(s.Version, upstream.Of(s.Route).Cfg.ConcurrencyError == "spec")
 }
 
 // sweep releases the locks whose deadline passed at now, logs each and
 // returns them; the server runs it every state.sweep_interval.
-func (g *guard) sweep(ctx context.Context, now time.Time) []store.Lock {
-	expired, err := g.st.ExpireDue(ctx, now)
+func (g *Guard) sweep(ctx context.Context, now time.Time) []store.Lock {
+	expired, err := g.St.ExpireDue(ctx, now)
 	if err != nil {
-		g.log.LogAttrs(ctx, slog.LevelWarn, "sweeping expired operations failed", slog.String("error", err.Error()))
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "sweeping expired operations failed", slog.String("error", err.Error()))
 		return nil
 	}
 	for _, l := range expired {
@@ -231,8 +232,8 @@ func (g *guard) sweep(ctx context.Context, now time.Time) []store.Lock {
 }
 
 // logExpired logs what, about the lock l that passed its deadline.
-func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
-	g.log.LogAttrs(ctx, slog.LevelWarn, what,
+func (g *Guard) logExpired(ctx context.Context, what string, l store.Lock) {
+	g.Log.LogAttrs(ctx, slog.LevelWarn, what,
 		slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("instance_id", l.InstanceID),
 		slog.String("binding_id", l.BindingID), slog.String("kind", l.Kind), slog.Bool("async", l.Async),
 		slog.String("operation", l.Operation), slog.Time("started", l.Started), slog.Time("deadline", l.Deadline))
@@ -248,8 +249,8 @@ func (g *guard) logExpired(ctx context.Context, what string, l store.Lock) {
 // purges the usage records past inventory.usage_retention (PurgeUsage);
 // call it periodically (every state.SweepTick()). Replicas sharing a store
 // may all call it.
-func (g *guard) SweepOperations(ctx context.Context) {
-	now := g.now()
+func (g *Guard) SweepOperations(ctx context.Context) {
+	now := g.Now()
 	early := g.expiredCreates(ctx, now)
 	g.orphanExpired(ctx, early, true)
 	g.orphanExpired(ctx, notIn(g.sweep(ctx, now), early), false)
@@ -258,7 +259,7 @@ func (g *guard) SweepOperations(ctx context.Context) {
 }
 
 // later returns the later of a and b.
-func later(a, b time.Time) time.Time {
+func Later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}

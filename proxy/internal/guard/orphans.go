@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // neverDue is the NextAttempt of an orphan the gateway will not try on its
 // own: reported only, or given up on. POST /admin/orphans/{id}/retry makes
 // it due.
-var neverDue = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+var NeverDue = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // OrphanTick is how often the background worker looks for due orphans.
 const OrphanTick = 2 * time.Second
@@ -28,7 +28,7 @@ const OrphanTick = 2 * time.Second
 // (core's words).
 const (
 	mitigated       = core.Mitigated
-	mitigationFail  = core.MitigationFail
+	MitigationFail  = core.MitigationFail
 	mitigationBusy  = core.MitigationBusy
 	mitigationTaken = core.MitigationTaken
 	mitigationGone  = core.MitigationGone
@@ -40,7 +40,7 @@ const (
 // failure replaces the entry, and a later success finds it to cancel. It
 // is the kind and a digest of the broker and ids, so that it fits in a URL
 // path segment (POST /admin/orphans/{id}/retry) whatever the ids hold.
-func orphanID(kind, broker, instanceID, bindingID string) string {
+func OrphanID(kind, broker, instanceID, bindingID string) string {
 	key := store.LockKey(broker, instanceID)
 	if kind == store.KindUnbind {
 		key = store.BindingLockKey(broker, instanceID, bindingID)
@@ -54,9 +54,9 @@ func orphanID(kind, broker, instanceID, bindingID string) string {
 // the unbind of the binding for bind and unbind.
 func orphanIDOf(u *upstream.Upstream, c rules.Call) string {
 	if c.Endpoint == rules.Bind || c.Endpoint == rules.Unbind {
-		return orphanID(store.KindUnbind, u.Name, c.InstanceID, c.BindingID)
+		return OrphanID(store.KindUnbind, u.Name, c.InstanceID, c.BindingID)
 	}
-	return orphanID(store.KindDeprovision, u.Name, c.InstanceID, "")
+	return OrphanID(store.KindDeprovision, u.Name, c.InstanceID, "")
 }
 
 // noteOrphan records an orphan candidate for a provision or bind that may
@@ -67,39 +67,39 @@ func orphanIDOf(u *upstream.Upstream, c rules.Call) string {
 // When the store does not take it, it returns the orphan and false: the
 // caller keeps the call's lock and queues both (pending.putOrphan), so no
 // platform call can succeed and cancel in between.
-func (g *guard) noteOrphan(ctx context.Context, s *Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
+func (g *Guard) NoteOrphan(ctx context.Context, s *core.Scope, reason string, due time.Time, lockOwner string, holdUntil time.Time) (store.Orphan, bool) {
 	up := upstream.Of(s.Route)
 	if s.Lock == nil {
 		return store.Orphan{}, true
 	}
 	l := s.Lock.Lock
 	l.Tenant = s.Tenant
-	o, decision := g.newOrphan(up, l, reason, due, lockOwner)
+	o, decision := g.NewOrphan(up, l, reason, due, lockOwner)
 	if decision == "" {
 		return store.Orphan{}, true
 	}
 	o.HoldUntil = holdUntil
 	s.Orphan = decision
-	return g.putCandidate(ctx, up, o, decision)
+	return g.PutCandidate(ctx, up, o, decision)
 }
 
 // newOrphan is the orphan candidate a provision or bind holding l leaves,
 // per the broker's orphan_mitigation (see noteOrphan), and the decision
 // ("reported" or "queued"); "" when there is none (another kind, or
 // orphan_mitigation off).
-func (g *guard) newOrphan(up *upstream.Upstream, l store.Lock, reason string, due time.Time, lockOwner string) (store.Orphan, string) {
+func (g *Guard) NewOrphan(up *upstream.Upstream, l store.Lock, reason string, due time.Time, lockOwner string) (store.Orphan, string) {
 	mode := up.Cfg.OrphanMitigation
 	if mode == "off" || (l.Kind != store.KindProvision && l.Kind != store.KindBind) {
 		return store.Orphan{}, ""
 	}
 	o := store.Orphan{ID: orphanIDOf(up, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}),
 		Broker: up.Name, Tenant: l.Tenant, InstanceID: l.InstanceID,
-		BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.now(),
-		NextAttempt: neverDue, Kind: store.KindDeprovision, LockOwner: lockOwner}
+		BindingID: l.BindingID, ServiceID: l.ServiceID, PlanID: l.PlanID, Reason: reason, Created: g.Now(),
+		NextAttempt: NeverDue, Kind: store.KindDeprovision, LockOwner: lockOwner}
 	if l.Kind == store.KindBind {
 		o.Kind = store.KindUnbind
 	}
-	if mode == "mitigate" && !due.Equal(neverDue) {
+	if mode == "mitigate" && !due.Equal(NeverDue) {
 		o.NextAttempt = due
 		return o, "queued"
 	}
@@ -107,19 +107,19 @@ func (g *guard) newOrphan(up *upstream.Upstream, l store.Lock, reason string, du
 }
 
 // putCandidate stores the orphan candidate o (see noteOrphan).
-func (g *guard) putCandidate(ctx context.Context, up *upstream.Upstream, o store.Orphan, decision string) (store.Orphan, bool) {
+func (g *Guard) PutCandidate(ctx context.Context, up *upstream.Upstream, o store.Orphan, decision string) (store.Orphan, bool) {
 	if mutation.NoOrphans {
 		return o, true // broken on purpose (bench/campaign -mutation no-orphans)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	if err := g.st.PutOrphan(ctx, o); err != nil {
-		g.metrics.StoreError("orphan")
-		g.log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded yet; the instance stays locked until the operation state takes it",
+	if err := g.St.PutOrphan(ctx, o); err != nil {
+		g.Metrics.StoreError("orphan")
+		g.Log.LogAttrs(ctx, slog.LevelError, "orphan candidate not recorded yet; the instance stays locked until the operation state takes it",
 			slog.String("broker", up.Name), slog.String("instance_id", o.InstanceID), slog.String("error", err.Error()))
 		return o, false
 	}
-	g.log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.Name),
+	g.Log.LogAttrs(ctx, slog.LevelWarn, "orphan candidate", slog.String("id", o.ID), slog.String("broker", up.Name),
 		slog.String("tenant", o.Tenant), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
 		slog.String("binding_id", o.BindingID), slog.String("reason", o.Reason), slog.String("decision", decision),
 		slog.Time("due", o.NextAttempt))
@@ -128,8 +128,8 @@ func (g *guard) putCandidate(ctx context.Context, up *upstream.Upstream, o store
 
 // cancelOrphan deletes the pending orphan id after a success the platform
 // saw; false means the store failed and nothing is known.
-func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
-	err := g.st.DeleteOrphan(ctx, id)
+func (g *Guard) cancelOrphan(ctx context.Context, s *core.Scope, id string) bool {
+	err := g.St.DeleteOrphan(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return true
@@ -137,7 +137,7 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 		return false
 	}
 	s.Orphan = "cancelled"
-	g.log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigation cancelled: the platform's call succeeded", slog.String("id", id),
+	g.Log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigation cancelled: the platform's call succeeded", slog.String("id", id),
 		slog.String("broker", s.Broker), slog.String("instance_id", s.Call.InstanceID), slog.String("binding_id", s.Call.BindingID))
 	return true
 }
@@ -147,14 +147,14 @@ func (g *guard) cancelOrphan(ctx context.Context, s *Scope, id string) bool {
 // held for hold_after_timeout; a provision or bind becomes an orphan
 // candidate, due (with orphan_mitigation: mitigate) when the hold ends and
 // taking the held lock over.
-func (g *guard) OnTimeout(ctx context.Context, s *Scope) {
+func (g *Guard) OnTimeout(ctx context.Context, s *core.Scope) {
 	owner := g.holdAfterTimeout(s)
 	if ok, why := rules.OrphanOnTimeout(s.Call); ok {
-		hold := g.now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
-		if o, ok := g.noteOrphan(ctx, s, why, hold, owner, hold); !ok {
+		hold := g.Now().Add(upstream.Of(s.Route).Cfg.HoldAfterTimeout)
+		if o, ok := g.NoteOrphan(ctx, s, why, hold, owner, hold); !ok {
 			held := s.Lock.Lock
 			held.Owner = owner
-			g.retry.add(pending{lock: held, putOrphan: &o, keep: true})
+			g.Retry.Add(Pending{Lock: held, PutOrphan: &o, Keep: true})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -107,11 +107,11 @@ type ReconcileResult struct {
 // 409 for a lock that is no async operation (without req.Force) or an
 // emulated one whose broker call runs, 502 when the broker could not be
 // polled (the lock stays), 503 when the state store failed.
-func (g *guard) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
+func (g *Guard) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileResult, error) {
 	if err := req.check(); err != nil {
 		return ReconcileResult{}, err
 	}
-	u := g.upstreams[req.Broker]
+	u := g.Upstreams[req.Broker]
 	if u == nil {
 		return ReconcileResult{}, osb.Errorf(http.StatusNotFound, "", "no broker %q in the gateway's configuration", req.Broker)
 	}
@@ -122,7 +122,7 @@ func (g *guard) Reconcile(ctx context.Context, req ReconcileRequest) (ReconcileR
 		}
 		return ReconcileResult{}, err
 	}
-	start := g.now()
+	start := g.Now()
 	var res ReconcileResult
 	if req.State != "" {
 		res, err = g.force(ctx, u, l, req)
@@ -156,14 +156,14 @@ func (req ReconcileRequest) check() error {
 
 // reconcilable reads the lock req names and checks that it can be
 // reconciled.
-func (g *guard) reconcilable(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (store.Lock, error) {
+func (g *Guard) reconcilable(ctx context.Context, u *upstream.Upstream, req ReconcileRequest) (store.Lock, error) {
 	what := fmt.Sprintf("instance %q of broker %q", req.InstanceID, req.Broker)
 	c := rules.Call{Endpoint: rules.InstanceLastOperation, InstanceID: req.InstanceID}
 	if req.BindingID != "" {
 		what = fmt.Sprintf("binding %q of ", req.BindingID) + what
 		c = rules.Call{Endpoint: rules.BindingLastOperation, InstanceID: req.InstanceID, BindingID: req.BindingID}
 	}
-	l, err := g.st.Get(ctx, u.LockKey(req.InstanceID, req.BindingID))
+	l, err := g.St.Get(ctx, u.LockKey(req.InstanceID, req.BindingID))
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && !polls(c, l)):
 		return l, osb.Errorf(http.StatusNotFound, "", "no operation in progress on %s: nothing to reconcile", what)
@@ -195,7 +195,7 @@ func pollTarget(l store.Lock) store.Lock {
 // settleReconciled settles l by the answer a to the gateway's own poll
 // (perr: the poll failed) and says what came of it; sync allows a lock
 // that is no async operation (a forced reconcile).
-func (g *guard) settleReconciled(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, perr error, sync bool) (ReconcileResult, error) {
+func (g *Guard) settleReconciled(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, perr error, sync bool) (ReconcileResult, error) {
 	if perr != nil {
 		e := osb.AsError(perr)
 		res := ReconcileResult{Outcome: OutcomePollFailed, Answer: fmt.Sprintf("%d: %s", e.Status, e.Description)}
@@ -206,7 +206,7 @@ func (g *guard) settleReconciled(ctx context.Context, u *upstream.Upstream, l st
 	kind := rules.LockedBy(l.Kind)
 	switch {
 	case a.Ends(kind):
-		settled := g.settleOwn(ctx, u, l, a, sync)
+		settled := g.SettleOwn(ctx, u, l, a, sync)
 		res.Outcome, res.Released = outcomeOf(a.State), settled
 		if !settled {
 			res.Outcome = OutcomeSettledMeanwhile
@@ -255,16 +255,16 @@ func describeAnswer(a rules.Answer) string {
 // releases the lock (answerShimPoll); with req.Release, or for a lock that
 // is no async operation, the state is recorded in the inventory and the
 // lock released at once.
-func (g *guard) force(ctx context.Context, u *upstream.Upstream, l store.Lock, req ReconcileRequest) (ReconcileResult, error) {
+func (g *Guard) force(ctx context.Context, u *upstream.Upstream, l store.Lock, req ReconcileRequest) (ReconcileResult, error) {
 	res := ReconcileResult{State: req.State, Description: req.Description, Outcome: OutcomeForcedFailed}
 	if req.State == store.StateSucceeded {
 		res.Outcome = OutcomeForcedSucceeded
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
 	if req.Release || !l.Async {
 		a := rules.Answer{Status: http.StatusOK, Object: true, State: req.State, Description: req.Description}
-		if !g.settleOwn(ctx, u, l, a, true) {
+		if !g.SettleOwn(ctx, u, l, a, true) {
 			res.Outcome = OutcomeSettledMeanwhile
 			return res, nil
 		}
@@ -272,17 +272,17 @@ func (g *guard) force(ctx context.Context, u *upstream.Upstream, l store.Lock, r
 		return res, nil
 	}
 	f := l
-	f.Shim = store.Shim{State: req.State, Description: req.Description, Replica: forcedReplica}
-	switch err := g.st.Update(ctx, f); {
+	f.Shim = store.Shim{State: req.State, Description: req.Description, Replica: ForcedReplica}
+	switch err := g.St.Update(ctx, f); {
 	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner):
 		res.Outcome = OutcomeSettledMeanwhile
 		return res, nil
 	case err != nil:
-		g.metrics.StoreError("update")
+		g.Metrics.StoreError("update")
 		return ReconcileResult{}, storeError("recording the forced state", err)
 	}
 	res.Answer = fmt.Sprintf("the platform's next poll reads %s", req.State)
-	g.log.LogAttrs(ctx, slog.LevelWarn, "operation state forced by an operator; the platform's next poll reads it",
+	g.Log.LogAttrs(ctx, slog.LevelWarn, "operation state forced by an operator; the platform's next poll reads it",
 		slog.String("broker", l.Broker), slog.String("tenant", l.Tenant), slog.String("kind", l.Kind),
 		slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID),
 		slog.String("operation", l.Operation), slog.String("state", req.State), slog.String("who", req.Who))
@@ -291,7 +291,7 @@ func (g *guard) force(ctx context.Context, u *upstream.Upstream, l store.Lock, r
 
 // forcedReplica is store.Shim.Replica of an operator's forced state: no
 // gateway process runs a broker call for it.
-const forcedReplica = "forced by an operator"
+const ForcedReplica = "forced by an operator"
 
 // EmulatedForced is Scope.Emulated for the answer to a platform's poll of
 // an operation whose final state an operator forced.
@@ -303,13 +303,13 @@ const EmulatedForced = "forced"
 // called; the inventory records the operation with state unknown
 // (release_inventory.go), which a reconcile settles later. Errors are *osb.Error: 400 without who or
 // reason, 404 when no such lock exists, 503 when the state store failed.
-func (g *guard) ReleaseOperation(ctx context.Context, broker, instance, binding, who, reason string) error {
-	_, err := g.releaseOperation(ctx, broker, instance, binding, who, reason)
+func (g *Guard) ReleaseOperation(ctx context.Context, broker, instance, binding, who, reason string) error {
+	_, err := g.ReleaseLock(ctx, broker, instance, binding, who, reason)
 	return err
 }
 
 // releaseOperation is ReleaseOperation, returning the released lock.
-func (g *guard) releaseOperation(ctx context.Context, broker, instance, binding, who, reason string) (store.Lock, error) {
+func (g *Guard) ReleaseLock(ctx context.Context, broker, instance, binding, who, reason string) (store.Lock, error) {
 	if who == "" || reason == "" {
 		return store.Lock{}, osb.Errorf(http.StatusBadRequest, "", "a release names who asks and why (it is audited): got who %q, reason %q", who, reason)
 	}
@@ -317,8 +317,8 @@ func (g *guard) releaseOperation(ctx context.Context, broker, instance, binding,
 	if binding != "" {
 		key, what = store.BindingLockKey(broker, instance, binding), fmt.Sprintf("binding %q of instance %q", binding, instance)
 	}
-	start := g.now()
-	l, err := g.st.ForceRelease(ctx, key)
+	start := g.Now()
+	l, err := g.St.ForceRelease(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return l, osb.Errorf(http.StatusNotFound, "", "no operation in progress on %s of broker %q", what, broker)

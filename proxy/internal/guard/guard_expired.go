@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const whyExpired = "its call was never settled (its gateway was killed or lost m
 // keepQueued, a candidate already queued for the same instance or binding
 // stays as it is (a sweep that recorded it before, a timeout's hold, a
 // mitigation under way).
-func (g *guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQueued bool) {
+func (g *Guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQueued bool) {
 	gd := g
 	for _, l := range expired {
 		switch {
@@ -49,28 +49,28 @@ func (g *guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQue
 		// came: the replica that would have recorded its orphan may have
 		// died between the verdict and the candidate (the 30-minute
 		// campaign's "kill -9 as a shimmed provision times out").
-		u := g.upstreams[l.Broker]
+		u := g.Upstreams[l.Broker]
 		if u == nil {
 			continue
 		}
-		due := gd.now()
-		if gd.inv.Keeps(u) {
+		due := gd.Now()
+		if gd.Inv.Keeps(u) {
 			recorded, err := g.recorded(ctx, u, l)
 			switch {
 			case err != nil:
-				due = neverDue // unknown: reported, never undone
+				due = NeverDue // unknown: reported, never undone
 			case recorded:
 				continue
 			}
 		} else {
-			due = neverDue // nothing tells whether the platform got it
+			due = NeverDue // nothing tells whether the platform got it
 		}
-		o, decision := gd.newOrphan(u, l, whyExpired, due, "")
+		o, decision := gd.NewOrphan(u, l, whyExpired, due, "")
 		if decision == "" {
 			continue
 		}
-		if _, ok := gd.putCandidate(ctx, u, o, decision); !ok {
-			gd.log.LogAttrs(ctx, slog.LevelError, "orphan candidate of an expired call lost: the operation state refused it; the operator must check the broker",
+		if _, ok := gd.PutCandidate(ctx, u, o, decision); !ok {
+			gd.Log.LogAttrs(ctx, slog.LevelError, "orphan candidate of an expired call lost: the operation state refused it; the operator must check the broker",
 				slog.String("broker", u.Name), slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID))
 		}
 	}
@@ -86,7 +86,7 @@ func (g *guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQue
 // expired lock before the sweep"). A candidate already queued for the
 // same instance or binding (by a mitigation now taking the lock, or by a
 // timeout's hold) stays as it is.
-func (g *guard) takeOver(ctx context.Context, l store.Lock) {
+func (g *Guard) TakeOver(ctx context.Context, l store.Lock) {
 	gd := g
 	gd.logExpired(ctx, "operation deadline passed; lock taken over by a new call", l)
 	g.orphanExpired(ctx, []store.Lock{l}, true)
@@ -95,13 +95,13 @@ func (g *guard) takeOver(ctx context.Context, l store.Lock) {
 // queued reports whether an orphan candidate of l's instance (or binding)
 // is queued; a store error counts as not queued: a candidate replaced is
 // better than one lost.
-func (g *guard) queued(ctx context.Context, l store.Lock) bool {
-	u := g.upstreams[l.Broker]
+func (g *Guard) queued(ctx context.Context, l store.Lock) bool {
+	u := g.Upstreams[l.Broker]
 	if u == nil {
 		return true
 	}
 	id := orphanIDOf(u, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID})
-	_, err := g.st.GetOrphan(ctx, id)
+	_, err := g.St.GetOrphan(ctx, id)
 	return err == nil
 }
 
@@ -114,8 +114,8 @@ func (g *guard) queued(ctx context.Context, l store.Lock) bool {
 // sweeper that dies between the two steps loses nothing either. On a
 // store error it returns nothing: the candidates are then recorded after
 // the deletion, as before.
-func (g *guard) expiredCreates(ctx context.Context, now time.Time) []store.Lock {
-	ls, err := g.st.List(ctx, store.ListFilter{Expired: true})
+func (g *Guard) expiredCreates(ctx context.Context, now time.Time) []store.Lock {
+	ls, err := g.St.List(ctx, store.ListFilter{Expired: true})
 	if err != nil {
 		return nil
 	}
@@ -144,18 +144,18 @@ func notIn(expired, seen []store.Lock) []store.Lock {
 
 // recorded reports whether the inventory holds what l's call creates as
 // a success (a record of a create in progress or failed is none).
-func (g *guard) recorded(ctx context.Context, u *upstream.Upstream, l store.Lock) (bool, error) {
+func (g *Guard) recorded(ctx context.Context, u *upstream.Upstream, l store.Lock) (bool, error) {
 	var (
 		op  store.LastOperation
 		err error
 	)
 	if l.Kind == store.KindBind {
 		var b store.Binding
-		b, err = g.st.GetBinding(ctx, u.Name, l.InstanceID, l.BindingID)
+		b, err = g.St.GetBinding(ctx, u.Name, l.InstanceID, l.BindingID)
 		op = b.LastOperation
 	} else {
 		var in store.Instance
-		in, err = g.st.GetInstance(ctx, u.Name, l.InstanceID)
+		in, err = g.St.GetInstance(ctx, u.Name, l.InstanceID)
 		op = in.LastOperation
 	}
 	if errors.Is(err, store.ErrNotFound) {

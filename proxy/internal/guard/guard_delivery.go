@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -35,34 +36,34 @@ const whyGone = "the platform went away before the answer reached it"
 // there, it ends the lock as any other; a failed write, or a platform
 // gone (a reset, not a half-close), makes it an orphan candidate, and
 // the record of what it created is dropped, before the lock is released.
-func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
+func (g *Guard) delivered(w http.ResponseWriter, s *core.Scope) {
 	h := s.Lock
 	h.Delivering = false
 	err := http.NewResponseController(w).Flush()
 	if errors.Is(err, http.ErrNotSupported) {
 		err = nil // a writer that cannot tell: as before any write failed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	defer cancel()
 	if err == nil && h.Platform.Err() == nil {
 		if h.Record != nil { // the record first, then the lock
-			g.retry.add(pending{lock: h.Lock, record: h.Record, keep: h.Status == http.StatusAccepted})
+			g.Retry.Add(Pending{Lock: h.Lock, Record: h.Record, Keep: h.Status == http.StatusAccepted})
 			return
 		}
 		if h.Status != http.StatusAccepted { // a 202's lock is its async operation already
-			g.release(ctx, h.Lock)
+			g.Release(ctx, h.Lock)
 		}
 		return
 	}
-	if h.Status != http.StatusOK && g.inv.Keeps(upstream.Of(s.Route)) { // 201 or 202: this call made it
-		g.inv.failed(ctx, upstream.Of(s.Route).Name, s.Call, g.inv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
+	if h.Status != http.StatusOK && g.Inv.Keeps(upstream.Of(s.Route)) { // 201 or 202: this call made it
+		g.Inv.failed(ctx, upstream.Of(s.Route).Name, s.Call, g.Inv.Removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
 	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
-	if o, ok := g.noteOrphan(ctx, s, why, g.now(), "", time.Time{}); !ok {
-		g.retry.add(pending{lock: h.Lock, putOrphan: &o})
+	if o, ok := g.NoteOrphan(ctx, s, why, g.Now(), "", time.Time{}); !ok {
+		g.Retry.Add(Pending{Lock: h.Lock, PutOrphan: &o})
 		return
 	}
-	g.release(ctx, h.Lock)
+	g.Release(ctx, h.Lock)
 }
 
 // holdLastByte puts a reader over res's body, of which body holds the
@@ -70,7 +71,7 @@ func (g *guard) delivered(w http.ResponseWriter, s *Scope) {
 // s's call (delivered, over what was written so far), then the last
 // byte. Nothing when s's call does not wait for its delivery, or its body
 // is empty (finish settles it after the write).
-func (g *guard) holdLastByte(res *http.Response, s *Scope, body []byte) {
+func (g *Guard) holdLastByte(res *http.Response, s *core.Scope, body []byte) {
 	if s.Lock == nil || !s.Lock.Delivering || len(body) == 0 {
 		return
 	}
@@ -82,8 +83,8 @@ func (g *guard) holdLastByte(res *http.Response, s *Scope, body []byte) {
 type lastByteHeld struct {
 	io.ReadCloser
 	before int // bytes left before the last
-	g      *guard
-	s      *Scope
+	g      *Guard
+	s      *core.Scope
 }
 
 func (b *lastByteHeld) Read(p []byte) (int, error) {

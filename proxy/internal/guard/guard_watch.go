@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -42,9 +42,9 @@ const (
 // key and owner), so that one still in progress is polled once per
 // state.reconcile.every, not every sweep, and the operations polled least
 // recently go first when more are due than one sweep polls.
-type watched struct {
+type Watched struct {
 	mu   sync.Mutex
-	last map[string]time.Time
+	Last map[string]time.Time
 }
 
 func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
@@ -54,16 +54,16 @@ func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
 // is one), started at least after ago, and not polled by this gateway
 // within every; the least recently polled first, then the oldest. It notes
 // them polled at now, and forgets the operations no longer in ls.
-func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration, n int) []store.Lock {
+func (w *Watched) Due(ls []store.Lock, now time.Time, after, every time.Duration, n int) []store.Lock {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	kept := make(map[string]time.Time, len(w.last))
+	kept := make(map[string]time.Time, len(w.Last))
 	var due []store.Lock
 	for _, l := range ls {
 		if !l.Async || l.Shim.State != "" || now.Sub(l.Started) < after {
 			continue
 		}
-		last, ok := w.last[watchID(l)]
+		last, ok := w.Last[watchID(l)]
 		if ok {
 			kept[watchID(l)] = last
 			if now.Sub(last) < every {
@@ -72,7 +72,7 @@ func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration
 		}
 		due = append(due, l)
 	}
-	w.last = kept
+	w.Last = kept
 	slices.SortStableFunc(due, func(a, b store.Lock) int {
 		if c := kept[watchID(a)].Compare(kept[watchID(b)]); c != 0 {
 			return c
@@ -81,7 +81,7 @@ func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration
 	})
 	due = due[:min(len(due), n)]
 	for _, l := range due {
-		w.last[watchID(l)] = now
+		w.Last[watchID(l)] = now
 	}
 	return due
 }
@@ -91,18 +91,18 @@ func (w *watched) due(ls []store.Lock, now time.Time, after, every time.Duration
 // progress, a failed poll or an unconfigured broker leave the lock as it
 // is: the next sweep past another state.reconcile.every tries again, and
 // the deadline ends it in any case.
-func (g *guard) watch(ctx context.Context) {
+func (g *Guard) watch(ctx context.Context) {
 	gd := g
-	if gd.watchAfter <= 0 {
+	if gd.WatchAfter <= 0 {
 		return
 	}
-	ls, err := gd.st.List(ctx, store.ListFilter{})
+	ls, err := gd.St.List(ctx, store.ListFilter{})
 	if err != nil {
-		gd.log.LogAttrs(ctx, slog.LevelWarn, "listing async operations to poll failed; the next sweep tries again",
+		gd.Log.LogAttrs(ctx, slog.LevelWarn, "listing async operations to poll failed; the next sweep tries again",
 			slog.String("error", err.Error()))
 		return
 	}
-	due := gd.watched.due(ls, gd.now(), gd.watchAfter, gd.watchEvery, watchBatch)
+	due := gd.watched.Due(ls, gd.Now(), gd.WatchAfter, gd.WatchEvery, watchBatch)
 	work := make(chan store.Lock)
 	var wg sync.WaitGroup
 	for range min(watchWorkers, len(due)) {
@@ -121,17 +121,17 @@ func (g *guard) watch(ctx context.Context) {
 
 // watchOne polls the operation l holds and settles it when it ended, as
 // the reconciler's own call (audited, with an access line).
-func (g *guard) watchOne(ctx context.Context, l store.Lock) {
-	u := g.upstreams[l.Broker]
+func (g *Guard) watchOne(ctx context.Context, l store.Lock) {
+	u := g.Upstreams[l.Broker]
 	if u == nil {
 		return // the broker is no longer configured: the deadline ends it
 	}
-	start, id := g.now(), core.NewRequestID()
+	start, id := g.Now(), core.NewRequestID()
 	ctx = core.WithOperator(ctx, Reconciler, id)
 	a, perr := pollOperation(u, ctx, l)
 	res, err := g.settleReconciled(ctx, u, l, a, perr, false)
 	if perr != nil {
-		g.log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "the gateway's own poll of an async operation no platform settled failed; it tries again after state.reconcile.every",
 			slog.String("broker", l.Broker), slog.String("kind", l.Kind), slog.String("instance_id", l.InstanceID),
 			slog.String("binding_id", l.BindingID), slog.String("error", perr.Error()))
 	}
@@ -186,24 +186,24 @@ func pollOperation(u *upstream.Upstream, ctx context.Context, l store.Lock) (rul
 // nothing (release compares the owner). A sync_within wait's orphan, which
 // waits for this lock, is made due now, as the wait's own polls would
 // (dueHeldOrphan). It reports whether it settled l.
-func (g *guard) settleOwn(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, sync bool) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+func (g *Guard) SettleOwn(ctx context.Context, u *upstream.Upstream, l store.Lock, a rules.Answer, sync bool) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	cur, err := g.st.Get(ctx, l.Key)
+	cur, err := g.St.Get(ctx, l.Key)
 	if err != nil || cur.Owner != l.Owner || (!cur.Async && !sync) {
 		return false // settled meanwhile, or the store does not answer: the next try tells
 	}
 	c := rules.Call{Endpoint: rules.LockedBy(cur.Kind), InstanceID: cur.InstanceID, BindingID: cur.BindingID}
 	if cur.Kind == store.KindProvision || cur.Kind == store.KindBind {
-		if !g.dueHeldOrphan(ctx, orphanIDOf(u, c), cur) {
+		if !g.DueHeldOrphan(ctx, orphanIDOf(u, c), cur) {
 			return false // the orphan would wait for the lock's deadline: the next try
 		}
 	}
-	s := &Scope{Tenant: cur.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}
-	g.inv.polled(ctx, s, cur, a) // under the lock, before it is released
-	g.release(ctx, cur)
-	g.metrics.SettledByWatch(u.Name, a.State)
-	g.log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
+	s := &core.Scope{Tenant: cur.Tenant, Broker: u.Name, Call: c, Route: upstream.Route(u)}
+	g.Inv.Polled(ctx, s, cur, a) // under the lock, before it is released
+	g.Release(ctx, cur)
+	g.Metrics.SettledByWatch(u.Name, a.State)
+	g.Log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",
 		slog.String("broker", cur.Broker), slog.String("tenant", cur.Tenant), slog.String("kind", cur.Kind),
 		slog.String("instance_id", cur.InstanceID), slog.String("binding_id", cur.BindingID),
 		slog.String("operation", cur.Operation), slog.String("state", a.State), slog.Time("started", cur.Started),
@@ -215,11 +215,11 @@ func (g *guard) settleOwn(ctx context.Context, u *upstream.Upstream, l store.Loc
 // (taken over under l's owner: a sync_within wait past its bound), whose
 // operation ended. False when the store did not take the change: the
 // orphan then stays due at the lock's deadline, which ends the lock too.
-func (g *guard) dueHeldOrphan(ctx context.Context, id string, l store.Lock) bool {
-	o, err := g.st.GetOrphan(ctx, id)
-	if err != nil || !o.NextAttempt.Before(neverDue) || o.LockOwner != l.Owner {
+func (g *Guard) DueHeldOrphan(ctx context.Context, id string, l store.Lock) bool {
+	o, err := g.St.GetOrphan(ctx, id)
+	if err != nil || !o.NextAttempt.Before(NeverDue) || o.LockOwner != l.Owner {
 		return true
 	}
-	o.NextAttempt, o.LockOwner = g.now(), ""
-	return g.st.PutOrphan(ctx, o) == nil
+	o.NextAttempt, o.LockOwner = g.Now(), ""
+	return g.St.PutOrphan(ctx, o) == nil
 }

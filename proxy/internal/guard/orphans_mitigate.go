@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -23,13 +23,13 @@ import (
 
 // MitigateOrphans carries out every due orphan once (see mitigate). Call
 // it every OrphanTick; replicas sharing a store may all call it.
-func (g *guard) MitigateOrphans(ctx context.Context) {
-	due, err := g.st.DueOrphans(ctx, g.now(), 20)
+func (g *Guard) MitigateOrphans(ctx context.Context) {
+	due, err := g.St.DueOrphans(ctx, g.Now(), 20)
 	if err != nil {
 		return // the store is down; the next tick tries again
 	}
 	for _, o := range due {
-		g.mitigate(ctx, o)
+		g.Mitigate(ctx, o)
 	}
 }
 
@@ -49,23 +49,23 @@ func (g *guard) MitigateOrphans(ctx context.Context) {
 //     410, or a later attempt's poll of a 202 that says it succeeded) or
 //     reschedules it on orphan_schedule, and only then
 //     releases the lock (so no success can be cancelled in between).
-func (g *guard) mitigate(ctx context.Context, o store.Orphan) string {
+func (g *Guard) Mitigate(ctx context.Context, o store.Orphan) string {
 	result := g.mitigateOnce(ctx, o)
-	g.metrics.Mitigation(o.Broker, result)
+	g.Metrics.Mitigation(o.Broker, result)
 	return result
 }
 
 // mitigateOnce is mitigate without the counting.
-func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
+func (g *Guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	gd := g
-	u := g.upstreams[o.Broker]
+	u := g.Upstreams[o.Broker]
 	if u == nil {
-		o.NextAttempt, o.LastError = neverDue, "the broker is no longer configured"
+		o.NextAttempt, o.LastError = NeverDue, "the broker is no longer configured"
 		g.putOrphan(ctx, o)
-		return mitigationFail
+		return MitigationFail
 	}
-	now := gd.now()
-	o, err := gd.st.ClaimOrphan(ctx, o.ID, gd.replica, now.Add(u.Timeout+syncHoldMargin))
+	now := gd.Now()
+	o, err := gd.St.ClaimOrphan(ctx, o.ID, gd.Replica, now.Add(u.Timeout+SyncHoldMargin))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return mitigationGone
@@ -88,7 +88,7 @@ func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	}
 	l := store.Lock{Key: u.LockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
 		InstanceID: o.InstanceID, BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID,
-		Started: now, Deadline: now.Add(u.Timeout + syncHoldMargin)}
+		Started: now, Deadline: now.Add(u.Timeout + SyncHoldMargin)}
 	if _, err := gd.acquire(ctx, u, l); err != nil {
 		// Nothing is written: a call holding the lock may cancel the
 		// orphan, and a write here could bring it back. The claim lapses
@@ -100,10 +100,10 @@ func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	}
 	keep := false
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 		defer cancel()
 		if !keep {
-			gd.release(rctx, l)
+			gd.Release(rctx, l)
 			return
 		}
 		// The broker deletes it asynchronously: the lock stays as that
@@ -111,12 +111,12 @@ func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 		// under the owner the orphan's next attempt takes it over with;
 		// a poll that sees the deletion end releases it (the next attempt,
 		// or the watch).
-		l.Async, l.Operation, l.Deadline = true, o.UndoOperation, gd.now().Add(gd.deadline)
-		if err := gd.st.Update(rctx, l); err != nil {
-			gd.release(rctx, l)
+		l.Async, l.Operation, l.Deadline = true, o.UndoOperation, gd.Now().Add(gd.Deadline)
+		if err := gd.St.Update(rctx, l); err != nil {
+			gd.Release(rctx, l)
 		}
 	}()
-	if _, err := gd.st.GetOrphan(ctx, o.ID); err != nil {
+	if _, err := gd.St.GetOrphan(ctx, o.ID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return mitigationGone
 		}
@@ -140,7 +140,7 @@ func (g *guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 // An undo's 202 is not the end: a deletion can fail, and what it was to
 // delete would then be named by nothing (the campaign's "the undo's
 // asynchronous deletion fails").
-func (g *guard) followUndo(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+func (g *Guard) followUndo(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
 	a, err := pollOperation(u, ctx, store.Lock{Kind: o.Kind, InstanceID: o.InstanceID, BindingID: o.BindingID,
 		ServiceID: o.ServiceID, PlanID: o.PlanID, Operation: o.UndoOperation})
 	switch {
@@ -158,24 +158,24 @@ func (g *guard) followUndo(ctx context.Context, u *upstream.Upstream, o *store.O
 }
 
 // orphanGone removes o, whose undo the broker confirmed with status.
-func (g *guard) orphanGone(ctx context.Context, o store.Orphan, status int) string {
-	log := g.log
-	if err := g.st.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+func (g *Guard) orphanGone(ctx context.Context, o store.Orphan, status int) string {
+	log := g.Log
+	if err := g.St.DeleteOrphan(ctx, o.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		log.LogAttrs(ctx, slog.LevelWarn, "orphan mitigated but not removed from the queue; the next try finds it gone (410)",
 			slog.String("id", o.ID), slog.String("error", err.Error()))
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigated", slog.String("id", o.ID), slog.String("broker", o.Broker),
 		slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID), slog.Int("status", status))
-	if iv := g.inv; iv != nil { // a record the reconciler wrote names it no more (the campaign's (h))
+	if iv := g.Inv; iv != nil { // a record the reconciler wrote names it no more (the campaign's (h))
 		iv.failed(ctx, o.Broker, rules.Call{Endpoint: rules.LockedBy(o.Kind), InstanceID: o.InstanceID, BindingID: o.BindingID},
-			iv.removed(ctx, o.Broker, o.InstanceID, o.BindingID, store.LastOperation{}))
+			iv.Removed(ctx, o.Broker, o.InstanceID, o.BindingID, store.LastOperation{}))
 	}
 	return mitigated
 }
 
 // undoOrphan sends o's deprovision or unbind and records the outcome.
-func (g *guard) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
-	status, operation, err := undo(u, ctx, *o)
+func (g *Guard) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.Orphan) string {
+	status, operation, err := Undo(u, ctx, *o)
 	switch {
 	case err == nil && (status == http.StatusOK || status == http.StatusGone):
 		o.Undoing = false
@@ -191,14 +191,14 @@ func (g *guard) undoOrphan(ctx context.Context, u *upstream.Upstream, o *store.O
 	}
 	o.Undoing = false
 	g.reschedule(ctx, u, *o, err)
-	return mitigationFail
+	return MitigationFail
 }
 
 // reschedule puts o back for its next attempt on the broker's
 // orphan_schedule, or gives up on it (it stays, never due, for the
 // operator) once the schedule is spent.
-func (g *guard) reschedule(ctx context.Context, u *upstream.Upstream, o store.Orphan, err error) {
-	log := g.log
+func (g *Guard) reschedule(ctx context.Context, u *upstream.Upstream, o store.Orphan, err error) {
+	log := g.Log
 	schedule, _ := config.ParseSchedule(u.Cfg.OrphanSchedule)
 	o.Attempts++
 	o.LastError = err.Error()
@@ -206,28 +206,28 @@ func (g *guard) reschedule(ctx context.Context, u *upstream.Upstream, o store.Or
 		o.LockOwner = "" // an async deletion's keeps the lock it holds (mitigateOnce)
 	}
 	if o.Attempts > len(schedule) {
-		o.NextAttempt = neverDue
+		o.NextAttempt = NeverDue
 		log.LogAttrs(ctx, slog.LevelError, "orphan mitigation gave up; the operator must clean up", slog.String("id", o.ID),
 			slog.String("broker", o.Broker), slog.String("kind", o.Kind), slog.String("instance_id", o.InstanceID),
 			slog.Int("attempts", o.Attempts), slog.String("error", o.LastError))
 	} else {
-		o.NextAttempt = g.now().Add(schedule[o.Attempts-1])
+		o.NextAttempt = g.Now().Add(schedule[o.Attempts-1])
 	}
 	g.putOrphan(ctx, o)
 }
 
 // putOrphan stores o back with its claim cleared.
-func (g *guard) putOrphan(ctx context.Context, o store.Orphan) {
+func (g *Guard) putOrphan(ctx context.Context, o store.Orphan) {
 	o.ClaimedBy, o.ClaimedUntil = "", time.Time{}
-	if err := g.st.PutOrphan(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
-		g.log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled; its claim lapses and the next tick tries again",
+	if err := g.St.PutOrphan(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "orphan not rescheduled; its claim lapses and the next tick tries again",
 			slog.String("id", o.ID), slog.String("error", err.Error()))
 	}
 }
 
 // undo sends the deprovision or unbind of o to the broker and returns its
 // status and, for a 202, the broker's operation.
-func undo(u *upstream.Upstream, ctx context.Context, o store.Orphan) (int, string, error) {
+func Undo(u *upstream.Upstream, ctx context.Context, o store.Orphan) (int, string, error) {
 	p := u.Target.JoinPath("v2", "service_instances", o.InstanceID)
 	if o.Kind == store.KindUnbind {
 		p = p.JoinPath("service_bindings", o.BindingID)

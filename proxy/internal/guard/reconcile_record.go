@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 
 // ownLog is where a Gateway writes what it does on its own (reconcile.go):
 // the audit writer and the access log of its platform calls.
-type ownLog struct {
-	audit  *core.AuditOptions // nil: no audit records
-	access *AccessLog         // nil: access lines go to log
-	log    *slog.Logger
+type OwnLog struct {
+	Audit  *core.AuditOptions // nil: no audit records
+	Access *accesslog.Writer  // nil: access lines go to log
+	Log    *slog.Logger
 }
 
 // ownAction is one action the gateway took on its own for an operation
@@ -37,8 +37,8 @@ type ownAction struct {
 // ownRecord writes act's audit record (when the gateway audits) and its
 // access line, both marked origin "gateway" with who asked. Neither holds
 // anything secret: ids, states and descriptions only.
-func (g *guard) ownRecord(ctx context.Context, act ownAction) {
-	now := g.now()
+func (g *Guard) ownRecord(ctx context.Context, act ownAction) {
+	now := g.Now()
 	l := act.lock
 	ep := rules.InstanceLastOperation
 	if l.BindingID != "" {
@@ -59,7 +59,7 @@ func (g *guard) ownRecord(ctx context.Context, act ownAction) {
 	} else if act.action != "reconcile" {
 		status = 200
 	}
-	if o := g.own.audit; o != nil {
+	if o := g.Own.Audit; o != nil {
 		rec := &audit.Record{Time: act.start.UTC(), RequestID: id, TraceID: core.TraceIDOf(l.TraceParent), Tenant: l.Tenant,
 			Broker: l.Broker, Endpoint: ep.String(), Method: act.method, InstanceID: l.InstanceID, BindingID: l.BindingID,
 			ServiceID: l.ServiceID, PlanID: l.PlanID, Status: status, DurationMS: float64(now.Sub(act.start).Microseconds()) / 1000,
@@ -69,8 +69,8 @@ func (g *guard) ownRecord(ctx context.Context, act ownAction) {
 			rec.Error = &audit.Error{Code: e.Code, Description: e.Description}
 		}
 		if err := o.Writer.Write(rec); err != nil {
-			g.metrics.AuditWriteError()
-			g.own.log.LogAttrs(ctx, slog.LevelError, "audit record of the gateway's own action not written",
+			g.Metrics.AuditWriteError()
+			g.Own.Log.LogAttrs(ctx, slog.LevelError, "audit record of the gateway's own action not written",
 				slog.String("request_id", id), slog.String("action", act.action), slog.String("error", err.Error()))
 		}
 	}
@@ -90,11 +90,11 @@ func (g *guard) ownRecord(ctx context.Context, act ownAction) {
 	if act.action != "reconcile" || status >= 500 {
 		level = slog.LevelWarn // an operator changed what the platform sees, or the broker failed
 	}
-	if g.own.access != nil {
-		g.own.access.Write(now, level, fields)
+	if g.Own.Access != nil {
+		g.Own.Access.Write(now, level, fields)
 		return
 	}
-	h := g.own.log.Handler()
+	h := g.Own.Log.Handler()
 	if !h.Enabled(ctx, level) {
 		return
 	}

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -26,18 +28,18 @@ import (
 // the platform, so the platform's next call sees the record. A record the
 // store refuses is logged and counted, never turned into a failed call:
 // the inventory follows the traffic, it does not gate it.
-type inventory struct {
-	st      store.Inventory
+type Inventory struct {
+	St      store.Inventory
 	keys    *seal.Keyring // nil: no key file; secrets are not kept
 	now     func() time.Time
-	log     *slog.Logger
-	metrics *Metrics
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 // newInventory builds the inventory of a Gateway; it loads the key file
 // when the configuration names one.
-func newInventory(cfg *config.Config, st store.Inventory, now func() time.Time, log *slog.Logger, m *Metrics) (*inventory, error) {
-	iv := &inventory{st: st, now: now, log: log, metrics: m}
+func NewInventory(cfg *config.Config, st store.Inventory, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*Inventory, error) {
+	iv := &Inventory{St: st, now: now, Log: log, Metrics: m}
 	if f := cfg.Inventory.KeyFile; f != "" {
 		k, err := seal.LoadFile(f)
 		if err != nil {
@@ -49,10 +51,10 @@ func newInventory(cfg *config.Config, st store.Inventory, now func() time.Time, 
 }
 
 // keeps reports whether the inventory records the broker's traffic.
-func (iv *inventory) Keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
+func (iv *Inventory) Keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
 
 // sealsFor reports whether u's secrets are kept (sealed).
-func (iv *inventory) SealsFor(u *upstream.Upstream) bool {
+func (iv *Inventory) SealsFor(u *upstream.Upstream) bool {
 	return iv.keys != nil && u.Cfg.Inventory.Secrets == config.SecretsEncrypted
 }
 
@@ -73,7 +75,7 @@ func (iv *inventory) SealsFor(u *upstream.Upstream) bool {
 // says it made; left out, the inventory would not name an instance the
 // platform holds (and emulate.gone would answer its deprovision in the
 // broker's place).
-func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.Answer, body []byte) error {
+func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a rules.Answer, body []byte) error {
 	if !iv.Keeps(upstream.Of(s.Route)) || a.Malformed() {
 		return nil
 	}
@@ -111,7 +113,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 			err = iv.setOperation(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 			break
 		}
-		err = iv.removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
+		err = iv.Removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, op)
 	}
 	iv.failed(ctx, upstream.Of(s.Route).Name, s.Call, err)
 	return err
@@ -120,7 +122,7 @@ func (iv *inventory) called(ctx context.Context, s *Scope, status int, a rules.A
 // polled records what a last_operation answer that ended the polled
 // operation l tells: the outcome, and for a deprovision or unbind that
 // succeeded, the record's removal.
-func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules.Answer) {
+func (iv *Inventory) Polled(ctx context.Context, s *core.Scope, l store.Lock, a rules.Answer) {
 	if !iv.Keeps(upstream.Of(s.Route)) {
 		return
 	}
@@ -135,7 +137,7 @@ func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules
 	var err error
 	switch {
 	case op.State == store.StateSucceeded && (l.Kind == store.KindDeprovision || l.Kind == store.KindUnbind):
-		err = iv.removed(ctx, u.Name, l.InstanceID, l.BindingID, op)
+		err = iv.Removed(ctx, u.Name, l.InstanceID, l.BindingID, op)
 	case l.Kind == store.KindUpdate && op.State == store.StateSucceeded:
 		err = iv.updateInstance(ctx, s, nil, rules.Result{}, op, l.PlanID)
 	default:
@@ -145,18 +147,18 @@ func (iv *inventory) polled(ctx context.Context, s *Scope, l store.Lock, a rules
 }
 
 // failed logs and counts a record the store did not take.
-func (iv *inventory) failed(ctx context.Context, broker string, c rules.Call, err error) {
+func (iv *Inventory) failed(ctx context.Context, broker string, c rules.Call, err error) {
 	if err == nil {
 		return
 	}
-	iv.metrics.StoreError("inventory")
-	iv.log.LogAttrs(ctx, slog.LevelError, "inventory not updated; the call itself is unaffected",
+	iv.Metrics.StoreError("inventory")
+	iv.Log.LogAttrs(ctx, slog.LevelError, "inventory not updated; the call itself is unaffected",
 		slog.String("broker", broker), slog.String("endpoint", c.Endpoint.String()),
 		slog.String("instance_id", c.InstanceID), slog.String("binding_id", c.BindingID), slog.String("error", err.Error()))
 }
 
 // putInstance stores a provisioned (or provisioning) instance, whole.
-func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
+func (iv *Inventory) putInstance(ctx context.Context, s *core.Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
 	u := upstream.Of(s.Route)
 	in := store.Instance{Broker: u.Name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
 		DashboardURL: res.DashboardURL, Metadata: res.Metadata}
@@ -168,10 +170,10 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 			return err
 		}
 	}
-	if old, err := iv.st.GetInstance(ctx, u.Name, in.InstanceID); err == nil {
+	if old, err := iv.St.GetInstance(ctx, u.Name, in.InstanceID); err == nil {
 		in.Created = old.Created // a provision retried after a recorded one
 	}
-	_, err := iv.st.PutInstance(ctx, in)
+	_, err := iv.St.PutInstance(ctx, in)
 	return err
 }
 
@@ -179,10 +181,10 @@ func (iv *inventory) putInstance(ctx context.Context, s *Scope, req *rules.Reque
 // for an instance the gateway never saw provisioned): the request's plan,
 // context, maintenance_info and parameters when req is set, else planID;
 // the answer's dashboard_url and metadata; op.
-func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation, planID string) error {
+func (iv *Inventory) updateInstance(ctx context.Context, s *core.Scope, req *rules.Request, res rules.Result, op store.LastOperation, planID string) error {
 	u := upstream.Of(s.Route)
 	id := s.Call.InstanceID
-	in, err := iv.st.GetInstance(ctx, u.Name, id)
+	in, err := iv.St.GetInstance(ctx, u.Name, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		in = store.Instance{Broker: u.Name, InstanceID: id, Tenant: s.Tenant}
@@ -194,7 +196,7 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 		in.Tenant = s.Tenant // adopted: a record of nobody's is the first caller's (owner.go)
 	}
 	if op.State != store.StateSucceeded {
-		_, err = iv.st.PutInstance(ctx, in)
+		_, err = iv.St.PutInstance(ctx, in)
 		return err
 	}
 	if req != nil {
@@ -223,12 +225,12 @@ func (iv *inventory) updateInstance(ctx context.Context, s *Scope, req *rules.Re
 	if res.Metadata != nil {
 		in.Metadata = res.Metadata
 	}
-	_, err = iv.st.PutInstance(ctx, in)
+	_, err = iv.St.PutInstance(ctx, in)
 	return err
 }
 
 // putBinding stores a created (or creating) binding, whole.
-func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
+func (iv *Inventory) putBinding(ctx context.Context, s *core.Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
 	u := upstream.Of(s.Route)
 	b := store.Binding{Broker: u.Name, InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, Tenant: s.Tenant,
 		LastOperation: op, SyslogDrainURL: res.SyslogDrainURL, RouteServiceURL: res.RouteServiceURL,
@@ -242,24 +244,24 @@ func (iv *inventory) putBinding(ctx context.Context, s *Scope, req *rules.Reques
 	if err := iv.sealInto(&b.SealedCredentials, u, res.Credentials, "credentials", b.InstanceID, b.BindingID); err != nil {
 		return err
 	}
-	if old, err := iv.st.GetBinding(ctx, u.Name, b.InstanceID, b.BindingID); err == nil {
+	if old, err := iv.St.GetBinding(ctx, u.Name, b.InstanceID, b.BindingID); err == nil {
 		b.Created = old.Created
 	}
-	_, err := iv.st.PutBinding(ctx, b)
+	_, err := iv.St.PutBinding(ctx, b)
 	return err
 }
 
 // removed deletes an instance (and its bindings) or a binding the broker
 // no longer holds; a record already gone is no error.
-func (iv *inventory) removed(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
+func (iv *Inventory) Removed(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
 	var err error
 	if mutation.KeepDeleted && bindingID == "" {
 		return nil // broken on purpose (bench/campaign -mutation keep-deleted)
 	}
 	if bindingID != "" {
-		err = iv.st.DeleteBinding(ctx, broker, instanceID, bindingID)
+		err = iv.St.DeleteBinding(ctx, broker, instanceID, bindingID)
 	} else {
-		_, err = iv.st.DeleteInstance(ctx, broker, instanceID)
+		_, err = iv.St.DeleteInstance(ctx, broker, instanceID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -270,33 +272,33 @@ func (iv *inventory) removed(ctx context.Context, broker, instanceID, bindingID 
 // setOperation records op as the last operation of the instance or
 // binding, creating a bare record when there is none (an operation the
 // gateway saw start before it kept an inventory).
-func (iv *inventory) setOperation(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
+func (iv *Inventory) setOperation(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
 	if bindingID != "" {
-		b, err := iv.st.GetBinding(ctx, broker, instanceID, bindingID)
+		b, err := iv.St.GetBinding(ctx, broker, instanceID, bindingID)
 		if errors.Is(err, store.ErrNotFound) {
 			b = store.Binding{Broker: broker, InstanceID: instanceID, BindingID: bindingID}
 		} else if err != nil {
 			return err
 		}
 		b.LastOperation, b.Updated = op, time.Time{}
-		_, err = iv.st.PutBinding(ctx, b)
+		_, err = iv.St.PutBinding(ctx, b)
 		return err
 	}
-	in, err := iv.st.GetInstance(ctx, broker, instanceID)
+	in, err := iv.St.GetInstance(ctx, broker, instanceID)
 	if errors.Is(err, store.ErrNotFound) {
 		in = store.Instance{Broker: broker, InstanceID: instanceID}
 	} else if err != nil {
 		return err
 	}
 	in.LastOperation, in.Updated = op, time.Time{}
-	_, err = iv.st.PutInstance(ctx, in)
+	_, err = iv.St.PutInstance(ctx, in)
 	return err
 }
 
 // sealInto seals secret (parameters or credentials) into *dst when the
 // broker keeps secrets, bound to what it belongs to; otherwise, and for an
 // absent secret, *dst stays empty.
-func (iv *inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.RawMessage, what, instanceID, bindingID string) error {
+func (iv *Inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.RawMessage, what, instanceID, bindingID string) error {
 	if len(secret) == 0 || !iv.SealsFor(u) {
 		return nil
 	}
@@ -310,13 +312,13 @@ func (iv *inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.Raw
 
 // open opens a sealed secret of a record; nil when none is stored or the
 // keys cannot open it (logged: a key missing from the key file).
-func (iv *inventory) Open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage {
+func (iv *Inventory) Open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage {
 	if len(sealed) == 0 || iv.keys == nil {
 		return nil
 	}
 	plain, err := iv.keys.Open(sealed, secretAD(what, broker, instanceID, bindingID))
 	if err != nil {
-		iv.log.LogAttrs(ctx, slog.LevelError, "a stored secret cannot be opened; answered without it",
+		iv.Log.LogAttrs(ctx, slog.LevelError, "a stored secret cannot be opened; answered without it",
 			slog.String("broker", broker), slog.String("instance_id", instanceID), slog.String("binding_id", bindingID),
 			slog.String("secret", what), slog.String("error", err.Error()))
 		return nil

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -30,16 +31,16 @@ import (
 // the release) owns the record and records its own outcome, so the mark
 // is left out rather than written over it. A store that does not answer
 // leaves the record as it was (a reconcile settles it).
-func (g *guard) markReleasedHeld(ctx context.Context, l store.Lock, who, reason string) {
+func (g *Guard) markReleasedHeld(ctx context.Context, l store.Lock, who, reason string) {
 	hold := l
-	hold.Owner, hold.Deadline = core.NewRequestID(), g.now().Add(releaseTimeout)
-	held, err := g.st.Acquire(context.WithoutCancel(ctx), hold)
+	hold.Owner, hold.Deadline = core.NewRequestID(), g.Now().Add(ReleaseTimeout)
+	held, err := g.St.Acquire(context.WithoutCancel(ctx), hold)
 	if err != nil {
-		g.log.LogAttrs(ctx, slog.LevelWarn, "released operation's record not marked", slog.String("broker", l.Broker),
+		g.Log.LogAttrs(ctx, slog.LevelWarn, "released operation's record not marked", slog.String("broker", l.Broker),
 			slog.String("instance_id", l.InstanceID), slog.String("binding_id", l.BindingID), slog.String("error", err.Error()))
 		return
 	}
-	defer g.release(context.WithoutCancel(ctx), held)
+	defer g.Release(context.WithoutCancel(ctx), held)
 	g.markReleased(ctx, l, who, reason)
 }
 
@@ -49,25 +50,25 @@ func (g *guard) markReleasedHeld(ctx context.Context, l store.Lock, who, reason 
 // platform's poll would have recorded it. A record the store does not take is logged and counted
 // by the inventory, never turned into a failed release: the lock is gone
 // either way.
-func (g *guard) markReleased(ctx context.Context, l store.Lock, who, reason string) {
-	iv := g.inv
+func (g *Guard) markReleased(ctx context.Context, l store.Lock, who, reason string) {
+	iv := g.Inv
 	if iv == nil || l.Kind == "" {
 		return
 	}
-	if u := g.upstreams[l.Broker]; u == nil || !iv.Keeps(u) {
+	if u := g.Upstreams[l.Broker]; u == nil || !iv.Keeps(u) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
 	op := store.LastOperation{Kind: l.Kind, State: store.StateUnknown, Operation: l.Operation, Started: l.Started, Ended: iv.now(),
 		Description: releasedDescription(who, reason)}
 	if st := l.Shim.State; st == store.StateSucceeded || st == store.StateFailed {
 		// The outcome is known (the async shim's broker call ended, or an
 		// operator forced it): record it, as the platform's poll would have.
-		u := g.upstreams[l.Broker]
-		s := &Scope{Tenant: l.Tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
-			Route: newRoute("", nil, u)}
-		iv.polled(ctx, s, l, rules.Answer{Status: http.StatusOK, Object: true, State: st, Description: l.Shim.Description})
+		u := g.Upstreams[l.Broker]
+		s := &core.Scope{Tenant: l.Tenant, Broker: u.Name, Call: rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID},
+			Route: upstream.Route(u)}
+		iv.Polled(ctx, s, l, rules.Answer{Status: http.StatusOK, Object: true, State: st, Description: l.Shim.Description})
 		return
 	}
 	var err error
@@ -89,8 +90,8 @@ func releasedDescription(who, reason string) string {
 	return d
 }
 
-func (g *guard) markInstanceReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
-	in, err := iv.st.GetInstance(ctx, l.Broker, l.InstanceID)
+func (g *Guard) markInstanceReleased(ctx context.Context, iv *Inventory, l store.Lock, op store.LastOperation) error {
+	in, err := iv.St.GetInstance(ctx, l.Broker, l.InstanceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && l.Kind != store.KindProvision:
 		return nil // nothing recorded to mark: an update or deprovision of an instance the gateway never saw
@@ -100,12 +101,12 @@ func (g *guard) markInstanceReleased(ctx context.Context, iv *inventory, l store
 		return err
 	}
 	in.LastOperation, in.Updated = op, time.Time{}
-	_, err = iv.st.PutInstance(ctx, in)
+	_, err = iv.St.PutInstance(ctx, in)
 	return err
 }
 
-func (g *guard) markBindingReleased(ctx context.Context, iv *inventory, l store.Lock, op store.LastOperation) error {
-	b, err := iv.st.GetBinding(ctx, l.Broker, l.InstanceID, l.BindingID)
+func (g *Guard) markBindingReleased(ctx context.Context, iv *Inventory, l store.Lock, op store.LastOperation) error {
+	b, err := iv.St.GetBinding(ctx, l.Broker, l.InstanceID, l.BindingID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && l.Kind != store.KindBind:
 		return nil
@@ -115,6 +116,6 @@ func (g *guard) markBindingReleased(ctx context.Context, iv *inventory, l store.
 		return err
 	}
 	b.LastOperation, b.Updated = op, time.Time{}
-	_, err = iv.st.PutBinding(ctx, b)
+	_, err = iv.St.PutBinding(ctx, b)
 	return err
 }

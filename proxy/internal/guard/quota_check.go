@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -18,16 +18,16 @@ import (
 // from the cache, fetched when missing; a broker whose catalog cannot be
 // had is left out, and a quota none of whose brokers' catalogs could be
 // had draws no warning. osb-gateway check prints them.
-func (g *guard) QuotaWarnings(ctx context.Context) []string {
+func (g *Guard) QuotaWarnings(ctx context.Context) []string {
 	indexes := map[string]*rules.Index{}
 	indexOf := func(broker string) *rules.Index {
 		if ix, ok := indexes[broker]; ok {
 			return ix
 		}
 		var ix *rules.Index
-		if u := g.upstreams[broker]; u != nil {
+		if u := g.Upstreams[broker]; u != nil {
 			key := catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}
-			if e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil); err == nil {
+			if e, err := g.Catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil); err == nil {
 				ix = e.Rules
 			}
 		}
@@ -51,7 +51,7 @@ func (g *guard) QuotaWarnings(ctx context.Context) []string {
 				path, quotaWhat(q), strings.Join(quoteAll(brokers), ", ")))
 		}
 	}
-	for i, tc := range g.cfg.Tenants {
+	for i, tc := range g.Cfg.Tenants {
 		var all []string
 		for _, rc := range tc.Routes {
 			all = append(all, rc.Brokers()...)
@@ -71,10 +71,10 @@ func (g *guard) QuotaWarnings(ctx context.Context) []string {
 // quotaNamesSomething reports whether a plan of ix matches q's service and
 // plan.
 func quotaNamesSomething(ix *rules.Index, q config.Quota) bool {
-	rule := &quotaRule{service: q.Service, plan: q.Plan}
+	rule := &QuotaRule{Service: q.Service, Plan: q.Plan}
 	for _, s := range ix.Catalog().Services {
 		for _, p := range s.Plans {
-			if rule.matches(ix, s.ID, p.ID) {
+			if rule.Matches(ix, s.ID, p.ID) {
 				return true
 			}
 		}

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -18,14 +19,14 @@ import (
 // retryMax.
 const (
 	retryMin = 250 * time.Millisecond
-	retryMax = 5 * time.Second
+	RetryMax = 5 * time.Second
 )
 
 // pending is one settlement the store has not taken yet.
-type pending struct {
+type Pending struct {
 	// lock is released (by Key and Owner) once cancelOrphan is done, unless
 	// keep is set (the lock stays, as an async operation).
-	lock store.Lock
+	Lock store.Lock
 	// cancelOrphan is the ID of an orphan to delete first: a success the
 	// platform saw cancels a pending mitigation before the lock goes.
 	cancelOrphan string
@@ -33,14 +34,14 @@ type pending struct {
 	// held by its owner) keeps platform calls away; if the lock lapsed in
 	// the meantime, the instance may be the platform's again, and the
 	// candidate is dropped and logged for the operator instead.
-	putOrphan *store.Orphan
-	keep      bool
+	PutOrphan *store.Orphan
+	Keep      bool
 	// outcome, when set, makes lock the outcome of a call of the async
 	// shim, written (Update) after the orphan work above and after record,
 	// so that no poll reports it before they are done; the lock stays. It
 	// is dropped when the lock ended or a poll settled the operation in
 	// the meantime.
-	outcome bool
+	Outcome bool
 	// async, when set, makes lock (Async, Operation and Deadline set) the
 	// async operation a 202 the platform got started, written (Update)
 	// after the orphan work and the record: a poll that reports the
@@ -52,7 +53,7 @@ type pending struct {
 	async bool
 	// record, when set, writes the inventory record of a call's answer
 	// (before a shimmed call's outcome, before the lock's release).
-	record func(context.Context) error
+	Record func(context.Context) error
 	// unconfirmed marks a lock whose Acquire got no answer: the store may
 	// have taken it, or may yet (a command it had queued while paused). It
 	// is released, by its owner, until the store has answered twice, one
@@ -64,7 +65,7 @@ type pending struct {
 	// the poll could not read; lock is then unused.
 	poll *pollSeen
 	// cause is the store's error, for the first log line.
-	cause error
+	Cause error
 }
 
 // pollSeen is a last_operation answer seen while the store was down.
@@ -76,19 +77,19 @@ type pollSeen struct {
 }
 
 // key is the lock key p settles, for logs.
-func (p pending) key() string {
+func (p Pending) key() string {
 	if p.poll != nil {
 		return p.poll.key
 	}
-	return p.lock.Key
+	return p.Lock.Key
 }
 
 // id keys p in the queue: one entry per lock and owner, or per polled key.
-func (p pending) id() string {
+func (p Pending) id() string {
 	if p.poll != nil {
 		return "poll\x00" + p.poll.key
 	}
-	return "lock\x00" + p.lock.Key + "\x00" + p.lock.Owner
+	return "lock\x00" + p.Lock.Key + "\x00" + p.Lock.Owner
 }
 
 // releaser retries the settlements the store refused (releases, orphan
@@ -100,37 +101,37 @@ func (p pending) id() string {
 type releaser struct {
 	st      store.Store
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
 
 	mu      sync.Mutex
-	queue   map[string]pending
+	queue   map[string]Pending
 	running bool
 	closed  bool
-	stop    chan struct{}
+	Stop    chan struct{}
 	// kick wakes the worker at once (tests, and a store that is back).
 	kick chan struct{}
 	// polled, when set, records in the inventory what a poll answer that
 	// ended an operation tells (settlePoll), under the lock before its
 	// release: the latest Gateway's (a releaser outlives reloads).
-	polled atomic.Pointer[func(context.Context, store.Lock, rules.Answer)]
+	Polled atomic.Pointer[func(context.Context, store.Lock, rules.Answer)]
 }
 
-func newReleaser(st store.Store, log *slog.Logger, m *Metrics) *releaser {
-	return &releaser{st: st, log: log, metrics: m, queue: map[string]pending{},
-		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+func NewReleaser(st store.Store, log *slog.Logger, m *metrics.Metrics) *releaser {
+	return &releaser{st: st, log: log, metrics: m, queue: map[string]Pending{},
+		Stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 // add queues p, logs it at error level and counts it, and starts the worker
 // if it is not running.
-func (r *releaser) add(p pending) {
+func (r *releaser) Add(p Pending) {
 	what := "lock release failed; retrying until the operation state takes it"
-	if p.record != nil {
+	if p.Record != nil {
 		what = "inventory record not written; the lock is kept and both are retried until the operation state takes them"
 	}
 	if p.cancelOrphan != "" {
 		what = "orphan cancellation failed; the lock is kept and both are retried until the operation state takes them"
 	}
-	if p.putOrphan != nil {
+	if p.PutOrphan != nil {
 		what = "orphan candidate not recorded; the lock is kept and both are retried until the operation state takes them"
 	}
 	if p.poll != nil {
@@ -139,15 +140,15 @@ func (r *releaser) add(p pending) {
 	if p.async {
 		what = "async operation not recorded yet; the call's lock is kept and made the async operation once the operation state takes it"
 	}
-	if p.outcome {
+	if p.Outcome {
 		what = "async shim: outcome not recorded yet; this replica keeps it and retries until the operation state takes it (polls say in progress meanwhile)"
 	}
 	if p.unconfirmed {
 		what = "the operation state did not confirm a lock's acquire; its owner releases it once the state answers"
 	}
 	attrs := []slog.Attr{slog.String("key", p.key())}
-	if p.cause != nil {
-		attrs = append(attrs, slog.String("error", p.cause.Error()))
+	if p.Cause != nil {
+		attrs = append(attrs, slog.String("error", p.Cause.Error()))
 	}
 	r.log.LogAttrs(context.Background(), slog.LevelError, what, attrs...)
 	r.metrics.StoreError("release")
@@ -169,26 +170,26 @@ func (r *releaser) add(p pending) {
 // merged is p queued over old, an entry for the same lock and owner: a
 // shim's outcome joins the orphan work its call's answer left pending,
 // which goes first.
-func merged(old, p pending) pending {
+func merged(old, p Pending) Pending {
 	if p.cancelOrphan == "" {
 		p.cancelOrphan = old.cancelOrphan
 	}
-	if p.putOrphan == nil {
-		p.putOrphan = old.putOrphan
+	if p.PutOrphan == nil {
+		p.PutOrphan = old.PutOrphan
 	}
-	if !p.outcome && old.outcome {
-		p.lock, p.outcome = old.lock, true
+	if !p.Outcome && old.Outcome {
+		p.Lock, p.Outcome = old.Lock, true
 	}
-	if p.record == nil {
-		p.record = old.record
+	if p.Record == nil {
+		p.Record = old.Record
 	}
-	if !p.async && old.async && (p.keep || p.outcome) {
+	if !p.async && old.async && (p.Keep || p.Outcome) {
 		p.async = true
-		if !p.outcome {
-			p.lock = old.lock
+		if !p.Outcome {
+			p.Lock = old.Lock
 		}
 	}
-	p.keep = p.keep || old.keep || p.outcome
+	p.Keep = p.Keep || old.Keep || p.Outcome
 	return p
 }
 
@@ -201,7 +202,7 @@ func (r *releaser) Len() int {
 
 // retryNow makes the worker try again at once instead of at its next
 // backoff step.
-func (r *releaser) retryNow() {
+func (r *releaser) RetryNow() {
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -210,14 +211,14 @@ func (r *releaser) retryNow() {
 
 // close stops the worker; what is still queued is logged and dropped (the
 // locks then expire at their deadlines).
-func (r *releaser) close() {
+func (r *releaser) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
 	r.closed = true
-	close(r.stop)
+	close(r.Stop)
 	if n := len(r.queue); n > 0 {
 		r.log.LogAttrs(context.Background(), slog.LevelError, "stopping with settlements the operation state never took; their locks expire at their deadlines",
 			slog.Int("pending", n))
@@ -231,7 +232,7 @@ func (r *releaser) work() {
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
+		case <-r.Stop:
 			return
 		case <-t.C:
 		case <-r.kick:
@@ -245,7 +246,7 @@ func (r *releaser) work() {
 			}
 			r.mu.Unlock()
 		}
-		wait = min(2*wait, retryMax)
+		wait = min(2*wait, RetryMax)
 		if !t.Stop() {
 			select {
 			case <-t.C:
@@ -259,13 +260,13 @@ func (r *releaser) work() {
 // flush tries every queued settlement once and returns how many are left.
 func (r *releaser) flush() int {
 	r.mu.Lock()
-	items := make([]pending, 0, len(r.queue))
+	items := make([]Pending, 0, len(r.queue))
 	for _, p := range r.queue {
 		items = append(items, p)
 	}
 	r.mu.Unlock()
 	for _, p := range items {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 		err := r.settle(ctx, p)
 		cancel()
 		if err != nil {
@@ -283,7 +284,7 @@ func (r *releaser) flush() int {
 			continue
 		}
 		r.mu.Lock()
-		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan && cur.putOrphan == p.putOrphan && cur.outcome == p.outcome {
+		if cur, ok := r.queue[p.id()]; ok && cur.cancelOrphan == p.cancelOrphan && cur.PutOrphan == p.PutOrphan && cur.Outcome == p.Outcome {
 			delete(r.queue, p.id())
 		}
 		r.mu.Unlock()
@@ -294,22 +295,22 @@ func (r *releaser) flush() int {
 }
 
 // settle carries p out once; nil means done (or nothing left to do).
-func (r *releaser) settle(ctx context.Context, p pending) error {
+func (r *releaser) settle(ctx context.Context, p Pending) error {
 	if p.poll != nil {
 		return r.settlePoll(ctx, p.poll)
 	}
-	if p.putOrphan != nil {
-		l, err := r.st.Get(ctx, p.lock.Key)
+	if p.PutOrphan != nil {
+		l, err := r.st.Get(ctx, p.Lock.Key)
 		switch {
-		case errors.Is(err, store.ErrNotFound) || (err == nil && l.Owner != p.lock.Owner):
+		case errors.Is(err, store.ErrNotFound) || (err == nil && l.Owner != p.Lock.Owner):
 			r.log.LogAttrs(ctx, slog.LevelError, "orphan candidate dropped: its lock lapsed while the operation state was unavailable, so the instance may be the platform's again; the operator must check it",
-				slog.String("broker", p.putOrphan.Broker), slog.String("instance_id", p.putOrphan.InstanceID),
-				slog.String("binding_id", p.putOrphan.BindingID), slog.String("reason", p.putOrphan.Reason))
+				slog.String("broker", p.PutOrphan.Broker), slog.String("instance_id", p.PutOrphan.InstanceID),
+				slog.String("binding_id", p.PutOrphan.BindingID), slog.String("reason", p.PutOrphan.Reason))
 			return nil
 		case err != nil:
 			return err
 		}
-		if err := r.st.PutOrphan(ctx, *p.putOrphan); err != nil {
+		if err := r.st.PutOrphan(ctx, *p.PutOrphan); err != nil {
 			return err
 		}
 	}
@@ -318,25 +319,25 @@ func (r *releaser) settle(ctx context.Context, p pending) error {
 			return err
 		}
 	}
-	if p.record != nil {
-		if err := p.record(ctx); err != nil {
+	if p.Record != nil {
+		if err := p.Record(ctx); err != nil {
 			return err
 		}
 	}
-	if p.outcome {
-		return r.writeOutcome(ctx, p.lock)
+	if p.Outcome {
+		return r.writeOutcome(ctx, p.Lock)
 	}
 	if p.async {
-		err := r.st.Update(ctx, p.lock)
+		err := r.st.Update(ctx, p.Lock)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 			return nil
 		}
 		return err
 	}
-	if p.keep {
+	if p.Keep {
 		return nil
 	}
-	err := r.st.Release(ctx, p.lock.Key, p.lock.Owner)
+	err := r.st.Release(ctx, p.Lock.Key, p.Lock.Owner)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 		return nil
 	}
@@ -357,7 +358,7 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 	if !l.Async || !polls(ps.call, l) || l.Started.After(ps.seen) || !ps.answer.Ends(rules.LockedBy(l.Kind)) {
 		return nil // a newer operation, or not one this answer ends
 	}
-	if f := r.polled.Load(); f != nil {
+	if f := r.Polled.Load(); f != nil {
 		// The outcome the platform was told, in the inventory before the
 		// lock goes, as a poll that saw the lock records it (the 30-minute
 		// campaign's "store paused during a poll that ends an operation":
@@ -384,7 +385,7 @@ func (r *releaser) writeOutcome(ctx context.Context, l store.Lock) error {
 	case err != nil:
 		return err
 	}
-	l.Deadline = later(l.Deadline, cur.Deadline)
+	l.Deadline = Later(l.Deadline, cur.Deadline)
 	err = r.st.Update(ctx, l)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 		return nil
