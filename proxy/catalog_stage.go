@@ -3,7 +3,6 @@ package proxy
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
@@ -49,25 +48,8 @@ func withCatalog(cache *catalog.Cache) Middleware {
 	}
 }
 
-// catalogFetchFor is the cache key and fetch details of the request's
-// catalog.
-func catalogFetchFor(r *http.Request, s *Scope) catalog.Fetch {
-	return catalogFetchOf(r, s, upstream.Of(s.Route), s.Forward)
-}
-
-// catalogFetchOf is the cache key and fetch details of up's catalog at
-// the version forward, for the request.
-func catalogFetchOf(r *http.Request, s *Scope, up *upstream.Upstream, forward string) catalog.Fetch {
-	f := catalog.Fetch{Up: up, Key: catalog.Key{Broker: up.Name, Version: forward}, ReqID: s.RequestID, TraceParent: s.TraceParent}
-	if up.Cfg.Catalog.VaryByPlatform {
-		f.Identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
-		f.Key.Platform, _, _ = strings.Cut(f.Identity, " ")
-	}
-	return f
-}
-
 func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *catalog.Cache) {
-	f := catalogFetchFor(r, s)
+	f := catalog.FetchFor(r, s)
 	e, stale, err := cache.Get(r.Context(), f)
 	if err != nil && upstream.Of(s.Route).Cfg.Retired.On && !s.WentAway(r, err) {
 		if kept := cache.KeptEntry(r.Context(), f); kept != nil {
@@ -145,7 +127,7 @@ func hiddenFromTenant(r *http.Request, s *Scope, cache *catalog.Cache) error {
 	e := catalog.Of(s) // fetched by the validate stage, when it ran
 	if e == nil {
 		var err error
-		if e, _, err = cache.Get(r.Context(), catalogFetchFor(r, s)); err != nil {
+		if e, _, err = cache.Get(r.Context(), catalog.FetchFor(r, s)); err != nil {
 			return catalog.WithoutCatalog(s, err) // refuses: the route has a filter
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/usage"
 )
@@ -83,3 +85,20 @@ func ParseUsageQuery(v url.Values) (usage.UsageQuery, error) { return usage.Pars
 
 // BilledHours rounds hours as the usage CSV does (usage.BilledHours).
 func BilledHours(h float64) float64 { return usage.BilledHours(h) }
+
+// Timer starts a timer of d: it returns a channel that receives once d has
+// passed, and a func that stops the timer (Options.Timer).
+type Timer = core.Timer
+
+// What the emulation stage answered in the broker's place (Scope.Emulated;
+// emulate.Emulated*).
+const (
+	EmulatedFetch  = emulate.EmulatedFetch
+	EmulatedReplay = emulate.EmulatedReplay
+	EmulatedGone   = emulate.EmulatedGone
+	EmulatedShared = emulate.EmulatedShared
+	EmulatedShim   = emulate.EmulatedShim
+)
+
+// ShimOperationPrefix starts the operation the async shim answers with.
+const ShimOperationPrefix = emulate.ShimOperationPrefix

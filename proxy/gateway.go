@@ -275,15 +275,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		guard.WithGuard(g.guard),
 		owner.WithOwnerHeld(owners),
 		withRetiredGone(cfg), // nil without a broker retired with answer: gone
-		withEmulate(g.catalogs),
-		withShim(g.guard, opts.Timer),
+		emulate.WithEmulate(g.catalogs),
+		emulate.WithShim(g.guard, opts.Timer),
 		protect.WithBrokerCall(g.brokerProtect != nil),
 	)
 	if fresh && cfg.State.Backend == store.BackendBolt {
 		// The bolt file is this process's alone: a broker call the async
 		// shim ran for a process before it is over.
 		ctx, cancel := context.WithTimeout(context.Background(), guard.ReleaseTimeout)
-		g.settleLostShims(ctx)
+		emulate.SettleLostShims(ctx, g.guard)
 		cancel()
 	}
 	return g, nil
@@ -391,6 +391,6 @@ func (s *Switch) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.cur.Load(
 
 // features are the upstreams' hooks into the gateway's features.
 var features = upstream.Hooks{
-	Shield:   func(rt http.RoundTripper, b *config.Broker) http.RoundTripper { return newPollShield(rt, b) },
-	WaitSync: waitSync,
+	Shield:   func(rt http.RoundTripper, b *config.Broker) http.RoundTripper { return emulate.NewPollShield(rt, b) },
+	WaitSync: emulate.WaitSync,
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
@@ -446,7 +448,7 @@ func TestMetricsExposition(t *testing.T) {
 		return []CertExpiry{{Use: "broker", Broker: "b", Cert: &x509.Certificate{
 			Subject: pkix.Name{CommonName: "gateway-client"}, NotAfter: time.Unix(2000000000, 0)}}}
 	})
-	m.Poll("b", ShieldShared)
+	m.Poll("b", emulate.ShieldShared)
 	m.BrokerCall("b", rules.Provision, "2xx", 1)
 	m.BrokerProtectStart("b", []string{"t"}, true, true, gobreaker.StateClosed)
 	m.QueueWaited("t", "b", 2*time.Millisecond, true)

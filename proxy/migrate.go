@@ -139,7 +139,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog
 	ne := catalog.Of(s) // the new broker's, when the validate stage fetched it
 	if ne == nil {
 		var err error
-		if ne, _, err = cache.Get(r.Context(), catalogFetchFor(r, s)); err != nil {
+		if ne, _, err = cache.Get(r.Context(), catalog.FetchFor(r, s)); err != nil {
 			return nil
 		}
 	}
@@ -148,7 +148,7 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog
 	if err != nil {
 		return nil
 	}
-	oe, _, err := cache.Get(r.Context(), catalogFetchOf(r, s, old, forward))
+	oe, _, err := cache.Get(r.Context(), catalog.FetchOf(r, s, old, forward))
 	if err != nil {
 		return nil
 	}

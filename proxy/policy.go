@@ -257,7 +257,7 @@ func (ps *policies) input(r *http.Request, s *Scope) (policyCall, error) {
 		Username: s.Username(), InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 		Identity: core.HeaderValue(r.Header, core.HeaderOriginatingIdentity), Body: s.Body, Now: s.Start}}
 	if s.Catalog == nil {
-		e, _, err := ps.catalogs.Get(r.Context(), catalogFetchFor(r, s))
+		e, _, err := ps.catalogs.Get(r.Context(), catalog.FetchFor(r, s))
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return c, err

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
@@ -177,7 +179,7 @@ func newShieldEnv(t *testing.T, set shieldSettings) *shieldEnv {
 	}
 	e := &shieldEnv{direct: bs.URL, g: g, broker: b, clock: clock, metrics: m, joined: make(chan struct{}, 64),
 		records: records, lines: lines}
-	g.upstreams["b"].Proxy.Transport.(*pollShield).joined = func() { e.joined <- struct{}{} }
+	g.upstreams["b"].Proxy.Transport.(*emulate.PollShield).Joined = func() { e.joined <- struct{}{} }
 	e.gw = httptest.NewServer(g) // after the hook is set: its goroutines see it
 	t.Cleanup(e.gw.Close)
 	return e
@@ -300,7 +302,7 @@ func TestPollShieldSharesOneBrokerCall(t *testing.T) {
 					t.Errorf("poll %d got request identity %q, want its own %q", i, got, want)
 				}
 			}
-			if f, s := e.pollCount(ShieldForwarded), e.pollCount(ShieldShared); f != 1 || s != n-1 {
+			if f, s := e.pollCount(emulate.ShieldForwarded), e.pollCount(emulate.ShieldShared); f != 1 || s != n-1 {
 				t.Errorf("osb_gateway_polls_total: forwarded %v, shared %v; want 1 and %d", f, s, n-1)
 			}
 			// A terminal answer released the lock, for all of them; an
@@ -383,7 +385,7 @@ func TestPollShieldReusesInProgress(t *testing.T) {
 			}
 			e.clock.Advance(tt.reusedFor - time.Millisecond)
 			check("just before the interval ends", 1)
-			if got := e.pollCount(ShieldReused); got != 1 {
+			if got := e.pollCount(emulate.ShieldReused); got != 1 {
 				t.Errorf("osb_gateway_polls_total{answer=reused} %v, want 1", got)
 			}
 			e.clock.Advance(time.Millisecond)
@@ -398,7 +400,7 @@ func TestPollShieldSaysSo(t *testing.T) {
 	e := newShieldEnv(t, shieldSettings{})
 	op := e.provision(t, "i1")
 	e.said(t)
-	for i, want := range []string{"", ShieldReused} {
+	for i, want := range []string{"", emulate.ShieldReused} {
 		if r := e.poll(t.Context(), lastOpPath("i1", op), "rid"); r.status != 200 {
 			t.Fatalf("poll %d: %d %s", i, r.status, r.body)
 		}
@@ -601,7 +603,7 @@ func TestPollShieldPassesOnePollUnchanged(t *testing.T) {
 func TestPollKeyInjective(t *testing.T) {
 	key := func(op, service string) string {
 		s := &Scope{Call: rules.Call{InstanceID: "i", Operation: op, ServiceID: service}, Polled: &store.Lock{Owner: "o"}}
-		return pollKey(s, httptest.NewRequest("GET", "/", nil))
+		return emulate.PollKey(s, httptest.NewRequest("GET", "/", nil))
 	}
 	if a, b := key("a\x00b", ""), key("a", "b"); a == b {
 		t.Errorf("two polls share the key %q", a)

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -113,21 +116,21 @@ func withRetiredGone(cfg *config.Config) Middleware {
 				return
 			}
 			if err := dropRetired(r.Context(), s); err != nil {
-				guardOf(s).Inv.Metrics.StoreError("inventory")
-				guardOf(s).Log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.Name), slog.String("error", err.Error()))
+				guard.Of(s).Inv.Metrics.StoreError("inventory")
+				guard.Of(s).Log.LogAttrs(r.Context(), slog.LevelError, "inventory unavailable", slog.String("broker", u.Name), slog.String("error", err.Error()))
 				s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err, Description: "broker " + strconv.Quote(u.Name) +
 					" is retired and gone, and the gateway's inventory is unavailable, so it cannot drop what the platform deletes; try again later"})
 				return
 			}
 			s.Emulated = EmulatedRetired
-			writeAnswer(w, http.StatusGone, struct{}{})
+			emulate.WriteAnswer(w, http.StatusGone, struct{}{})
 		})
 	}
 }
 
 // dropRetired removes from the inventory what the call deletes.
 func dropRetired(ctx context.Context, s *Scope) error {
-	iv := guardOf(s).Inv
+	iv := guard.Of(s).Inv
 	if !iv.Keeps(upstream.Of(s.Route)) {
 		return nil
 	}

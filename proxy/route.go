@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -143,16 +141,6 @@ func badEscape(s string) string {
 // route has none.
 func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
 func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
-
-// guardOf is the guard of a call the guard stage marked Guarded; nil for
-// other calls.
-func guardOf(s *Scope) *guard.Guard {
-	if !s.Guarded {
-		return nil
-	}
-	g, _ := s.Route.Guard.(*guard.Guard)
-	return g
-}
 
 // newRoute is tenant t's route (t nil: none) under prefix to the broker of
 // upstream u, with what the core and the stages read of them without the

@@ -142,7 +142,7 @@ func withRouteIDs(routes routeTable, cache *catalog.Cache) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e, _, err := cache.Get(r.Context(), catalogFetchFor(r, s))
+			e, _, err := cache.Get(r.Context(), catalog.FetchFor(r, s))
 			if err != nil {
 				if s.WentAway(r, err) {
 					return
@@ -250,7 +250,7 @@ func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
 
 // forwardFetched maps the ids of a GET instance answer the emulation
 // stage builds from the inventory (instanceBody).
-func (x *routeIDs) forwardFetched(out map[string]any) {
+func (x *routeIDs) ForwardFetched(out map[string]any) {
 	for _, k := range [...]string{"service_id", "plan_id"} {
 		if id, ok := out[k].(string); ok && id != "" {
 			out[k] = x.derive(id)

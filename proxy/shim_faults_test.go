@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
@@ -45,7 +47,7 @@ func TestKill9DuringShimmedProvisionLeavesNoUntrackedInstance(t *testing.T) {
 	b := newShimEnv(t, shimOptions{state: state, store: open(), clock: clock, broker: a.broker})
 	key := store.LockKey("b", "held1")
 	poll := b.call(t, "GET", "/v2/service_instances/held1/last_operation?operation="+op, "2.15", "")
-	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
+	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+emulate.ShimLost+`"}` {
 		t.Errorf("poll after the restart: %d %s", poll.status, poll.body)
 	}
 	// The call started at 0 with a 30s timeout and hold_after_timeout 1m.
@@ -135,7 +137,7 @@ func TestStorePauseDuringShimmedCallKeepsTheOutcome(t *testing.T) {
 		e.g.guard.Retry.RetryNow()
 		return e.lock(t, key).Shim.State == store.StateSucceeded
 	})
-	clock.Advance(30*time.Second + guard.SyncHoldMargin + shimLostGrace) // past the call's time and any challenge
+	clock.Advance(30*time.Second + guard.SyncHoldMargin + emulate.ShimLostGrace) // past the call's time and any challenge
 	poll := e.call(t, "GET", pollPath, "2.15", "")
 	if poll.status != 200 || poll.body != `{"state":"succeeded"}` {
 		t.Errorf("poll after the store is back: %d %s", poll.status, poll.body)
@@ -183,7 +185,7 @@ func TestShimLostOnlyWhenItsReplicaIsGone(t *testing.T) {
 	if l := a.lock(t, key); !l.Shim.Challenged.Equal(clock.Now()) {
 		t.Errorf("lock after the challenge: %+v", l)
 	}
-	clock.Advance(shimLostGrace - time.Second)
+	clock.Advance(emulate.ShimLostGrace - time.Second)
 	inProgress(b, "a poll within the challenge")
 	held.releaser(t)() // the running replica's outcome comes
 	a.waitShim(t, key, store.StateSucceeded)

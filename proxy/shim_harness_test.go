@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
@@ -286,7 +288,7 @@ func checkShimAnswer(t *testing.T, what string, c rules.Call, version string, a 
 func operationOf(t *testing.T, a reply) string {
 	t.Helper()
 	read := rules.ReadResponse(rules.Call{Endpoint: rules.Provision}, a.status, []byte(a.body))
-	if a.status != http.StatusAccepted || !strings.HasPrefix(read.Operation, ShimOperationPrefix) {
+	if a.status != http.StatusAccepted || !strings.HasPrefix(read.Operation, emulate.ShimOperationPrefix) {
 		t.Fatalf("want 202 with an operation of the gateway's, got %d %s", a.status, a.body)
 	}
 	return read.Operation

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -70,9 +72,9 @@ func TestShimRedisReplicas(t *testing.T) {
 	if !strings.Contains(poll.body, `"state":"in progress"`) {
 		t.Errorf("poll that challenges the lost replica: %d %s", poll.status, poll.body)
 	}
-	clock.Advance(shimLostGrace)
+	clock.Advance(emulate.ShimLostGrace)
 	poll = b.call(t, "GET", "/v2/service_instances/held2/last_operation?operation="+op, "2.15", "")
-	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
+	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+emulate.ShimLost+`"}` {
 		t.Errorf("poll once the challenge went unanswered: %d %s", poll.status, poll.body)
 	}
 	checkShimAnswer(t, "the poll of a lost operation", instancePoll, "2.15", poll, rules.Provision)
@@ -108,15 +110,15 @@ func TestShimRestartOnBolt(t *testing.T) {
 
 	b := newShimEnv(t, shimOptions{state: state, store: open(), clock: clock, broker: a.broker})
 	key := store.LockKey("b", "held1")
-	if l := b.lock(t, key); l.Shim.State != store.StateFailed || l.Shim.Description != shimLost {
+	if l := b.lock(t, key); l.Shim.State != store.StateFailed || l.Shim.Description != emulate.ShimLost {
 		t.Errorf("lock after the restart: %+v", l)
 	}
 	orphans, _ := b.st.ListOrphans(context.Background())
-	if len(orphans) != 1 || orphans[0].Kind != store.KindDeprovision || !strings.Contains(orphans[0].Reason, shimLost) {
+	if len(orphans) != 1 || orphans[0].Kind != store.KindDeprovision || !strings.Contains(orphans[0].Reason, emulate.ShimLost) {
 		t.Errorf("orphans %+v, want the provision's undo", orphans)
 	}
 	poll := b.call(t, "GET", "/v2/service_instances/held1/last_operation?operation="+op, "2.15", "")
-	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+shimLost+`"}` {
+	if poll.status != 200 || poll.body != `{"state":"failed","description":"`+emulate.ShimLost+`"}` {
 		t.Errorf("poll after the restart: %d %s", poll.status, poll.body)
 	}
 	if l := b.lock(t, key); !l.Shim.Hold {
@@ -158,7 +160,7 @@ func TestShimBindingPollOldBroker(t *testing.T) {
 	if l := e.lock(t, key); l.Key != "" {
 		t.Errorf("lock after the poll: %+v", l)
 	}
-	poll = e.call(t, "GET", "/v2/service_instances/i1/service_bindings/b2/last_operation?operation="+ShimOperationPrefix+"unbind-2", "2.14", "")
+	poll = e.call(t, "GET", "/v2/service_instances/i1/service_bindings/b2/last_operation?operation="+emulate.ShimOperationPrefix+"unbind-2", "2.14", "")
 	if poll.status != 410 || poll.body != `{}` {
 		t.Errorf("poll of an untracked unbind: %d %s", poll.status, poll.body)
 	}

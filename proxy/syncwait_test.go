@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -217,7 +219,7 @@ func TestSyncWithinInstance(t *testing.T) {
 	if in, err := e.g.guard.St.GetInstance(context.Background(), "b", "sw-1"); err != nil || in.DashboardURL != want["dashboard_url"] {
 		t.Errorf("inventory: %+v, %v; want the instance the platform got, with its dashboard_url", in, err)
 	}
-	if diff := cmp.Diff([]time.Duration{syncPollFirst, time.Second, time.Second, time.Second}, e.recordedWaits()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{emulate.SyncPollFirst, time.Second, time.Second, time.Second}, e.recordedWaits()); diff != "" {
 		t.Errorf("waits between polls (-want +got):\n%s", diff)
 	}
 	reqs := e.seen.Requests()
@@ -613,15 +615,15 @@ func TestNextWait(t *testing.T) {
 		name           string
 		last, ra, want time.Duration
 	}{
-		{"first, no Retry-After", 0, 0, syncPollFirst},
+		{"first, no Retry-After", 0, 0, emulate.SyncPollFirst},
 		{"doubles", time.Second, 0, 2 * time.Second},
-		{"capped", 8 * time.Second, 0, syncPollMax},
+		{"capped", 8 * time.Second, 0, emulate.SyncPollMax},
 		{"Retry-After", 4 * time.Second, 3 * time.Second, 3 * time.Second},
-		{"Retry-After capped", 0, time.Hour, syncPollMax},
+		{"Retry-After capped", 0, time.Hour, emulate.SyncPollMax},
 		{"Retry-After 0 is no Retry-After", time.Second, 0, 2 * time.Second},
-		{"never below the floor", 0, time.Millisecond, syncPollMin},
+		{"never below the floor", 0, time.Millisecond, emulate.SyncPollMin},
 	} {
-		if got := nextWait(tc.last, tc.ra, syncPollMax); got != tc.want {
+		if got := emulate.NextWait(tc.last, tc.ra, emulate.SyncPollMax); got != tc.want {
 			t.Errorf("%s: nextWait(%s, %s) = %s, want %s", tc.name, tc.last, tc.ra, got, tc.want)
 		}
 	}
@@ -645,7 +647,7 @@ func TestRetryAfter(t *testing.T) {
 		if tc.value != "" {
 			h.Set("Retry-After", tc.value)
 		}
-		if got := retryAfter(h, now); got != tc.want {
+		if got := emulate.RetryAfter(h, now); got != tc.want {
 			t.Errorf("Retry-After %q: %s, want %s", tc.value, got, tc.want)
 		}
 	}

@@ -45,7 +45,7 @@ func withValidate(cache *catalog.Cache, st store.Inventory, log *slog.Logger) Mi
 			up := upstream.Of(s.Route)
 			var noCatalog error // why the catalog the call needs cannot be had
 			if catalog.NeedsCatalog(s) {
-				e, _, err := cache.Get(r.Context(), catalogFetchFor(r, s))
+				e, _, err := cache.Get(r.Context(), catalog.FetchFor(r, s))
 				if e != nil { // a nil *catalogEntry would make a non-nil core.Catalog
 					s.Catalog = e
 				}

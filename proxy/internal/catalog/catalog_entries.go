@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
@@ -74,4 +76,21 @@ func (c *Cache) put(e *Entry) {
 	for c.maxBytes > 0 && c.bytes.Load() > c.maxBytes && c.Entries.Len() > 1 {
 		c.Entries.RemoveOldest()
 	}
+}
+
+// FetchFor is the cache key and fetch details of the request's
+// catalog.
+func FetchFor(r *http.Request, s *core.Scope) Fetch {
+	return FetchOf(r, s, upstream.Of(s.Route), s.Forward)
+}
+
+// FetchOf is the cache key and fetch details of up's catalog at
+// the version forward, for the request.
+func FetchOf(r *http.Request, s *core.Scope, up *upstream.Upstream, forward string) Fetch {
+	f := Fetch{Up: up, Key: Key{Broker: up.Name, Version: forward}, ReqID: s.RequestID, TraceParent: s.TraceParent}
+	if up.Cfg.Catalog.VaryByPlatform {
+		f.Identity = core.HeaderValue(r.Header, core.HeaderOriginatingIdentity)
+		f.Key.Platform, _, _ = strings.Cut(f.Identity, " ")
+	}
+	return f
 }

@@ -265,3 +265,13 @@ func Later(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// Of is the guard of a call the guard stage marked Guarded; nil for
+// other calls.
+func Of(s *core.Scope) *Guard {
+	if !s.Guarded {
+		return nil
+	}
+	g, _ := s.Route.Guard.(*Guard)
+	return g
+}

@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"errors"
@@ -66,7 +66,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 	if in.Metadata != nil && !e.s.Version.Less(versionMetadata) {
 		body["metadata"] = in.Metadata
 	}
-	writeAnswer(w, http.StatusOK, body)
+	WriteAnswer(w, http.StatusOK, body)
 	return true
 }
 
@@ -103,7 +103,7 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 		return false // the answer cannot be repeated without its credentials: the broker answers
 	}
 	e.s.Emulated = EmulatedReplay
-	writeAnswer(w, http.StatusOK, bindingBody(b, nil, creds, e.s.Version))
+	WriteAnswer(w, http.StatusOK, bindingBody(b, nil, creds, e.s.Version))
 	return true
 }
 
@@ -141,6 +141,6 @@ func (e emulation) gone(w http.ResponseWriter) bool {
 		return true
 	}
 	e.s.Emulated = EmulatedGone
-	writeAnswer(w, http.StatusGone, struct{}{})
+	WriteAnswer(w, http.StatusGone, struct{}{})
 	return true
 }

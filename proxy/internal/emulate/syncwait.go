@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ type syncWait struct {
 // the lock is kept, a provision or bind is an orphan candidate, and the
 // gateway polls on (carryOn) to release the lock when the operation ends.
 // It returns what modifyResponse returns.
-func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
+func WaitSync(u *upstream.Upstream, res *http.Response, s *core.Scope) error {
 	res.Body.Close()       // the 422, read whole: its buffer goes back to the pool,
 	res.Body = http.NoBody // and is not closed twice
 	w, _ := rules.SyncWaitOf(s.Call)
@@ -69,7 +69,7 @@ func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
 			u.Name, s.Call.Endpoint, why)))
 	}
 	l := s.Lock.Lock
-	sw := &syncWait{u: u, g: guardOf(s), w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
+	sw := &syncWait{u: u, g: guard.Of(s), w: w, call: s.Call, out: res.Request, body: s.Body, traceParent: s.TraceParent,
 		serviceID: l.ServiceID, planID: l.PlanID, lock: l}
 	// The platform request's context, without its cancellation: the
 	// gateway's own calls are client spans beside the refused one, under
@@ -86,7 +86,7 @@ func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
 	body, err := upstream.ReadOwn(rep)
 	if err != nil {
 		res.StatusCode = rep.StatusCode
-		guardOf(s).Answered(res, s, upstream.Answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), Cut: true})
+		guard.Of(s).Answered(res, s, upstream.Answer{Answer: rules.ReadResponse(s.Call, rep.StatusCode, nil), Cut: true})
 		return &upstream.CutShort{Status: rep.StatusCode, Err: err}
 	}
 	if rep.StatusCode != http.StatusAccepted {
@@ -97,13 +97,13 @@ func waitSync(u *upstream.Upstream, res *http.Response, s *Scope) error {
 
 // await waits for the operation the broker's 202 (header, body) started,
 // until until, and answers the platform (see waitSync).
-func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, header http.Header, body []byte, until time.Time) error {
+func (sw *syncWait) await(ctx context.Context, res *http.Response, s *core.Scope, header http.Header, body []byte, until time.Time) error {
 	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation
 	kctx, cancel := context.WithTimeout(ctx, guard.ReleaseTimeout)
-	sw.lock = guardOf(s).KeepAsync(kctx, s)
+	sw.lock = guard.Of(s).KeepAsync(kctx, s)
 	cancel()
-	end, wait, ended := sw.poll(ctx, until, retryAfter(header, sw.g.Now()))
+	end, wait, ended := sw.poll(ctx, until, RetryAfter(header, sw.g.Now()))
 	if !ended {
 		return sw.giveUp(ctx, s, wait)
 	}
@@ -124,7 +124,7 @@ func (sw *syncWait) await(ctx context.Context, res *http.Response, s *Scope, hea
 // can: an asynchronous bind or unbind needs OSB 2.14 (the version the
 // broker is asked to speak), and a bind's credentials come from GET binding,
 // which needs bindings_retrievable in the broker's catalog.
-func cannotWait(u *upstream.Upstream, s *Scope) string {
+func cannotWait(u *upstream.Upstream, s *core.Scope) string {
 	async := s.Call
 	async.AcceptsIncomplete = true
 	if need := rules.RequiredVersion(async); s.BrokerVersion.Less(need) {
@@ -151,7 +151,7 @@ func cannotWait(u *upstream.Upstream, s *Scope) string {
 // broker's 422 (status, header — nil: JSON — and body), reads it against
 // the rules of the platform's call, and settles the call's lock by it, as
 // modifyResponse does with a broker's answer.
-func answerWith(u *upstream.Upstream, res *http.Response, s *Scope, status int, header http.Header, body []byte) error {
+func answerWith(u *upstream.Upstream, res *http.Response, s *core.Scope, status int, header http.Header, body []byte) error {
 	if header == nil {
 		header = http.Header{"Content-Type": {"application/json"}}
 	}
@@ -164,7 +164,7 @@ func answerWith(u *upstream.Upstream, res *http.Response, s *Scope, status int, 
 	res.Header, res.Trailer, res.TransferEncoding = header, nil, nil
 	res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	read, err := u.ReadResponse(res, s, body)
-	guardOf(s).Answered(res, s, upstream.Answer{Answer: read, Refused: err != nil, Body: body})
+	guard.Of(s).Answered(res, s, upstream.Answer{Answer: read, Refused: err != nil, Body: body})
 	return err
 }
 
@@ -172,7 +172,7 @@ func answerWith(u *upstream.Upstream, res *http.Response, s *Scope, status int, 
 // operation ended, after it left the lock held and, for a provision or
 // bind, an orphan candidate due when the operation ends (or the lock's
 // deadline, should this gateway stop polling first); carryOn polls on.
-func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) error {
+func (sw *syncWait) giveUp(ctx context.Context, s *core.Scope, wait time.Duration) error {
 	s.Lock.Settled = true
 	within := sw.u.Cfg.Emulate.SyncWithin
 	if ok, _ := rules.OrphanOnTimeout(s.Call); ok {
@@ -199,7 +199,7 @@ func (sw *syncWait) giveUp(ctx context.Context, s *Scope, wait time.Duration) er
 // asynchronously cannot be fetched (GET binding failed): the binding
 // exists at the broker and the platform did not get it, so it is an
 // orphan candidate (rules.OrphanUnseen), and the lock is released.
-func (sw *syncWait) unfetched(ctx context.Context, s *Scope, err error) error {
+func (sw *syncWait) unfetched(ctx context.Context, s *core.Scope, err error) error {
 	h := s.Lock
 	h.Settled = true
 	why := "its GET binding failed once the asynchronous bind succeeded (" + err.Error() + "), so the platform got a 502"

@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -52,9 +53,9 @@ const maxSharedAnswer = upstream.MaxCheckedResponse
 // reports on. Polls the guard does not track are forwarded alone.
 //
 // 200 answers without Retry-After get brokers[].poll.retry_after when set.
-type pollShield struct {
+type PollShield struct {
 	rt      http.RoundTripper
-	scoped  scopedRoundTripper // rt, when it takes the Scope from its caller; else nil
+	scoped  scopedRoundTripper // rt, when it takes the core.Scope from its caller; else nil
 	timeout time.Duration      // brokers[].timeout: a shared call outlives any one poll
 	// retryAfter is []string{seconds} (never appended to), or nil.
 	retryAfter  []string
@@ -63,12 +64,12 @@ type pollShield struct {
 	answers     *lru.Cache[string, *sharedAnswer]
 	// joined, when set (by tests, before the gateway serves), is called by
 	// each shielded poll about to wait for its broker call.
-	joined func()
+	Joined func()
 }
 
 // newPollShield returns the shield of broker b around rt.
-func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
-	p := &pollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
+func NewPollShield(rt http.RoundTripper, b *config.Broker) *PollShield {
+	p := &PollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
 	p.scoped, _ = rt.(scopedRoundTripper)
 	if d := b.Poll.RetryAfter; d > 0 {
 		p.retryAfter = []string{strconv.FormatInt(core.RetryAfterSecs(d), 10)}
@@ -78,12 +79,12 @@ func newPollShield(rt http.RoundTripper, b *config.Broker) *pollShield {
 }
 
 // RoundTrip implements http.RoundTripper.
-func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := ScopeFrom(req.Context())
+func (p *PollShield) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := core.ScopeFrom(req.Context())
 	if s == nil || (s.Call.Endpoint != rules.InstanceLastOperation && s.Call.Endpoint != rules.BindingLastOperation) {
 		return p.forward(req, s)
 	}
-	if s.Polled == nil || guardOf(s) == nil {
+	if s.Polled == nil || guard.Of(s) == nil {
 		s.Shield = ShieldForwarded
 		res, err := p.forward(req, s)
 		if err == nil {
@@ -91,16 +92,16 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return res, err
 	}
-	now := guardOf(s).Now
-	key := pollKey(s, req)
+	now := guard.Of(s).Now
+	key := PollKey(s, req)
 	if a, ok := p.answers.Get(key); ok && now().Before(a.until) {
 		s.Shield = ShieldReused
 		return a.response(req), nil
 	}
 	f := &pollFlight{broker: s.Broker, call: s.Call, span: trace.SpanFromContext(req.Context())}
 	ch := p.calls.DoChan(key, func() (any, error) { return p.share(req, f, key, now) })
-	if p.joined != nil {
-		p.joined()
+	if p.Joined != nil {
+		p.Joined()
 	}
 	select {
 	case r := <-ch:
@@ -130,11 +131,11 @@ func (p *pollShield) RoundTrip(req *http.Request) (*http.Response, error) {
 // of a call, so that it need not look it up in the request's context again
 // (meteredTransport).
 type scopedRoundTripper interface {
-	roundTrip(req *http.Request, s *Scope) (*http.Response, error)
+	roundTrip(req *http.Request, s *core.Scope) (*http.Response, error)
 }
 
 // forward sends req, the call of s, down the broker transport.
-func (p *pollShield) forward(req *http.Request, s *Scope) (*http.Response, error) {
+func (p *PollShield) forward(req *http.Request, s *core.Scope) (*http.Response, error) {
 	if p.scoped != nil {
 		return p.scoped.roundTrip(req, s)
 	}
@@ -147,7 +148,7 @@ func (p *pollShield) forward(req *http.Request, s *Scope) (*http.Response, error
 // Accept-Encoding the broker was sent (it may compress), and the owner of
 // the operation's lock, so that a new operation, or the same one after its
 // lock was released, never meets an answer about another.
-func pollKey(s *Scope, req *http.Request) string {
+func PollKey(s *core.Scope, req *http.Request) string {
 	c := &s.Call
 	parts := [...]string{s.Tenant, c.InstanceID, c.BindingID, c.Operation, c.ServiceID, c.PlanID,
 		s.Forward, core.HeaderValue(req.Header, "Accept-Encoding"), s.Polled.Owner}
@@ -181,11 +182,11 @@ type flightResult struct {
 // is "in progress", keeps it for reuse. The call has a Scope and a
 // deadline of its own (the broker's timeout): no one poll's departure
 // cancels it.
-func (p *pollShield) share(req *http.Request, f *pollFlight, key string, now func() time.Time) (any, error) {
+func (p *PollShield) share(req *http.Request, f *pollFlight, key string, now func() time.Time) (any, error) {
 	if a, ok := p.answers.Get(key); ok && now().Before(a.until) {
 		return flightResult{answer: a, reused: true}, nil // kept after this poll looked
 	}
-	own := &Scope{Broker: f.broker, Call: f.call}
+	own := &core.Scope{Broker: f.broker, Call: f.call}
 	ctx := trace.ContextWithSpan(context.Background(), f.span)
 	ctx = own.WithContext(ctx, ctx)
 	ctx, cancel := context.WithTimeoutCause(ctx, p.timeout, core.ErrBrokerTimeout)
@@ -212,7 +213,7 @@ func (p *pollShield) share(req *http.Request, f *pollFlight, key string, now fun
 // reuseFor is how long an "in progress" answer with header h, read at now,
 // serves further polls: brokers[].poll.min_interval when set (negative:
 // never), else its Retry-After, at most config.DefaultPollMaxInterval.
-func (p *pollShield) reuseFor(h http.Header, now time.Time) time.Duration {
+func (p *PollShield) reuseFor(h http.Header, now time.Time) time.Duration {
 	if p.minInterval != 0 {
 		return p.minInterval
 	}
@@ -229,7 +230,7 @@ func (p *pollShield) reuseFor(h http.Header, now time.Time) time.Duration {
 
 // addRetryAfter adds brokers[].poll.retry_after to the header h of a 200
 // last_operation answer without Retry-After.
-func (p *pollShield) addRetryAfter(status int, h http.Header) {
+func (p *PollShield) addRetryAfter(status int, h http.Header) {
 	if p.retryAfter == nil || status != http.StatusOK {
 		return
 	}

@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"bytes"
@@ -25,11 +25,11 @@ import (
 // 202 or a poll answer) sets the next wait, within syncPollMin and the cap;
 // without one, the wait starts at syncPollFirst and doubles.
 const (
-	syncPollFirst = 500 * time.Millisecond
-	syncPollMin   = 100 * time.Millisecond
+	SyncPollFirst = 500 * time.Millisecond
+	SyncPollMin   = 100 * time.Millisecond
 	// syncPollMax caps a wait while the platform waits, so that a long
 	// Retry-After does not spend the whole bound on one wait.
-	syncPollMax = 10 * time.Second
+	SyncPollMax = 10 * time.Second
 	// carryOnPollMax caps a wait after the bound (carryOn), when no
 	// platform waits: Cloud Controller's default polling interval.
 	carryOnPollMax = time.Minute
@@ -38,21 +38,21 @@ const (
 // nextWait is the wait before the next poll: the broker's Retry-After
 // when it sent one (ra > 0), else twice the last wait (syncPollFirst at
 // first), within syncPollMin and limit.
-func nextWait(last, ra, limit time.Duration) time.Duration {
+func NextWait(last, ra, limit time.Duration) time.Duration {
 	d := ra
 	switch {
 	case ra > 0:
 	case last <= 0:
-		d = syncPollFirst
+		d = SyncPollFirst
 	default:
 		d = 2 * last
 	}
-	return min(max(d, syncPollMin), limit)
+	return min(max(d, SyncPollMin), limit)
 }
 
 // retryAfter reads a Retry-After header, in seconds or an HTTP-date
 // (relative to now); 0 when there is none or it cannot be read.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func RetryAfter(h http.Header, now time.Time) time.Duration {
 	v := core.HeaderValue(h, "Retry-After")
 	if v == "" {
 		return 0
@@ -170,7 +170,7 @@ func (sw *syncWait) pollOnce(ctx context.Context, until time.Time) (rules.Answer
 		body = nil
 	}
 	poll := rules.Call{Endpoint: sw.w.Poll, InstanceID: sw.call.InstanceID, BindingID: sw.call.BindingID}
-	return rules.ReadResponse(poll, res.StatusCode, body), retryAfter(res.Header, sw.g.Now())
+	return rules.ReadResponse(poll, res.StatusCode, body), RetryAfter(res.Header, sw.g.Now())
 }
 
 // poll polls the operation, first after ra (the 202's Retry-After, 0 for
@@ -179,7 +179,7 @@ func (sw *syncWait) pollOnce(ctx context.Context, until time.Time) (rules.Answer
 func (sw *syncWait) poll(ctx context.Context, until time.Time, ra time.Duration) (rules.Answer, time.Duration, bool) {
 	var wait time.Duration
 	for {
-		wait = nextWait(wait, ra, syncPollMax)
+		wait = NextWait(wait, ra, SyncPollMax)
 		left := until.Sub(sw.g.Now())
 		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.g.Now().Before(until) {
 			return rules.Answer{}, wait, false
@@ -235,7 +235,7 @@ func (sw *syncWait) carryOn(wait time.Duration) {
 	}()
 	var ra time.Duration
 	for {
-		wait = nextWait(wait, ra, carryOnPollMax)
+		wait = NextWait(wait, ra, carryOnPollMax)
 		left := sw.lock.Deadline.Sub(sw.g.Now())
 		if left <= 0 || sw.u.Wait(ctx, min(wait, left)) != nil || !sw.stillHeld(ctx) {
 			return

@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -25,9 +25,6 @@ const (
 	EmulatedFetch  = "fetch"  // GET instance or binding from the inventory
 	EmulatedReplay = "replay" // a repeat of a call that succeeded (emulate.idempotent)
 	EmulatedGone   = "gone"   // a delete of what the inventory never saw (emulate.gone)
-	// EmulatedShared: an identical call in flight shared its answer
-	// (proxy/internal/emulate's flights).
-	EmulatedShared = emulate.EmulatedShared
 )
 
 // versionFetch is the version that brought GET instance and GET binding.
@@ -46,16 +43,16 @@ var versionFetch = osb.Version{Major: 2, Minor: 14}
 //     410 Gone.
 //
 // Every other call, and every call to a broker without them, passes on.
-func withEmulate(cache *catalog.Cache) Middleware {
+func WithEmulate(cache *catalog.Cache) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			u := upstream.Of(s.Route)
-			if !u.Emulates() || !guardOf(s).Inv.Keeps(u) {
+			if !u.Emulates() || !guard.Of(s).Inv.Keeps(u) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			e := emulation{s: s, iv: guardOf(s).Inv, u: u, ctx: r.Context()}
+			e := emulation{s: s, iv: guard.Of(s).Inv, u: u, ctx: r.Context()}
 			var done bool
 			switch s.Call.Endpoint {
 			case rules.GetInstance, rules.GetBinding:
@@ -74,7 +71,7 @@ func withEmulate(cache *catalog.Cache) Middleware {
 
 // emulation is one call the stage looks at.
 type emulation struct {
-	s   *Scope
+	s   *core.Scope
 	iv  *guard.Inventory
 	u   *upstream.Upstream
 	ctx context.Context
@@ -111,10 +108,10 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 			return true
 		}
 		out := instanceBody(in, e.iv.Open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
-		if x := idsOf(e.s.Route); x != nil {
-			x.forwardFetched(out) // routes[].ids (routeids.go)
+		if x, ok := e.s.Route.IDs.(fetchedForwarder); ok {
+			x.ForwardFetched(out) // routes[].ids (routeids.go)
 		}
-		writeAnswer(w, http.StatusOK, out)
+		WriteAnswer(w, http.StatusOK, out)
 		return true
 	}
 	// A binding recorded without its instance is one made on an instance
@@ -127,7 +124,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 		e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
 			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.Name))
 	default:
-		writeAnswer(w, http.StatusOK, bindingBody(b, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
+		WriteAnswer(w, http.StatusOK, bindingBody(b, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
 			e.iv.Open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
 	}
 	return true
@@ -140,7 +137,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 // (or saw deprovisioned), any service of the catalog. A catalog that
 // cannot be read leaves the call to the broker.
 func (e emulation) brokerFetches(r *http.Request, cache *catalog.Cache, in store.Instance, found bool) bool {
-	ce, _, err := cache.Get(r.Context(), catalogFetchFor(r, e.s))
+	ce, _, err := cache.Get(r.Context(), catalog.FetchFor(r, e.s))
 	if err != nil {
 		return true // cannot tell: the broker answers for itself
 	}
@@ -234,7 +231,7 @@ func bindingMetadata(b store.Binding) map[string]string {
 // writeAnswer writes v as the JSON body of an answer the gateway makes in
 // the broker's place (emulated, shimmed or synthesized), with the headers
 // osb.WriteError gives its error bodies.
-func writeAnswer(w http.ResponseWriter, status int, v any) {
+func WriteAnswer(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil { // strings, bools and raw JSON the store or the rules validated
 		panic(err)
@@ -245,4 +242,10 @@ func writeAnswer(w http.ResponseWriter, status int, v any) {
 	h["X-Content-Type-Options"] = []string{"nosniff"}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// fetchedForwarder rewrites what the gateway answers from its inventory
+// for the platform: the ids a route shows (core.Route.IDs, routes[].ids).
+type fetchedForwarder interface {
+	ForwardFetched(out map[string]any)
 }

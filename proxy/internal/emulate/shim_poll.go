@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 // shimLost is the outcome of an emulated operation whose broker call was
 // still in progress when its gateway process ended.
-const shimLost = "the gateway restarted during the broker call"
+const ShimLost = "the gateway restarted during the broker call"
 
 // shimLostGrace is how long an emulated operation still in progress after
 // its call's time may stay so once another replica challenged it
@@ -29,7 +29,7 @@ const shimLost = "the gateway restarted during the broker call"
 // alive whose outcome waited for the store writes it within its retry
 // queue's backoff (retryMax) and one store call (releaseTimeout), and this
 // covers that twice over.
-const shimLostGrace = 2 * (guard.RetryMax + guard.ReleaseTimeout)
+const ShimLostGrace = 2 * (guard.RetryMax + guard.ReleaseTimeout)
 
 // lastOperationBody is a last_operation answer the gateway makes.
 type lastOperationBody struct {
@@ -42,7 +42,7 @@ type lastOperationBody struct {
 // longer tracks it, from the inventory (answerUntracked). Other polls go
 // on, but a binding poll to a broker too old for it (classify deferred its
 // 412 to here) is refused.
-func servePoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+func servePoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *core.Scope, next http.Handler) {
 	op := s.Call.Operation
 	if l := s.Polled; l != nil && l.Shim.State != "" {
 		if op == "" || op == l.Operation {
@@ -70,7 +70,7 @@ func servePoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope,
 // and ends failed (settleLostShim). When the broker answered 202 after
 // all, the poll goes to the broker with the broker's operation, and its
 // answer settles the lock as any poll's does.
-func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler) {
+func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *core.Scope, next http.Handler) {
 	l := *s.Polled
 	s.Operation = l.Operation
 	if l.Shim.BrokerAsync {
@@ -96,7 +96,7 @@ func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *S
 	} else if !l.Shim.Hold {
 		g.SettlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
 	}
-	writeAnswer(w, http.StatusOK, body)
+	WriteAnswer(w, http.StatusOK, body)
 }
 
 // withOperation returns r with its operation query parameter set to op
@@ -137,9 +137,9 @@ func lostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, l stor
 		}
 		g.Log.LogAttrs(ctx, slog.LevelWarn, "async shim: operation still in progress after its call's time; its replica has until the challenge ends to record the outcome",
 			slog.String("broker", l.Broker), slog.String("instance_id", l.InstanceID), slog.String("operation", l.Operation),
-			slog.String("replica", l.Shim.Replica), slog.Time("challenge_ends", now.Add(shimLostGrace)))
+			slog.String("replica", l.Shim.Replica), slog.Time("challenge_ends", now.Add(ShimLostGrace)))
 		return l
-	case now.Before(l.Shim.Challenged.Add(shimLostGrace)):
+	case now.Before(l.Shim.Challenged.Add(ShimLostGrace)):
 		return l
 	}
 	return settleLostShim(g, ctx, up, l)
@@ -162,7 +162,7 @@ func lostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, l stor
 func settleLostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, l store.Lock) store.Lock {
 	lost := l
 	now := g.Now()
-	lost.Shim.State, lost.Shim.Description, lost.Shim.Challenged = store.StateFailed, shimLost, time.Time{}
+	lost.Shim.State, lost.Shim.Description, lost.Shim.Challenged = store.StateFailed, ShimLost, time.Time{}
 	if up != nil {
 		if hold := guard.Later(now, l.Started.Add(up.Timeout)).Add(up.Cfg.HoldAfterTimeout); hold.After(now) {
 			lost.Shim.Hold, lost.Deadline = true, hold
@@ -172,7 +172,7 @@ func settleLostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, 
 			if lost.Shim.Hold {
 				due, owner = lost.Deadline, l.Owner
 			}
-			if o, decision := g.NewOrphan(up, l, shimLost+", which may have left it behind", due, owner); decision != "" {
+			if o, decision := g.NewOrphan(up, l, ShimLost+", which may have left it behind", due, owner); decision != "" {
 				if lost.Shim.Hold {
 					o.HoldUntil = due
 				}
@@ -198,8 +198,7 @@ func settleLostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, 
 // settleLostShims ends as failed every emulated operation in progress
 // whose broker call ran in another process (settleLostShim): on a bolt
 // file, which one process opens at a time, that process is gone.
-func (g *Gateway) settleLostShims(ctx context.Context) {
-	gd := g.guard
+func SettleLostShims(ctx context.Context, gd *guard.Guard) {
 	locks, err := gd.St.List(ctx, store.ListFilter{})
 	if err != nil {
 		gd.Log.LogAttrs(ctx, slog.LevelWarn, "async shim: operations of the previous process not checked; their polls settle them",
@@ -208,7 +207,7 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 	}
 	for _, l := range locks {
 		if l.Shim.State == store.StateInProgress && !l.Shim.BrokerAsync && l.Shim.Replica != gd.Replica {
-			settleLostShim(gd, ctx, g.upstreams[l.Broker], l)
+			settleLostShim(gd, ctx, gd.Upstreams[l.Broker], l)
 		}
 	}
 }
@@ -218,7 +217,7 @@ func (g *Gateway) settleLostShims(ctx context.Context) {
 // expired, or an orphan mitigation took the lock over): the inventory's
 // last operation when it is this one; 410 Gone for a deprovision or unbind
 // of what the inventory does not hold; else "failed", saying so.
-func answerUntracked(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, op string) {
+func answerUntracked(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *core.Scope, op string) {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(op, ShimOperationPrefix), "-")
 	up := upstream.Of(s.Route)
 	var last store.LastOperation
@@ -239,11 +238,11 @@ func answerUntracked(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *
 		s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
 	case err == nil && last.Operation == op && last.State != "":
-		writeAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
+		WriteAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
 	case err != nil && (kind == store.KindDeprovision || kind == store.KindUnbind):
-		writeAnswer(w, http.StatusGone, struct{}{})
+		WriteAnswer(w, http.StatusGone, struct{}{})
 	default:
-		writeAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
+		WriteAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
 			Description: "the gateway no longer tracks this operation: its outcome was reported to an earlier poll, or it was given up when its deadline passed"})
 	}
 }

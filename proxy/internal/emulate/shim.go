@@ -1,4 +1,4 @@
-package proxy
+package emulate
 
 import (
 	"bytes"
@@ -47,20 +47,16 @@ const EmulatedShim = "async_shim"
 // shimDescriptionMax bounds a description the shim keeps for a poll.
 const shimDescriptionMax = 4096
 
-// Timer starts a timer of d: it returns a channel that receives once d has
-// passed, and a func that stops the timer (Options.Timer).
-type Timer = core.Timer
-
 // withShim is the async shim's stage, after the guard: it runs a call that
 // may be shimmed (shimmable) with the timer, and answers the polls of the
 // operations the shim owns (servePoll).
-func withShim(g *guard.Guard, after Timer) Middleware {
+func WithShim(g *guard.Guard, after core.Timer) core.Middleware {
 	if after == nil {
 		after = core.RealTimer
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			switch {
 			case s.Call.Endpoint == rules.InstanceLastOperation || s.Call.Endpoint == rules.BindingLastOperation:
 				servePoll(g, w, r, s, next)
@@ -78,7 +74,7 @@ func withShim(g *guard.Guard, after Timer) Middleware {
 // deprovision, bind or unbind), the platform accepts an asynchronous
 // answer, and, for a bind, the inventory keeps credentials (encrypted):
 // after a 202 the platform can only get them from GET binding.
-func shimmable(s *Scope) bool {
+func shimmable(s *core.Scope) bool {
 	up := upstream.Of(s.Route)
 	if up.Cfg.Emulate.AsyncAfter <= 0 || s.Lock == nil || !s.Call.AcceptsIncomplete {
 		return false
@@ -88,7 +84,7 @@ func shimmable(s *Scope) bool {
 
 // serveShimmed runs the broker call of s in a goroutine and answers the
 // platform with its answer, or with 202 once async_after has passed.
-func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Scope, next http.Handler, after Timer) {
+func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *core.Scope, next http.Handler, after core.Timer) {
 	c := &core.ShimCall{Recorded: make(chan struct{}), Done: make(chan struct{}),
 		Operation: ShimOperationPrefix + s.Lock.Lock.Kind + "-" + core.NewRequestID()}
 	buf := &shimWriter{header: http.Header{}}
@@ -118,7 +114,7 @@ func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Sco
 			}
 			close(c.Recorded)
 			if ok {
-				writeAnswer(w, http.StatusAccepted, struct {
+				WriteAnswer(w, http.StatusAccepted, struct {
 					Operation string `json:"operation"`
 				}{c.Operation})
 				return
@@ -136,7 +132,7 @@ func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *Sco
 // runShimmed is the goroutine of a broker call the shim may answer for: it
 // serves r with next into buf and, when the platform got the shim's 202,
 // records the outcome.
-func runShimmed(g *guard.Guard, next http.Handler, s *Scope, r *http.Request, buf *shimWriter) {
+func runShimmed(g *guard.Guard, next http.Handler, s *core.Scope, r *http.Request, buf *shimWriter) {
 	c := s.Shim
 	defer close(c.Done)
 	panicked := serveRecovering(next, &s.W, r)
@@ -161,7 +157,7 @@ func serveRecovering(h http.Handler, w http.ResponseWriter, r *http.Request) (pa
 // latest. call is the copy of s the broker call runs on; it takes the
 // converted lock. It reports false when the store did not take it: the
 // platform then waits for the broker's answer, as without the shim.
-func claimShim(g *guard.Guard, s, call *Scope) bool {
+func claimShim(g *guard.Guard, s, call *core.Scope) bool {
 	up := upstream.Of(s.Route)
 	l := s.Lock.Lock
 	now := g.Now()
@@ -196,7 +192,7 @@ func claimShim(g *guard.Guard, s, call *Scope) bool {
 // the lock for hold_after_timeout, as it does without the shim (the orphan
 // candidate, if any, takes it over). The lock stays until the poll that
 // reports the outcome (or its deadline).
-func concludeShim(g *guard.Guard, s *Scope, buf *shimWriter, panicked any) {
+func concludeShim(g *guard.Guard, s *core.Scope, buf *shimWriter, panicked any) {
 	h, up, c := s.Lock, upstream.Of(s.Route), s.Shim
 	l := h.Lock
 	now := g.Now()
