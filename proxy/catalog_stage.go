@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -36,8 +38,8 @@ func withCatalog(cache *catalog.Cache) Middleware {
 						return
 					}
 				}
-				if m := migrationOf(s.Route); m != nil && s.Route == m.new && s.Call.Endpoint == rules.Provision {
-					if err := m.checkCatalogs(r, s, cache); err != nil {
+				if m := routes.MigrationOf(s.Route); m != nil && s.Route == m.New && s.Call.Endpoint == rules.Provision {
+					if err := m.CheckCatalogs(r, s, cache); err != nil {
 						s.Fail(w, err)
 						return
 					}
@@ -64,8 +66,8 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *catal
 		return
 	}
 	v, err := e.ViewFor(catalog.FilterOf(s.Route), upstream.Of(s.Route).Cfg.Emulate.Advertise)
-	if err == nil && idsOf(s.Route) != nil {
-		v, err = idsViewOf(e, v, s.Route) // routes[].ids (routeids.go)
+	if err == nil && routes.IDsOf(s.Route) != nil {
+		v, err = routes.IDsViewOf(e, v, s.Route) // routes[].ids (routeids.go)
 	}
 	if err != nil {
 		s.Fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,

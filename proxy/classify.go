@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -21,8 +23,8 @@ func withClassify() Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
-			if m := migrationOf(s.Route); m != nil && err == nil {
-				err = m.migrate(r, s, call) // the broker that holds the instance
+			if m := routes.MigrationOf(s.Route); m != nil && err == nil {
+				err = m.Migrate(r, s, call) // the broker that holds the instance
 			}
 			if err == nil {
 				err = checkVersions(call, s)

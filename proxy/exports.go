@@ -9,6 +9,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/usage"
 )
 
@@ -102,3 +103,10 @@ const (
 
 // ShimOperationPrefix starts the operation the async shim answers with.
 const ShimOperationPrefix = emulate.ShimOperationPrefix
+
+// What a retired broker's calls get (routes.OutcomeRetired,
+// routes.EmulatedRetired).
+const (
+	OutcomeRetired  = routes.OutcomeRetired
+	EmulatedRetired = routes.EmulatedRetired
+)

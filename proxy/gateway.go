@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 
@@ -199,7 +200,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return opts.Previous != nil && opts.Previous.upstreams[name] == g.upstreams[name]
 	},
 		prevBrokerProtect, opts.Now, opts.Logger, opts.Metrics)
-	routes := routeTable{}
+	table := routeTable{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
 		t, err := auth.NewTenant(tc)
@@ -213,28 +214,28 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			}
 			rt := newRoute(rc.Prefix, t, u)
 			rt.Filter, rt.BrokerProtect, rt.Guard = catalog.NewFilter(rc), g.brokerProtect[rc.Broker], g.guard
-			if ids := newRouteIDs(rc); ids != nil {
+			if ids := routes.NewIDs(rc); ids != nil {
 				rt.IDs = ids // never a typed nil: the upstream asks the part for its interface
 			}
-			routes[rc.Prefix] = rt
+			table[rc.Prefix] = rt
 		}
 	}
 	var prevProtect *protect.Protection
 	if opts.Previous != nil {
 		prevProtect = opts.Previous.protect
 	}
-	if g.protect, err = protect.NewProtection(cfg, routes, st, protect.ProtectionOptions{Now: opts.Now, Logger: opts.Logger, Metrics: opts.Metrics, Previous: prevProtect}); err != nil {
+	if g.protect, err = protect.NewProtection(cfg, table, st, protect.ProtectionOptions{Now: opts.Now, Logger: opts.Logger, Metrics: opts.Metrics, Previous: prevProtect}); err != nil {
 		return nil, err
 	}
 	g.auth.InFlight = g.protect.Overload // a bcrypt check waits out of its count
 	// Before the migrations: a migration's copy of a route carries its policies.
-	if g.policy, err = newPolicies(cfg, routes, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
+	if g.policy, err = newPolicies(cfg, table, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Tenants {
 		for _, rc := range cfg.Tenants[i].Routes {
 			if rc.MigrateTo != "" {
-				newRouteMigration(routes[rc.Prefix], g.upstreams[rc.MigrateTo], g.brokerProtect[rc.MigrateTo], st, opts.Logger)
+				routes.NewMigration(table[rc.Prefix], g.upstreams[rc.MigrateTo], g.brokerProtect[rc.MigrateTo], st, opts.Logger)
 			}
 		}
 	}
@@ -256,15 +257,15 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		observe.WithAudit(opts.Audit, opts.Metrics, opts.Logger, opts.Now, trusted),
 		observe.WithRecover(opts.Logger),
 		observe.WithAccessLog(opts.Logger, opts.AccessLog, opts.Now, trusted),
-		withRoute(routes),
+		withRoute(table),
 		protect.WithOverload(g.protect.Overload), // before anything that costs: see withOverload
 		auth.WithAuth(g.auth),
 		request.WithBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		request.WithVersion(),
 		withClassify(),
-		withRetire(cfg),                  // nil without a retired broker
+		routes.WithRetire(cfg),           // nil without a retired broker
 		protect.WithRateLimit(g.protect), // nil without limits
-		withRouteIDs(routes, g.catalogs),
+		routes.WithIDs(table, g.catalogs),
 		owner.WithOwner(owners), // nil without a broker several tenants reach
 		withValidate(g.catalogs, g.guard.St, opts.Logger),
 		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
@@ -274,7 +275,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		guard.WithQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
 		guard.WithGuard(g.guard),
 		owner.WithOwnerHeld(owners),
-		withRetiredGone(cfg), // nil without a broker retired with answer: gone
+		routes.WithRetiredGone(cfg), // nil without a broker retired with answer: gone
 		emulate.WithEmulate(g.catalogs),
 		emulate.WithShim(g.guard, opts.Timer),
 		protect.WithBrokerCall(g.brokerProtect != nil),

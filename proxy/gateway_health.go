@@ -1,6 +1,15 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
+	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
@@ -51,3 +60,51 @@ func (g *Gateway) BrokerCertificates() []CertExpiry {
 // calls are in flight (those of Gateways this one replaced included), or
 // says how many are: the next call would be shed. Readiness reports it.
 func (g *Gateway) Overloaded() error { return g.protect.Overload.Overloaded() }
+
+// MigrationProblems names each migrating route (routes[].migrate_to)
+// whose new broker's catalog lacks a service or plan id that the tenant
+// sees in the old broker's catalog: the route's provisions are refused
+// until it carries them. Catalogs are read from the cache, fetched when
+// missing, at the version the gateway fetches at; a route either of whose
+// catalogs cannot be had is left out (the fetch failure is reported on
+// its own). osb-gateway check prints them as problems.
+func (g *Gateway) MigrationProblems(ctx context.Context) []string {
+	indexOf := func(name string) *rules.Index {
+		u := g.upstreams[name]
+		if u == nil {
+			return nil
+		}
+		key := catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}
+		e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil)
+		if err != nil {
+			return nil
+		}
+		return e.Rules
+	}
+	var out []string
+	for i, t := range g.cfg.Tenants {
+		for j, rc := range t.Routes {
+			if rc.MigrateTo == "" {
+				continue
+			}
+			old, nw := indexOf(rc.Broker), indexOf(rc.MigrateTo)
+			if old == nil || nw == nil {
+				continue
+			}
+			if missing := routes.MissingIDs(catalog.NewFilter(rc), old, nw); missing != "" {
+				out = append(out, fmt.Sprintf("tenants[%d].routes[%d].migrate_to: the catalog of broker %q lacks %s of broker %q's catalog, which the platform sees: the route's provisions are refused until it carries them",
+					i, j, rc.MigrateTo, missing, rc.Broker))
+			}
+		}
+	}
+	return out
+}
+
+// upstreamOf is g's upstream of the broker named, nil when g is nil or has
+// none.
+func (g *Gateway) upstreamOf(name string) *upstream.Upstream {
+	if g == nil {
+		return nil
+	}
+	return g.upstreams[name]
+}

@@ -37,6 +37,7 @@ var layers = map[string]string{
 	"proxy/internal/observe": layerStage,
 	"proxy/internal/owner":   layerStage,
 	"proxy/internal/protect": layerStage,
+	"proxy/internal/routes":  layerStage,
 }
 
 // TestPackageLayers reads the import graph of proxy/... (code and tests)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -34,7 +36,7 @@ func TestMigrationOwner(t *testing.T) {
 	defer st.Close()
 	inv := &unreadableInventory{Store: st}
 	old, nw := newRoute("", nil, &upstream.Upstream{Name: "old"}), newRoute("", nil, &upstream.Upstream{Name: "new"})
-	m := &routeMigration{old: old, new: nw, inv: inv, locks: inv}
+	m := &routes.Migration{Old: old, New: nw, Inv: inv, Locks: inv}
 	put := func(broker, id string) {
 		if _, err := st.PutInstance(ctx, store.Instance{Broker: broker, InstanceID: id}); err != nil {
 			t.Fatal(err)
@@ -83,7 +85,7 @@ func TestMigrationOwner(t *testing.T) {
 		{"recorded-old-locked-new", rules.Update, old}, // the inventory first
 	}
 	for _, tc := range tests {
-		got, err := m.owner(ctx, rules.Call{Endpoint: tc.ep, InstanceID: tc.id})
+		got, err := m.Owner(ctx, rules.Call{Endpoint: tc.ep, InstanceID: tc.id})
 		if err != nil || got != tc.want {
 			name := "none"
 			if got != nil {
@@ -94,7 +96,7 @@ func TestMigrationOwner(t *testing.T) {
 	}
 
 	inv.broken.Store(true)
-	_, err = m.owner(ctx, rules.Call{Endpoint: rules.Provision, InstanceID: "on-old"})
+	_, err = m.Owner(ctx, rules.Call{Endpoint: rules.Provision, InstanceID: "on-old"})
 	var oe *osb.Error
 	if !errors.As(err, &oe) || oe.Status != http.StatusServiceUnavailable || !strings.Contains(oe.Description, `broker "old" or "new"`) ||
 		strings.Contains(oe.Description, "injected") {

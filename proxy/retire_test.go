@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -40,7 +42,7 @@ func TestRetiredRefusal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &upstream.Upstream{Name: "mysql", Cfg: config.Broker{Name: "mysql", Retired: tt.retired}}
-			err := retiredRefusal(u, rules.Call{Endpoint: tt.ep, InstanceID: "i"})
+			err := routes.RetiredRefusal(u, rules.Call{Endpoint: tt.ep, InstanceID: "i"})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

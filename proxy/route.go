@@ -137,11 +137,6 @@ func badEscape(s string) string {
 	return ""
 }
 
-// The route's parts (core.Route), each as its feature's type; nil when the
-// route has none.
-func migrationOf(rt *route) *routeMigration { m, _ := rt.Migration.(*routeMigration); return m }
-func idsOf(rt *route) *routeIDs             { x, _ := rt.IDs.(*routeIDs); return x }
-
 // newRoute is tenant t's route (t nil: none) under prefix to the broker of
 // upstream u, with what the core and the stages read of them without the
 // upstream: the broker's settings, its maximum version as forwarded, the

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
@@ -283,28 +285,28 @@ func TestRouteIDsCatalog(t *testing.T) {
 // derived too, and the rest of the client (secret, redirect) is the
 // broker's.
 func TestRouteIDsDashboardClient(t *testing.T) {
-	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
+	x := routes.NewIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
 	in := `{"services":[{"id":"svc","name":"s","dashboard_client":{"id":"client","secret":"s3","redirect_uri":"https://x"},` +
 		`"plans":[{"id":"p1","name":"a"},{"name":"b","ID":"p2"}]}],"id":"not-a-service"}`
-	out, err := deriveCatalogIDs([]byte(in), x)
+	out, err := routes.DeriveCatalogIDs([]byte(in), x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"services":[{"id":"` + x.derive("svc") + `","name":"s","dashboard_client":{"id":"` + x.derive("client") + `","secret":"s3","redirect_uri":"https://x"},` +
-		`"plans":[{"id":"` + x.derive("p1") + `","name":"a"},{"name":"b","ID":"` + x.derive("p2") + `"}]}],"id":"not-a-service"}`
+	want := `{"services":[{"id":"` + x.Derive("svc") + `","name":"s","dashboard_client":{"id":"` + x.Derive("client") + `","secret":"s3","redirect_uri":"https://x"},` +
+		`"plans":[{"id":"` + x.Derive("p1") + `","name":"a"},{"name":"b","ID":"` + x.Derive("p2") + `"}]}],"id":"not-a-service"}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
 }
 
 // testIDTable is the table of x for a catalog of the services and plans.
-func testIDTable(x *routeIDs, services, plans []string) *idTable {
-	t := &idTable{services: newIDMap(len(services)), plans: newIDMap(len(plans))}
+func testIDTable(x *routes.IDs, services, plans []string) *routes.IDTable {
+	t := &routes.IDTable{Services: routes.NewIDMap(len(services)), Plans: routes.NewIDMap(len(plans))}
 	for _, id := range services {
-		t.services.add(x, id)
+		t.Services.Add(x, id)
 	}
 	for _, id := range plans {
-		t.plans.add(x, id)
+		t.Plans.Add(x, id)
 	}
 	return t
 }
@@ -312,9 +314,9 @@ func testIDTable(x *routeIDs, services, plans []string) *idTable {
 // TestRouteIDsRequestMapping: what the ids stage maps back, and what it
 // leaves alone, byte for byte.
 func TestRouteIDsRequestMapping(t *testing.T) {
-	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
+	x := routes.NewIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
 	tb := testIDTable(x, []string{"svc"}, []string{"p1", "p2"})
-	s, p1, p2 := x.derive("svc"), x.derive("p1"), x.derive("p2")
+	s, p1, p2 := x.Derive("svc"), x.Derive("p1"), x.Derive("p2")
 	bodies := []struct{ name, in, want string }{
 		{"provision", `{"service_id":"` + s + `", "plan_id" : "` + p1 + `","parameters":{"plan_id":"` + p1 + `"}}`,
 			`{"service_id":"svc", "plan_id" : "p1","parameters":{"plan_id":"` + p1 + `"}}`},
@@ -326,18 +328,18 @@ func TestRouteIDsRequestMapping(t *testing.T) {
 		{"not JSON", `{"service_id":"` + s + `"`, `{"service_id":"` + s + `"`},
 	}
 	for _, b := range bodies {
-		got, _, _ := tb.mapBody([]byte(b.in))
+		got, _, _ := tb.MapBody([]byte(b.in))
 		if string(got) != b.want {
 			t.Errorf("%s: got %s, want %s", b.name, got, b.want)
 		}
 	}
 	sc := &Scope{}
 	sc.Call.ServiceID, sc.Call.PlanID = s, "raw-plan"
-	q, changed, _ := tb.mapQuery("accepts_incomplete=true&service_id="+s+"&plan_id=raw-plan&operation=op%201", &sc.Call)
+	q, changed, _ := tb.MapQuery("accepts_incomplete=true&service_id="+s+"&plan_id=raw-plan&operation=op%201", &sc.Call)
 	if want := "accepts_incomplete=true&service_id=svc&plan_id=raw-plan&operation=op%201"; !changed || q != want || sc.Call.ServiceID != "svc" || sc.Call.PlanID != "raw-plan" {
 		t.Errorf("query: %q (%v), call %q %q; want %q", q, changed, sc.Call.ServiceID, sc.Call.PlanID, want)
 	}
-	ans, changed := x.forwardBody([]byte(`{"service_id":"svc","plan_id":"p1","dashboard_url":"https://d","parameters":{"service_id":"svc"}}`))
+	ans, changed := x.ForwardBody([]byte(`{"service_id":"svc","plan_id":"p1","dashboard_url":"https://d","parameters":{"service_id":"svc"}}`))
 	if want := `{"service_id":"` + s + `","plan_id":"` + p1 + `","dashboard_url":"https://d","parameters":{"service_id":"svc"}}`; !changed || string(ans) != want {
 		t.Errorf("GET instance answer: %s, want %s", ans, want)
 	}
@@ -554,9 +556,9 @@ func BenchmarkRouteIDs(b *testing.B) {
 	tn := mustTenant(b, &g.cfg.Tenants[0])
 	plain := newRoute("/t1/b1", tn, g.upstreams["b1"])
 	withIDs := newRoute("/t1/ids", tn, g.upstreams["b1"])
-	withIDs.IDs = newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
-	routes := routeTable{plain.Prefix: plain, withIDs.Prefix: withIDs}
-	x := idsOf(withIDs)
+	withIDs.IDs = routes.NewIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
+	table := routeTable{plain.Prefix: plain, withIDs.Prefix: withIDs}
+	x := routes.IDsOf(withIDs)
 	const poll = "/v2/service_instances/i-1/last_operation"
 	const provision = "/v2/service_instances/i-1"
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
@@ -571,9 +573,9 @@ func BenchmarkRouteIDs(b *testing.B) {
 		{"catalog/plain", "GET", "/v2/catalog", "", plain, nil},
 		{"catalog/ids", "GET", "/v2/catalog", "", withIDs, nil},
 		{"poll/plain", "GET", poll, "operation=op1&service_id=s1&plan_id=p1", plain, nil},
-		{"poll/ids", "GET", poll, "operation=op1&service_id=" + x.derive("s1") + "&plan_id=" + x.derive("p1"), withIDs, nil},
+		{"poll/ids", "GET", poll, "operation=op1&service_id=" + x.Derive("s1") + "&plan_id=" + x.Derive("p1"), withIDs, nil},
 		{"provision/plain", "PUT", provision, "", plain, body("s1", "p1")},
-		{"provision/ids", "PUT", provision, "", withIDs, body(x.derive("s1"), x.derive("p1"))},
+		{"provision/ids", "PUT", provision, "", withIDs, body(x.Derive("s1"), x.Derive("p1"))},
 	} {
 		b.Run(row.name, func(b *testing.B) {
 			prefill := func(next http.Handler) http.Handler {
@@ -584,7 +586,7 @@ func BenchmarkRouteIDs(b *testing.B) {
 				})
 			}
 			h := Stack(terminal, withScope(time.Now), prefillRoute(row.rt, row.path), prefill, withClassify(),
-				withRouteIDs(routes, g.catalogs), withCatalog(g.catalogs))
+				routes.WithIDs(table, g.catalogs), withCatalog(g.catalogs))
 			r := httptest.NewRequest(row.method, row.rt.Prefix+row.path+"?"+row.query, nil)
 			r.SetBasicAuth(t1User, t1Pass)
 			r.Header.Set("X-Broker-API-Version", "2.14")
@@ -598,9 +600,9 @@ func BenchmarkRouteIDs(b *testing.B) {
 // plan_id strings mapped (at the top and in previous_values), and a body
 // without a derived id passes byte for byte.
 func FuzzRouteIDsMapBody(f *testing.F) {
-	x := newRouteIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
+	x := routes.NewIDs(config.Route{IDs: &config.RouteIDs{Namespace: "cf-one"}})
 	tb := testIDTable(x, []string{"svc"}, []string{"p1"})
-	s, p := x.derive("svc"), x.derive("p1")
+	s, p := x.Derive("svc"), x.Derive("p1")
 	for _, seed := range []string{
 		`{"service_id":"` + s + `","plan_id":"` + p + `","previous_values":{"plan_id":"` + p + `"}}`,
 		`{"SERVICE_ID":"` + s + `","service\u005fid":"` + s + `","plan_id":7}`,
@@ -610,7 +612,7 @@ func FuzzRouteIDsMapBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, changed, _ := tb.mapBody(in)
+		out, changed, _ := tb.MapBody(in)
 		if !changed {
 			if !bytes.Equal(out, in) {
 				t.Fatalf("unchanged body rewritten: %q -> %q", in, out)

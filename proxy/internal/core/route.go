@@ -1,6 +1,8 @@
 package core
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
@@ -56,4 +58,20 @@ type Route struct {
 // Catalog is a broker's catalog as the stages check calls against it.
 type Catalog interface {
 	Index() *rules.Index
+}
+
+// Negotiate negotiates r's X-Broker-API-Version against rt's broker and
+// returns the version forwarded: the platform's, capped at the broker's
+// maximum.
+func Negotiate(r *http.Request, rt *Route) (rules.Negotiated, string, error) {
+	b := rt.Broker
+	vals := r.Header[HeaderAPIVersion]
+	n, err := rules.Negotiate(vals, b.APIVersion.Min, b.APIVersion.Max, rt.MissingVersionStatus, b.Name)
+	if err != nil {
+		return n, "", err
+	}
+	if n.Capped {
+		return n, rt.MaxVersion, nil
+	}
+	return n, vals[0], nil
 }

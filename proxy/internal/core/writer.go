@@ -1,8 +1,10 @@
 package core
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -96,4 +98,20 @@ func (s *Scope) Adopt(f *Scope) {
 	w, status, n := s.W, s.Status, s.Bytes
 	*s = *f
 	s.W, s.Status, s.Bytes = w, status, n
+}
+
+// WriteAnswer writes v as the JSON body of an answer the gateway makes in
+// the broker's place (emulated, shimmed or synthesized), with the headers
+// osb.WriteError gives its error bodies.
+func WriteAnswer(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // strings, bools and raw JSON the store or the rules validated
+		panic(err)
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }

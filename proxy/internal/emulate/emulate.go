@@ -111,7 +111,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 		if x, ok := e.s.Route.IDs.(fetchedForwarder); ok {
 			x.ForwardFetched(out) // routes[].ids (routeids.go)
 		}
-		WriteAnswer(w, http.StatusOK, out)
+		core.WriteAnswer(w, http.StatusOK, out)
 		return true
 	}
 	// A binding recorded without its instance is one made on an instance
@@ -124,7 +124,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 		e.s.Fail(w, osb.Errorf(http.StatusNotFound, "", "the gateway never saw service binding %q of instance %q made at broker %q, or saw it unbound "+
 			"(or its bind is in progress or failed); it answers GET binding for this broker, which cannot, from what it saw succeed", c.BindingID, c.InstanceID, e.u.Name))
 	default:
-		WriteAnswer(w, http.StatusOK, bindingBody(b, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
+		core.WriteAnswer(w, http.StatusOK, bindingBody(b, e.iv.Open(e.ctx, b.SealedParameters, "parameters", b.Broker, b.InstanceID, b.BindingID),
 			e.iv.Open(e.ctx, b.SealedCredentials, "credentials", b.Broker, b.InstanceID, b.BindingID), e.s.Version))
 	}
 	return true
@@ -226,22 +226,6 @@ func bindingMetadata(b store.Binding) map[string]string {
 		md["renew_before"] = b.RenewBefore.Format("2006-01-02T15:04:05.999Z07:00")
 	}
 	return md
-}
-
-// writeAnswer writes v as the JSON body of an answer the gateway makes in
-// the broker's place (emulated, shimmed or synthesized), with the headers
-// osb.WriteError gives its error bodies.
-func WriteAnswer(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // strings, bools and raw JSON the store or the rules validated
-		panic(err)
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // fetchedForwarder rewrites what the gateway answers from its inventory

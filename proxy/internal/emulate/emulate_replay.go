@@ -6,6 +6,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -66,7 +67,7 @@ func (e emulation) replayProvision(w http.ResponseWriter, req *rules.Request) bo
 	if in.Metadata != nil && !e.s.Version.Less(versionMetadata) {
 		body["metadata"] = in.Metadata
 	}
-	WriteAnswer(w, http.StatusOK, body)
+	core.WriteAnswer(w, http.StatusOK, body)
 	return true
 }
 
@@ -103,7 +104,7 @@ func (e emulation) replayBind(w http.ResponseWriter, req *rules.Request) bool {
 		return false // the answer cannot be repeated without its credentials: the broker answers
 	}
 	e.s.Emulated = EmulatedReplay
-	WriteAnswer(w, http.StatusOK, bindingBody(b, nil, creds, e.s.Version))
+	core.WriteAnswer(w, http.StatusOK, bindingBody(b, nil, creds, e.s.Version))
 	return true
 }
 
@@ -141,6 +142,6 @@ func (e emulation) gone(w http.ResponseWriter) bool {
 		return true
 	}
 	e.s.Emulated = EmulatedGone
-	WriteAnswer(w, http.StatusGone, struct{}{})
+	core.WriteAnswer(w, http.StatusGone, struct{}{})
 	return true
 }

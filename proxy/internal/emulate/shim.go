@@ -114,7 +114,7 @@ func serveShimmed(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *cor
 			}
 			close(c.Recorded)
 			if ok {
-				WriteAnswer(w, http.StatusAccepted, struct {
+				core.WriteAnswer(w, http.StatusAccepted, struct {
 					Operation string `json:"operation"`
 				}{c.Operation})
 				return

@@ -96,7 +96,7 @@ func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *c
 	} else if !l.Shim.Hold {
 		g.SettlePoll(ctx, rules.Answer{Status: http.StatusOK, Object: true, State: l.Shim.State, Description: l.Shim.Description}, s)
 	}
-	WriteAnswer(w, http.StatusOK, body)
+	core.WriteAnswer(w, http.StatusOK, body)
 }
 
 // withOperation returns r with its operation query parameter set to op
@@ -238,11 +238,11 @@ func answerUntracked(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *
 		s.Fail(w, &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 			Description: "the gateway's operation state is unavailable, so it cannot tell how operation " + op + " ended; try again later"})
 	case err == nil && last.Operation == op && last.State != "":
-		WriteAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
+		core.WriteAnswer(w, http.StatusOK, lastOperationBody{State: last.State, Description: last.Description})
 	case err != nil && (kind == store.KindDeprovision || kind == store.KindUnbind):
-		WriteAnswer(w, http.StatusGone, struct{}{})
+		core.WriteAnswer(w, http.StatusGone, struct{}{})
 	default:
-		WriteAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
+		core.WriteAnswer(w, http.StatusOK, lastOperationBody{State: store.StateFailed,
 			Description: "the gateway no longer tracks this operation: its outcome was reported to an earlier poll, or it was given up when its deadline passed"})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
@@ -19,8 +20,6 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -29,13 +28,13 @@ import (
 // holds an instance, and every call for it goes there: never split per
 // request. The catalog the platform sees stays the old broker's, so the
 // new broker must carry its service and plan ids (checkCatalogs).
-type routeMigration struct {
+type Migration struct {
 	// old is the route as configured (its broker holds the instances made
 	// before the migration); new is the same route (prefix, tenant, filter,
 	// limits) with the new broker's upstream and protection.
-	old, new *route
-	inv      store.Inventory
-	locks    store.Store
+	Old, New *core.Route
+	Inv      store.Inventory
+	Locks    store.Store
 	log      *slog.Logger
 	// checked is the last comparison of the two catalogs, kept until
 	// either entry changes.
@@ -50,10 +49,10 @@ type catalogCheck struct {
 }
 
 // newRouteMigration makes rt migrate its new instances to u.
-func newRouteMigration(rt *route, u *upstream.Upstream, bp any, st store.Store, log *slog.Logger) *routeMigration {
+func NewMigration(rt *core.Route, u *upstream.Upstream, bp any, st store.Store, log *slog.Logger) *Migration {
 	to := *rt
 	to.Up, to.Broker, to.MaxVersion, to.BrokerProtect = u, &u.Cfg, u.MaxString, bp
-	m := &routeMigration{old: rt, new: &to, inv: st, locks: st, log: log}
+	m := &Migration{Old: rt, New: &to, Inv: st, Locks: st, log: log}
 	rt.Migration, to.Migration = m, m
 	return m
 }
@@ -62,15 +61,15 @@ func newRouteMigration(rt *route, u *upstream.Upstream, bp any, st store.Store, 
 // and, when that is the new broker, negotiates the platform's version
 // again against the new broker's range. Calls without an instance (the
 // catalog) stay with the old broker.
-func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) error {
+func (m *Migration) Migrate(r *http.Request, s *core.Scope, call rules.Call) error {
 	if call.InstanceID == "" {
 		return nil
 	}
-	to, err := m.owner(r.Context(), call)
-	if err != nil || to == m.old {
+	to, err := m.Owner(r.Context(), call)
+	if err != nil || to == m.Old {
 		return err
 	}
-	n, forward, err := request.Negotiate(r, to)
+	n, forward, err := core.Negotiate(r, to)
 	if err != nil {
 		return err
 	}
@@ -97,18 +96,18 @@ func (m *routeMigration) migrate(r *http.Request, s *Scope, call rules.Call) err
 // reads and two orphan reads, on migrating routes only. A store that
 // cannot answer is a 503: guessing could create an instance twice, or
 // tell the platform one is gone that is not.
-func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, error) {
+func (m *Migration) Owner(ctx context.Context, call rules.Call) (*core.Route, error) {
 	id := call.InstanceID
 	looks := [...]func(broker string) error{
-		func(b string) error { _, err := m.inv.GetInstance(ctx, b, id); return err },
-		func(b string) error { _, err := m.locks.Get(ctx, store.LockKey(b, id)); return err },
+		func(b string) error { _, err := m.Inv.GetInstance(ctx, b, id); return err },
+		func(b string) error { _, err := m.Locks.Get(ctx, store.LockKey(b, id)); return err },
 		func(b string) error {
-			_, err := m.locks.GetOrphan(ctx, guard.OrphanID(store.KindDeprovision, b, id, ""))
+			_, err := m.Locks.GetOrphan(ctx, guard.OrphanID(store.KindDeprovision, b, id, ""))
 			return err
 		},
 	}
 	for _, look := range looks {
-		for _, rt := range [2]*route{m.new, m.old} {
+		for _, rt := range [2]*core.Route{m.New, m.Old} {
 			switch err := look(upstream.Of(rt).Name); {
 			case err == nil:
 				return rt, nil
@@ -118,15 +117,15 @@ func (m *routeMigration) owner(ctx context.Context, call rules.Call) (*route, er
 		}
 	}
 	if call.Endpoint == rules.Provision {
-		return m.new, nil
+		return m.New, nil
 	}
-	return m.old, nil
+	return m.Old, nil
 }
 
-func (m *routeMigration) unavailable(err error) error {
+func (m *Migration) unavailable(err error) error {
 	return &osb.Error{Status: http.StatusServiceUnavailable, Err: err,
 		Description: fmt.Sprintf("the gateway's inventory is unavailable, so it cannot tell whether broker %q or %q (routes[].migrate_to) holds this instance; try again later",
-			upstream.Of(m.old).Name, upstream.Of(m.new).Name)}
+			upstream.Of(m.Old).Name, upstream.Of(m.New).Name)}
 }
 
 // checkCatalogs refuses a provision the migration sends to the new broker
@@ -135,7 +134,7 @@ func (m *routeMigration) unavailable(err error) error {
 // one's, so every id it shows must work at the new broker). A catalog the
 // cache cannot give is left to the validation of the new one. The
 // comparison is made once per pair of catalog versions.
-func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog.Cache) error {
+func (m *Migration) CheckCatalogs(r *http.Request, s *core.Scope, cache *catalog.Cache) error {
 	ne := catalog.Of(s) // the new broker's, when the validate stage fetched it
 	if ne == nil {
 		var err error
@@ -143,8 +142,8 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog
 			return nil
 		}
 	}
-	old := upstream.Of(m.old)
-	_, forward, err := request.Negotiate(r, m.old) // the version the platform's catalog was fetched at
+	old := upstream.Of(m.Old)
+	_, forward, err := core.Negotiate(r, m.Old) // the version the platform's catalog was fetched at
 	if err != nil {
 		return nil
 	}
@@ -154,10 +153,10 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog
 	}
 	c := m.checked.Load()
 	if c == nil || c.old != oe || c.new != ne {
-		c = &catalogCheck{old: oe, new: ne, missing: missingIDs(catalog.FilterOf(m.old), oe.Rules, ne.Rules)}
+		c = &catalogCheck{old: oe, new: ne, missing: MissingIDs(catalog.FilterOf(m.Old), oe.Rules, ne.Rules)}
 		if prev := m.checked.Swap(c); c.missing != "" && (prev == nil || prev.missing != c.missing) {
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "migration refuses new instances: the new broker's catalog lacks ids of the old one",
-				slog.String("tenant", s.Tenant), slog.String("broker", old.Name), slog.String("migrate_to", upstream.Of(m.new).Name),
+				slog.String("tenant", s.Tenant), slog.String("broker", old.Name), slog.String("migrate_to", upstream.Of(m.New).Name),
 				slog.String("missing", c.missing))
 		}
 	}
@@ -166,12 +165,12 @@ func (m *routeMigration) checkCatalogs(r *http.Request, s *Scope, cache *catalog
 	}
 	return osb.Errorf(http.StatusUnprocessableEntity, "",
 		"new instances of this route go to broker %q (routes[].migrate_to), whose catalog must carry every service and plan id of broker %q's catalog, which the platform sees; it lacks %s",
-		upstream.Of(m.new).Name, old.Name, c.missing)
+		upstream.Of(m.New).Name, old.Name, c.missing)
 }
 
 // missingIDs names the services and plans of old, as the filter shows it,
 // whose ids new does not carry ("" when none).
-func missingIDs(f *catalog.Filter, old, new *rules.Index) string {
+func MissingIDs(f *catalog.Filter, old, new *rules.Index) string {
 	var svcs, plans []string
 	oc := old.Catalog()
 	for i := range oc.Services {
@@ -205,41 +204,6 @@ func missingIDs(f *catalog.Filter, old, new *rules.Index) string {
 	return strings.Join(parts, " and ")
 }
 
-// MigrationProblems names each migrating route (routes[].migrate_to)
-// whose new broker's catalog lacks a service or plan id that the tenant
-// sees in the old broker's catalog: the route's provisions are refused
-// until it carries them. Catalogs are read from the cache, fetched when
-// missing, at the version the gateway fetches at; a route either of whose
-// catalogs cannot be had is left out (the fetch failure is reported on
-// its own). osb-gateway check prints them as problems.
-func (g *Gateway) MigrationProblems(ctx context.Context) []string {
-	indexOf := func(name string) *rules.Index {
-		u := g.upstreams[name]
-		if u == nil {
-			return nil
-		}
-		key := catalog.Key{Broker: u.Name, Version: u.WarmVersion().String()}
-		e, err := g.catalogs.Load(ctx, catalog.Fetch{Up: u, Key: key, ReqID: core.NewRequestID()}, nil)
-		if err != nil {
-			return nil
-		}
-		return e.Rules
-	}
-	var out []string
-	for i, t := range g.cfg.Tenants {
-		for j, rc := range t.Routes {
-			if rc.MigrateTo == "" {
-				continue
-			}
-			old, nw := indexOf(rc.Broker), indexOf(rc.MigrateTo)
-			if old == nil || nw == nil {
-				continue
-			}
-			if missing := missingIDs(catalog.NewFilter(rc), old, nw); missing != "" {
-				out = append(out, fmt.Sprintf("tenants[%d].routes[%d].migrate_to: the catalog of broker %q lacks %s of broker %q's catalog, which the platform sees: the route's provisions are refused until it carries them",
-					i, j, rc.MigrateTo, missing, rc.Broker))
-			}
-		}
-	}
-	return out
-}
+// The route's parts (Route), each as its feature's type; nil when the
+// route has none.
+func MigrationOf(rt *core.Route) *Migration { m, _ := rt.Migration.(*Migration); return m }

@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -18,37 +19,37 @@ import (
 
 // idTableOf returns the table of x for e's catalog, built once per
 // namespace and kept with the entry.
-func idTableOf(e *catalog.Entry, x *routeIDs) *idTable {
+func idTableOf(e *catalog.Entry, x *IDs) *IDTable {
 	key := x.key
 	if t, ok := e.Views.Load(key); ok {
-		return t.(*idTable)
+		return t.(*IDTable)
 	}
 	cat := e.Rules.Catalog()
-	t := &idTable{services: newIDMap(len(cat.Services)), plans: newIDMap(0)}
+	t := &IDTable{Services: NewIDMap(len(cat.Services)), Plans: NewIDMap(0)}
 	for i := range cat.Services {
 		s := &cat.Services[i]
-		t.services.add(x, s.ID)
+		t.Services.Add(x, s.ID)
 		for j := range s.Plans {
-			t.plans.add(x, s.Plans[j].ID)
+			t.Plans.Add(x, s.Plans[j].ID)
 		}
 	}
 	actual, _ := e.Views.LoadOrStore(key, t)
-	return actual.(*idTable)
+	return actual.(*IDTable)
 }
 
 // idsViewOf is the view v (the route's filtered, maybe advertised, view of
 // e) with the ids x derives, built once per filter, advertise and
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
-func idsViewOf(e *catalog.Entry, v *catalog.TenantView, rt *route) (*catalog.TenantView, error) {
-	key := idsOf(rt).views[0]
+func IDsViewOf(e *catalog.Entry, v *catalog.TenantView, rt *core.Route) (*catalog.TenantView, error) {
+	key := IDsOf(rt).views[0]
 	if upstream.Of(rt).Cfg.Emulate.Advertise {
-		key = idsOf(rt).views[1]
+		key = IDsOf(rt).views[1]
 	}
 	if got, ok := e.Views.Load(key); ok {
 		return got.(*catalog.TenantView), nil
 	}
-	body, err := deriveCatalogIDs(v.Body, idsOf(rt))
+	body, err := DeriveCatalogIDs(v.Body, IDsOf(rt))
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +113,13 @@ func members(doc []byte, open int, name string, kind byte) []int {
 // deriveCatalogIDs rewrites a catalog's services[].id,
 // services[].plans[].id and services[].dashboard_client.id to the ids x
 // derives, every other byte as the broker sent it.
-func deriveCatalogIDs(doc []byte, x *routeIDs) ([]byte, error) {
+func DeriveCatalogIDs(doc []byte, x *IDs) ([]byte, error) {
 	root := jsonfast.SkipSpace(doc, 0)
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
 		return nil, errors.New("the catalog is not a JSON object")
 	}
 	var ss []splice
-	derive := func(start, end int, id string) { ss = append(ss, splice{start, end, x.derive(id)}) }
+	derive := func(start, end int, id string) { ss = append(ss, splice{start, end, x.Derive(id)}) }
 	for _, arr := range members(doc, root, "services", '[') {
 		services, _, _ := jsonfast.ArrayElements(doc, arr)
 		for _, svc := range services {

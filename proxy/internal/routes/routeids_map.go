@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -29,7 +30,7 @@ type idMiss struct {
 
 // refusal is the 400 a request carrying m gets, the same for an id in the
 // query and in the body.
-func (m *idMiss) refusal(s *Scope) error {
+func (m *idMiss) refusal(s *core.Scope) error {
 	return &osb.Error{Status: http.StatusBadRequest, Description: fmt.Sprintf(
 		"%s must be %q, as the route of tenant %q to broker %q shows it, got %q: a route with ids of its own (routes[].ids) maps back only the ids its catalog shows, as it shows them (lower-case hex with hyphens, without braces or urn:uuid:)",
 		m.field, m.want, s.Tenant, s.Broker, m.got)}
@@ -40,9 +41,9 @@ func (m *idMiss) refusal(s *Scope) error {
 // when nothing changed; the inbound request is never modified). Ids t
 // does not know pass unchanged; an id sent in another form than the
 // route shows (idMiss) stops the mapping, and the call is refused.
-func (t *idTable) mapBack(r *http.Request, s *Scope) (*http.Request, *idMiss) {
+func (t *IDTable) mapBack(r *http.Request, s *core.Scope) (*http.Request, *idMiss) {
 	var r2 *http.Request
-	q, changed, miss := t.mapQuery(r.URL.RawQuery, &s.Call)
+	q, changed, miss := t.MapQuery(r.URL.RawQuery, &s.Call)
 	if miss != nil {
 		return r, miss
 	}
@@ -55,7 +56,7 @@ func (t *idTable) mapBack(r *http.Request, s *Scope) (*http.Request, *idMiss) {
 	}
 	switch s.Call.Endpoint {
 	case rules.Provision, rules.Update, rules.Bind:
-		nb, changed, miss := t.mapBody(s.Body)
+		nb, changed, miss := t.MapBody(s.Body)
 		if miss != nil {
 			return r, miss
 		}
@@ -80,16 +81,16 @@ func (t *idTable) mapBack(r *http.Request, s *Scope) (*http.Request, *idMiss) {
 // every other byte as sent, and sets c's to match; c's ids are the
 // decoded ones, so an id percent-encoded in any way is looked up as what
 // it decodes to. It changes nothing when either id is an idMiss.
-func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool, *idMiss) {
-	svc, okSvc := t.services.back[c.ServiceID]
-	plan, okPlan := t.plans.back[c.PlanID]
+func (t *IDTable) MapQuery(raw string, c *rules.Call) (string, bool, *idMiss) {
+	svc, okSvc := t.Services.back[c.ServiceID]
+	plan, okPlan := t.Plans.back[c.PlanID]
 	if !okSvc && c.ServiceID != "" {
-		if want, near := t.services.other(c.ServiceID); near {
+		if want, near := t.Services.other(c.ServiceID); near {
 			return raw, false, &idMiss{field: "query parameter service_id", got: c.ServiceID, want: want}
 		}
 	}
 	if !okPlan && c.PlanID != "" {
-		if want, near := t.plans.other(c.PlanID); near {
+		if want, near := t.Plans.other(c.PlanID); near {
 			return raw, false, &idMiss{field: "query parameter plan_id", got: c.PlanID, want: want}
 		}
 	}
@@ -131,7 +132,7 @@ func (t *idTable) mapQuery(raw string, c *rules.Call) (string, bool, *idMiss) {
 // its previous_values, every duplicate and case of their keys, every
 // other byte as sent; an idMiss among them maps nothing. A body that is
 // no JSON object passes unchanged (the validate stage refuses it).
-func (t *idTable) mapBody(doc []byte) ([]byte, bool, *idMiss) {
+func (t *IDTable) MapBody(doc []byte) ([]byte, bool, *idMiss) {
 	root := jsonfast.SkipSpace(doc, 0)
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
 		return doc, false, nil
@@ -151,7 +152,7 @@ func (t *idTable) mapBody(doc []byte) ([]byte, bool, *idMiss) {
 // members of the object at doc[open] back, and, at the top (in == ""),
 // those of its previous_values; in is the path of the object, for the
 // idMiss it returns at the first id sent in another form.
-func (t *idTable) mapObject(doc []byte, open int, ss []splice, in string) ([]splice, *idMiss) {
+func (t *IDTable) mapObject(doc []byte, open int, ss []splice, in string) ([]splice, *idMiss) {
 	var buf [memberBuf]jsonfast.Member
 	ms, _, _ := jsonfast.AppendObjectMembers(buf[:0], doc, open)
 	for _, m := range ms {
@@ -159,9 +160,9 @@ func (t *idTable) mapObject(doc []byte, open int, ss []splice, in string) ([]spl
 		var name string
 		switch v := doc[m.ValStart]; {
 		case v == '"' && m.IsFold(doc, "service_id"):
-			table, name = t.services, "service_id"
+			table, name = t.Services, "service_id"
 		case v == '"' && m.IsFold(doc, "plan_id"):
-			table, name = t.plans, "plan_id"
+			table, name = t.Plans, "plan_id"
 		case v == '{' && in == "" && m.IsFold(doc, "previous_values"):
 			var miss *idMiss
 			if ss, miss = t.mapObject(doc, m.ValStart, ss, "previous_values."); miss != nil {

@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 
@@ -31,7 +32,7 @@ import (
 // unchanged; so do ids the catalog does not derive (a registration made
 // with the broker's own ids keeps working, and an unknown id is refused
 // by validation as before).
-type routeIDs struct {
+type IDs struct {
 	ns uuid.UUID
 	// key is what the id table of the namespace is kept under in a
 	// catalog entry (catalogEntry.views), and views the route's view, by
@@ -43,12 +44,12 @@ type routeIDs struct {
 }
 
 // newRouteIDs is the rewrite of route rc; nil without routes[].ids.
-func newRouteIDs(rc config.Route) *routeIDs {
+func NewIDs(rc config.Route) *IDs {
 	if rc.IDs == nil {
 		return nil
 	}
 	ns := rc.IDs.NamespaceUUID()
-	x := &routeIDs{ns: ns, key: "ids\x00" + ns.String() + "\x00table"}
+	x := &IDs{ns: ns, key: "ids\x00" + ns.String() + "\x00table"}
 	var filter string
 	if f := catalog.NewFilter(rc); f != nil {
 		filter = f.Key
@@ -59,15 +60,15 @@ func newRouteIDs(rc config.Route) *routeIDs {
 }
 
 // derive is the id the route shows for the broker's id.
-func (x *routeIDs) derive(id string) string {
+func (x *IDs) Derive(id string) string {
 	return uuid.NewSHA1(x.ns, []byte(id)).String()
 }
 
 // idTable maps the ids a route shows back to the broker's: the derived id
 // of every service and plan of one catalog (filtered or not: the filters
 // judge the broker's ids afterwards).
-type idTable struct {
-	services, plans idMap
+type IDTable struct {
+	Services, Plans idMap
 }
 
 // idMap maps the derived ids of one kind (services or plans) back.
@@ -79,12 +80,12 @@ type idMap struct {
 	forms map[uuid.UUID]string
 }
 
-func newIDMap(n int) idMap {
+func NewIDMap(n int) idMap {
 	return idMap{back: make(map[string]string, n), forms: make(map[uuid.UUID]string, n)}
 }
 
 // add adds the derived id of the broker's id.
-func (m idMap) add(x *routeIDs, id string) {
+func (m idMap) Add(x *IDs, id string) {
 	u := uuid.NewSHA1(x.ns, []byte(id))
 	d := u.String()
 	m.back[d], m.forms[u] = id, d
@@ -127,18 +128,18 @@ func (m idMap) other(id string) (string, bool) {
 // for an unbind or deprovision the gateway answers for a broker retired
 // with answer: gone. nil when no route has ids: the stage costs nothing
 // then.
-func withRouteIDs(routes routeTable, cache *catalog.Cache) Middleware {
+func WithIDs(routes map[string]*core.Route, cache *catalog.Cache) core.Middleware {
 	on := false
 	for _, rt := range routes {
-		on = on || idsOf(rt) != nil
+		on = on || IDsOf(rt) != nil
 	}
 	if !on {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
-			if idsOf(s.Route) == nil || !carriesIDs(s) {
+			s := core.ScopeOf(w, r)
+			if IDsOf(s.Route) == nil || !carriesIDs(s) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -154,7 +155,7 @@ func withRouteIDs(routes routeTable, cache *catalog.Cache) Middleware {
 				s.Fail(w, idsWithoutCatalog(s, err))
 				return
 			}
-			r2, miss := idTableOf(e, idsOf(s.Route)).mapBack(r, s)
+			r2, miss := idTableOf(e, IDsOf(s.Route)).mapBack(r, s)
 			if miss != nil {
 				s.Fail(w, miss.refusal(s))
 				return
@@ -166,7 +167,7 @@ func withRouteIDs(routes routeTable, cache *catalog.Cache) Middleware {
 
 // carriesIDs reports whether s's call carries a service or plan id: in
 // its query, or in the body of a provision, update or bind.
-func carriesIDs(s *Scope) bool {
+func carriesIDs(s *core.Scope) bool {
 	if s.Call.ServiceID != "" || s.Call.PlanID != "" {
 		return true
 	}
@@ -180,7 +181,7 @@ func carriesIDs(s *Scope) bool {
 // idsWithoutCatalog is the refusal of a call whose ids cannot be mapped
 // back because the broker's catalog cannot be had: forwarding the
 // platform's ids would hand the broker ids it never made.
-func idsWithoutCatalog(s *Scope, cause error) error {
+func idsWithoutCatalog(s *core.Scope, cause error) error {
 	var refusal *catalog.VersionRefusal
 	if errors.As(cause, &refusal) {
 		return refusal // the broker's answer at this version (see withoutCatalog)
@@ -202,7 +203,7 @@ func idsWithoutCatalog(s *Scope, cause error) error {
 // calls it after the answer was checked against the broker's ids), and
 // fixes its length. body is the answer as already read (nil: not read
 // yet; a body too large to check passes unchanged).
-func (x *routeIDs) ForwardAnswer(res *http.Response, s *Scope, body []byte) error {
+func (x *IDs) ForwardAnswer(res *http.Response, s *core.Scope, body []byte) error {
 	if s.Call.Endpoint != rules.GetInstance || res.StatusCode != http.StatusOK {
 		return nil
 	}
@@ -215,7 +216,7 @@ func (x *routeIDs) ForwardAnswer(res *http.Response, s *Scope, body []byte) erro
 			return nil
 		}
 	}
-	nb, changed := x.forwardBody(body)
+	nb, changed := x.ForwardBody(body)
 	if !changed {
 		return nil
 	}
@@ -229,7 +230,7 @@ func (x *routeIDs) ForwardAnswer(res *http.Response, s *Scope, body []byte) erro
 
 // forwardBody maps the top-level service_id and plan_id of a JSON object
 // to the ids x derives.
-func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
+func (x *IDs) ForwardBody(doc []byte) ([]byte, bool) {
 	root := jsonfast.SkipSpace(doc, 0)
 	if root >= len(doc) || doc[root] != '{' || !jsonfast.Valid(doc) {
 		return doc, false
@@ -239,7 +240,7 @@ func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
 	var ss []splice
 	for _, m := range ms {
 		if doc[m.ValStart] == '"' && (m.IsFold(doc, "service_id") || m.IsFold(doc, "plan_id")) {
-			ss = append(ss, splice{m.ValStart, m.ValEnd, x.derive(jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))})
+			ss = append(ss, splice{m.ValStart, m.ValEnd, x.Derive(jsonfast.Unquote(doc[m.ValStart:m.ValEnd]))})
 		}
 	}
 	if len(ss) == 0 {
@@ -250,10 +251,12 @@ func (x *routeIDs) forwardBody(doc []byte) ([]byte, bool) {
 
 // forwardFetched maps the ids of a GET instance answer the emulation
 // stage builds from the inventory (instanceBody).
-func (x *routeIDs) ForwardFetched(out map[string]any) {
+func (x *IDs) ForwardFetched(out map[string]any) {
 	for _, k := range [...]string{"service_id", "plan_id"} {
 		if id, ok := out[k].(string); ok && id != "" {
-			out[k] = x.derive(id)
+			out[k] = x.Derive(id)
 		}
 	}
 }
+
+func IDsOf(rt *core.Route) *IDs { x, _ := rt.IDs.(*IDs); return x }

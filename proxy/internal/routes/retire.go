@@ -1,12 +1,10 @@
-package proxy
+package routes
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -48,14 +46,14 @@ func anyRetired(cfg *config.Config) bool {
 // lock or a broker call, what a retired broker (brokers[].retired) no
 // longer takes: provisions and binds, and with answer: gone updates too.
 // nil when no broker is retired: the stage costs nothing then.
-func withRetire(cfg *config.Config) Middleware {
+func WithRetire(cfg *config.Config) core.Middleware {
 	if !anyRetired(cfg) {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
-			if err := retiredRefusal(upstream.Of(s.Route), s.Call); err != nil {
+			s := core.ScopeOf(w, r)
+			if err := RetiredRefusal(upstream.Of(s.Route), s.Call); err != nil {
 				s.Fail(w, err)
 				return
 			}
@@ -66,7 +64,7 @@ func withRetire(cfg *config.Config) Middleware {
 
 // retiredRefusal is the refusal of call c to u when u is retired and no
 // longer takes it; nil otherwise.
-func retiredRefusal(u *upstream.Upstream, c rules.Call) error {
+func RetiredRefusal(u *upstream.Upstream, c rules.Call) error {
 	rt := u.Cfg.Retired
 	if !rt.On {
 		return nil
@@ -99,7 +97,7 @@ func retiredRefusal(u *upstream.Upstream, c rules.Call) error {
 // of each such answer (outcome "retired"). A store that does not take the
 // removal gets the platform a 503 to retry, never a 410 the inventory
 // contradicts. nil when no broker is retired with answer: gone.
-func withRetiredGone(cfg *config.Config) Middleware {
+func WithRetiredGone(cfg *config.Config) core.Middleware {
 	gone := false
 	for i := range cfg.Brokers {
 		gone = gone || cfg.Brokers[i].Retired.Gone()
@@ -109,7 +107,7 @@ func withRetiredGone(cfg *config.Config) Middleware {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			u := upstream.Of(s.Route)
 			if !u.Cfg.Retired.Gone() || (s.Call.Endpoint != rules.Deprovision && s.Call.Endpoint != rules.Unbind) {
 				next.ServeHTTP(w, r)
@@ -123,25 +121,16 @@ func withRetiredGone(cfg *config.Config) Middleware {
 				return
 			}
 			s.Emulated = EmulatedRetired
-			emulate.WriteAnswer(w, http.StatusGone, struct{}{})
+			core.WriteAnswer(w, http.StatusGone, struct{}{})
 		})
 	}
 }
 
 // dropRetired removes from the inventory what the call deletes.
-func dropRetired(ctx context.Context, s *Scope) error {
+func dropRetired(ctx context.Context, s *core.Scope) error {
 	iv := guard.Of(s).Inv
 	if !iv.Keeps(upstream.Of(s.Route)) {
 		return nil
 	}
 	return iv.Removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{})
-}
-
-// upstreamOf is g's upstream of the broker named, nil when g is nil or has
-// none.
-func (g *Gateway) upstreamOf(name string) *upstream.Upstream {
-	if g == nil {
-		return nil
-	}
-	return g.upstreams[name]
 }
