@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // BenchmarkStageAuth measures the auth stage on its hot path: a plain

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	osbc "sigs.k8s.io/go-open-service-broker-client/v2"
@@ -25,6 +23,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/seal"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 )
 
 // driftT0 is the clock of the drift tests.

@@ -5,14 +5,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

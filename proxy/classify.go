@@ -3,12 +3,9 @@ package proxy
 import (
 	"net/http"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/osb"
-
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

@@ -10,23 +10,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/memory"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/owner"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

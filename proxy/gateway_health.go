@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
-
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 	gwtls "github.com/osb-gateway/osb-gateway/tls"

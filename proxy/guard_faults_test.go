@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
 // Regression tests for the faults an operator's probe found, one per

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )

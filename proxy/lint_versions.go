@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 

@@ -17,12 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -34,7 +28,10 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/rules"
 )

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/audit"
@@ -23,6 +21,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
 // quotaStores are the stores the replica tests run on: memory, and a real

@@ -5,12 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

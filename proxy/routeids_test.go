@@ -16,14 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 )
 
 // The ids the sample broker's catalog shows through a route with

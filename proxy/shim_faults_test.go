@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
 // The async shim across the death of its gateway process and a pause of

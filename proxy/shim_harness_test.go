@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
@@ -25,6 +23,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
-
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
 	"github.com/osb-gateway/osb-gateway/internal/telemetry"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

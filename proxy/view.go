@@ -9,11 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
 // View is the narrow view of the running gateway that the operator surface

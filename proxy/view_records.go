@@ -6,9 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // The View's records: what the admin API (package admin) shows in full.

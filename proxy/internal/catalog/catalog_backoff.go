@@ -7,10 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // fetchFailure is the remembered failure of a catalog's latest fetch. Until

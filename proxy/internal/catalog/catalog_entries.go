@@ -6,9 +6,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
 // The cache's entries: putting a fetched catalog in, forgetting a broker's,

@@ -9,15 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	lru "github.com/hashicorp/golang-lru/v2"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

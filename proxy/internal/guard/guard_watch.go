@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
 	"github.com/osb-gateway/osb-gateway/internal/config"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/rules"
 )

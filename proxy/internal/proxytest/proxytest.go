@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
-
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 )
 
 // metricsRegs maps the Metrics that RegisteredMetrics built to their

@@ -11,15 +11,12 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 

@@ -8,16 +8,14 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
-
-	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
-
 	"github.com/google/uuid"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/jsonfast"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
