@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 )
 
 // BenchmarkStageProtect measures the overload and rate-limit stages on
@@ -44,7 +45,7 @@ func BenchmarkStageProtect(b *testing.B) {
 			case row.tenant != "":
 				mw = protect.WithRateLimit(p)
 			}
-			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, poll), withClassify(), mw)
+			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, poll), request.WithClassify(), mw)
 			benchServe(b, h, benchRequest("/t1/b1"+poll+"?operation=op1"))
 		})
 	}

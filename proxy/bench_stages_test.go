@@ -17,6 +17,8 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 )
 
 // BenchmarkStageAfterClassify measures the stages that need a classified
@@ -47,14 +49,14 @@ func BenchmarkStageAfterClassify(b *testing.B) {
 		mw         Middleware
 	}{
 		{"classify", poll, func(h http.Handler) http.Handler { return h }},
-		{"validate", poll, withValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler))},
+		{"validate", poll, request.WithValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler))},
 		{"guard", poll, guard.WithGuard(g.guard)},
-		{"catalog", "/v2/catalog", withCatalog(g.catalogs)},
+		{"catalog", "/v2/catalog", routes.WithCatalog(g.catalogs)},
 		{"trace", poll, observe.WithTrace(&Tracing{Provider: tp, Propagator: propagation.TraceContext{}})},
 		{"audit", poll, observe.WithAudit(&AuditOptions{Writer: aw, ParameterKeys: true}, nil, slog.Default(), time.Now, nil)},
 	} {
 		b.Run(st.name, func(b *testing.B) {
-			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), withClassify(), st.mw)
+			h := Stack(terminal, withScope(time.Now), prefillRoute(rt, st.path), request.WithClassify(), st.mw)
 			benchServe(b, h, benchRequest("/t1/b1"+st.path+"?operation=op1"))
 		})
 	}

@@ -140,7 +140,7 @@ func BenchmarkStage(b *testing.B) {
 		{"route", withRoute(routes)},
 		{"auth", auth.WithAuth(testAuthGate(b, config.Auth{}, time.Now))},
 		{"version", request.WithVersion()},
-		{"classify", withClassify()},
+		{"classify", request.WithClassify()},
 	}
 	for _, st := range stages {
 		b.Run(st.name, func(b *testing.B) {

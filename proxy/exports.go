@@ -110,3 +110,7 @@ const (
 	OutcomeRetired  = routes.OutcomeRetired
 	EmulatedRetired = routes.EmulatedRetired
 )
+
+// Finding is one OSB rule a request or a broker response broke
+// (core.Finding).
+type Finding = core.Finding

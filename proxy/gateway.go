@@ -259,17 +259,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		auth.WithAuth(g.auth),
 		request.WithBodyLimit(cfg.Listen.MaxBodyBytes), // only after auth: see withBodyLimit
 		request.WithVersion(),
-		withClassify(),
+		request.WithClassify(),
 		routes.WithRetire(cfg),           // nil without a retired broker
 		protect.WithRateLimit(g.protect), // nil without limits
 		routes.WithIDs(table, g.catalogs),
 		owner.WithOwner(owners), // nil without a broker several tenants reach
-		withValidate(g.catalogs, g.guard.St, opts.Logger),
+		request.WithValidate(g.catalogs, g.guard.St, opts.Logger),
 		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
-		withCatalog(g.catalogs),
+		routes.WithCatalog(g.catalogs),
 		emulate.WithFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),
-		guard.WithQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see withQuota
+		guard.WithQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see guard.WithQuota
 		guard.WithGuard(g.guard),
 		owner.WithOwnerHeld(owners),
 		routes.WithRetiredGone(cfg), // nil without a broker retired with answer: gone

@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
 
@@ -222,7 +223,7 @@ func policyChain(g *Gateway, rt *route, body []byte, mw Middleware) http.Handler
 		})
 	}
 	terminal := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
-	return Stack(terminal, withScope(time.Now), prefill, withClassify(), withValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler)), mw)
+	return Stack(terminal, withScope(time.Now), prefill, request.WithClassify(), request.WithValidate(g.catalogs, g.guard.St, slog.New(slog.DiscardHandler)), mw)
 }
 
 // BenchmarkPolicyStage: a provision through validate and the policy

@@ -11,8 +11,9 @@ import (
 )
 
 // route is one tenant's access to one broker under a URL prefix
-// (core.Route); its parts are read through their accessors (upOf,
-// tenantOf, filterOf, limitsOf, brokerProtectOf, migrationOf, idsOf).
+// (core.Route); its parts are read through their owners' accessors
+// (upstream.Of, auth.TenantOf, catalog.FilterOf, routes.MigrationOf,
+// routes.IDsOf, guard.Of, and the protection's).
 type route = core.Route
 
 // routeTable maps clean prefixes ("/cf-prod/mysql") to routes. Config

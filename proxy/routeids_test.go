@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/backend"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 )
 
@@ -584,8 +585,8 @@ func BenchmarkRouteIDs(b *testing.B) {
 					next.ServeHTTP(w, r)
 				})
 			}
-			h := Stack(terminal, withScope(time.Now), prefillRoute(row.rt, row.path), prefill, withClassify(),
-				routes.WithIDs(table, g.catalogs), withCatalog(g.catalogs))
+			h := Stack(terminal, withScope(time.Now), prefillRoute(row.rt, row.path), prefill, request.WithClassify(),
+				routes.WithIDs(table, g.catalogs), routes.WithCatalog(g.catalogs))
 			r := httptest.NewRequest(row.method, row.rt.Prefix+row.path+"?"+row.query, nil)
 			r.SetBasicAuth(t1User, t1Pass)
 			r.Header.Set("X-Broker-API-Version", "2.14")

@@ -23,7 +23,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// CatalogCache holds broker catalogs per broker, forwarded API version and
+// Cache holds broker catalogs per broker, forwarded API version and
 // (for brokers with vary_by_platform) originating platform. It outlives
 // reloads: a Gateway built by a reload shares its predecessor's cache, and
 // drops only the entries of brokers whose settings changed.
@@ -65,7 +65,7 @@ func (k Key) String() string {
 	return s
 }
 
-// catalogEntry is one fetched catalog: the broker's bytes and everything
+// Entry is one fetched catalog: the broker's bytes and everything
 // derived from them, built once. It is immutable but for views and the
 // refresh flag.
 type Entry struct {
@@ -81,10 +81,10 @@ type Entry struct {
 	Expires      time.Time
 
 	Refreshing atomic.Bool
-	Views      sync.Map // filter fingerprint → *catalogView
+	Views      sync.Map // filter fingerprint → *TenantView
 }
 
-// catalogStats are a broker's cache counters, shown by GET /admin/brokers.
+// Stats are a broker's cache counters, shown by GET /admin/brokers.
 type Stats struct {
 	Hits, Misses, Stale atomic.Int64
 	Mu                  sync.Mutex
@@ -94,7 +94,7 @@ type Stats struct {
 	FetchedOnce         bool
 }
 
-// newCatalogCache returns a cache sized by c; now may be nil (time.Now).
+// NewCache returns a cache sized by c; now may be nil (time.Now).
 func NewCache(c config.Catalog, log *slog.Logger, now func() time.Time) (*Cache, error) {
 	if now == nil {
 		now = time.Now
@@ -131,7 +131,7 @@ func (c *Cache) StatsFor(broker string) *Stats {
 	return st
 }
 
-// catalogFetch is what a fetch needs to know about the broker and request.
+// Fetch is what a fetch needs to know about the broker and request.
 type Fetch struct {
 	Up       *upstream.Upstream
 	Key      Key
@@ -145,7 +145,7 @@ type Fetch struct {
 	Force bool
 }
 
-// get returns the catalog for f.key: fresh from the cache, stale while a
+// Get returns the catalog for f.key: fresh from the cache, stale while a
 // refresh runs or after one failed (stale true), or fetched now. When the
 // broker refuses f.key's version, it returns the *versionRefusal (cached
 // like a catalog). With no good catalog, it returns a 503 *osb.Error
@@ -182,7 +182,7 @@ func (c *Cache) Get(ctx context.Context, f Fetch) (e *Entry, stale bool, err err
 	return e, false, err
 }
 
-// load fetches f's catalog once for all concurrent callers and stores it.
+// Load fetches f's catalog once for all concurrent callers and stores it.
 // prev is the entry being refreshed, if any: on failure it stays. Unless
 // f.force is set, a remembered failure whose backoff has not passed is
 // returned without a fetch (checked again inside the shared call, so a

@@ -48,7 +48,7 @@ func (c *Cache) recordFailure(f Fetch, cause error, now time.Time) *fetchFailure
 	return ff
 }
 
-// retryWait is the wait after the count-th consecutive failed fetch.
+// RetryWait is the wait after the count-th consecutive failed fetch.
 func RetryWait(c config.BrokerCatalog, count int) time.Duration {
 	first, limit := c.RetryInterval, c.RetryMaxInterval
 	if first <= 0 {
@@ -91,7 +91,7 @@ func (c *Cache) forgetFailures(broker string) {
 	}
 }
 
-// nextFetch returns the earliest time a failed catalog of the broker may
+// NextFetch returns the earliest time a failed catalog of the broker may
 // be fetched again, or the zero time when none is backing off at now.
 func (c *Cache) NextFetch(broker string, now time.Time) time.Time {
 	var next time.Time

@@ -101,7 +101,7 @@ type DriftItem struct {
 	Detail string `json:"detail"`
 }
 
-// driftTracker weighs each fetched catalog against the accepted one; the
+// DriftTracker weighs each fetched catalog against the accepted one; the
 // catalog cache holds the one of the Gateway built last.
 type DriftTracker struct {
 	Cfg     *config.Config
@@ -115,7 +115,7 @@ type DriftTracker struct {
 	Accepted map[string]AcceptedIndex // by broker: the accepted catalog, decoded
 }
 
-// acceptedIndex is a broker's accepted catalog, decoded once per hash.
+// AcceptedIndex is a broker's accepted catalog, decoded once per hash.
 type AcceptedIndex struct {
 	hash string
 	ix   *rules.Index
@@ -149,7 +149,7 @@ func (c *Cache) TrackDrift(cfg *config.Config, st store.Store, inv Inventory, no
 	c.drift.Store(t)
 }
 
-// catalogHash is the hex SHA-256 of a catalog's bytes.
+// Hash is the hex SHA-256 of a catalog's bytes.
 func Hash(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
@@ -237,7 +237,7 @@ func (t *DriftTracker) observe(ctx context.Context, u *upstream.Upstream, e *Ent
 	return heldEntry(e, rec.Accepted, acc), nil
 }
 
-// acceptedIndex returns the decoded accepted catalog k of broker.
+// AcceptedIndex returns the decoded accepted catalog k of broker.
 func (t *DriftTracker) AcceptedIndex(broker string, k store.KeptCatalog) (*rules.Index, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -19,7 +19,7 @@ type instanceTally struct {
 	unchecked         map[int]int // by index of a schema change: instances without stored parameters
 }
 
-// assess turns catalog changes into drift items: what counts against the
+// Assess turns catalog changes into drift items: what counts against the
 // broker's inventory (see the top of this file), and notes on what could
 // not be checked.
 func (t *DriftTracker) Assess(ctx context.Context, u *upstream.Upstream, changes []rules.CatalogChange) ([]DriftItem, []string, error) {

@@ -13,7 +13,7 @@ import (
 // The cache's entries: putting a fetched catalog in, forgetting a broker's,
 // and refreshing one in the background.
 
-// refresh fetches the broker's catalogs again now, waiting for the
+// Refresh fetches the broker's catalogs again now, waiting for the
 // result: those cached, those whose latest fetch failed (a remembered
 // failure does not hold them back) and those it refused, or, with none of
 // these, the one at version.
@@ -51,7 +51,7 @@ func (c *Cache) Refresh(ctx context.Context, up *upstream.Upstream, version stri
 	return out, errors.Join(errs...)
 }
 
-// forget drops every entry, remembered failure and refusal of the named
+// Forget drops every entry, remembered failure and refusal of the named
 // broker (its settings changed).
 func (c *Cache) Forget(broker string) {
 	for _, k := range c.Entries.Keys() {

@@ -10,7 +10,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// versionRefusal is a broker's refusal of one X-Broker-API-Version, as it
+// VersionRefusal is a broker's refusal of one X-Broker-API-Version, as it
 // answered GET /v2/catalog at that version (rules.RefusesVersion: 412). It
 // is that version's answer, not an outage: the cache keeps it beside the
 // catalogs, per broker, version and platform, for the broker's
@@ -51,7 +51,7 @@ func (v *VersionRefusal) Error() string {
 	return fmt.Sprintf("broker %q refuses X-Broker-API-Version %s (%s)%s", v.key.Broker, v.key.Version, v.Answer(), v.said())
 }
 
-// answer is the refusal's status and code: "412 IncompatibleAPIVersion",
+// Answer is the refusal's status and code: "412 IncompatibleAPIVersion",
 // or "412" when the body has no code.
 func (v *VersionRefusal) Answer() string {
 	s := strconv.Itoa(v.status)

@@ -7,7 +7,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// keptEntry is the catalog the state store keeps for f's broker (the
+// KeptEntry is the catalog the state store keeps for f's broker (the
 // latest fetched, which catalog drift records), as a stale entry, for a
 // retired broker that cannot be fetched and has nothing in the cache: a
 // restarted gateway serves the retired broker's catalog as the one before

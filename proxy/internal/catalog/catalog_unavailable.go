@@ -27,7 +27,7 @@ const (
 // without the catalog checks.
 const RuleCatalogUnavailable = "request.catalog.unavailable"
 
-// needsCatalog reports whether a mutating call cannot be judged without
+// NeedsCatalog reports whether a mutating call cannot be judged without
 // the broker's catalog: every one on a route with services or plans
 // filters (the gateway must tell whether the tenant may use the service
 // and plan), and those the request rules check against the catalog when
@@ -42,7 +42,7 @@ func NeedsCatalog(s *core.Scope) bool {
 	return upstream.Of(s.Route).Cfg.Validation.Requests != config.ModeOff && s.Call.Endpoint.ChecksCatalog()
 }
 
-// withoutCatalog decides a call that needs the catalog (needsCatalog)
+// WithoutCatalog decides a call that needs the catalog (needsCatalog)
 // when cause says why none can be had. It returns the 503 to refuse the
 // call with, or nil to forward it unchecked, and records the decision in
 // s; when the broker refuses the call's version, that refusal (see

@@ -15,7 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// catalogFilter is a tenant's view of one broker's catalog, from the
+// Filter is a tenant's view of one broker's catalog, from the
 // route's services and plans filters. The zero value shows everything.
 type Filter struct {
 	services, plans config.Filter
@@ -58,7 +58,7 @@ func (f *Filter) PlanVisible(s *osb.Service, p *osb.Plan) bool {
 	return f == nil || (f.ServiceVisible(s) && visible(f.plans, p.Name, p.ID, s.Name+"/"+p.Name))
 }
 
-// catalogView is what one tenant filter makes of one catalog entry: the
+// TenantView is what one tenant filter makes of one catalog entry: the
 // bytes to serve and their ETag, encoded once per catalog version.
 type TenantView struct {
 	Body   []byte
@@ -66,7 +66,7 @@ type TenantView struct {
 	Length []string // Content-Length
 }
 
-// newCatalogView returns the view of body with its ETag.
+// NewTenantView returns the view of body with its ETag.
 func NewTenantView(body []byte, etag []string) *TenantView {
 	return &TenantView{Body: body, Etag: etag, Length: []string{strconv.Itoa(len(body))}}
 }
@@ -92,7 +92,7 @@ func (e *Entry) view(f *Filter) (*TenantView, error) {
 	return actual.(*TenantView), nil
 }
 
-// viewFor is view, and with advertise (brokers[].emulate.advertise) the
+// ViewFor is view, and with advertise (brokers[].emulate.advertise) the
 // view with instances_retrievable and bindings_retrievable set
 // (rules.Advertise), built once per filter and kept with the entry.
 func (e *Entry) ViewFor(f *Filter, advertise bool) (*TenantView, error) {
@@ -117,7 +117,7 @@ func (e *Entry) ViewFor(f *Filter, advertise bool) (*TenantView, error) {
 	return actual.(*TenantView), nil
 }
 
-// checkVisible refuses a provision, update or bind for a service or plan
+// CheckVisible refuses a provision, update or bind for a service or plan
 // the tenant's filter hides, naming it. Ids the catalog does not know are
 // left to the validation rules.
 func CheckVisible(f *Filter, e *Entry, tenant, serviceID, planID string) error {
@@ -143,7 +143,7 @@ func CheckVisible(f *Filter, e *Entry, tenant, serviceID, planID string) error {
 	return nil
 }
 
-// etagMatch reports whether an If-None-Match header value lists etag
+// EtagMatch reports whether an If-None-Match header value lists etag
 // ("*" matches any; weak validators compare by their opaque tag).
 func EtagMatch(header, etag string) bool {
 	for part := range strings.SplitSeq(header, ",") {
@@ -158,7 +158,7 @@ func EtagMatch(header, etag string) bool {
 // Index implements core.Catalog.
 func (e *Entry) Index() *rules.Index { return e.Rules }
 
-// catalogOf is the catalog the validate stage checked s's call against
+// Of is the catalog the validate stage checked s's call against
 // (Scope.Catalog); nil when it had none.
 func Of(s *core.Scope) *Entry { e, _ := s.Catalog.(*Entry); return e }
 

@@ -27,7 +27,7 @@ const (
 // versionFetch is the version that brought GET instance and GET binding.
 var versionFetch = osb.Version{Major: 2, Minor: 14}
 
-// withEmulate is the emulation stage, after the guard (a mutating call
+// WithEmulate is the emulation stage, after the guard (a mutating call
 // holds its lock here, so what the stage reads of the inventory is what
 // the broker holds, and the guard releases the lock of a call answered
 // here) and before the upstream. For a broker with the emulations on

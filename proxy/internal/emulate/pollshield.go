@@ -36,7 +36,7 @@ const pollShieldEntries = 10000
 // share; a larger one reaches the platform as an answer cut short (502).
 const maxSharedAnswer = upstream.MaxCheckedResponse
 
-// pollShield is the transport an upstream's reverse proxy calls the broker
+// PollShield is the transport an upstream's reverse proxy calls the broker
 // through (around the broker transport, so a shared call is metered and
 // traced once). Calls other than last_operation pass straight through.
 //
@@ -66,7 +66,7 @@ type PollShield struct {
 	Joined func()
 }
 
-// newPollShield returns the shield of broker b around rt.
+// NewPollShield returns the shield of broker b around rt.
 func NewPollShield(rt http.RoundTripper, b *config.Broker) *PollShield {
 	p := &PollShield{rt: rt, timeout: b.Timeout, minInterval: b.Poll.MinInterval}
 	p.scoped, _ = rt.(scopedRoundTripper)
@@ -141,7 +141,7 @@ func (p *PollShield) forward(req *http.Request, s *core.Scope) (*http.Response, 
 	return p.rt.RoundTrip(req)
 }
 
-// pollKey names one polled operation as a broker answers it: the tenant,
+// PollKey names one polled operation as a broker answers it: the tenant,
 // instance and binding, the query (operation, service_id, plan_id), the
 // forwarded API version (an answer's shape may depend on it), the
 // Accept-Encoding the broker was sent (it may compress), and the owner of

@@ -31,7 +31,7 @@ import (
 // an answer before the timer reaches the platform as any answer does, and
 // the copy's findings, lock and outcome become the request's; after the
 // timer, the platform gets 202 and the broker's answer still goes through
-// modifyResponse and guard.answered, which settle orphans (and record the
+// modifyResponse and the guard's Answered, which settle orphans (and record the
 // inventory) as for any answer but leave the lock to the shim, which
 // writes the outcome into it when the call ends (concludeShim).
 
@@ -46,7 +46,7 @@ const EmulatedShim = "async_shim"
 // shimDescriptionMax bounds a description the shim keeps for a poll.
 const shimDescriptionMax = 4096
 
-// withShim is the async shim's stage, after the guard: it runs a call that
+// WithShim is the async shim's stage, after the guard: it runs a call that
 // may be shimmed (shimmable) with the timer, and answers the polls of the
 // operations the shim owns (servePoll).
 func WithShim(g *guard.Guard, after core.Timer) core.Middleware {

@@ -17,11 +17,11 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// shimLost is the outcome of an emulated operation whose broker call was
+// ShimLost is the outcome of an emulated operation whose broker call was
 // still in progress when its gateway process ended.
 const ShimLost = "the gateway restarted during the broker call"
 
-// shimLostGrace is how long an emulated operation still in progress after
+// ShimLostGrace is how long an emulated operation still in progress after
 // its call's time may stay so once another replica challenged it
 // (store.Shim.Challenged) before that replica reports it lost: a replica
 // alive whose outcome waited for the store writes it within its retry
@@ -193,7 +193,7 @@ func settleLostShim(g *guard.Guard, ctx context.Context, up *upstream.Upstream, 
 	return lost
 }
 
-// settleLostShims ends as failed every emulated operation in progress
+// SettleLostShims ends as failed every emulated operation in progress
 // whose broker call ran in another process (settleLostShim): on a bolt
 // file, which one process opens at a time, that process is gone.
 func SettleLostShims(ctx context.Context, gd *guard.Guard) {

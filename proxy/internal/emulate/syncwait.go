@@ -45,7 +45,7 @@ type syncWait struct {
 	orphanID    string     // the orphan recorded when the bound passed, or ""
 }
 
-// waitSync serves the platform that cannot wait, in place of the broker's
+// WaitSync serves the platform that cannot wait, in place of the broker's
 // 422 (syncWaits), within brokers[].emulate.sync_within of the platform's
 // request: it repeats the call with accepts_incomplete=true, polls the
 // operation the broker's 202 started, and turns res into the synchronous
@@ -53,7 +53,7 @@ type syncWait struct {
 // 400 with the broker's description of a failure. An answer other than
 // 202 to the repeat reaches the platform as it is. The call's lock stays
 // held throughout, an async lock from the 202 on, and is settled by the
-// final answer (guard.answered). Past the bound the platform gets a 504,
+// final answer (the guard's Answered). Past the bound the platform gets a 504,
 // the lock is kept, a provision or bind is an orphan candidate, and the
 // gateway polls on (carryOn) to release the lock when the operation ends.
 // It returns what modifyResponse returns.
@@ -94,7 +94,7 @@ func WaitSync(u *upstream.Upstream, res *http.Response, s *core.Scope) error {
 }
 
 // await waits for the operation the broker's 202 (header, body) started,
-// until until, and answers the platform (see waitSync).
+// until until, and answers the platform (see WaitSync).
 func (sw *syncWait) await(ctx context.Context, res *http.Response, s *core.Scope, header http.Header, body []byte, until time.Time) error {
 	accepted := rules.ReadResponse(sw.repeatCall(), http.StatusAccepted, body)
 	s.Operation, sw.operation = accepted.Operation, accepted.Operation

@@ -33,7 +33,7 @@ const (
 	carryOnPollMax = time.Minute
 )
 
-// nextWait is the wait before the next poll: the broker's Retry-After
+// NextWait is the wait before the next poll: the broker's Retry-After
 // when it sent one (ra > 0), else twice the last wait (syncPollFirst at
 // first), within syncPollMin and limit.
 func NextWait(last, ra, limit time.Duration) time.Duration {
@@ -48,7 +48,7 @@ func NextWait(last, ra, limit time.Duration) time.Duration {
 	return min(max(d, SyncPollMin), limit)
 }
 
-// retryAfter reads a Retry-After header, in seconds or an HTTP-date
+// RetryAfter reads a Retry-After header, in seconds or an HTTP-date
 // (relative to now); 0 when there is none or it cannot be read.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	v := core.HeaderValue(h, "Retry-After")

@@ -23,16 +23,16 @@ import (
 // another operation on the instance is in progress: rules.InProgress.
 const InProgress = rules.InProgress
 
-// syncHoldMargin is added to a broker's timeout to make the deadline of a
+// SyncHoldMargin is added to a broker's timeout to make the deadline of a
 // synchronous call's lock: a gateway that dies mid-call leaves a lock that
 // expires soon after the call would have.
 const SyncHoldMargin = time.Minute
 
-// releaseTimeout bounds the store calls that settle a lock after the
+// ReleaseTimeout bounds the store calls that settle a lock after the
 // request's own context may be gone.
 const ReleaseTimeout = 5 * time.Second
 
-// guard holds the operation locks of one Gateway. Its store, its replica
+// Guard holds the operation locks of one Gateway. Its store, its replica
 // name and its queue of releases to retry outlive reloads.
 type Guard struct {
 	St       store.Store
@@ -66,7 +66,7 @@ type Guard struct {
 	Own       OwnLog
 }
 
-// withGuard is the guard stage. A mutating call takes the lock of what it
+// WithGuard is the guard stage. A mutating call takes the lock of what it
 // changes for its duration (see acquire for what blocks what); a 202 turns
 // the lock into an async operation (see answered), which a later
 // last_operation releases. While a blocking lock is held, the call gets 400
@@ -257,7 +257,7 @@ func (g *Guard) SweepOperations(ctx context.Context) {
 	_, _ = g.PurgeUsage(ctx) // logged; the next sweep tries again
 }
 
-// later returns the later of a and b.
+// Later returns the later of a and b.
 func Later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b

@@ -75,7 +75,7 @@ func (g *Guard) orphanExpired(ctx context.Context, expired []store.Lock, keepQue
 	}
 }
 
-// takeOver is what a call owes the expired lock it took the key over from
+// TakeOver is what a call owes the expired lock it took the key over from
 // (store.Lock.Replaced) before the sweep released it: what the sweep does
 // (its log line and orphanExpired). Without it, a platform's DELETE that
 // came just after the deadline of a provision whose gateway was killed

@@ -22,7 +22,7 @@ const (
 	RetryMax = 5 * time.Second
 )
 
-// pending is one settlement the store has not taken yet.
+// Pending is one settlement the store has not taken yet.
 type Pending struct {
 	// lock is released (by Key and Owner) once cancelOrphan is done, unless
 	// keep is set (the lock stays, as an async operation).
@@ -121,7 +121,7 @@ func NewReleaser(st store.Store, log *slog.Logger, m *metrics.Metrics) *releaser
 		Stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
-// add queues p, logs it at error level and counts it, and starts the worker
+// Add queues p, logs it at error level and counts it, and starts the worker
 // if it is not running.
 func (r *releaser) Add(p Pending) {
 	what := "lock release failed; retrying until the operation state takes it"
@@ -200,7 +200,7 @@ func (r *releaser) Len() int {
 	return len(r.queue)
 }
 
-// retryNow makes the worker try again at once instead of at its next
+// RetryNow makes the worker try again at once instead of at its next
 // backoff step.
 func (r *releaser) RetryNow() {
 	select {
@@ -209,7 +209,7 @@ func (r *releaser) RetryNow() {
 	}
 }
 
-// close stops the worker; what is still queued is logged and dropped (the
+// Close stops the worker; what is still queued is logged and dropped (the
 // locks then expire at their deadlines).
 func (r *releaser) Close() {
 	r.mu.Lock()

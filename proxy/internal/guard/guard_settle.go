@@ -15,7 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// answered settles, before the broker's answer reaches the platform (so
+// Answered settles, before the broker's answer reaches the platform (so
 // the platform's next call sees the new state), everything the answer
 // decides:
 //
@@ -178,7 +178,7 @@ func orphanOf(c rules.Call, status int, a upstream.Answer, gone bool) (orphan bo
 	return orphan, why, false
 }
 
-// keepAsync turns the call's lock into an async operation and returns it.
+// KeepAsync turns the call's lock into an async operation and returns it.
 // When the store does not take it, the retry queue writes it once the
 // store is back: the call's lock, with the deadline of a synchronous call,
 // would otherwise block the instance past the operation's end, which a
@@ -199,7 +199,7 @@ func (g *Guard) asyncLock(s *core.Scope) store.Lock {
 	return l
 }
 
-// asyncDeadline is the deadline of an async operation of s's call that
+// AsyncDeadline is the deadline of an async operation of s's call that
 // starts at now: the plan's maximum_polling_duration, else
 // state.operation_deadline.
 func (g *Guard) AsyncDeadline(s *core.Scope, now time.Time) time.Time {
@@ -264,7 +264,7 @@ func (g *Guard) finish(w http.ResponseWriter, s *core.Scope) {
 	}
 }
 
-// release releases l; when the store fails, the retry queue keeps trying
+// Release releases l; when the store fails, the retry queue keeps trying
 // until it takes it.
 func (g *Guard) Release(ctx context.Context, l store.Lock) {
 	err := g.St.Release(ctx, l.Key, l.Owner)
@@ -314,7 +314,7 @@ func polls(c rules.Call, l store.Lock) bool {
 	return l.BindingID == ""
 }
 
-// settlePoll releases the polled operation's lock when the broker's answer
+// SettlePoll releases the polled operation's lock when the broker's answer
 // a ends it (rules.Answer.Ends). When the poll could not see the lock (the
 // store was down), an answer that may end it goes to the retry queue, which
 // settles it once the store answers.

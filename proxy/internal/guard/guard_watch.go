@@ -37,7 +37,7 @@ const (
 	watchWorkers = 4
 )
 
-// watched remembers when this gateway last polled each operation (by lock
+// Watched remembers when this gateway last polled each operation (by lock
 // key and owner), so that one still in progress is polled once per
 // state.reconcile.every, not every sweep, and the operations polled least
 // recently go first when more are due than one sweep polls.
@@ -48,7 +48,7 @@ type Watched struct {
 
 func watchID(l store.Lock) string { return l.Key + "\x00" + l.Owner }
 
-// due picks, of the locks ls, at most n async operations to poll at now:
+// Due picks, of the locks ls, at most n async operations to poll at now:
 // not the async shim's (it settles its own, and an operator's forced state
 // is one), started at least after ago, and not polled by this gateway
 // within every; the least recently polled first, then the oldest. It notes
@@ -174,7 +174,7 @@ func pollOperation(u *upstream.Upstream, ctx context.Context, l store.Lock) (rul
 	return rules.ReadResponse(rules.Call{Endpoint: ep, InstanceID: l.InstanceID, BindingID: l.BindingID}, res.StatusCode, body), nil
 }
 
-// settleOwn settles the operation l, which the broker's answer a to the
+// SettleOwn settles the operation l, which the broker's answer a to the
 // gateway's own poll ended (or an operator's forced state), as a
 // platform's poll would (settlePoll): the inventory records the outcome,
 // then the lock is released. It reads the lock again first and leaves it
@@ -210,7 +210,7 @@ func (g *Guard) SettleOwn(ctx context.Context, u *upstream.Upstream, l store.Loc
 	return true
 }
 
-// dueHeldOrphan makes the orphan id due now when it waits for the lock l
+// DueHeldOrphan makes the orphan id due now when it waits for the lock l
 // (taken over under l's owner: a sync_within wait past its bound), whose
 // operation ended. False when the store did not take the change: the
 // orphan then stays due at the lock's deadline, which ends the lock too.

@@ -19,7 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// inventory records in the store what the gateway saw succeed: instances
+// Inventory records in the store what the gateway saw succeed: instances
 // and bindings, their last operation, and (for brokers with
 // inventory.secrets: encrypted) their parameters and credentials sealed
 // under the key file's keys. It writes from the guard's settle path, under
@@ -35,7 +35,7 @@ type Inventory struct {
 	Metrics *metrics.Metrics
 }
 
-// newInventory builds the inventory of a Gateway; it loads the key file
+// NewInventory builds the inventory of a Gateway; it loads the key file
 // when the configuration names one.
 func NewInventory(cfg *config.Config, st store.Inventory, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*Inventory, error) {
 	iv := &Inventory{St: st, now: now, Log: log, Metrics: m}
@@ -49,10 +49,10 @@ func NewInventory(cfg *config.Config, st store.Inventory, now func() time.Time, 
 	return iv, nil
 }
 
-// keeps reports whether the inventory records the broker's traffic.
+// Keeps reports whether the inventory records the broker's traffic.
 func (iv *Inventory) Keeps(u *upstream.Upstream) bool { return iv != nil && !u.Cfg.Inventory.Disabled }
 
-// sealsFor reports whether u's secrets are kept (sealed).
+// SealsFor reports whether u's secrets are kept (sealed).
 func (iv *Inventory) SealsFor(u *upstream.Upstream) bool {
 	return iv.keys != nil && u.Cfg.Inventory.Secrets == config.SecretsEncrypted
 }
@@ -118,7 +118,7 @@ func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a ru
 	return err
 }
 
-// polled records what a last_operation answer that ended the polled
+// Polled records what a last_operation answer that ended the polled
 // operation l tells: the outcome, and for a deprovision or unbind that
 // succeeded, the record's removal.
 func (iv *Inventory) Polled(ctx context.Context, s *core.Scope, l store.Lock, a rules.Answer) {
@@ -250,7 +250,7 @@ func (iv *Inventory) putBinding(ctx context.Context, s *core.Scope, req *rules.R
 	return err
 }
 
-// removed deletes an instance (and its bindings) or a binding the broker
+// Removed deletes an instance (and its bindings) or a binding the broker
 // no longer holds; a record already gone is no error.
 func (iv *Inventory) Removed(ctx context.Context, broker, instanceID, bindingID string, op store.LastOperation) error {
 	var err error
@@ -309,7 +309,7 @@ func (iv *Inventory) sealInto(dst *[]byte, u *upstream.Upstream, secret json.Raw
 	return nil
 }
 
-// open opens a sealed secret of a record; nil when none is stored or the
+// Open opens a sealed secret of a record; nil when none is stored or the
 // keys cannot open it (logged: a key missing from the key file).
 func (iv *Inventory) Open(ctx context.Context, sealed []byte, what, broker, instanceID, bindingID string) json.RawMessage {
 	if len(sealed) == 0 || iv.keys == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// neverDue is the NextAttempt of an orphan the gateway will not try on its
+// NeverDue is the NextAttempt of an orphan the gateway will not try on its
 // own: reported only, or given up on. POST /admin/orphans/{id}/retry makes
 // it due.
 var NeverDue = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -35,7 +35,7 @@ const (
 	mitigationAsync = core.MitigationAsync
 )
 
-// orphanID names the pending undo of one instance or binding: a repeated
+// OrphanID names the pending undo of one instance or binding: a repeated
 // failure replaces the entry, and a later success finds it to cancel. It
 // is the kind and a digest of the broker and ids, so that it fits in a URL
 // path segment (POST /admin/orphans/{id}/retry) whatever the ids hold.
@@ -58,7 +58,7 @@ func orphanIDOf(u *upstream.Upstream, c rules.Call) string {
 	return OrphanID(store.KindDeprovision, u.Name, c.InstanceID, "")
 }
 
-// noteOrphan records an orphan candidate for a provision or bind that may
+// NoteOrphan records an orphan candidate for a provision or bind that may
 // have left something behind, per the broker's orphan_mitigation: report
 // stores and logs it, mitigate also makes it due at due. lockOwner is the
 // owner of a lock the orphan takes over (the hold after a timeout), or "";
@@ -82,7 +82,7 @@ func (g *Guard) NoteOrphan(ctx context.Context, s *core.Scope, reason string, du
 	return g.PutCandidate(ctx, up, o, decision)
 }
 
-// newOrphan is the orphan candidate a provision or bind holding l leaves,
+// NewOrphan is the orphan candidate a provision or bind holding l leaves,
 // per the broker's orphan_mitigation (see noteOrphan), and the decision
 // ("reported" or "queued"); "" when there is none (another kind, or
 // orphan_mitigation off).
@@ -105,7 +105,7 @@ func (g *Guard) NewOrphan(up *upstream.Upstream, l store.Lock, reason string, du
 	return o, "reported"
 }
 
-// putCandidate stores the orphan candidate o (see noteOrphan).
+// PutCandidate stores the orphan candidate o (see noteOrphan).
 func (g *Guard) PutCandidate(ctx context.Context, up *upstream.Upstream, o store.Orphan, decision string) (store.Orphan, bool) {
 	if mutation.NoOrphans {
 		return o, true // broken on purpose (bench/campaign -mutation no-orphans)
@@ -141,7 +141,7 @@ func (g *Guard) cancelOrphan(ctx context.Context, s *core.Scope, id string) bool
 	return true
 }
 
-// onTimeout is what the gateway does when it gives up on a mutating call
+// OnTimeout is what the gateway does when it gives up on a mutating call
 // at the broker's timeout: the broker may still be working, so the lock is
 // held for hold_after_timeout; a provision or bind becomes an orphan
 // candidate, due (with orphan_mitigation: mitigate) when the hold ends and

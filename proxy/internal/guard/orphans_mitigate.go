@@ -32,7 +32,7 @@ func (g *Guard) MitigateOrphans(ctx context.Context) {
 	}
 }
 
-// mitigate carries out one orphan's undo, once across replicas, never
+// Mitigate carries out one orphan's undo, once across replicas, never
 // against an instance a platform call is using or has just made its own:
 //
 //  1. it claims the orphan in the store for the broker's timeout (a
@@ -224,7 +224,7 @@ func (g *Guard) putOrphan(ctx context.Context, o store.Orphan) {
 	}
 }
 
-// undo sends the deprovision or unbind of o to the broker and returns its
+// Undo sends the deprovision or unbind of o to the broker and returns its
 // status and, for a 202, the broker's operation.
 func Undo(u *upstream.Upstream, ctx context.Context, o store.Orphan) (int, string, error) {
 	p := u.Target.JoinPath("v2", "service_instances", o.InstanceID)

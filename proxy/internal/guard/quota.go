@@ -30,7 +30,7 @@ const quotaLockKind = store.KindProvision
 // Controller shows the description to the user and mitigates nothing.
 const quotaStatus = http.StatusUnprocessableEntity
 
-// quotaRule is one configured quota as the stage applies it.
+// QuotaRule is one configured quota as the stage applies it.
 type QuotaRule struct {
 	Tenant, Label string
 	Service, Plan string   // name or id; empty: any
@@ -45,7 +45,7 @@ type QuotaRule struct {
 	local chan struct{}
 }
 
-// quotaRules maps each route prefix to the quotas its provisions pass:
+// QuotaRules maps each route prefix to the quotas its provisions pass:
 // the tenant's (in order), then the route's own.
 func QuotaRules(cfg *config.Config) map[string][]*QuotaRule {
 	out := map[string][]*QuotaRule{}
@@ -96,7 +96,7 @@ func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *Quota
 		local: make(chan struct{}, 1)}
 }
 
-// matches reports whether an instance of serviceID and planID counts
+// Matches reports whether an instance of serviceID and planID counts
 // against q: each of q's service and plan, when set, is the id or, in the
 // catalog ix (nil: ids only), the name.
 func (q *QuotaRule) Matches(ix *rules.Index, serviceID, planID string) bool {
@@ -134,7 +134,7 @@ func (q *QuotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
 // counts reports whether q counts the instances of broker.
 func (q *QuotaRule) counts(broker string) bool { return slices.Contains(q.Brokers, broker) }
 
-// withQuota is the quota stage (tenants[].quotas, routes[].quotas), just
+// WithQuota is the quota stage (tenants[].quotas, routes[].quotas), just
 // before the guard. For each quota the provision counts against, in
 // configuration order (so two provisions never wait on each other), it
 // takes the quota's own lock, a store lock keyed on the quota, so that
@@ -313,7 +313,7 @@ func (qc *quotaCall) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// quotaRefusal says which quota the provision would exceed, what it
+// QuotaRefusal says which quota the provision would exceed, what it
 // admits, and what the tenant holds: recorded instances, and inFlight
 // more that are being provisioned or not yet known to be gone.
 func QuotaRefusal(q *QuotaRule, recorded, inFlight int) *osb.Error {

@@ -14,7 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 )
 
-// quotaLease is the deadline of a quota's lock: it is held for a
+// QuotaLease is the deadline of a quota's lock: it is held for a
 // provision's count and admission only, a few store round trips (the
 // inventory's count, the tenant's locks and orphans, the provision's own
 // lock), never for its broker call, since the provision's own operation

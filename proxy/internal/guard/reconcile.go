@@ -288,7 +288,7 @@ func (g *Guard) force(ctx context.Context, u *upstream.Upstream, l store.Lock, r
 	return res, nil
 }
 
-// forcedReplica is store.Shim.Replica of an operator's forced state: no
+// ForcedReplica is store.Shim.Replica of an operator's forced state: no
 // gateway process runs a broker call for it.
 const ForcedReplica = "forced by an operator"
 
@@ -307,7 +307,7 @@ func (g *Guard) ReleaseOperation(ctx context.Context, broker, instance, binding,
 	return err
 }
 
-// releaseOperation is ReleaseOperation, returning the released lock.
+// ReleaseLock is ReleaseOperation, returning the released lock.
 func (g *Guard) ReleaseLock(ctx context.Context, broker, instance, binding, who, reason string) (store.Lock, error) {
 	if who == "" || reason == "" {
 		return store.Lock{}, osb.Errorf(http.StatusBadRequest, "", "a release names who asks and why (it is audited): got who %q, reason %q", who, reason)

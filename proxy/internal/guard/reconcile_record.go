@@ -13,7 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// ownLog is where a Gateway writes what it does on its own (reconcile.go):
+// OwnLog is where a Gateway writes what it does on its own (reconcile.go):
 // the audit writer and the access log of its platform calls.
 type OwnLog struct {
 	Audit  *core.AuditOptions // nil: no audit records

@@ -20,7 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// routeMigration is a route's migrate_to: the route's new instances go to
+// Migration is a route's migrate_to: the route's new instances go to
 // a second broker, instance by instance. The inventory says which broker
 // holds an instance, and every call for it goes there: never split per
 // request. The catalog the platform sees stays the old broker's, so the
@@ -45,7 +45,7 @@ type catalogCheck struct {
 	missing  string
 }
 
-// newRouteMigration makes rt migrate its new instances to u.
+// NewMigration makes rt migrate its new instances to u.
 func NewMigration(rt *core.Route, u *upstream.Upstream, bp any, st store.Store, log *slog.Logger) *Migration {
 	to := *rt
 	to.Up, to.Broker, to.MaxVersion, to.BrokerProtect = u, &u.Cfg, u.MaxString, bp
@@ -54,7 +54,7 @@ func NewMigration(rt *core.Route, u *upstream.Upstream, bp any, st store.Store, 
 	return m
 }
 
-// migrate sends the call to the broker that holds its instance (owner)
+// Migrate sends the call to the broker that holds its instance (owner)
 // and, when that is the new broker, negotiates the platform's version
 // again against the new broker's range. Calls without an instance (the
 // catalog) stay with the old broker.
@@ -75,7 +75,7 @@ func (m *Migration) Migrate(r *http.Request, s *core.Scope, call rules.Call) err
 	return nil
 }
 
-// owner is the route of the broker that holds the call's instance:
+// Owner is the route of the broker that holds the call's instance:
 //
 //   - the one whose inventory records it (the new one first: an instance
 //     imported under the new broker has moved there);
@@ -125,7 +125,7 @@ func (m *Migration) unavailable(err error) error {
 			upstream.Of(m.Old).Name, upstream.Of(m.New).Name)}
 }
 
-// checkCatalogs refuses a provision the migration sends to the new broker
+// CheckCatalogs refuses a provision the migration sends to the new broker
 // while the new broker's catalog lacks a service or plan id the tenant
 // sees in the old broker's catalog (the platform's catalog is the old
 // one's, so every id it shows must work at the new broker). A catalog the
@@ -165,7 +165,7 @@ func (m *Migration) CheckCatalogs(r *http.Request, s *core.Scope, cache *catalog
 		upstream.Of(m.New).Name, old.Name, c.missing)
 }
 
-// missingIDs names the services and plans of old, as the filter shows it,
+// MissingIDs names the services and plans of old, as the filter shows it,
 // whose ids new does not carry ("" when none).
 func MissingIDs(f *catalog.Filter, old, new *rules.Index) string {
 	var svcs, plans []string

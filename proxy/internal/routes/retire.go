@@ -41,7 +41,7 @@ func anyRetired(cfg *config.Config) bool {
 	return false
 }
 
-// withRetire refuses, after classification and before anything costs a
+// WithRetire refuses, after classification and before anything costs a
 // lock or a broker call, what a retired broker (brokers[].retired) no
 // longer takes: provisions and binds, and with answer: gone updates too.
 // nil when no broker is retired: the stage costs nothing then.
@@ -61,7 +61,7 @@ func WithRetire(cfg *config.Config) core.Middleware {
 	}
 }
 
-// retiredRefusal is the refusal of call c to u when u is retired and no
+// RetiredRefusal is the refusal of call c to u when u is retired and no
 // longer takes it; nil otherwise.
 func RetiredRefusal(u *upstream.Upstream, c rules.Call) error {
 	rt := u.Cfg.Retired
@@ -88,7 +88,7 @@ func RetiredRefusal(u *upstream.Upstream, c rules.Call) error {
 		" is retired: it takes no new request to " + what + "; the operator retired it (brokers[].retired), so use another service offering, and unbind and delete what it holds"}
 }
 
-// withRetiredGone answers, under the call's lock (after the guard), an
+// WithRetiredGone answers, under the call's lock (after the guard), an
 // unbind or deprovision of a broker retired with answer: gone: 410 Gone
 // without calling the broker, once the inventory has dropped the binding
 // or the instance (with its bindings), so that the platform purges its

@@ -19,7 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// routeIDs is a route's rewrite of the ids it shows (routes[].ids), so
+// IDs is a route's rewrite of the ids it shows (routes[].ids), so
 // that one platform can register one broker twice: the catalog's service
 // and plan ids, and each service's dashboard_client.id, become the UUIDv5
 // of the namespace and the broker's id (derive); the ids stage maps a
@@ -33,15 +33,15 @@ import (
 type IDs struct {
 	ns uuid.UUID
 	// key is what the id table of the namespace is kept under in a
-	// catalog entry (catalogEntry.views), and views the route's view, by
-	// the broker's emulate.advertise (catalogEntry.idsView): one per
+	// catalog entry (catalog.Entry.Views), and views the route's view, by
+	// the broker's emulate.advertise (IDsViewOf): one per
 	// namespace and filter, so a reload that changes either takes effect
 	// on the next request, and costs no allocation on the hot path.
 	key   string
 	views [2]string
 }
 
-// newRouteIDs is the rewrite of route rc; nil without routes[].ids.
+// NewIDs is the rewrite of route rc; nil without routes[].ids.
 func NewIDs(rc config.Route) *IDs {
 	if rc.IDs == nil {
 		return nil
@@ -57,12 +57,12 @@ func NewIDs(rc config.Route) *IDs {
 	return x
 }
 
-// derive is the id the route shows for the broker's id.
+// Derive is the id the route shows for the broker's id.
 func (x *IDs) Derive(id string) string {
 	return uuid.NewSHA1(x.ns, []byte(id)).String()
 }
 
-// idTable maps the ids a route shows back to the broker's: the derived id
+// IDTable maps the ids a route shows back to the broker's: the derived id
 // of every service and plan of one catalog (filtered or not: the filters
 // judge the broker's ids afterwards).
 type IDTable struct {
@@ -82,7 +82,7 @@ func NewIDMap(n int) idMap {
 	return idMap{back: make(map[string]string, n), forms: make(map[uuid.UUID]string, n)}
 }
 
-// add adds the derived id of the broker's id.
+// Add adds the derived id of the broker's id.
 func (m idMap) Add(x *IDs, id string) {
 	u := uuid.NewSHA1(x.ns, []byte(id))
 	d := u.String()
@@ -113,7 +113,7 @@ func (m idMap) other(id string) (string, bool) {
 	return d, ok
 }
 
-// withRouteIDs is the ids stage, after the retire and rate-limit stages
+// WithIDs is the ids stage, after the retire and rate-limit stages
 // (which read no service or plan id: a refusal there costs no catalog
 // lookup) and before validation, the first to read them: on a route with
 // routes[].ids, the service_id and plan_id of the query and, for
@@ -196,7 +196,7 @@ func idsWithoutCatalog(s *core.Scope, cause error) error {
 		s.Call.Endpoint, s.Tenant, s.Broker, why)}
 }
 
-// forwardAnswer maps the service_id and plan_id of a broker's 200 to GET
+// ForwardAnswer maps the service_id and plan_id of a broker's 200 to GET
 // instance forward to the ids x derives (the upstream's modifyResponse
 // calls it after the answer was checked against the broker's ids), and
 // fixes its length. body is the answer as already read (nil: not read
@@ -226,7 +226,7 @@ func (x *IDs) ForwardAnswer(res *http.Response, s *core.Scope, body []byte) erro
 	return nil
 }
 
-// forwardBody maps the top-level service_id and plan_id of a JSON object
+// ForwardBody maps the top-level service_id and plan_id of a JSON object
 // to the ids x derives.
 func (x *IDs) ForwardBody(doc []byte) ([]byte, bool) {
 	root := jsonfast.SkipSpace(doc, 0)
@@ -247,7 +247,7 @@ func (x *IDs) ForwardBody(doc []byte) ([]byte, bool) {
 	return spliced(doc, ss), true
 }
 
-// forwardFetched maps the ids of a GET instance answer the emulation
+// ForwardFetched maps the ids of a GET instance answer the emulation
 // stage builds from the inventory (instanceBody).
 func (x *IDs) ForwardFetched(out map[string]any) {
 	for _, k := range [...]string{"service_id", "plan_id"} {

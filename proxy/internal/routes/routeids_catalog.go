@@ -36,7 +36,7 @@ func idTableOf(e *catalog.Entry, x *IDs) *IDTable {
 	return actual.(*IDTable)
 }
 
-// idsViewOf is the view v (the route's filtered, maybe advertised, view of
+// IDsViewOf is the view v (the route's filtered, maybe advertised, view of
 // e) with the ids x derives, built once per filter, advertise and
 // namespace and kept with the entry, its ETag that of the rewritten
 // bytes.
@@ -109,7 +109,7 @@ func members(doc []byte, open int, name string, kind byte) []int {
 	return out
 }
 
-// deriveCatalogIDs rewrites a catalog's services[].id,
+// DeriveCatalogIDs rewrites a catalog's services[].id,
 // services[].plans[].id and services[].dashboard_client.id to the ids x
 // derives, every other byte as the broker sent it.
 func DeriveCatalogIDs(doc []byte, x *IDs) ([]byte, error) {

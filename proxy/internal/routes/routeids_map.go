@@ -76,7 +76,7 @@ func (t *IDTable) mapBack(r *http.Request, s *core.Scope) (*http.Request, *idMis
 	return r2, nil
 }
 
-// mapQuery maps the service_id and plan_id parameters of a raw query
+// MapQuery maps the service_id and plan_id parameters of a raw query
 // (classified: no ";", no malformed escape, no repeated id parameter),
 // every other byte as sent, and sets c's to match; c's ids are the
 // decoded ones, so an id percent-encoded in any way is looked up as what
@@ -128,7 +128,7 @@ func (t *IDTable) MapQuery(raw string, c *rules.Call) (string, bool, *idMiss) {
 	return b.String(), true, nil
 }
 
-// mapBody maps the service_id and plan_id of a request body, and those of
+// MapBody maps the service_id and plan_id of a request body, and those of
 // its previous_values, every duplicate and case of their keys, every
 // other byte as sent; an idMiss among them maps nothing. A body that is
 // no JSON object passes unchanged (the validate stage refuses it).

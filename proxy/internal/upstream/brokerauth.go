@@ -103,7 +103,7 @@ func basicHeader(user, password string) []string {
 
 func bearerHeader(token string) []string { return []string{"Bearer " + token} }
 
-// start sets the broker's credential gauge and, when the broker had an
+// Start sets the broker's credential gauge and, when the broker had an
 // upstream before a reload (prev), keeps the credential that worked if
 // the new configuration still holds it.
 func (a *brokerAuth) Start(m *metrics.Metrics, prev *Upstream) {
@@ -117,7 +117,7 @@ func (a *brokerAuth) Start(m *metrics.Metrics, prev *Upstream) {
 	a.showCredential()
 }
 
-// rotating reports whether a holds two basic credentials (nil: false).
+// Rotating reports whether a holds two basic credentials (nil: false).
 func (a *brokerAuth) Rotating() bool { return a != nil && a.kind == config.BrokerAuthBasic }
 
 // showCredential sets osb_gateway_broker_credential (basic rotation only).

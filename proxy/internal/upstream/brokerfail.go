@@ -17,7 +17,7 @@ import (
 // call's client span (server.address, server.port, the recorded error)
 // only.
 
-// withheld is a failed broker call the gateway made itself (catalog fetch,
+// Withheld is a failed broker call the gateway made itself (catalog fetch,
 // orphan DELETE, the GET binding after sync_within): said is what a
 // platform may read, err the transport's error, for the log and operators.
 type Withheld struct {
@@ -31,13 +31,13 @@ func (e *Withheld) Error() string { return e.Said + ": " + e.Err.Error() }
 
 func (e *Withheld) Unwrap() error { return e.Err }
 
-// failed is err, a broker call's transport error, as a withheld error
+// Failed is err, a broker call's transport error, as a withheld error
 // whose platform text starts "the broker …".
 func (u *Upstream) Failed(err error) error {
 	return &Withheld{Said: "the broker " + u.describe(err), Err: err}
 }
 
-// said is what a platform may read of err: a withheld error's own words
+// Said is what a platform may read of err: a withheld error's own words
 // (even when wrapped: the wrapper's text is dropped with the cause's), or
 // err's text, which the gateway wrote itself.
 func Said(err error) string {
@@ -122,7 +122,7 @@ func describeFailure(err error, h failureHints) string {
 	return "failed or answered with something that is not HTTP"
 }
 
-// cutReason says, for a platform, why a broker answer's body ended early
+// CutReason says, for a platform, why a broker answer's body ended early
 // ("" when nothing more can be said without the Go error).
 func CutReason(err error) string {
 	switch {

@@ -25,7 +25,7 @@ import (
 	gwtls "github.com/osb-gateway/osb-gateway/tls"
 )
 
-// upstream is one broker: its reverse proxy and transport, built once and
+// Upstream is one broker: its reverse proxy and transport, built once and
 // shared by every route and tenant that reaches the broker. A reload keeps
 // an upstream whose broker settings did not change, with its idle
 // connections.
@@ -62,14 +62,14 @@ type Upstream struct {
 	hooks Hooks
 }
 
-// upstreamHooks are what the gateway's features do inside a broker call:
+// Hooks are what the gateway's features do inside a broker call:
 // functions of the upstream and the call's Scope, holding nothing of one
 // gateway, so that an upstream a reload keeps serves the new gateway alike.
 type Hooks struct {
 	// shield wraps the reverse proxy's transport: the poll shield
 	// (brokers[].emulate.shield_polls); nil: none.
 	Shield func(rt http.RoundTripper, b *config.Broker) http.RoundTripper
-	// waitSync serves a platform that cannot wait in place of the
+	// WaitSync serves a platform that cannot wait in place of the
 	// broker's 422 AsyncRequired (syncWaits, emulate.sync_within), and
 	// returns what modifyResponse returns.
 	WaitSync func(u *Upstream, res *http.Response, s *core.Scope) error
@@ -104,7 +104,7 @@ type brokerTransport interface {
 	CloseIdleConnections()
 }
 
-// newUpstream builds the upstream of broker b; wrap wraps its transport
+// New builds the upstream of broker b; wrap wraps its transport
 // (nil: none); kind, when set, replaces b.Transport (Options.BrokerTransport).
 func New(b *config.Broker, log *slog.Logger, pool httputil.BufferPool, wrap func(http.RoundTripper) http.RoundTripper, kind string, hooks Hooks) (*Upstream, error) {
 	target, err := url.Parse(b.URL)
@@ -189,7 +189,7 @@ func newBrokerTransport(b *config.Broker, tc *tls.Config, kind string) brokerTra
 	}
 }
 
-// sameAs reports whether u was built from exactly the broker settings b.
+// SameAs reports whether u was built from exactly the broker settings b.
 func (u *Upstream) SameAs(b *config.Broker) bool { return reflect.DeepEqual(u.Cfg, *b) }
 
 // ServeHTTP is the upstream stage, the innermost handler: it forwards the
@@ -256,7 +256,7 @@ func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
 	// to parse.
 }
 
-// ownCall returns ctx carrying a Scope of its own for a broker call the
+// OwnCall returns ctx carrying a Scope of its own for a broker call the
 // gateway makes itself (catalog fetch, orphan mitigation), so that the
 // broker transport names its client span and meters it by broker and
 // endpoint as it does a proxied call. It shadows the Scope of the platform
@@ -294,7 +294,7 @@ func joinPath(base, rest string) (path, rawPath string) {
 // identity (the scope stage put the identity on the platform's answer, and
 // ReverseProxy adds the broker's headers to it: the echo would repeat it),
 // and settles the call's lock, the polled operation and orphans
-// (guard.answered) before the answer reaches the platform (a success
+// (the guard's Answered) before the answer reaches the platform (a success
 // whose delivery decides its orphan: before its last byte does).
 func (u *Upstream) modifyResponse(res *http.Response) error {
 	s := core.ScopeFrom(res.Request.Context())

@@ -19,7 +19,7 @@ import (
 // handler, and how it tells a timeout and a call that may have reached the
 // broker from one that did not.
 
-// cutShort is a broker answer whose body ended before it was complete
+// CutShort is a broker answer whose body ended before it was complete
 // (a connection closed mid-body, a chunked body without its last chunk).
 type CutShort struct {
 	Status int
@@ -125,7 +125,7 @@ func (u *Upstream) timeoutError() *osb.Error {
 	return osb.Errorf(http.StatusGatewayTimeout, "", "broker %q did not answer within %s", u.Name, u.Timeout)
 }
 
-// ownAnswer is an error answer the gateway makes itself in place of the
+// OwnAnswer is an error answer the gateway makes itself in place of the
 // broker's (emulate.sync_within), written as it is by errorHandler.
 type OwnAnswer struct{ E *osb.Error }
 
@@ -134,7 +134,7 @@ func (a *OwnAnswer) Error() string { return a.E.Error() }
 // errOverChecked is readOwn's error for an answer over maxCheckedResponse.
 var errOverChecked = errors.New("the answer is larger than " + strconv.Itoa(MaxCheckedResponse) + " bytes")
 
-// readOwn reads the body of one of the gateway's own broker calls whole
+// ReadOwn reads the body of one of the gateway's own broker calls whole
 // (up to maxCheckedResponse) and closes it.
 func ReadOwn(res *http.Response) ([]byte, error) {
 	defer res.Body.Close()
@@ -147,5 +147,5 @@ func ReadOwn(res *http.Response) ([]byte, error) {
 
 var HeaderRetryAfter = http.CanonicalHeaderKey("Retry-After")
 
-// errOverShared cuts a shared answer over maxSharedAnswer short.
+// ErrOverShared cuts a shared answer over maxSharedAnswer short.
 var ErrOverShared = fmt.Errorf("the answer is over %d bytes, the most the gateway shares among polls", MaxCheckedResponse)

@@ -14,7 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// warmVersion is the version the gateway fetches a catalog at on its own
+// WarmVersion is the version the gateway fetches a catalog at on its own
 // (warm-up, refresh, check): rules.CloudControllerVersion capped at the
 // broker's maximum.
 func (u *Upstream) WarmVersion() osb.Version {
@@ -24,13 +24,13 @@ func (u *Upstream) WarmVersion() osb.Version {
 	return rules.CloudControllerVersion
 }
 
-// emulates reports whether any emulation of the stage is on for u.
+// Emulates reports whether any emulation of the stage is on for u.
 func (u *Upstream) Emulates() bool {
 	em := u.Cfg.Emulate
 	return em.Fetch || em.Idempotent || em.Gone
 }
 
-// fetchClaimed reports whether the emulation stage may answer c for a
+// FetchClaimed reports whether the emulation stage may answer c for a
 // broker whose version lacks it (the classify stage lets it through
 // instead of answering 412).
 func (u *Upstream) FetchClaimed(c rules.Call) bool {
@@ -38,7 +38,7 @@ func (u *Upstream) FetchClaimed(c rules.Call) bool {
 		(c.Endpoint == rules.GetInstance || c.Endpoint == rules.GetBinding)
 }
 
-// lockKey is the key a call on the instance (and binding) locks: the
+// LockKey is the key a call on the instance (and binding) locks: the
 // binding's own key under lock_granularity binding, else the instance's.
 func (u *Upstream) LockKey(instanceID, bindingID string) string {
 	if bindingID != "" && u.BindingLocks {
@@ -47,7 +47,7 @@ func (u *Upstream) LockKey(instanceID, bindingID string) string {
 	return store.LockKey(u.Name, instanceID)
 }
 
-// ownRequest is a call the gateway makes to the broker on its own (an
+// OwnRequest is a call the gateway makes to the broker on its own (an
 // orphan's undo, a reconcile's poll): the broker's credentials, the highest
 // version it takes and a request identity of its own, marked as the
 // gateway's in its span (ownCall).
@@ -64,7 +64,7 @@ func (u *Upstream) OwnRequest(ctx context.Context, ep rules.Endpoint, traceParen
 	return req, nil
 }
 
-// sameBesidesRetired reports whether b differs from u's settings in
+// SameBesidesRetired reports whether b differs from u's settings in
 // brokers[].retired alone: a reload that retires a broker keeps its cached
 // catalog, which the platforms are then served while the broker is down.
 func (u *Upstream) SameBesidesRetired(b *config.Broker) bool {
@@ -73,7 +73,7 @@ func (u *Upstream) SameBesidesRetired(b *config.Broker) bool {
 	return reflect.DeepEqual(mine, theirs)
 }
 
-// shimClaims reports whether the async shim may answer call for a broker
+// ShimClaims reports whether the async shim may answer call for a broker
 // whose version lacks it: a binding's last_operation to a broker with
 // async_after set. The classify stage then holds its 412 back
 // (Scope.shimTooOld), and servePoll answers the poll of an operation the
@@ -90,7 +90,7 @@ func (u *Upstream) syncWaits(s *core.Scope, a rules.Answer) bool {
 	return u.Cfg.Emulate.SyncWithin > 0 && s.Lock != nil && !s.Lock.Settled && rules.AsyncRequired(s.Call, a)
 }
 
-// lockedThing names what a call's lock blocks.
+// LockedThing names what a call's lock blocks.
 func (u *Upstream) LockedThing(c rules.Call) string {
 	if c.BindingID != "" && u.BindingLocks {
 		return "binding"
@@ -98,7 +98,7 @@ func (u *Upstream) LockedThing(c rules.Call) string {
 	return "service instance"
 }
 
-// wait waits d between two polls, or until ctx ends: with upstream.pause
+// Wait waits d between two polls, or until ctx ends: with upstream.pause
 // when a test set it.
 func (u *Upstream) Wait(ctx context.Context, d time.Duration) error {
 	if u.Pause != nil {

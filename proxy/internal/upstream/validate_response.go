@@ -12,7 +12,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// maxCheckedResponse is the largest broker response the gateway reads to
+// MaxCheckedResponse is the largest broker response the gateway reads to
 // check it; a larger one passes unchecked, with a finding.
 const MaxCheckedResponse = 4 << 20
 
@@ -54,7 +54,7 @@ func (b *pooledBody) Close() error {
 	return nil
 }
 
-// bufferResponse reads res's body whole into a pooled buffer and puts a
+// BufferResponse reads res's body whole into a pooled buffer and puts a
 // reader over the same bytes in its place, so the answer is passed on
 // unchanged. A body over maxCheckedResponse is returned cut (too large to
 // be an OSB answer worth checking) and passed on whole.
@@ -87,7 +87,7 @@ func (u *Upstream) checksResponses(s *core.Scope) bool {
 	return u.Cfg.Validation.Responses != config.ModeOff && s.Call.Endpoint != rules.Unknown
 }
 
-// readResponse reads the broker's answer, once: with the response rules
+// ReadResponse reads the broker's answer, once: with the response rules
 // (rules.CheckResponse) per the broker's validation.responses mode, or
 // without them (rules.ReadResponse) when they are off or the body is too
 // large to check (body nil). The error refuses the answer (enforce).
@@ -112,7 +112,7 @@ func (u *Upstream) ReadResponse(res *http.Response, s *core.Scope, body []byte) 
 	return read, nil
 }
 
-// answer is the broker's answer as the upstream stage read it, and how it
+// Answer is the broker's answer as the upstream stage read it, and how it
 // reaches the platform.
 type Answer struct {
 	rules.Answer        // what the rules read of it (of a body cut short: no object)
@@ -121,7 +121,7 @@ type Answer struct {
 	Body         []byte // the body, read whole for a call holding a lock (else nil)
 }
 
-// polledEndpoint is the endpoint whose operation s polls, or Unknown.
+// PolledEndpoint is the endpoint whose operation s polls, or Unknown.
 func PolledEndpoint(s *core.Scope) rules.Endpoint {
 	if s.Polled == nil {
 		return rules.Unknown

@@ -1,4 +1,4 @@
-package proxy
+package request
 
 import (
 	"bytes"
@@ -14,11 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// Finding is one OSB rule a request or a broker response broke
-// (core.Finding).
-type Finding = core.Finding
-
-// withValidate is the validate stage. For provision, update, bind,
+// WithValidate is the validate stage. For provision, update, bind,
 // deprovision and unbind it gets the broker's catalog where the call needs
 // it (needsCatalog: a route with filters, or rules checked against the
 // catalog), and checks the request against the OSB rules of the
@@ -33,10 +29,10 @@ type Finding = core.Finding
 // version is below the platform's, it bridges the body (rules.Bridge):
 // older brokers get the top-level fields their version expects, without
 // the members it predates that the gateway drops.
-func withValidate(cache *catalog.Cache, st store.Inventory, log *slog.Logger) Middleware {
+func WithValidate(cache *catalog.Cache, st store.Inventory, log *slog.Logger) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			if !s.Call.Endpoint.Mutating() {
 				next.ServeHTTP(w, r)
 				return
@@ -45,7 +41,7 @@ func withValidate(cache *catalog.Cache, st store.Inventory, log *slog.Logger) Mi
 			var noCatalog error // why the catalog the call needs cannot be had
 			if catalog.NeedsCatalog(s) {
 				e, _, err := cache.Get(r.Context(), catalog.FetchFor(r, s))
-				if e != nil { // a nil *catalogEntry would make a non-nil core.Catalog
+				if e != nil { // a nil *catalog.Entry would make a non-nil core.Catalog
 					s.Catalog = e
 				}
 				noCatalog = err

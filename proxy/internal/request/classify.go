@@ -1,26 +1,26 @@
-package proxy
+package request
 
 import (
 	"net/http"
 
 	"github.com/osb-gateway/osb-gateway/internal/osb"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// withClassify is the classify stage: it names the OSB call (endpoint, ids,
+// WithClassify is the classify stage: it names the OSB call (endpoint, ids,
 // flags) with rules.Classify, answers 404/405 for what is no OSB endpoint,
 // and 412 for an endpoint that does not exist at the negotiated version or
 // at the newest version the broker speaks (it would not understand it),
 // unless the broker gets the call without what its version predates (see
 // checkVersions).
-func withClassify() Middleware {
+func WithClassify() core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			call, err := rules.Classify(r.Method, s.Path, r.URL.RawQuery)
-			if m := routes.MigrationOf(s.Route); m != nil && err == nil {
+			if m, ok := s.Route.Migration.(migrator); ok && err == nil {
 				err = m.Migrate(r, s, call) // the broker that holds the instance
 			}
 			if err == nil {
@@ -45,7 +45,7 @@ func withClassify() Middleware {
 // first (upstream.claims), when the gateway answers it itself. The call the
 // platform sent stays s.Call; what the broker gets without is
 // s.forwarding, which the upstream applies.
-func checkVersions(call rules.Call, s *Scope) error {
+func checkVersions(call rules.Call, s *core.Scope) error {
 	if err := rules.CheckVersion(call, s.Version); err != nil {
 		return err
 	}
@@ -76,3 +76,9 @@ func checkVersions(call rules.Call, s *Scope) error {
 // call with 412. Each emulation that answers what a broker's version lacks
 // adds its claim here.
 func claims(u *upstream.Upstream, call rules.Call) bool { return u.FetchClaimed(call) }
+
+// migrator sends a call to the broker that holds its instance: a route's
+// migrate_to (core.Route.Migration).
+type migrator interface {
+	Migrate(r *http.Request, s *core.Scope, call rules.Call) error
+}

@@ -1,4 +1,4 @@
-package proxy
+package request
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -24,7 +25,7 @@ import (
 // Nothing is checked for other calls, for a broker without an inventory,
 // or when the store cannot tell: the guard, which needs the same store
 // next, answers for that.
-func checkPredecessor(w http.ResponseWriter, r *http.Request, s *Scope, st store.Inventory, log *slog.Logger) bool {
+func checkPredecessor(w http.ResponseWriter, r *http.Request, s *core.Scope, st store.Inventory, log *slog.Logger) bool {
 	up := upstream.Of(s.Route)
 	if s.Call.Endpoint != rules.Bind || s.Request == nil || s.Request.PredecessorBindingID == "" || up.Cfg.Inventory.Disabled {
 		return false

@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"net/http"
@@ -8,22 +8,21 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
 var staleWarning = []string{`110 osb-gateway "Response is Stale"`}
 
-// withCatalog is the catalog stage: GET /v2/catalog is answered from the
+// WithCatalog is the catalog stage: GET /v2/catalog is answered from the
 // cache (filtered per tenant, with ETag and Last-Modified, and 304 for
 // If-None-Match and If-Modified-Since); a provision, update or bind for a
 // service or plan the tenant's filter hides gets 400 without reaching the
 // broker.
-func withCatalog(cache *catalog.Cache) Middleware {
+func WithCatalog(cache *catalog.Cache) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
+			s := core.ScopeOf(w, r)
 			switch s.Call.Endpoint {
 			case rules.Catalog:
 				serveCatalog(w, r, s, cache)
@@ -35,7 +34,7 @@ func withCatalog(cache *catalog.Cache) Middleware {
 						return
 					}
 				}
-				if m := routes.MigrationOf(s.Route); m != nil && s.Route == m.New && s.Call.Endpoint == rules.Provision {
+				if m := MigrationOf(s.Route); m != nil && s.Route == m.New && s.Call.Endpoint == rules.Provision {
 					if err := m.CheckCatalogs(r, s, cache); err != nil {
 						s.Fail(w, err)
 						return
@@ -47,7 +46,7 @@ func withCatalog(cache *catalog.Cache) Middleware {
 	}
 }
 
-func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *catalog.Cache) {
+func serveCatalog(w http.ResponseWriter, r *http.Request, s *core.Scope, cache *catalog.Cache) {
 	f := catalog.FetchFor(r, s)
 	e, stale, err := cache.Get(r.Context(), f)
 	if err != nil && upstream.Of(s.Route).Cfg.Retired.On && !s.WentAway(r, err) {
@@ -63,8 +62,8 @@ func serveCatalog(w http.ResponseWriter, r *http.Request, s *Scope, cache *catal
 		return
 	}
 	v, err := e.ViewFor(catalog.FilterOf(s.Route), upstream.Of(s.Route).Cfg.Emulate.Advertise)
-	if err == nil && routes.IDsOf(s.Route) != nil {
-		v, err = routes.IDsViewOf(e, v, s.Route) // routes[].ids (routeids.go)
+	if err == nil && IDsOf(s.Route) != nil {
+		v, err = IDsViewOf(e, v, s.Route) // routes[].ids (routeids.go)
 	}
 	if err != nil {
 		s.Fail(w, &osb.Error{Status: http.StatusBadGateway, Err: err,
@@ -105,7 +104,7 @@ func notModified(r *http.Request, etag string, lastModified time.Time) bool {
 // filter hides. When the catalog cannot be had, the call is refused with
 // 503 (withoutCatalog): a filtered route never forwards on a guess. The
 // validate stage has usually fetched the catalog, or refused already.
-func hiddenFromTenant(r *http.Request, s *Scope, cache *catalog.Cache) error {
+func hiddenFromTenant(r *http.Request, s *core.Scope, cache *catalog.Cache) error {
 	// The ids as the request rules read them, and as a broker decoding
 	// with encoding/json would (keys in any case, the last duplicate
 	// winning): a body that reads differently under the two must pass the
