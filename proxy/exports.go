@@ -9,6 +9,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/emulate"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/policies"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/usage"
 )
@@ -114,3 +115,14 @@ const (
 // Finding is one OSB rule a request or a broker response broke
 // (core.Finding).
 type Finding = core.Finding
+
+// PolicyDenial is a call a policy denied (or, in report mode, would
+// have), as the console lists it (policies.PolicyDenial).
+type PolicyDenial = policies.PolicyDenial
+
+// ProtectionPolicy: a policy (policies:, docs/policies.md) denied the call
+// (core's word); OutcomeDenied is its outcome.
+const (
+	ProtectionPolicy = core.ProtectionPolicy
+	OutcomeDenied    = core.OutcomeDenied
+)

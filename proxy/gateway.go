@@ -20,6 +20,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/owner"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/policies"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
@@ -92,8 +93,8 @@ type Gateway struct {
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
 	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
-	own           guard.OwnLog // where the gateway's own actions are written (reconcile.go)
-	policy        *policies    // nil: no route has a policy (policy.go)
+	own           guard.OwnLog    // where the gateway's own actions are written (reconcile.go)
+	policy        *policies.Stage // nil: no route has a policy (internal/policies)
 }
 
 // New builds a Gateway from a loaded, valid configuration.
@@ -226,7 +227,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.auth.InFlight = g.protect.Overload // a bcrypt check waits out of its count
 	// Before the migrations: a migration's copy of a route carries its policies.
-	if g.policy, err = newPolicies(cfg, table, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
+	if g.policy, err = policies.New(cfg, table, opts.Previous.policyState(), g.catalogs, st, opts.Metrics, opts.Logger); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Tenants {
@@ -265,7 +266,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		routes.WithIDs(table, g.catalogs),
 		owner.WithOwner(owners), // nil without a broker several tenants reach
 		request.WithValidate(g.catalogs, g.guard.St, opts.Logger),
-		withPolicy(g.policy), // nil without policies; before anything that takes a lock, slot or count
+		policies.With(g.policy), // nil without policies; before anything that takes a lock, slot or count
 		routes.WithCatalog(g.catalogs),
 		emulate.WithFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/policies"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -106,4 +107,12 @@ func (g *Gateway) upstreamOf(name string) *upstream.Upstream {
 		return nil
 	}
 	return g.upstreams[name]
+}
+
+// policyState is g's policies, nil for a nil g.
+func (g *Gateway) policyState() *policies.Stage {
+	if g == nil {
+		return nil
+	}
+	return g.policy
 }

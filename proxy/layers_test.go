@@ -31,13 +31,14 @@ var layers = map[string]string{
 	// what the tests of proxy/ and its packages share: imported by tests only
 	"proxy/internal/proxytest": layerService,
 
-	"proxy/internal/auth":    layerStage,
-	"proxy/internal/emulate": layerStage,
-	"proxy/internal/request": layerStage,
-	"proxy/internal/observe": layerStage,
-	"proxy/internal/owner":   layerStage,
-	"proxy/internal/protect": layerStage,
-	"proxy/internal/routes":  layerStage,
+	"proxy/internal/auth":     layerStage,
+	"proxy/internal/emulate":  layerStage,
+	"proxy/internal/request":  layerStage,
+	"proxy/internal/observe":  layerStage,
+	"proxy/internal/owner":    layerStage,
+	"proxy/internal/protect":  layerStage,
+	"proxy/internal/routes":   layerStage,
+	"proxy/internal/policies": layerStage,
 }
 
 // TestPackageLayers reads the import graph of proxy/... (code and tests)

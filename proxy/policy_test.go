@@ -19,6 +19,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/auth"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/observe"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/policies"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 )
@@ -175,7 +176,7 @@ func TestPolicyStageLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.policy != nil || withPolicy(g.policy) != nil {
+	if g.policy != nil || policies.With(g.policy) != nil {
 		t.Error("a gateway without policies has a policy stage")
 	}
 }
@@ -245,9 +246,9 @@ func BenchmarkPolicyStage(b *testing.B) {
 		mw   Middleware
 	}{
 		{"none", g, with, nil},
-		{"route without policies", g, without, withPolicy(g.policy)},
-		{"20 policies", g, with, withPolicy(g.policy)},
-		{"20 policies and a default", gSets, withSets, withPolicy(gSets.policy)},
+		{"route without policies", g, without, policies.With(g.policy)},
+		{"20 policies", g, with, policies.With(g.policy)},
+		{"20 policies and a default", gSets, withSets, policies.With(gSets.policy)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := httptest.NewRequest(http.MethodPut, bc.rt.Prefix+"/v2/service_instances/i-1", nil)
@@ -260,10 +261,10 @@ func BenchmarkPolicyStage(b *testing.B) {
 
 // anyRoute is a route of g's with policies.
 func anyRoute(g *Gateway) *route {
-	if len(g.policy.routes) == 0 {
+	if len(g.policy.Routes) == 0 {
 		return nil
 	}
-	return g.policy.routes[0]
+	return g.policy.Routes[0]
 }
 
 // benchPolicyGateway is a gateway for policyGatewayYAML(policies) with its
@@ -292,13 +293,13 @@ func benchPolicyGateway(b *testing.B, policies string) *Gateway {
 func FuzzPolicyStage(f *testing.F) {
 	up := httptest.NewServer(http.HandlerFunc(policyBrokerAnswer))
 	f.Cleanup(up.Close)
-	policies := `          - name: all
+	specs := `          - name: all
             deny: "request.parameters.size > 3 || context.space_name == 'x' || identity.value.user_id == 'u' || service.name == plan.name || instance.exists || size(previous_values) > 1 || maintenance_info.version == '1' || call.binding_id == 'b' || glob(username, 'a*') || daytime(now, 'UTC') == '00:00' || quantity(request.parameters.disk) > 5 || num(request.parameters.n) > 1.5"
             message: "'no: ' + string(request.parameters.size)"
           - name: set
             force: {a: "request.parameters", b: "context", c: "[now, plan.metadata]"}
             defaults: {d: "instance"}`
-	cfg, err := config.Parse([]byte(policyGatewayYAML(policies)), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
+	cfg, err := config.Parse([]byte(policyGatewayYAML(specs)), config.Options{LookupEnv: func(string) (string, bool) { return up.URL, true }})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func FuzzPolicyStage(f *testing.F) {
 		r := httptest.NewRequest(methods[int(kind%4)%3], "http://x"+path+"?service_id=s1&plan_id=p1", bytes.NewReader([]byte(body)))
 		r.Header.Set("X-Broker-API-Originating-Identity", identity)
 		w := httptest.NewRecorder()
-		policyChain(g, rt, []byte(body), withPolicy(g.policy)).ServeHTTP(w, r)
+		policyChain(g, rt, []byte(body), policies.With(g.policy)).ServeHTTP(w, r)
 		if w.Code != 200 && !strings.HasPrefix(w.Body.String(), "{") {
 			t.Fatalf("answer %d %q", w.Code, w.Body.String())
 		}
@@ -348,9 +349,9 @@ func TestPolicyReloadKeepsPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	p1, p2 := anyRoute(g1), anyRoute(g2)
-	l1, l2 := policiesOf(p1).Policies(), policiesOf(p2).Policies()
-	if l1[0] != l2[0] || l1[1] == l2[1] || g1.policy.recent != g2.policy.recent {
+	l1, l2 := policies.Of(p1).Policies(), policies.Of(p2).Policies()
+	if l1[0] != l2[0] || l1[1] == l2[1] || g1.policy.Recent != g2.policy.Recent {
 		t.Errorf("after a reload: unchanged policy kept %v, changed policy kept %v, recent denials kept %v",
-			l1[0] == l2[0], l1[1] == l2[1], g1.policy.recent == g2.policy.recent)
+			l1[0] == l2[0], l1[1] == l2[1], g1.policy.Recent == g2.policy.Recent)
 	}
 }

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"maps"
-	"sync"
-	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/policy"
 )
@@ -29,7 +27,7 @@ func (v *View) Policies() []PolicyInfo {
 	g := v.sw.Load()
 	counts := map[string]int{}
 	if g.policy != nil {
-		for _, d := range g.policy.recent.latest() {
+		for _, d := range g.policy.Recent.Latest() {
 			counts[d.Policy]++
 		}
 	}
@@ -58,52 +56,12 @@ func (v *View) Policies() []PolicyInfo {
 }
 
 // PolicyDenials returns the latest calls the policies denied (or, in
-// report mode, would have), newest first: at most maxPolicyDenials, kept
+// report mode, would have), newest first: at most the 100 latest, kept
 // in memory across reloads, per replica.
 func (v *View) PolicyDenials() []PolicyDenial {
 	g := v.sw.Load()
 	if g.policy == nil {
 		return nil
 	}
-	return g.policy.recent.latest()
-}
-
-// maxPolicyDenials is how many denials the console shows.
-const maxPolicyDenials = 100
-
-// policyLog keeps the latest denials for the console; safe for concurrent
-// use.
-type policyLog struct {
-	mu   sync.Mutex
-	ring [maxPolicyDenials]PolicyDenial
-	n    int
-}
-
-// add keeps d.
-func (l *policyLog) add(d PolicyDenial) {
-	l.mu.Lock()
-	l.ring[l.n%maxPolicyDenials] = d
-	l.n++
-	l.mu.Unlock()
-}
-
-// latest returns the denials kept, newest first.
-func (l *policyLog) latest() []PolicyDenial {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := min(l.n, maxPolicyDenials)
-	out := make([]PolicyDenial, 0, k)
-	for i := 1; i <= k; i++ {
-		out = append(out, l.ring[(l.n-i)%maxPolicyDenials])
-	}
-	return out
-}
-
-// PolicyDenial is a call a policy denied (or, Report, would have).
-type PolicyDenial struct {
-	Time                             time.Time
-	Policy                           string
-	Report                           bool
-	Tenant, Broker, Endpoint         string
-	InstanceID, BindingID, RequestID string
+	return g.policy.Recent.Latest()
 }

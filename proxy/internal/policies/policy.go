@@ -1,4 +1,4 @@
-package proxy
+package policies
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
@@ -15,6 +17,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -35,27 +38,27 @@ const (
 	rulePolicyDefaulted = core.RulePolicyDefaulted
 )
 
-// policies is the policy stage's state: each route's compiled policies,
+// Stage is the policy stage's state: each route's compiled policies,
 // and what reloads share (the compiled programs, the recent denials).
-type policies struct {
-	routes   []*route // the routes with policies: each holds its set (core.Route.Policies)
+type Stage struct {
+	Routes   []*core.Route // the routes with policies: each holds its set (core.Route.Policies)
 	cache    *policy.Cache
-	recent   *policyLog
+	Recent   *policyLog
 	catalogs *catalog.Cache
 	inv      store.Inventory
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
 
-// newPolicies compiles the policies every route's calls meet and sets
-// each route's set as its part (core.Route.Policies), so that a copy of the
+// New compiles the policies every route's calls meet and sets
+// each route's set as its part (Route.Policies), so that a copy of the
 // route (a migration's) carries it; the compiled programs of prev's
 // policies whose spec did not change are kept. nil when no route has any.
-func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs *catalog.Cache, inv store.Inventory, m *Metrics, log *slog.Logger) (*policies, error) {
-	ps := &policies{cache: policy.NewCache(nil), recent: &policyLog{},
+func New(cfg *config.Config, routes map[string]*core.Route, prev *Stage, catalogs *catalog.Cache, inv store.Inventory, m *metrics.Metrics, log *slog.Logger) (*Stage, error) {
+	ps := &Stage{cache: policy.NewCache(nil), Recent: &policyLog{},
 		catalogs: catalogs, inv: inv, metrics: m, log: log}
 	if prev != nil {
-		ps.cache, ps.recent = policy.NewCache(prev.cache), prev.recent
+		ps.cache, ps.Recent = policy.NewCache(prev.cache), prev.Recent
 	}
 	for i := range cfg.Tenants {
 		t := &cfg.Tenants[i]
@@ -72,23 +75,15 @@ func newPolicies(cfg *config.Config, routes routeTable, prev *policies, catalogs
 			if set := policy.NewSet(list); set != nil {
 				rt := routes[rc.Prefix]
 				rt.Policies = set
-				ps.routes = append(ps.routes, rt)
+				ps.Routes = append(ps.Routes, rt)
 			}
 		}
 	}
 	ps.cache.Done()
-	if len(ps.routes) == 0 && prev == nil {
+	if len(ps.Routes) == 0 && prev == nil {
 		return nil, nil
 	}
 	return ps, nil
-}
-
-// policyState is g's policies, nil for a nil g.
-func (g *Gateway) policyState() *policies {
-	if g == nil {
-		return nil
-	}
-	return g.policy
 }
 
 // withPolicy is the policy stage, after validation and before the
@@ -101,14 +96,14 @@ func (g *Gateway) policyState() *policies {
 // platform's own) and replace the body's, so that the broker, the
 // inventory and the emulations see them. nil (left out of the chain) when
 // no route has a policy.
-func withPolicy(ps *policies) Middleware {
-	if ps == nil || len(ps.routes) == 0 {
+func With(ps *Stage) core.Middleware {
+	if ps == nil || len(ps.Routes) == 0 {
 		return nil
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s := ScopeOf(w, r)
-			set := policiesOf(s.Route)
+			s := core.ScopeOf(w, r)
+			set := Of(s.Route)
 			if set == nil || !s.Call.Endpoint.Mutating() {
 				next.ServeHTTP(w, r)
 				return
@@ -122,7 +117,7 @@ func withPolicy(ps *policies) Middleware {
 
 // serve evaluates set for the call; it answers the call itself and
 // returns false, or returns the request to go on with.
-func (ps *policies) serve(w http.ResponseWriter, r *http.Request, s *Scope, set *policy.Set) (*http.Request, bool) {
+func (ps *Stage) serve(w http.ResponseWriter, r *http.Request, s *core.Scope, set *policy.Set) (*http.Request, bool) {
 	call, err := ps.input(r, s)
 	if err != nil {
 		if !s.WentAway(r, err) {
@@ -143,7 +138,7 @@ func (ps *policies) serve(w http.ResponseWriter, r *http.Request, s *Scope, set 
 		ps.note(r, s, *d, rulePolicyDenied)
 		desc := fmt.Sprintf("denied by policy %q: %s", d.Policy, d.Message)
 		s.Protection = ProtectionPolicy
-		s.Findings = append(s.Findings, Finding{Direction: "policy", Violation: rules.Violation{
+		s.Findings = append(s.Findings, core.Finding{Direction: "policy", Violation: rules.Violation{
 			Rule: rulePolicyDenied, Status: http.StatusBadRequest, Code: d.Policy, Description: desc}})
 		s.Fail(w, &policyDenial{err: &osb.Error{Status: http.StatusBadRequest, Description: desc}, policy: d.Policy})
 		return nil, false
@@ -156,7 +151,7 @@ func (ps *policies) serve(w http.ResponseWriter, r *http.Request, s *Scope, set 
 
 // setParameters checks the parameters the policies set against the plan's
 // schema and puts them in the body; false: the call was refused.
-func (ps *policies) setParameters(w http.ResponseWriter, r *http.Request, s *Scope, call *policyCall, v policy.Verdict) (*http.Request, bool) {
+func (ps *Stage) setParameters(w http.ResponseWriter, r *http.Request, s *core.Scope, call *policyCall, v policy.Verdict) (*http.Request, bool) {
 	for _, c := range v.Changes {
 		if c.Report {
 			ps.log.LogAttrs(r.Context(), slog.LevelWarn, "policy would set a parameter", slog.String("request_id", s.RequestID),
@@ -167,7 +162,7 @@ func (ps *policies) setParameters(w http.ResponseWriter, r *http.Request, s *Sco
 		if c.Action == "default" {
 			rule = rulePolicyDefaulted
 		}
-		s.Findings = append(s.Findings, Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: c.Policy, Description: c.Parameter}})
+		s.Findings = append(s.Findings, core.Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: c.Policy, Description: c.Parameter}})
 	}
 	if mode := upstream.Of(s.Route).Cfg.Validation.Requests; mode != config.ModeOff && call.index != nil {
 		if err := call.index.ParameterSchema(call.planID, schemaKind(s.Call.Endpoint)).Validate(v.Parameters); err != nil {
@@ -212,17 +207,17 @@ func schemaKind(e rules.Endpoint) rules.SchemaKind {
 
 // note logs and counts a denial (or a report) and keeps it for the
 // console.
-func (ps *policies) note(r *http.Request, s *Scope, d policy.Denial, rule string) {
+func (ps *Stage) note(r *http.Request, s *core.Scope, d policy.Denial, rule string) {
 	mode := policy.ModeEnforce
 	if d.Report {
 		mode = policy.ModeReport
-		s.Findings = append(s.Findings, Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: d.Policy}})
+		s.Findings = append(s.Findings, core.Finding{Direction: "policy", Violation: rules.Violation{Rule: rule, Code: d.Policy}})
 		ps.log.LogAttrs(r.Context(), slog.LevelWarn, "policy would deny", slog.String("request_id", s.RequestID),
 			slog.String("tenant", s.Tenant), slog.String("broker", s.Broker), slog.String("endpoint", s.Call.Endpoint.String()),
 			slog.String("policy", d.Policy))
 	}
 	ps.metrics.PolicyDenied(s.Tenant, s.Broker, d.Policy, mode)
-	ps.recent.add(PolicyDenial{Time: s.Start, Policy: d.Policy, Report: d.Report, Tenant: s.Tenant, Broker: s.Broker,
+	ps.Recent.add(PolicyDenial{Time: s.Start, Policy: d.Policy, Report: d.Report, Tenant: s.Tenant, Broker: s.Broker,
 		Endpoint: s.Call.Endpoint.String(), InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID, RequestID: s.RequestID})
 }
 
@@ -250,7 +245,7 @@ type policyCall struct {
 }
 
 // input builds what the policies see of the call.
-func (ps *policies) input(r *http.Request, s *Scope) (policyCall, error) {
+func (ps *Stage) input(r *http.Request, s *core.Scope) (policyCall, error) {
 	c := policyCall{in: policy.Input{Endpoint: s.Call.Endpoint.String(), Broker: s.Broker, Tenant: s.Tenant,
 		Username: s.Username(), InstanceID: s.Call.InstanceID, BindingID: s.Call.BindingID,
 		Identity: core.HeaderValue(r.Header, core.HeaderOriginatingIdentity), Body: s.Body, Now: s.Start}}
@@ -288,7 +283,7 @@ func (ps *policies) input(r *http.Request, s *Scope) (policyCall, error) {
 }
 
 // instance returns the lookup of the call's instance record, made once.
-func (ps *policies) instance(ctx context.Context, s *Scope, c *policyCall) func() *policy.Instance {
+func (ps *Stage) instance(ctx context.Context, s *core.Scope, c *policyCall) func() *policy.Instance {
 	var done bool
 	var out *policy.Instance
 	return func() *policy.Instance {
@@ -333,5 +328,45 @@ func orElse(a, b string) string {
 	return a
 }
 
-// policiesOf is the route's policies (core.Route.Policies); nil: none.
-func policiesOf(rt *route) *policy.Set { p, _ := rt.Policies.(*policy.Set); return p }
+// policiesOf is the route's policies (Route.Policies); nil: none.
+func Of(rt *core.Route) *policy.Set { p, _ := rt.Policies.(*policy.Set); return p }
+
+// maxPolicyDenials is how many denials the console shows.
+const maxPolicyDenials = 100
+
+// policyLog keeps the latest denials for the console; safe for concurrent
+// use.
+type policyLog struct {
+	mu   sync.Mutex
+	ring [maxPolicyDenials]PolicyDenial
+	n    int
+}
+
+// add keeps d.
+func (l *policyLog) add(d PolicyDenial) {
+	l.mu.Lock()
+	l.ring[l.n%maxPolicyDenials] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+// latest returns the denials kept, newest first.
+func (l *policyLog) Latest() []PolicyDenial {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := min(l.n, maxPolicyDenials)
+	out := make([]PolicyDenial, 0, k)
+	for i := 1; i <= k; i++ {
+		out = append(out, l.ring[(l.n-i)%maxPolicyDenials])
+	}
+	return out
+}
+
+// PolicyDenial is a call a policy denied (or, Report, would have).
+type PolicyDenial struct {
+	Time                             time.Time
+	Policy                           string
+	Report                           bool
+	Tenant, Broker, Endpoint         string
+	InstanceID, BindingID, RequestID string
+}
