@@ -25,7 +25,7 @@ func rotateBrokerPassword(password string) func(*testing.T, *faultEnv) {
 	return func(t *testing.T, f *faultEnv) { f.broker.SetCredentials(sampleUser, password) }
 }
 
-// The rows of the broker's outbound authentication (proxy/brokerauth.go):
+// The rows of the broker's outbound authentication (proxy/internal/upstream/brokerauth.go):
 // whatever goes wrong with the gateway's credentials, the platform gets
 // the gateway's own OSB error, never the broker's 401, and nothing is
 // left locked or orphaned, since the broker did nothing.

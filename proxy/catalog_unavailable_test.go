@@ -111,7 +111,7 @@ func osbCall(t *testing.T, gw *httptest.Server, tenant, name string) (*http.Resp
 		body = strings.NewReader(c.body)
 	}
 	// Each tenant calls on an instance of its own: an instance belongs to
-	// the tenant that made it (owner.go).
+	// the tenant that made it (proxy/internal/owner/owner.go).
 	path := strings.Replace(c.path, "/service_instances/i1", "/service_instances/i1-"+tenant, 1)
 	return do(t, c.method, gw.URL+"/"+tenant+"/b1"+path, tenant+"-user", tenant+"-pass", "2.16", body)
 }

@@ -24,7 +24,7 @@
 // brokers[].transport; Options.Transport may wrap it, for tests). So
 // each is timed in osb_gateway_broker_duration_seconds and traced as a
 // client span named by its endpoint. The upstream stage's reverse proxy
-// reaches that transport through the poll shield (pollshield.go), which
+// reaches that transport through the poll shield (proxy/internal/emulate/pollshield.go), which
 // lets last_operation polls of one operation share a broker call and
 // reuse an "in progress" answer, and passes every other call straight on.
 //

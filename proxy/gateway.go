@@ -91,9 +91,9 @@ type Gateway struct {
 	auth          *auth.Gate
 	flights       *emulate.Flights                     // shared by reloads
 	protect       *protect.Protection                  // overload gate and rate limits (protect.go)
-	brokerProtect map[string]*protect.BrokerProtection // per broker name (brokerprotect.go); nil: no broker has a cap or breaker
+	brokerProtect map[string]*protect.BrokerProtection // per broker name (proxy/internal/metrics/brokerprotect.go); nil: no broker has a cap or breaker
 	handler       http.Handler
-	own           guard.OwnLog    // where the gateway's own actions are written (reconcile.go)
+	own           guard.OwnLog    // where the gateway's own actions are written (proxy/internal/guard/reconcile.go)
 	policy        *policies.Stage // nil: no route has a policy (internal/policies)
 }
 

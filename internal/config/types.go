@@ -235,7 +235,7 @@ type Route struct {
 	// (quota.go); nil: none.
 	Quotas []Quota `yaml:"quotas" validate:"dive"`
 	// MigrateTo names a second broker that takes the route's new
-	// instances (proxy/migrate.go); empty: none.
+	// instances (proxy/internal/routes/migrate.go); empty: none.
 	MigrateTo string `yaml:"migrate_to"`
 	// IDs rewrites the service and plan ids the route shows, so that one
 	// platform can register the broker twice (routeids.go in proxy); nil:

@@ -1,7 +1,7 @@
 // Package tokenlimit limits how many wrong admin tokens one client address
 // may present to the admin listener: the bearer token of the /admin/ API
 // and the token of the console's login share one limit. It is the
-// platform listener's auth.failures (proxy/authgate.go) for admin.token: a
+// platform listener's auth.failures (proxy/internal/auth/gate.go) for admin.token: a
 // token bucket per client address (golang.org/x/time/rate) of Burst
 // refusals in a row, then Burst per Window. An address with none left gets
 // 429 with Retry-After and its token is not compared, right or wrong; a

@@ -34,7 +34,7 @@ const RuleCatalogUnavailable = "request.catalog.unavailable"
 // request validation is not off. Without either, nothing is fetched.
 func NeedsCatalog(s *core.Scope) bool {
 	if upstream.Of(s.Route).Cfg.Retired.Gone() && (s.Call.Endpoint == rules.Deprovision || s.Call.Endpoint == rules.Unbind) {
-		return false // answered by the gateway, whatever the catalog (retire.go)
+		return false // answered by the gateway, whatever the catalog (proxy/internal/routes/retire.go)
 	}
 	if FilterOf(s.Route) != nil {
 		return true

@@ -106,7 +106,7 @@ func (e emulation) fetch(w http.ResponseWriter, r *http.Request, cache *catalog.
 		}
 		out := instanceBody(in, e.iv.Open(e.ctx, in.SealedParameters, "parameters", in.Broker, in.InstanceID, ""), e.s.Version)
 		if x, ok := e.s.Route.IDs.(fetchedForwarder); ok {
-			x.ForwardFetched(out) // routes[].ids (routeids.go)
+			x.ForwardFetched(out) // routes[].ids (proxy/internal/routes/routeids.go)
 		}
 		core.WriteAnswer(w, http.StatusOK, out)
 		return true

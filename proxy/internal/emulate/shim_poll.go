@@ -77,7 +77,7 @@ func answerShimPoll(g *guard.Guard, w http.ResponseWriter, r *http.Request, s *c
 	}
 	s.Emulated = EmulatedShim
 	if l.Shim.Replica == guard.ForcedReplica {
-		s.Emulated = guard.EmulatedForced // an operator's forced state (reconcile.go)
+		s.Emulated = guard.EmulatedForced // an operator's forced state (proxy/internal/guard/reconcile.go)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), guard.ReleaseTimeout)
 	defer cancel()

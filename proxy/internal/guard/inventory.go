@@ -192,7 +192,7 @@ func (iv *Inventory) updateInstance(ctx context.Context, s *core.Scope, req *rul
 	}
 	in.LastOperation, in.Updated = op, time.Time{}
 	if in.Tenant == "" {
-		in.Tenant = s.Tenant // adopted: a record of nobody's is the first caller's (owner.go)
+		in.Tenant = s.Tenant // adopted: a record of nobody's is the first caller's (proxy/internal/owner/owner.go)
 	}
 	if op.State != store.StateSucceeded {
 		_, err = iv.St.PutInstance(ctx, in)

@@ -8,7 +8,7 @@ import (
 )
 
 // newDriftGauge is osb_gateway_catalog_drift: the current drift items of
-// each broker's catalog, by kind (catalog_drift.go).
+// each broker's catalog, by kind (proxy/internal/catalog/catalog_drift.go).
 func newDriftGauge() *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "osb_gateway_catalog_drift",
 		Help: "Changes between a broker's accepted catalog and its latest that strand live instances, by broker and kind " +

@@ -53,9 +53,9 @@ func endpointIndex(e rules.Endpoint) int {
 // concurrent use; build one per process and share it across reloads.
 //
 // This file has the instruments and the metrics stage; the broker calls
-// are timed by the transport of metrics_transport.go, and the values read
+// are timed by the transport of transport.go, and the values read
 // at scrape time (catalog cache counters, locks, operations, expiring
-// bindings) by the collectors of metrics_scrape.go and metrics_expiring.go.
+// bindings) by the collectors of scrape.go and expiring.go.
 // The request and broker series are resolved once per label combination
 // and cached, so a call costs a map lookup on (tenant, broker) and a few
 // atomic adds.
@@ -76,14 +76,14 @@ type Metrics struct {
 	state         *stateCollector        // the store errors, locks held and operations in progress
 	catalogs      *catalogCollector      // the catalog cache counters
 	expiring      *expiringCollector     // the bindings expiring soon
-	instances     *instancesCollector    // the live instances per plan (metrics_instances.go)
-	protect       protectMetrics         // rate-limited and shed calls (metrics_protect.go)
-	health        healthMetrics          // build, brokers up, certificates, orphan mitigations (metrics_health.go)
-	brokerProtect *brokerProtectMetrics  // the per-broker caps and breakers (metrics_brokerprotect.go)
-	brokerCred    *prometheus.GaugeVec   // the basic credential in use per broker (metrics_brokerauth.go)
-	tokenFetches  *prometheus.CounterVec // OAuth2 token fetches per broker and outcome (metrics_brokerauth.go)
-	drift         *prometheus.GaugeVec   // catalog drift items by broker and kind (metrics_drift.go)
-	quotaUsed     *prometheus.GaugeVec   // instances counted against each quota (quota.go)
+	instances     *instancesCollector    // the live instances per plan (instances.go)
+	protect       protectMetrics         // rate-limited and shed calls (protect.go)
+	health        healthMetrics          // build, brokers up, certificates, orphan mitigations (health.go)
+	brokerProtect *brokerProtectMetrics  // the per-broker caps and breakers (brokerprotect.go)
+	brokerCred    *prometheus.GaugeVec   // the basic credential in use per broker (brokerauth.go)
+	tokenFetches  *prometheus.CounterVec // OAuth2 token fetches per broker and outcome (brokerauth.go)
+	drift         *prometheus.GaugeVec   // catalog drift items by broker and kind (drift.go)
+	quotaUsed     *prometheus.GaugeVec   // instances counted against each quota (proxy/internal/guard/quota.go)
 	policies      *prometheus.CounterVec // calls policies denied (the policy stage)
 
 	// routes and brokers cache the request and broker series; readers

@@ -24,7 +24,7 @@ func newProtectMetrics() protectMetrics {
 			Help: "Platform calls refused at once because listen.max_in_flight calls were in flight, by tenant, broker and class (reads or mutations)."},
 			[]string{"tenant", "broker", "class"}),
 		owner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osb_gateway_owner_refused_total",
-			Help: "Platform calls refused because they named a service instance another tenant owns, by the calling tenant and broker (owner.go)."},
+			Help: "Platform calls refused because they named a service instance another tenant owns, by the calling tenant and broker (proxy/internal/owner/owner.go)."},
 			[]string{"tenant", "broker"}),
 	}
 }

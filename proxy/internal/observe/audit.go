@@ -29,7 +29,7 @@ const auditErrorLogEvery = 10 * time.Second
 // rule ids are kept. A failed write is counted on m and logged on log at
 // most once every auditErrorLogEvery, and never changes the response. It
 // sits inside the trace stage, so that the record carries the trace id. It
-// names who called as the access log does (caller.go), trusted being
+// names who called as the access log does (proxy/internal/core/caller.go), trusted being
 // listen.trusted_proxies. A nil o leaves the stage out (nil Middleware).
 func WithAudit(o *core.AuditOptions, m *metrics.Metrics, log *slog.Logger, now func() time.Time, trusted core.Proxies) core.Middleware {
 	if o == nil {

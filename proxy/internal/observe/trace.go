@@ -292,7 +292,7 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		semconv.ServerAddress(req.URL.Hostname()),
 		attribute.String("osb.broker", broker),
 	)
-	if s != nil && s.Own { // marked as the gateway's own call, and who asked for it (reconcile.go)
+	if s != nil && s.Own { // marked as the gateway's own call, and who asked for it (proxy/internal/guard/reconcile.go)
 		span.SetAttributes(attribute.String("osb.origin", core.OriginGateway))
 		if who := core.OperatorFrom(req.Context()); who != "" {
 			span.SetAttributes(attribute.String("osb.operator", who))

@@ -324,7 +324,7 @@ func (u *Upstream) modifyResponse(res *http.Response) error {
 	}
 	if err == nil && s.Route != nil {
 		if f, ok := s.Route.IDs.(answerForwarder); ok {
-			err = f.ForwardAnswer(res, s, body) // routes[].ids (routeids.go)
+			err = f.ForwardAnswer(res, s, body) // routes[].ids (proxy/internal/routes/routeids.go)
 		}
 	}
 	if err == nil && s.OutHeader != nil {
