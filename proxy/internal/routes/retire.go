@@ -52,7 +52,7 @@ func WithRetire(cfg *config.Config) core.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s := core.ScopeOf(w, r)
-			if err := RetiredRefusal(upstream.Of(s.Route), s.Call); err != nil {
+			if err := retiredRefusal(upstream.Of(s.Route), s.Call); err != nil {
 				s.Fail(w, err)
 				return
 			}
@@ -61,9 +61,9 @@ func WithRetire(cfg *config.Config) core.Middleware {
 	}
 }
 
-// RetiredRefusal is the refusal of call c to u when u is retired and no
+// retiredRefusal is the refusal of call c to u when u is retired and no
 // longer takes it; nil otherwise.
-func RetiredRefusal(u *upstream.Upstream, c rules.Call) error {
+func retiredRefusal(u *upstream.Upstream, c rules.Call) error {
 	rt := u.Cfg.Retired
 	if !rt.On {
 		return nil

@@ -1,4 +1,4 @@
-package proxy
+package routes
 
 import (
 	"errors"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/osb"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
@@ -40,7 +39,7 @@ func TestRetiredRefusal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &upstream.Upstream{Name: "mysql", Cfg: config.Broker{Name: "mysql", Retired: tt.retired}}
-			err := routes.RetiredRefusal(u, rules.Call{Endpoint: tt.ep, InstanceID: "i"})
+			err := retiredRefusal(u, rules.Call{Endpoint: tt.ep, InstanceID: "i"})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -53,17 +52,5 @@ func TestRetiredRefusal(t *testing.T) {
 				t.Errorf("refusal %#v, want 422 naming the broker and saying %q", err, tt.want)
 			}
 		})
-	}
-}
-
-// TestSameBesidesRetired: a reload that changes retired alone keeps the
-// broker's cached catalog; any other change drops it.
-func TestSameBesidesRetired(t *testing.T) {
-	u := &upstream.Upstream{Cfg: config.Broker{Name: "b", URL: "http://x"}}
-	if !u.SameBesidesRetired(&config.Broker{Name: "b", URL: "http://x", Retired: config.Retired{On: true, Answer: config.RetiredGone}}) {
-		t.Error("retired alone changed: want the same")
-	}
-	if u.SameBesidesRetired(&config.Broker{Name: "b", URL: "http://y", Retired: config.Retired{On: true}}) {
-		t.Error("the URL changed too: want different")
 	}
 }
