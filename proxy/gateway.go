@@ -22,6 +22,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/proxy/internal/owner"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/policies"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/protect"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/quota"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/request"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/routes"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
@@ -270,7 +271,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		routes.WithCatalog(g.catalogs),
 		emulate.WithFlights(g.flights),
 		protect.WithBrokerProtect(g.brokerProtect != nil),
-		guard.WithQuota(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see guard.WithQuota
+		quota.With(cfg, g.guard, opts.Metrics, opts.Timer), // nil without quotas; before the guard: see guard.WithQuota
 		guard.WithGuard(g.guard),
 		owner.WithOwnerHeld(owners),
 		routes.WithRetiredGone(cfg), // nil without a broker retired with answer: gone

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/quota"
 )
 
 // The gateway's own actions on operations, orphans, quotas and usage are
@@ -23,7 +24,7 @@ func (g *Gateway) MitigateOrphans(ctx context.Context) { g.guard.MitigateOrphans
 
 // QuotaWarnings are the quotas that no plan of their brokers' catalogs
 // matches; osb-gateway check prints them.
-func (g *Gateway) QuotaWarnings(ctx context.Context) []string { return g.guard.QuotaWarnings(ctx) }
+func (g *Gateway) QuotaWarnings(ctx context.Context) []string { return quota.Warnings(ctx, g.guard) }
 
 // Reconcile settles one held operation by asking its broker (see
 // guard.Reconcile for the answers).

@@ -39,6 +39,7 @@ var layers = map[string]string{
 	"proxy/internal/protect":  layerStage,
 	"proxy/internal/routes":   layerStage,
 	"proxy/internal/policies": layerStage,
+	"proxy/internal/quota":    layerStage,
 }
 
 // TestPackageLayers reads the import graph of proxy/... (code and tests)

@@ -13,6 +13,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/internal/store/storetest"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/quota"
 )
 
 // quotaStores are the stores the replica tests run on: memory, and a real
@@ -52,7 +53,7 @@ func deadReplicaEnv(t *testing.T, open func(*testing.T, *osbtest.Clock) store.St
 		Started: now, Deadline: now.Add(30*time.Second + guard.SyncHoldMargin)}}
 	if quotaLock {
 		left = append(left, store.Lock{Key: store.LockKey("quota:t1", "three"), Owner: "dead-replica-quota", Kind: store.KindProvision,
-			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(guard.QuotaLease)})
+			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(quota.Lease)})
 	}
 	for _, l := range left {
 		if _, err := e.st.Acquire(context.Background(), l); err != nil {
@@ -80,7 +81,7 @@ func TestQuotaLockOfDeadReplica(t *testing.T) {
 				t.Errorf("provision while the dead replica's quota lock holds: %d Retry-After %q %s, want 429, Retry-After 10 and the other replica",
 					a.status, a.header.Get("Retry-After"), a.body)
 			}
-			e.clock.Advance(guard.QuotaLease - time.Second)
+			e.clock.Advance(quota.Lease - time.Second)
 			pending = e.send(t, "PUT", "/v2/service_instances/new1?accepts_incomplete=true", "2.15", shimProvision)
 			e.fire(t)
 			if a := wait(t, pending); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") != "1" {
@@ -178,10 +179,10 @@ func TestQuotaLeaseLapsed(t *testing.T) {
 	st := &lapsingStore{Store: openStore(t, store.Config{Backend: store.BackendMemory}, clock)}
 	quotaKey := store.LockKey("quota:t1", "three")
 	st.lapse = func() {
-		clock.Advance(guard.QuotaLease)
+		clock.Advance(quota.Lease)
 		now := clock.Now()
 		if _, err := st.Store.Acquire(context.Background(), store.Lock{Key: quotaKey, Owner: "other-replica", Kind: store.KindProvision,
-			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(guard.QuotaLease)}); err != nil {
+			Tenant: "t1", Broker: "quota:t1", InstanceID: "three", Started: now, Deadline: now.Add(quota.Lease)}); err != nil {
 			t.Error(err)
 		}
 	}

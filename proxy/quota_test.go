@@ -9,7 +9,7 @@ import (
 
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
-	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/quota"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
@@ -35,7 +35,7 @@ func TestQuotaRules(t *testing.T) {
 		Key     string
 	}
 	got := map[string][]row{}
-	for prefix, qs := range guard.QuotaRules(cfg) {
+	for prefix, qs := range quota.Rules(cfg) {
 		for _, q := range qs {
 			got[prefix] = append(got[prefix], row{q.Label, q.Max, q.Brokers, q.Lock.Key})
 		}
@@ -78,7 +78,7 @@ func TestQuotaMatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := &guard.QuotaRule{Service: tt.service, Plan: tt.plan}
+			q := &quota.Rule{Service: tt.service, Plan: tt.plan}
 			use := ix
 			if tt.noCatalog {
 				use = nil
@@ -94,7 +94,7 @@ func TestQuotaMatches(t *testing.T) {
 // the tenant holds (and how much of that is still in flight), as a 422
 // that Cloud Controller shows.
 func TestQuotaRefusal(t *testing.T) {
-	q := &guard.QuotaRule{Tenant: "cf-prod", Label: "db/small", Service: "db", Plan: "small", Max: 5}
+	q := &quota.Rule{Tenant: "cf-prod", Label: "db/small", Service: "db", Plan: "small", Max: 5}
 	for _, tc := range []struct {
 		name               string
 		recorded, inFlight int
@@ -103,7 +103,7 @@ func TestQuotaRefusal(t *testing.T) {
 		{"recorded", 5, 0, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5; delete one first, or ask the operator to raise the quota`},
 		{"in flight", 3, 2, `quota "db/small" of tenant "cf-prod" is reached: it admits 5 instances of service "db", plan "small" and the tenant holds 5 (2 of them still being provisioned, or not yet known to be gone after a failed provision); delete one first, or ask the operator to raise the quota`},
 	} {
-		if e := guard.QuotaRefusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
+		if e := quota.Refusal(q, tc.recorded, tc.inFlight); e.Status != 422 || e.Description != tc.want {
 			t.Errorf("%s: refusal %d %q, want 422 %q", tc.name, e.Status, e.Description, tc.want)
 		}
 	}

@@ -124,7 +124,7 @@ func WithGuard(g *Guard) core.Middleware {
 				s.Fail(w, err) // a bug: a generic 500, the cause in the log
 				return
 			}
-			if err := quotaAdmitted(r.Context()); err != nil {
+			if err := admitted(r.Context()); err != nil {
 				// The quotas' counts may be stale (see quotaCall.admitted):
 				// the provision goes no further, and its lock goes.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), ReleaseTimeout)
@@ -165,7 +165,7 @@ func (g *Guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock)
 			// it until its deadline. Its owner releases it once the store
 			// answers (the campaign's "store paused while a call takes its
 			// lock").
-			g.Retry.Add(Pending{Lock: l, unconfirmed: true, Cause: err})
+			g.Retry.Add(Pending{Lock: l, Unconfirmed: true, Cause: err})
 		}
 		return held, err
 	} else if held.Replaced != nil && g.TookOver != nil {
@@ -273,4 +273,30 @@ func Of(s *core.Scope) *Guard {
 	}
 	g, _ := s.Route.Guard.(*Guard)
 	return g
+}
+
+// An Admission is what a call must pass once it holds its operation lock:
+// a provision's quotas, which the quota stage counted before the guard
+// (quota.With) and releases now that the provision counts as in flight.
+// A non-nil answer is the refusal to send instead of going on; the guard
+// releases its lock first.
+type Admission interface {
+	Admitted() error
+}
+
+type admissionKey struct{}
+
+// WithAdmission is ctx carrying a, which the guard stage asks once the
+// call holds its lock.
+func WithAdmission(ctx context.Context, a Admission) context.Context {
+	return context.WithValue(ctx, admissionKey{}, a)
+}
+
+// admitted asks the call's Admission, if any (WithAdmission); nil without.
+func admitted(ctx context.Context) error {
+	a, _ := ctx.Value(admissionKey{}).(Admission)
+	if a == nil {
+		return nil
+	}
+	return a.Admitted()
 }

@@ -54,12 +54,12 @@ type Pending struct {
 	// record, when set, writes the inventory record of a call's answer
 	// (before a shimmed call's outcome, before the lock's release).
 	Record func(context.Context) error
-	// unconfirmed marks a lock whose Acquire got no answer: the store may
+	// Unconfirmed marks a lock whose Acquire got no answer: the store may
 	// have taken it, or may yet (a command it had queued while paused). It
 	// is released, by its owner, until the store has answered twice, one
 	// backoff step apart, that it is gone; then no queued acquire can
 	// bring it back.
-	unconfirmed bool
+	Unconfirmed bool
 	answered    int
 	// poll, when set, is a poll answer that ended an operation whose lock
 	// the poll could not read; lock is then unused.
@@ -143,7 +143,7 @@ func (r *releaser) Add(p Pending) {
 	if p.Outcome {
 		what = "async shim: outcome not recorded yet; this replica keeps it and retries until the operation state takes it (polls say in progress meanwhile)"
 	}
-	if p.unconfirmed {
+	if p.Unconfirmed {
 		what = "the operation state did not confirm a lock's acquire; its owner releases it once the state answers"
 	}
 	attrs := []slog.Attr{slog.String("key", p.key())}
@@ -272,11 +272,11 @@ func (r *releaser) flush() int {
 		if err != nil {
 			continue
 		}
-		if p.unconfirmed && p.answered == 0 {
+		if p.Unconfirmed && p.answered == 0 {
 			// Gone once; once more, a backoff step later, in case the
 			// store ran a queued acquire after this release.
 			r.mu.Lock()
-			if cur, ok := r.queue[p.id()]; ok && cur.unconfirmed {
+			if cur, ok := r.queue[p.id()]; ok && cur.Unconfirmed {
 				cur.answered++
 				r.queue[p.id()] = cur
 			}

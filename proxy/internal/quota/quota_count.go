@@ -1,4 +1,4 @@
-package guard
+package quota
 
 import (
 	"context"
@@ -90,7 +90,7 @@ func (qc *quotaCall) flights(ctx context.Context, broker, self string) ([]inFlig
 // expired lock is swept), and one recorded in the instant between the two
 // reads counts twice: a refusal that a retry clears, never an admission
 // past the maximum.
-func (qc *quotaCall) count(ctx context.Context, q *QuotaRule, ix *rules.Index, flights []inFlight) (quotaCount, error) {
+func (qc *quotaCall) count(ctx context.Context, q *Rule, ix *rules.Index, flights []inFlight) (quotaCount, error) {
 	c := quotaCount{q: q}
 	for _, b := range q.Brokers {
 		f := store.InstanceFilter{Broker: b, Tenant: q.Tenant}

@@ -1,4 +1,4 @@
-package guard
+package quota
 
 import (
 	"context"
@@ -8,16 +8,17 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/catalog"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/rules"
 )
 
-// QuotaWarnings names the quotas whose service or plan matches nothing in
+// Warnings names the quotas whose service or plan matches nothing in
 // the catalogs of the brokers they count on: such a quota counts nothing
 // and refuses nothing (a typo, or an offering renamed). Catalogs are read
 // from the cache, fetched when missing; a broker whose catalog cannot be
 // had is left out, and a quota none of whose brokers' catalogs could be
 // had draws no warning. osb-gateway check prints them.
-func (g *Guard) QuotaWarnings(ctx context.Context) []string {
+func Warnings(ctx context.Context, g *guard.Guard) []string {
 	indexes := map[string]*rules.Index{}
 	indexOf := func(broker string) *rules.Index {
 		if ix, ok := indexes[broker]; ok {
@@ -70,7 +71,7 @@ func (g *Guard) QuotaWarnings(ctx context.Context) []string {
 // quotaNamesSomething reports whether a plan of ix matches q's service and
 // plan.
 func quotaNamesSomething(ix *rules.Index, q config.Quota) bool {
-	rule := &QuotaRule{Service: q.Service, Plan: q.Plan}
+	rule := &Rule{Service: q.Service, Plan: q.Plan}
 	for _, s := range ix.Catalog().Services {
 		for _, p := range s.Plans {
 			if rule.Matches(ix, s.ID, p.ID) {

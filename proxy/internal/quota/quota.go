@@ -1,4 +1,4 @@
-package guard
+package quota
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/metrics"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/upstream"
 	"github.com/osb-gateway/osb-gateway/rules"
@@ -30,8 +31,8 @@ const quotaLockKind = store.KindProvision
 // Controller shows the description to the user and mitigates nothing.
 const quotaStatus = http.StatusUnprocessableEntity
 
-// QuotaRule is one configured quota as the stage applies it.
-type QuotaRule struct {
+// Rule is one configured quota as the stage applies it.
+type Rule struct {
 	Tenant, Label string
 	Service, Plan string   // name or id; empty: any
 	Max           int      // max_instances
@@ -45,19 +46,19 @@ type QuotaRule struct {
 	local chan struct{}
 }
 
-// QuotaRules maps each route prefix to the quotas its provisions pass:
+// Rules maps each route prefix to the quotas its provisions pass:
 // the tenant's (in order), then the route's own.
-func QuotaRules(cfg *config.Config) map[string][]*QuotaRule {
-	out := map[string][]*QuotaRule{}
+func Rules(cfg *config.Config) map[string][]*Rule {
+	out := map[string][]*Rule{}
 	for i := range cfg.Tenants {
 		tc := &cfg.Tenants[i]
 		all := tenantBrokers(tc)
-		tenantRules := make([]*QuotaRule, 0, len(tc.Quotas))
+		tenantRules := make([]*Rule, 0, len(tc.Quotas))
 		for _, q := range tc.Quotas {
 			tenantRules = append(tenantRules, newQuotaRule(tc.Name, q.Label(), q, all))
 		}
 		for _, rc := range tc.Routes {
-			rs := append([]*QuotaRule(nil), tenantRules...)
+			rs := append([]*Rule(nil), tenantRules...)
 			for _, q := range rc.Quotas {
 				label := q.Label()
 				if q.Name == "" {
@@ -88,10 +89,10 @@ func tenantBrokers(tc *config.Tenant) []string {
 	return all
 }
 
-func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *QuotaRule {
+func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *Rule {
 	// The label escaped: its "/" would make the key read as a binding's.
 	lb, id := "quota:"+tenant, url.PathEscape(label)
-	return &QuotaRule{Tenant: tenant, Label: label, Service: q.Service, Plan: q.Plan, Max: q.Max(), Brokers: brokers,
+	return &Rule{Tenant: tenant, Label: label, Service: q.Service, Plan: q.Plan, Max: q.Max(), Brokers: brokers,
 		Lock:  store.Lock{Key: store.LockKey(lb, id), Kind: quotaLockKind, Tenant: tenant, Broker: lb, InstanceID: id},
 		local: make(chan struct{}, 1)}
 }
@@ -99,7 +100,7 @@ func newQuotaRule(tenant, label string, q config.Quota, brokers []string) *Quota
 // Matches reports whether an instance of serviceID and planID counts
 // against q: each of q's service and plan, when set, is the id or, in the
 // catalog ix (nil: ids only), the name.
-func (q *QuotaRule) Matches(ix *rules.Index, serviceID, planID string) bool {
+func (q *Rule) Matches(ix *rules.Index, serviceID, planID string) bool {
 	if q.Service != "" && serviceID != q.Service {
 		if ix == nil {
 			return false
@@ -121,7 +122,7 @@ func (q *QuotaRule) Matches(ix *rules.Index, serviceID, planID string) bool {
 
 // mayMatch is matches for a provision in flight, whose lock may not name
 // its service or plan (validation.requests: off): an id it lacks matches.
-func (q *QuotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
+func (q *Rule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
 	if serviceID == "" {
 		serviceID = q.Service
 	}
@@ -132,7 +133,7 @@ func (q *QuotaRule) mayMatch(ix *rules.Index, serviceID, planID string) bool {
 }
 
 // counts reports whether q counts the instances of broker.
-func (q *QuotaRule) counts(broker string) bool { return slices.Contains(q.Brokers, broker) }
+func (q *Rule) counts(broker string) bool { return slices.Contains(q.Brokers, broker) }
 
 // WithQuota is the quota stage (tenants[].quotas, routes[].quotas), just
 // before the guard. For each quota the provision counts against, in
@@ -144,7 +145,7 @@ func (q *QuotaRule) counts(broker string) bool { return slices.Contains(q.Broker
 // their operation lock or left an orphan candidate. It refuses the
 // provision (422 naming the quota) when a count is at the maximum, and
 // otherwise hands it to the guard, which releases the quotas' locks as
-// soon as it holds the provision's own lock (quotaAdmitted): from then on
+// soon as it holds the provision's own lock (the guard asks its Admitted): from then on
 // that lock counts the provision on every replica, until its answer is
 // settled into the inventory. So a quota's lock covers the count and the
 // admission, never the broker call, and its lease is short (quotaLease):
@@ -155,8 +156,8 @@ func (q *QuotaRule) counts(broker string) bool { return slices.Contains(q.Broker
 // repeat of a provision the inventory holds is no new instance and
 // passes. timer starts the wait's bound (nil: a real timer). nil when no
 // tenant has quotas.
-func WithQuota(cfg *config.Config, g *Guard, m *metrics.Metrics, timer core.Timer) core.Middleware {
-	byPrefix := QuotaRules(cfg)
+func With(cfg *config.Config, g *guard.Guard, m *metrics.Metrics, timer core.Timer) core.Middleware {
+	byPrefix := Rules(cfg)
 	if len(byPrefix) == 0 {
 		return nil
 	}
@@ -185,32 +186,15 @@ func WithQuota(cfg *config.Config, g *Guard, m *metrics.Metrics, timer core.Time
 				return
 			}
 			defer qc.release() // what the guard did not take over: it refused the call, or a panic
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), quotaCallKey{}, qc)))
+			next.ServeHTTP(w, r.WithContext(guard.WithAdmission(r.Context(), qc)))
 			qc.counted(s.Status)
 		})
 	}
 }
 
-type quotaCallKey struct{}
-
-// quotaAdmitted is called by the guard once a provision holds its own
-// operation lock: the provision's quotas' locks are released (it counts
-// as in flight from now on), after a check that each was still held, so
-// that no other count ran between this provision's count and its lock
-// (see quotaCall.admitted). A non-nil answer is the refusal to send
-// instead of going on; the guard releases its lock first. nil also
-// without quotas.
-func quotaAdmitted(ctx context.Context) error {
-	qc, _ := ctx.Value(quotaCallKey{}).(*quotaCall)
-	if qc == nil {
-		return nil
-	}
-	return qc.admitted()
-}
-
 // quotaCall is one provision passing the quota stage.
 type quotaCall struct {
-	g      *Guard
+	g      *guard.Guard
 	m      *metrics.Metrics
 	s      *core.Scope
 	timer  core.Timer
@@ -224,13 +208,13 @@ type quotaCall struct {
 
 // heldQuota is a quota's lock a provision holds.
 type heldQuota struct {
-	q    *QuotaRule
+	q    *Rule
 	lock store.Lock
 }
 
 // quotaCount is what one quota counted for a provision.
 type quotaCount struct {
-	q                  *QuotaRule
+	q                  *Rule
 	recorded, inFlight int
 }
 
@@ -239,7 +223,7 @@ type quotaCount struct {
 // every provision, so two never wait on each other), then counts each
 // under them. It answers the platform and returns false when the
 // provision may not go on; the locks taken are then released.
-func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*QuotaRule) bool {
+func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*Rule) bool {
 	s := qc.s
 	u := upstream.Of(s.Route)
 	req := s.Request
@@ -292,7 +276,7 @@ func (qc *quotaCall) admit(w http.ResponseWriter, r *http.Request, qs []*QuotaRu
 		qc.counts = append(qc.counts, c)
 		if c.recorded+c.inFlight >= h.q.Max {
 			qc.release()
-			s.Fail(w, QuotaRefusal(h.q, c.recorded, c.inFlight))
+			s.Fail(w, Refusal(h.q, c.recorded, c.inFlight))
 			return false
 		}
 	}
@@ -316,7 +300,7 @@ func (qc *quotaCall) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // QuotaRefusal says which quota the provision would exceed, what it
 // admits, and what the tenant holds: recorded instances, and inFlight
 // more that are being provisioned or not yet known to be gone.
-func QuotaRefusal(q *QuotaRule, recorded, inFlight int) *osb.Error {
+func Refusal(q *Rule, recorded, inFlight int) *osb.Error {
 	what := "service instances"
 	switch {
 	case q.Service != "" && q.Plan != "":
@@ -360,7 +344,7 @@ func (qc *quotaCall) unavailable(w http.ResponseWriter, r *http.Request, err err
 
 // quotaSeries lists the (tenant, label) pair of every quota, for the
 // metrics' series shown from the start.
-func quotaSeries(byPrefix map[string][]*QuotaRule) [][2]string {
+func quotaSeries(byPrefix map[string][]*Rule) [][2]string {
 	var out [][2]string
 	for _, qs := range byPrefix {
 		for _, q := range qs {

@@ -1,4 +1,4 @@
-package guard
+package quota
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/osb"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 	"github.com/osb-gateway/osb-gateway/proxy/internal/core"
+	"github.com/osb-gateway/osb-gateway/proxy/internal/guard"
 )
 
-// QuotaLease is the deadline of a quota's lock: it is held for a
+// Lease is the deadline of a quota's lock: it is held for a
 // provision's count and admission only, a few store round trips (the
 // inventory's count, the tenant's locks and orphans, the provision's own
 // lock), never for its broker call, since the provision's own operation
@@ -24,7 +25,7 @@ import (
 // broker's timeout and a minute more. A holder slower than the lease is
 // caught before it goes on (quotaCall.admitted): the lease bounds the
 // wait, never the exactness.
-const QuotaLease = 10 * time.Second
+const Lease = 10 * time.Second
 
 // quotaWait is the longest a provision waits for its quotas' locks while
 // other provisions hold them: on this replica, or on another one. A live
@@ -42,7 +43,7 @@ const quotaPauseMax = 20 * time.Millisecond
 // to quotaPauseMax, for quotaWait at most across the provision's quotas).
 // Its errors: a 429 *osb.Error when another provision held it all along,
 // the context's when the platform went away, else the store's.
-func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *QuotaRule) error {
+func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *Rule) error {
 	select {
 	case q.local <- struct{}{}:
 	default:
@@ -56,7 +57,7 @@ func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *QuotaRule) er
 	}
 	l := q.Lock
 	now := qc.g.Now()
-	l.Owner, l.Started, l.Deadline = core.NewRequestID(), now, now.Add(QuotaLease)
+	l.Owner, l.Started, l.Deadline = core.NewRequestID(), now, now.Add(Lease)
 	pause := time.Millisecond
 	for {
 		holder, err := qc.g.St.Acquire(ctx, l)
@@ -67,7 +68,7 @@ func (qc *quotaCall) lock(ctx context.Context, r *http.Request, q *QuotaRule) er
 			<-q.local
 			// No answer is not a no: the store may still take it; the
 			// retry queue releases it once the store answers.
-			qc.g.Retry.Add(Pending{Lock: l, unconfirmed: true, Cause: err})
+			qc.g.Retry.Add(guard.Pending{Lock: l, Unconfirmed: true, Cause: err})
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -107,7 +108,7 @@ func (qc *quotaCall) stopWaiting() {
 // waitEnded is what a wait for q's lock that ctx ended comes to: the
 // platform went away (ctx's error), or the call's time ran out while
 // another provision held the lock (the 429 of that).
-func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *QuotaRule, holder *store.Lock) error {
+func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *Rule, holder *store.Lock) error {
 	if r.Context().Err() != nil {
 		return ctx.Err()
 	}
@@ -122,7 +123,7 @@ func (qc *quotaCall) waitEnded(ctx context.Context, r *http.Request, q *QuotaRul
 // not let it go): 429, to be tried again when the holder's lease ends at
 // the latest. A 429 is no 5xx: Cloud Controller starts no orphan
 // mitigation for it, and nothing reached the broker.
-func (qc *quotaCall) quotaHeld(q *QuotaRule, holder store.Lock) error {
+func (qc *quotaCall) quotaHeld(q *Rule, holder store.Lock) error {
 	secs := core.RetryAfterSecs(holder.Deadline.Sub(qc.g.Now()))
 	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(secs), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked by another gateway replica: its lock is held by another replica (for %ds more at most, should that replica have died); the provision was neither counted nor forwarded: try again after Retry-After",
@@ -131,13 +132,13 @@ func (qc *quotaCall) quotaHeld(q *QuotaRule, holder store.Lock) error {
 
 // quotaQueued is the answer to a provision that waited in vain for its
 // turn on this replica, behind other provisions of q: 429 too.
-func quotaQueued(q *QuotaRule) error {
+func quotaQueued(q *Rule) error {
 	return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 		"quota %q of tenant %q is being checked for other provisions queued on this gateway replica (its lock is held by another replica or the state store is slow); the provision was neither counted nor forwarded: try again after Retry-After",
 		q.Label, q.Tenant)}
 }
 
-// admitted releases the provision's quotas' locks once the guard holds its
+// Admitted releases the provision's quotas' locks once the guard holds its
 // operation lock. Each release must find the lock still this provision's:
 // then no other provision counted between this one's count and its
 // operation lock, and every later count sees that lock. A lock found
@@ -145,10 +146,10 @@ func quotaQueued(q *QuotaRule) error {
 // another replica count without this provision: it is refused with 429,
 // to be tried again. A store that does not answer leaves that unknown:
 // 503, and the release is retried.
-func (qc *quotaCall) admitted() error {
-	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+func (qc *quotaCall) Admitted() error {
+	ctx, cancel := context.WithTimeout(context.Background(), guard.ReleaseTimeout)
 	defer cancel()
-	var lapsed *QuotaRule
+	var lapsed *Rule
 	var failed error
 	for i := len(qc.held) - 1; i >= 0; i-- {
 		h := qc.held[i]
@@ -159,7 +160,7 @@ func (qc *quotaCall) admitted() error {
 		case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner):
 			lapsed = h.q
 		default:
-			qc.g.Retry.Add(Pending{Lock: h.lock, Cause: err})
+			qc.g.Retry.Add(guard.Pending{Lock: h.lock, Cause: err})
 			failed = err
 		}
 	}
@@ -174,7 +175,7 @@ func (qc *quotaCall) admitted() error {
 	case lapsed != nil:
 		return &osb.Error{Status: http.StatusTooManyRequests, Header: core.RetryHeader(1), Description: fmt.Sprintf(
 			"quota %q of tenant %q was counted for this provision, but its lock lapsed before the provision was admitted (the count took longer than %s), so another replica may have counted meanwhile; the provision was not forwarded: try again after Retry-After",
-			lapsed.Label, lapsed.Tenant, QuotaLease)}
+			lapsed.Label, lapsed.Tenant, Lease)}
 	}
 	return nil
 }
@@ -184,7 +185,7 @@ func (qc *quotaCall) release() {
 	if len(qc.held) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), guard.ReleaseTimeout)
 	defer cancel()
 	for i := len(qc.held) - 1; i >= 0; i-- {
 		h := qc.held[i]
