@@ -90,30 +90,7 @@ func BenchmarkProvisionStores(b *testing.B) {
 	for _, s := range stores {
 		for _, n := range s.replicas {
 			b.Run(fmt.Sprintf("%s/replicas=%d", s.name, n), func(b *testing.B) {
-				cfg := s.cfg(b)
-				targets := make([]*target, n)
-				for i := range targets {
-					if cfg.Backend == store.BackendMemory || cfg.Backend == store.BackendBolt {
-						if i > 0 {
-							b.Fatalf("%s is one process's store", cfg.Backend)
-						}
-					}
-					st, err := backend.Open(cfg, time.Now)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { _ = st.Close() })
-					gw, err := buildGateway(e.urls, observe{store: st})
-					if err != nil {
-						b.Fatal(err)
-					}
-					base, stop, err := serve("gateway", gw.handler)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { stop(); gw.close() })
-					targets[i] = &target{name: "gateway", base: base + gatewayPath, header: platformHeader()}
-				}
+				targets := storeGateways(b, e, s.cfg(b), n)
 				p50, p99, cpu := runProvisions(b, targets)
 				b.ReportMetric(float64(p50-directP50)/1e3, "added-p50-µs")
 				b.ReportMetric(float64(p99-directP99)/1e3, "added-p99-µs")
@@ -123,11 +100,62 @@ func BenchmarkProvisionStores(b *testing.B) {
 	}
 }
 
-// runProvisions sends b.N provisions from storeConcurrency workers, worker
-// i to targets[i%len(targets)], and reports provisions/s, p50, p99 and the
-// CPU time per provision (treeCPU).
+// storeGateways starts n gateways, each with a store of its own opened by
+// cfg, and returns them as targets; they stop when b ends.
+func storeGateways(b *testing.B, e *env, cfg store.Config, n int) []*target {
+	b.Helper()
+	if n > 1 && (cfg.Backend == store.BackendMemory || cfg.Backend == store.BackendBolt) {
+		b.Fatalf("%s is one process's store", cfg.Backend)
+	}
+	targets := make([]*target, n)
+	for i := range targets {
+		st, err := backend.Open(cfg, time.Now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		gw, err := buildGateway(e.urls, observe{store: st})
+		if err != nil {
+			b.Fatal(err)
+		}
+		base, stop, err := serve("gateway", gw.handler)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { stop(); gw.close() })
+		targets[i] = &target{name: "gateway", base: base + gatewayPath, header: platformHeader()}
+	}
+	return targets
+}
+
+// runProvisions sends b.N provisions (sendProvisions) and reports
+// provisions/s, p50, p99 and the CPU time per provision (treeCPU).
 func runProvisions(b *testing.B, targets []*target) (p50, p99, cpu time.Duration) {
 	b.Helper()
+	cpu0 := treeCPU(b)
+	b.ResetTimer()
+	start := time.Now()
+	all, err := sendProvisions(targets, b.N)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cpu = (treeCPU(b) - cpu0) / time.Duration(b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(all)
+	p50, p99 = all[len(all)/2], all[len(all)*99/100]
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "provisions/s")
+	b.ReportMetric(float64(p50)/1e3, "p50-µs")
+	b.ReportMetric(float64(p99)/1e3, "p99-µs")
+	b.ReportMetric(float64(cpu)/1e3, "cpu-µs")
+	b.ReportMetric(0, "ns/op")
+	return p50, p99, cpu
+}
+
+// sendProvisions sends n provisions from storeConcurrency workers, worker
+// i to targets[i%len(targets)], and returns how long each took; its error
+// says how many failed, and the first.
+func sendProvisions(targets []*target, n int) ([]time.Duration, error) {
 	reqs := make([]func(context.Context, int, int64) (*http.Request, error), len(targets))
 	for i, t := range targets {
 		reqs[i] = provisionRequests(t)
@@ -139,14 +167,9 @@ func runProvisions(b *testing.B, targets []*target) (p50, p99, cpu time.Duration
 	var firstFailure atomic.Value
 	lat := make([][]time.Duration, storeConcurrency)
 	var wg sync.WaitGroup
-	cpu0 := treeCPU(b)
-	b.ResetTimer()
-	start := time.Now()
 	for w := range storeConcurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for seq := int64(0); next.Add(1) <= int64(b.N); seq++ {
+		wg.Go(func() {
+			for seq := int64(0); next.Add(1) <= int64(n); seq++ {
 				req, err := reqs[w%len(reqs)](context.Background(), w, seq)
 				if err != nil {
 					failed.Add(1)
@@ -168,24 +191,13 @@ func runProvisions(b *testing.B, targets []*target) (p50, p99, cpu time.Duration
 				}
 				lat[w] = append(lat[w], time.Since(t0))
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	cpu = (treeCPU(b) - cpu0) / time.Duration(b.N)
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d provisions failed; the first: %v", n, b.N, firstFailure.Load())
+	if k := failed.Load(); k > 0 {
+		return nil, fmt.Errorf("%d of %d provisions failed; the first: %v", k, n, firstFailure.Load())
 	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	p50, p99 = all[len(all)/2], all[len(all)*99/100]
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "provisions/s")
-	b.ReportMetric(float64(p50)/1e3, "p50-µs")
-	b.ReportMetric(float64(p99)/1e3, "p99-µs")
-	b.ReportMetric(float64(cpu)/1e3, "cpu-µs")
-	b.ReportMetric(0, "ns/op")
-	return p50, p99, cpu
+	return slices.Concat(lat...), nil
 }
 
 // treeCPU is the CPU time this process and every process under it (the
