@@ -38,7 +38,7 @@ func campaign(o options) (int, error) {
 	if o.mutation != "" {
 		fmt.Fprintf(out, "campaign: the gateway is built with the mutation %s (-tags %s): one promise broken on purpose\n", o.mutation, tagOf(o.mutation))
 	}
-	schedule := plan(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every)
+	schedule := planAll(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every) // faults_more.go
 	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
 	if err != nil {
 		return 0, err
@@ -52,7 +52,7 @@ func campaign(o options) (int, error) {
 		fmt.Fprintf(out, "  %s\n", f)
 	}
 
-	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, tagOf(o.mutation))
+	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, gatewayTags(o.mutation))
 	if err != nil {
 		return 0, err
 	}

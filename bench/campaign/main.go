@@ -117,7 +117,7 @@ func run(args []string) (int, error) {
 			return 0, err
 		}
 		defer os.RemoveAll(dir)
-		if _, _, err := build(dir, "", ""); err != nil {
+		if _, _, err := build(dir, "", baseTags); err != nil {
 			return 0, err
 		}
 		o.bin = dir
