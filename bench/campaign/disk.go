@@ -1,10 +1,17 @@
 package main
 
-// A full disk under bolt: the gateway's RLIMIT_FSIZE set to the bolt
-// file's size, so that no file it writes can grow (a write past the limit
-// fails with EFBIG; Go ignores SIGXFSZ), as on a full file system, where
-// what is rewritten in place still succeeds and what needs a new block
-// does not. Its log, written to a file too, fails alike.
+// A full disk under bolt, by the gateway's RLIMIT_FSIZE (a write past the
+// limit fails with EFBIG; Go ignores SIGXFSZ), in two degrees:
+//
+//   - growth: the limit is the bolt file's size, so that no file the
+//     gateway writes can grow, as on a full file system, where what is
+//     rewritten in place still succeeds and what needs a new block does
+//     not (bolt reuses its free pages: a commit fails only when it must
+//     grow the file);
+//   - writes: the limit is 0, so that every write fails, as on a file
+//     system remounted read-only after an error.
+//
+// Its log, written to a file too, fails alike.
 
 import (
 	"errors"
@@ -26,8 +33,11 @@ func (n *nemesis) fillDisk(f *fault) error {
 	if err != nil {
 		return err
 	}
-	pid := g.pid()
-	if err := setFileSizeLimit(pid, uint64(st.Size())); err != nil {
+	pid, limit := g.pid(), uint64(st.Size())
+	if f.Detail == diskWrites {
+		limit = 0
+	}
+	if err := setFileSizeLimit(pid, limit); err != nil {
 		return fmt.Errorf("prlimit %d: %w", pid, err)
 	}
 	f.Start = time.Now()
@@ -42,10 +52,16 @@ func (n *nemesis) fillDisk(f *fault) error {
 		}
 	}
 	if err == nil {
-		f.Did = fmt.Sprintf("%s pid %d: no file larger than %d bytes", g.name, pid, st.Size())
+		f.Did = fmt.Sprintf("%s pid %d: no write past %d bytes (the bolt file's size: %d)", g.name, pid, limit, st.Size())
 	}
 	return err
 }
+
+// The degrees of a disk-full (its Detail).
+const (
+	diskGrowth = "growth" // no file can grow
+	diskWrites = "writes" // no write at all
+)
 
 // unlimited is RLIM_INFINITY.
 const unlimited = ^uint64(0)

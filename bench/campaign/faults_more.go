@@ -121,6 +121,7 @@ func planMore(seed uint64, d time.Duration, store string, replicas int, every ti
 			f.Detail = fmt.Sprintf("%+v", f.Offset)
 		case fDiskFull:
 			f.Target, f.For = store, dur(2*time.Second, 10*time.Second)
+			f.Detail = []string{diskGrowth, diskWrites}[rng.IntN(2)]
 		case fRolling:
 			f.Target = "all"
 		case fReload:

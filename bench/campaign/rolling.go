@@ -25,11 +25,14 @@ import (
 // still answers what comes before that, then in-flight calls get
 // listen.shutdown_grace (30 s) to end.
 func (n *nemesis) rollingRestart(f *fault) error {
-	f.Start = time.Now()
 	var did []string
 	var errs []error
-	for _, g := range n.c.gateways {
-		s, err := terminateAndRestart(g)
+	for i, g := range n.c.gateways {
+		s, err := terminateAndRestart(g, func(t time.Time) {
+			if i == 0 {
+				f.Start = t
+			}
+		})
 		did = append(did, s)
 		if err != nil {
 			errs = append(errs, err)
@@ -40,8 +43,8 @@ func (n *nemesis) rollingRestart(f *fault) error {
 }
 
 // terminateAndRestart is one step of a rolling restart, holding g's
-// process as a kill does.
-func terminateAndRestart(g *gatewayProc) (string, error) {
+// process as a kill does; sent is told when the SIGTERM went out.
+func terminateAndRestart(g *gatewayProc, sent func(time.Time)) (string, error) {
 	g.faultMu.Lock()
 	defer g.faultMu.Unlock()
 	g.mu.Lock()
@@ -49,7 +52,8 @@ func terminateAndRestart(g *gatewayProc) (string, error) {
 	g.mu.Unlock()
 	pid := cmd.Process.Pid
 	g.up.Store(false)
-	sent := time.Now()
+	at := time.Now()
+	sent(at)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Sprintf("%s pid %d: no SIGTERM", g.name, pid), err
 	}
@@ -61,7 +65,7 @@ func terminateAndRestart(g *gatewayProc) (string, error) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
-	took := time.Since(sent).Round(100 * time.Millisecond)
+	took := time.Since(at).Round(100 * time.Millisecond)
 	code := cmd.ProcessState.ExitCode()
 	if err == nil && code != 0 {
 		err = fmt.Errorf("%s pid %d exited %d after SIGTERM (1: the drain was cut short); see %s", g.name, pid, code, g.log.Name())
@@ -85,11 +89,11 @@ func (n *nemesis) reload(f *fault) error {
 	g := n.gateway(f.Target)
 	g.faultMu.Lock() // not during a kill: the reload is of a running process
 	defer g.faultMu.Unlock()
-	f.Start = time.Now()
 	before, err := g.reloads()
 	if err != nil {
 		return err
 	}
+	f.Start = time.Now()
 	switch f.Detail {
 	case "sighup":
 		err = g.signal(syscall.SIGHUP)
@@ -150,7 +154,13 @@ func (g *gatewayProc) reloads() (float64, error) {
 		return 0, err
 	}
 	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
+	return reloadCount(res.Body)
+}
+
+// reloadCount reads osb_gateway_config_reload_total{result="success"} in
+// a Prometheus text exposition (0 when it is not there: no reload yet).
+func reloadCount(r io.Reader) (float64, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -158,5 +168,5 @@ func (g *gatewayProc) reloads() (float64, error) {
 			return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		}
 	}
-	return 0, sc.Err() // none yet: no reload since the start
+	return 0, sc.Err()
 }
