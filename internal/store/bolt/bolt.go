@@ -93,8 +93,9 @@ type boltStore struct {
 	commits *committer
 	now     func() time.Time
 	path    string
-	keys    *lockKeys   // what Get of a key without a lock skips the file for
-	closed  atomic.Bool // set by Close: a Get that skips the file fails as a read would
+	keys    *lockKeys    // what Get of a key without a lock skips the file for
+	closed  atomic.Bool  // set by Close: a Get that skips the file fails as a read would
+	steady  store.Steady // this process's locks through a step of the wall clock
 }
 
 // boltPageSize is the page size of a new bolt file (a file keeps the one
@@ -253,12 +254,12 @@ func getLock(tx *bolt.Tx, key string) (store.Lock, bool, error) {
 }
 
 // liveLock returns the lock key if it exists and has not expired at now.
-func liveLock(tx *bolt.Tx, key string, now time.Time) (store.Lock, bool, error) {
+func (s *boltStore) liveLock(tx *bolt.Tx, key string, now time.Time) (store.Lock, bool, error) {
 	l, ok, err := getLock(tx, key)
-	if err != nil || !ok || store.Expired(l.Deadline, now) {
+	if err != nil || !ok || s.steady.Expired(l, now) {
 		return store.Lock{}, false, err
 	}
-	return l, true, nil
+	return s.steady.Shown(l, now), true, nil
 }
 
 // putLock writes l, replacing old (the zero Lock if there was none).
@@ -283,8 +284,8 @@ func (s *boltStore) deleteLock(tx *bolt.Tx, l store.Lock) error {
 
 // ownedLock returns the live lock key if owner holds it, or in outcome the
 // error saying why not.
-func ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l store.Lock, outcome, err error) {
-	l, ok, err := liveLock(tx, key, now)
+func (s *boltStore) ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l store.Lock, outcome, err error) {
+	l, ok, err := s.liveLock(tx, key, now)
 	switch {
 	case err != nil:
 		return store.Lock{}, nil, err

@@ -30,7 +30,7 @@ func (s *boltStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, erro
 		if err != nil {
 			return err
 		}
-		if ok && !store.Expired(cur.Deadline, now) && cur.Owner != l.Owner {
+		if ok && !s.steady.Expired(cur, now) && cur.Owner != l.Owner {
 			holder, held = cur, true
 			return nil
 		}
@@ -46,8 +46,10 @@ func (s *boltStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, erro
 	case err != nil:
 		return store.Lock{}, err
 	case held:
-		return holder, store.HeldError(holder)
-	case holder.Key != "":
+		return s.steady.Shown(holder, now), store.HeldError(holder)
+	}
+	s.steady.Wrote(l, now)
+	if holder.Key != "" {
 		l.Replaced = &holder
 	}
 	return l, nil
@@ -64,7 +66,7 @@ func (s *boltStore) Update(ctx context.Context, l store.Lock) error {
 	}
 	var outcome error
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		cur, out, err := ownedLock(tx, l.Key, l.Owner, now)
+		cur, out, err := s.ownedLock(tx, l.Key, l.Owner, now)
 		if outcome = out; err != nil || out != nil {
 			return err
 		}
@@ -73,6 +75,9 @@ func (s *boltStore) Update(ctx context.Context, l store.Lock) error {
 	if err != nil {
 		return err
 	}
+	if outcome == nil {
+		s.steady.Wrote(l, now)
+	}
 	return outcome
 }
 
@@ -80,7 +85,7 @@ func (s *boltStore) Release(ctx context.Context, key, owner string) error {
 	now := s.now()
 	var outcome error
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		cur, out, err := ownedLock(tx, key, owner, now)
+		cur, out, err := s.ownedLock(tx, key, owner, now)
 		if outcome = out; err != nil || out != nil {
 			return err
 		}
@@ -88,6 +93,9 @@ func (s *boltStore) Release(ctx context.Context, key, owner string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if outcome == nil {
+		s.steady.Gone(key, owner)
 	}
 	return outcome
 }
@@ -98,11 +106,14 @@ func (s *boltStore) ForceRelease(ctx context.Context, key string) (store.Lock, e
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		var err error
-		if l, found, err = liveLock(tx, key, now); err != nil || !found {
+		if l, found, err = s.liveLock(tx, key, now); err != nil || !found {
 			return err
 		}
 		return s.deleteLock(tx, l)
 	})
+	if err == nil && found {
+		s.steady.Gone(key, l.Owner)
+	}
 	return store.FoundLock(l, found, err, key)
 }
 
@@ -127,7 +138,7 @@ func (s *boltStore) Get(ctx context.Context, key string) (store.Lock, error) {
 	var found bool
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		var err error
-		l, found, err = liveLock(tx, key, now)
+		l, found, err = s.liveLock(tx, key, now)
 		return err
 	})
 	if err == nil && !found {
@@ -149,8 +160,8 @@ func (s *boltStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock,
 		if err != nil {
 			return err
 		}
-		if (f.Expired || !store.Expired(l.Deadline, now)) && f.Matches(l) {
-			out = append(out, l) // keys iterate in byte order: sorted by Key
+		if (f.Expired || !s.steady.Expired(l, now)) && f.Matches(l) {
+			out = append(out, s.steady.Shown(l, now)) // keys iterate in byte order: sorted by Key
 		}
 		return nil
 	}
@@ -196,7 +207,7 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 			if err != nil {
 				return err
 			}
-			if ok && store.Expired(l.Deadline, now) {
+			if ok && s.steady.Expired(l, now) {
 				if err := s.deleteLock(tx, l); err != nil {
 					return err
 				}
@@ -207,6 +218,9 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 	})
 	if err != nil || len(out) == 0 {
 		return nil, err
+	}
+	for _, l := range out {
+		s.steady.Gone(l.Key, l.Owner)
 	}
 	return out, nil
 }

@@ -1,0 +1,64 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/store"
+)
+
+// TestLockOutlivesAWallClockStep is the campaign's clock-jump on bolt: the
+// gateway's wall clock stepped forward by minutes while a call held its
+// lock (deadline: the broker's timeout plus a minute), and the sweep
+// released it at once, so another call on the instance reached the broker
+// beside the first. Locks this process wrote now live their time on the
+// monotonic clock; a step back only delays them.
+func TestLockOutlivesAWallClockStep(t *testing.T) {
+	ctx := context.Background()
+	var step atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(step.Load())) }
+	st := openBoltAt(t, filepath.Join(t.TempDir(), "state.db"), now)
+	lock := func(id, owner string) store.Lock {
+		return store.Lock{Key: store.LockKey("b", id), Owner: owner, Kind: store.KindProvision, Broker: "b", InstanceID: id,
+			Deadline: now().Add(64 * time.Second)}
+	}
+	held := func(what, id string) {
+		t.Helper()
+		if _, err := st.Acquire(ctx, lock(id, "another call")); !errors.Is(err, store.ErrHeld) {
+			t.Errorf("%s: another call's Acquire of %s = %v, want held", what, id, err)
+		}
+		l, err := st.Get(ctx, store.LockKey("b", id))
+		if err != nil || !l.Deadline.After(now()) {
+			t.Errorf("%s: Get of %s = deadline %s, %v; want live after %s", what, id, l.Deadline, err, now())
+		}
+	}
+	if _, err := st.Acquire(ctx, lock("i1", "call 1")); err != nil {
+		t.Fatal(err)
+	}
+	step.Store(int64(10 * time.Minute))
+	if gone, err := st.ExpireDue(ctx, now()); err != nil || len(gone) != 0 {
+		t.Fatalf("the sweep after a step of +10m released %v, %v; want none", gone, err)
+	}
+	held("after a step of +10m", "i1")
+	ls, err := st.List(ctx, store.ListFilter{Expired: true})
+	if err != nil || len(ls) != 1 || !ls[0].Deadline.After(now()) {
+		t.Errorf("List(Expired) after the step = %v, %v; want the lock, its Deadline after now", ls, err)
+	}
+	if err := st.Release(ctx, store.LockKey("b", "i1"), "call 1"); err != nil {
+		t.Errorf("the owner's Release after the step: %v", err)
+	}
+
+	step.Store(int64(-10 * time.Minute)) // a lock taken while the clock is 10 minutes behind,
+	if _, err := st.Acquire(ctx, lock("i2", "call 2")); err != nil {
+		t.Fatal(err)
+	}
+	step.Store(0) // then it steps forward again: its Deadline passed 9 minutes ago
+	if gone, err := st.ExpireDue(ctx, now()); err != nil || len(gone) != 0 {
+		t.Fatalf("the sweep after the clock stepped back to time released %v, %v; want none", gone, err)
+	}
+	held("after a step of -10m and back", "i2")
+}
