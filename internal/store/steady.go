@@ -5,24 +5,26 @@ import (
 	"time"
 )
 
-// Steady keeps a lock alive through a step of the wall clock (an NTP
-// step, an operator's date, a VM's clock set on resume) in the process
-// that wrote it. A lock's Deadline is a wall-clock time, and the store
-// compares it with the store's clock: a step forward of that clock would
-// expire, at once, the lock of a call still at the broker, and the sweep
-// or another call would take it (the fault campaign's clock-jump on bolt).
+// Steady keeps the locks one process wrote on time through a step of the
+// wall clock (an NTP step, an operator's date, a VM's clock set on
+// resume). A lock's Deadline is a wall-clock time, and the store compares
+// it with the store's clock: a step forward would expire at once the lock
+// of a call still at the broker, and the sweep or another call would take
+// it (the fault campaign's clock-jump on bolt); a step back would keep a
+// lock the step longer than its time.
+//
 // Steady remembers, for each lock this process wrote with a clock that
 // carries Go's monotonic reading (time.Now does; a fake clock does not),
-// when its time runs out on the monotonic clock, which no step moves. A
-// lock is then expired only when its Deadline has passed at now and, if
-// this process wrote it, its time by the monotonic clock has run out too.
-// A step back delays expiry by up to the step, never lets a call through
-// early. A lock written by another process (before a restart, or by
-// another replica) has only its Deadline.
+// when its time runs out on the monotonic clock, which no step moves, and
+// that decides: such a lock expires when its time is up, whatever the wall
+// clock says meanwhile. A lock written by another process (before a
+// restart, or by another replica) has only its Deadline, and a clock that
+// differs from the writer's still moves it (docs/faults.md).
 //
 // A backend calls Wrote after a write of a lock took, Gone after its
-// delete, and Expired and Shown where it judges or returns a lock. The
-// zero value is ready; it is safe for concurrent use.
+// delete, Expired and Shown where it judges or returns a lock, and Due
+// where it looks for what expired. The zero value is ready; it is safe
+// for concurrent use.
 type Steady struct {
 	mu  sync.Mutex
 	due map[string]steadyDue // by Lock.Key
@@ -35,7 +37,7 @@ type steadyDue struct {
 
 // Wrote notes that l was written at now, the store's clock when it was
 // prepared (PrepareLock). Without a monotonic reading in now (a fake
-// clock) it notes nothing.
+// clock) it keeps nothing of l's key.
 func (s *Steady) Wrote(l Lock, now time.Time) {
 	if now == now.Round(0) {
 		s.Gone(l.Key, "")
@@ -59,40 +61,58 @@ func (s *Steady) Gone(key, owner string) {
 	}
 }
 
-// left is how long l has to live by the monotonic clock, when this
-// process wrote it and it has some left.
-func (s *Steady) left(l Lock) (time.Duration, bool) {
+// left is the time l has left on the monotonic clock (negative: past),
+// when this process wrote it (mine).
+func (s *Steady) left(l Lock) (left time.Duration, mine bool) {
 	s.mu.Lock()
 	d, ok := s.due[l.Key]
 	s.mu.Unlock()
 	if !ok || d.owner != l.Owner {
 		return 0, false
 	}
-	left := time.Until(d.at)
-	return left, left > 0
+	return time.Until(d.at), true
 }
 
-// Expired reports whether l has expired at now: its Deadline has passed
-// (the package's Expired) and no time is left to it on the monotonic
-// clock of the process that wrote it.
+// Expired reports whether l has expired at now: its time on the monotonic
+// clock is up, when this process wrote it; else its Deadline has passed
+// (the package's Expired).
 func (s *Steady) Expired(l Lock, now time.Time) bool {
-	if !Expired(l.Deadline, now) {
-		return false
+	if left, mine := s.left(l); mine {
+		return left <= 0
 	}
-	_, live := s.left(l)
-	return !live
+	return Expired(l.Deadline, now)
 }
 
-// Shown is l as a reader at now sees it: a lock whose Deadline passed
-// while its time on the monotonic clock has not (the clock stepped
-// forward) gets the Deadline that time gives at now, so that a caller
-// that compares Deadline with its clock agrees it is live.
+// Shown is l as a reader at now sees it: when its Deadline and the time
+// it has left on the monotonic clock disagree by more than a second (the
+// wall clock stepped since it was written), it gets the Deadline that time
+// gives at now, so that a caller comparing Deadline with its clock agrees
+// with Expired.
 func (s *Steady) Shown(l Lock, now time.Time) Lock {
-	if !Expired(l.Deadline, now) {
+	left, mine := s.left(l)
+	if !mine {
 		return l
 	}
-	if left, live := s.left(l); live {
-		l.Deadline = now.Round(0).Truncate(time.Microsecond).Add(left.Truncate(time.Microsecond) + time.Microsecond)
+	want := now.Round(0).Add(left)
+	if d := l.Deadline.Sub(want); d > time.Second || d < -time.Second {
+		l.Deadline = want.Truncate(time.Microsecond)
+		if left > 0 && !l.Deadline.After(now) {
+			l.Deadline = l.Deadline.Add(time.Microsecond)
+		}
 	}
 	return l
+}
+
+// Due is the keys of the locks this process wrote whose time on the
+// monotonic clock is up, whatever their Deadline says.
+func (s *Steady) Due() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, d := range s.due {
+		if time.Until(d.at) <= 0 {
+			out = append(out, k)
+		}
+	}
+	return out
 }

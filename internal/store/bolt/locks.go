@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -192,7 +193,8 @@ func (s *boltStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock,
 }
 
 // ExpireDue walks the deadline index from the earliest, so its cost is the
-// number of expired locks, not of all locks.
+// number of expired locks, not of all locks, and takes the locks this
+// process wrote whose time is up (store.Steady) besides.
 func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock, error) {
 	var out []store.Lock
 	err := s.write(ctx, func(tx *bolt.Tx) error {
@@ -201,6 +203,11 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 		c := tx.Bucket(bucketLockDeadlines).Cursor()
 		for k, _ := c.First(); k != nil && timeOf(k) <= now.UnixMicro(); k, _ = c.Next() {
 			keys = append(keys, string(k[8:]))
+		}
+		for _, k := range s.steady.Due() { // time up, the wall clock stepped back since
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 		}
 		for _, key := range keys {
 			l, ok, err := getLock(tx, key)

@@ -16,7 +16,7 @@ import (
 // lock (deadline: the broker's timeout plus a minute), and the sweep
 // released it at once, so another call on the instance reached the broker
 // beside the first. Locks this process wrote now live their time on the
-// monotonic clock; a step back only delays them.
+// monotonic clock, whichever way the wall clock steps.
 func TestLockOutlivesAWallClockStep(t *testing.T) {
 	ctx := context.Background()
 	var step atomic.Int64
@@ -61,4 +61,32 @@ func TestLockOutlivesAWallClockStep(t *testing.T) {
 		t.Fatalf("the sweep after the clock stepped back to time released %v, %v; want none", gone, err)
 	}
 	held("after a step of -10m and back", "i2")
+
+	// A lock taken while the clock is 10 minutes ahead, with 100 ms to
+	// live: after the clock steps back its Deadline is 10 minutes away,
+	// and it still expires on time.
+	step.Store(int64(10 * time.Minute))
+	short := lock("i3", "call 3")
+	short.Deadline = now().Add(100 * time.Millisecond)
+	if _, err := st.Acquire(ctx, short); err != nil {
+		t.Fatal(err)
+	}
+	step.Store(0)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gone, err := st.ExpireDue(ctx, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gone) == 1 && gone[0].Key == short.Key {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a lock of 100 ms taken 10 minutes ahead is not expired 5 s after the clock stepped back (swept %v)", gone)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := st.Acquire(ctx, lock("i3", "another call")); err != nil {
+		t.Errorf("Acquire after the short lock expired: %v", err)
+	}
 }
