@@ -13,26 +13,29 @@ import (
 // it (the fault campaign's clock-jump on bolt); a step back would keep a
 // lock the step longer than its time.
 //
-// Steady remembers, for each lock this process wrote with a clock that
-// carries Go's monotonic reading (time.Now does; a fake clock does not),
-// when its time runs out on the monotonic clock, which no step moves, and
-// that decides: such a lock expires when its time is up, whatever the wall
-// clock says meanwhile. A lock written by another process (before a
-// restart, or by another replica) has only its Deadline, and a clock that
-// differs from the writer's still moves it (docs/faults.md).
+// Steady remembers, for each lock this process wrote (or found at its
+// start) with a clock that carries Go's monotonic reading (time.Now does;
+// a fake clock does not), when it started and when its time runs out on
+// the monotonic clock, which no step moves, and that decides: such a lock
+// expires when its time is up, whatever the wall clock says meanwhile,
+// and is shown with the Started and Deadline the monotonic clock gives. A
+// lock written by another replica has only its Deadline, and a clock that
+// differs from the writer's still moves it; one found at the start has
+// what the clock said then (docs/faults.md).
 //
-// A backend calls Wrote after a write of a lock took, Gone after its
-// delete, Expired and Shown where it judges or returns a lock, and Due
-// where it looks for what expired. The zero value is ready; it is safe
-// for concurrent use.
+// A backend calls Wrote after a write of a lock took (and for each lock
+// it finds when it opens), Gone after its delete, Expired and Shown where
+// it judges or returns a lock, and Due where it looks for what expired.
+// The zero value is ready; it is safe for concurrent use.
 type Steady struct {
 	mu  sync.Mutex
 	due map[string]steadyDue // by Lock.Key
 }
 
 type steadyDue struct {
-	owner string
-	at    time.Time // on the monotonic clock
+	owner   string
+	at      time.Time // the Deadline on the monotonic clock
+	started time.Time // Started on the monotonic clock
 }
 
 // Wrote notes that l was written at now, the store's clock when it was
@@ -43,13 +46,14 @@ func (s *Steady) Wrote(l Lock, now time.Time) {
 		s.Gone(l.Key, "")
 		return
 	}
-	at := time.Now().Add(l.Deadline.Sub(now))
+	mono := time.Now()
+	d := steadyDue{owner: l.Owner, at: mono.Add(l.Deadline.Sub(now)), started: mono.Add(l.Started.Sub(now))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.due == nil {
 		s.due = map[string]steadyDue{}
 	}
-	s.due[l.Key] = steadyDue{owner: l.Owner, at: at}
+	s.due[l.Key] = d
 }
 
 // Gone forgets the lock key of owner ("": of any owner), deleted.
@@ -64,13 +68,15 @@ func (s *Steady) Gone(key, owner string) {
 // left is the time l has left on the monotonic clock (negative: past),
 // when this process wrote it (mine).
 func (s *Steady) left(l Lock) (left time.Duration, mine bool) {
+	d, mine := s.of(l)
+	return time.Until(d.at), mine
+}
+
+func (s *Steady) of(l Lock) (steadyDue, bool) {
 	s.mu.Lock()
 	d, ok := s.due[l.Key]
 	s.mu.Unlock()
-	if !ok || d.owner != l.Owner {
-		return 0, false
-	}
-	return time.Until(d.at), true
+	return d, ok && d.owner == l.Owner
 }
 
 // Expired reports whether l has expired at now: its time on the monotonic
@@ -85,20 +91,24 @@ func (s *Steady) Expired(l Lock, now time.Time) bool {
 
 // Shown is l as a reader at now sees it: when its Deadline and the time
 // it has left on the monotonic clock disagree by more than a second (the
-// wall clock stepped since it was written), it gets the Deadline that time
-// gives at now, so that a caller comparing Deadline with its clock agrees
-// with Expired.
+// wall clock stepped since it was written), it gets the Started and
+// Deadline the monotonic clock gives at now, so that a caller comparing
+// them with its clock (the sweep, the reconciler's age of an operation)
+// agrees with Expired.
 func (s *Steady) Shown(l Lock, now time.Time) Lock {
-	left, mine := s.left(l)
+	d, mine := s.of(l)
 	if !mine {
 		return l
 	}
-	want := now.Round(0).Add(left)
-	if d := l.Deadline.Sub(want); d > time.Second || d < -time.Second {
+	mono, wall := time.Now(), now.Round(0)
+	left := d.at.Sub(mono)
+	want := wall.Add(left)
+	if off := l.Deadline.Sub(want); off > time.Second || off < -time.Second {
 		l.Deadline = want.Truncate(time.Microsecond)
 		if left > 0 && !l.Deadline.After(now) {
 			l.Deadline = l.Deadline.Add(time.Microsecond)
 		}
+		l.Started = wall.Add(d.started.Sub(mono)).Truncate(time.Microsecond)
 	}
 	return l
 }

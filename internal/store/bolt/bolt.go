@@ -167,7 +167,28 @@ func open(path string, timeout time.Duration, now func() time.Time) (*boltStore,
 		db.Close()
 		return nil, fmt.Errorf("store: prepare bolt file %s: %w", path, err)
 	}
-	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path, keys: keys}, nil
+	s := &boltStore{db: db, commits: &committer{db: db}, now: now, path: path, keys: keys}
+	if err := s.adoptLocks(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: read the locks of bolt file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// adoptLocks gives each lock in the file the time it has left by the
+// clock now, on the monotonic clock from then on (store.Steady): a step
+// of the wall clock during this process's life moves none of them.
+func (s *boltStore) adoptLocks() error {
+	now := s.now()
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLocks).ForEach(func(_, v []byte) error {
+			l, err := store.DecodeLock(v)
+			if err == nil {
+				s.steady.Wrote(l, now)
+			}
+			return nil // a record that does not decode fails its readers, not the start
+		})
+	})
 }
 
 // dropOldInventory deletes the inventory if tx holds a bucket of

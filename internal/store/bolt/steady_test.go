@@ -90,3 +90,37 @@ func TestLockOutlivesAWallClockStep(t *testing.T) {
 		t.Errorf("Acquire after the short lock expired: %v", err)
 	}
 }
+
+// TestLockOfTheLastProcessOutlivesAStep: the campaign's kill -9 of the bolt
+// gateway during an async deprovision, then a step of +7m44s of the new
+// process's wall clock: the sweep released the dead process's lock (its
+// deadline two minutes away), the platform's poll that saw the deletion end
+// found no lock, and the inventory kept the instance (h). The locks found
+// at the start keep the time they had then.
+func TestLockOfTheLastProcessOutlivesAStep(t *testing.T) {
+	ctx := context.Background()
+	var step atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(step.Load())) }
+	path := filepath.Join(t.TempDir(), "state.db")
+	first, err := Open(path, 100*time.Millisecond, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := store.Lock{Key: store.LockKey("b", "i1"), Owner: "call 1", Kind: store.KindDeprovision, Broker: "b", InstanceID: "i1",
+		Async: true, Started: now(), Deadline: now().Add(2 * time.Minute)}
+	if _, err := first.Acquire(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := openBoltAt(t, path, now)
+	step.Store(int64(7*time.Minute + 44*time.Second))
+	if gone, err := st.ExpireDue(ctx, now()); err != nil || len(gone) != 0 {
+		t.Fatalf("the sweep of the new process after a step of +7m44s released %v, %v; want none", gone, err)
+	}
+	got, err := st.Get(ctx, l.Key)
+	if err != nil || got.Owner != "call 1" || !got.Deadline.After(now()) || got.Started.After(now()) || now().Sub(got.Started) > time.Minute {
+		t.Errorf("Get after the step = %+v, %v; want the lock, started a moment ago by the stepped clock, its deadline ahead", got, err)
+	}
+}
