@@ -61,3 +61,22 @@ func setClock(file string, d time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// quietWithin is how long the drain waits for the gateways to be quiet
+// (no lock, no orphan due): two minutes, and the largest step forward of
+// a clock-jump that happened. A gateway restarted after such a step (a
+// kill -9 as it ended, a rolling restart) finds the locks its last process
+// wrote while its clock was ahead, whose Deadlines are the step too late,
+// and keeps them to those Deadlines; the async operations among them are
+// polled by the reconciler only once their Started, as late, is old
+// enough (the documented limit, docs/faults.md).
+func quietWithin(h *history) time.Duration {
+	_, faults := h.snapshot()
+	ahead := time.Duration(0)
+	for _, f := range faults {
+		if f.Kind == fClockJump && f.Err == "" {
+			ahead = max(ahead, f.Offset)
+		}
+	}
+	return 2*time.Minute + ahead
+}
