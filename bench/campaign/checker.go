@@ -207,12 +207,12 @@ const (
 // broker's side or the store's (its polls fail meanwhile).
 func (v *verdict) checkLockAges() {
 	for _, l := range v.audit {
-		age := l.Last.Sub(l.Started)
+		age := l.Last.Sub(v.lockStart(l)) // checker_more.go
 		bound, excuses := syncLockBound, []string{fGatewayKill}
 		if l.Async || l.Shim != nil {
 			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide, storeDown)
 		}
-		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.Last, excuses...) {
+		if age <= bound || v.faulted("", v.lockStart(l).Add(-time.Second), l.Last, excuses...) {
 			continue
 		}
 		if o := v.callOf(l); !l.Async && l.Shim == nil && age <= syncLockDeadline && o != nil && (o.Status == 0 || o.Status >= 500) &&

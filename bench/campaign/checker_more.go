@@ -102,3 +102,25 @@ func (v *verdict) excuseForgotten() {
 	}
 	v.violations = kept
 }
+
+// lockStart is when the lock l began, by the campaign's clock: its
+// Started, the gateway's, unless a gateway's clock was stepped back
+// around when the audit first saw it (then Started is that much early,
+// and the lock began at most an audit tick and a second before it was
+// first seen).
+func (v *verdict) lockStart(l *seenLock) time.Time {
+	if l.First.IsZero() || !l.Started.Before(l.First.Add(-lockAuditSlack)) {
+		return l.Started
+	}
+	for _, f := range v.faults {
+		if start, end, ok := window(f); ok && f.Kind == fClockJump && f.Offset < 0 &&
+			!start.After(l.First) && !end.Before(l.First.Add(-lockAuditSlack)) {
+			return l.First.Add(-lockAuditSlack)
+		}
+	}
+	return l.Started
+}
+
+// lockAuditSlack is how long before the audit first saw a lock it may
+// have begun: a tick of the audit (2 s) and a second.
+const lockAuditSlack = 3 * time.Second

@@ -232,3 +232,28 @@ func TestClockTagBuilds(t *testing.T) {
 		t.Fatalf("-tags %s: %v\n%s", baseTags, err, out)
 	}
 }
+
+// TestCheckerLockAgesThroughAClockStep: a lock written while its gateway's
+// clock stood 9 minutes back has a Started 9 minutes early; its age is
+// counted from when the audit first saw it, and only then.
+func TestCheckerLockAgesThroughAClockStep(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fault *fault
+		want  string
+	}{
+		{"a step back then", &fault{Kind: fClockJump, Target: "gw0", Offset: -9 * time.Minute, Start: at(590), End: at(610)}, ""},
+		{"a step forward then", &fault{Kind: fClockJump, Target: "gw0", Offset: 9 * time.Minute, Start: at(590), End: at(610)}, "c"},
+		{"a step back long before", &fault{Kind: fClockJump, Target: "gw0", Offset: -9 * time.Minute, Start: at(100), End: at(120)}, "c"},
+		{"a step back that failed", &fault{Kind: fClockJump, Target: "gw0", Offset: -9 * time.Minute, Start: at(590), End: at(610), Err: "not acknowledged"}, "c"},
+	} {
+		v := newVerdict()
+		v.faults = []*fault{c.fault}
+		v.audit = []*seenLock{{adminLock: adminLock{Key: "i1", Broker: "modern", InstanceID: "i1", Kind: "update", Started: at(60)},
+			First: at(600), Last: at(606)}}
+		v.checkLockAges()
+		if got := rules(v); got != c.want {
+			t.Errorf("%s: rules %q, want %q", c.name, got, c.want)
+		}
+	}
+}
