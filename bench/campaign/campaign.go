@@ -38,7 +38,7 @@ func campaign(o options) (int, error) {
 	if o.mutation != "" {
 		fmt.Fprintf(out, "campaign: the gateway is built with the mutation %s (-tags %s): one promise broken on purpose\n", o.mutation, tagOf(o.mutation))
 	}
-	schedule := planAll(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every) // faults_more.go
+	schedule := skipKinds(planAll(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every), o.skip) // faults_more.go
 	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
 	if err != nil {
 		return 0, err

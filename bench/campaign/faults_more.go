@@ -73,6 +73,20 @@ func planAll(seed uint64, d time.Duration, store string, replicas, platforms int
 	return out
 }
 
+// skipKinds is schedule without the faults of the kinds in skip
+// (comma-separated), numbered again.
+func skipKinds(schedule []*fault, skip string) []*fault {
+	if skip == "" {
+		return schedule
+	}
+	kinds := strings.Split(skip, ",")
+	out := slices.DeleteFunc(schedule, func(f *fault) bool { return slices.Contains(kinds, f.Kind) })
+	for i, f := range out {
+		f.N = i + 1
+	}
+	return out
+}
+
 // planMore draws the faults of this file: one every 2.4 to 9.6 times
 // every (15 s on average at the default 2.5 s) from +5 s, at most one
 // Redis restart a run (it forgets everything: what it excuses, it

@@ -257,3 +257,18 @@ func TestCheckerLockAgesThroughAClockStep(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipKinds: -skip leaves out the kinds named, and only those.
+func TestSkipKinds(t *testing.T) {
+	all := planAll(2, 10*time.Minute, "redis", 2, 4, []string{"modern", "legacy"}, 2500*time.Millisecond)
+	n := len(all)
+	left := skipKinds(all, fClockJump+","+fRedisPause)
+	for i, f := range left {
+		if f.Kind == fClockJump || f.Kind == fRedisPause || f.N != i+1 {
+			t.Fatalf("fault %d left: %s", i, f)
+		}
+	}
+	if len(left) >= n || len(left) < n/2 {
+		t.Errorf("%d of %d faults left", len(left), n)
+	}
+}

@@ -53,6 +53,7 @@ type options struct {
 	giveUp    time.Duration
 	careless  int    // platforms that do not mitigate orphans, after the others
 	mutation  string // the gateway is built with this mutation (internal/mutation)
+	skip      string // fault kinds left out of the schedule, comma-separated
 	out       io.Writer
 }
 
@@ -80,6 +81,7 @@ func run(args []string) (int, error) {
 	fs.StringVar(&o.bin, "bin", "", "a directory with osb-gateway and osb-sample-broker already built (default: go build them)")
 	fs.IntVar(&o.careless, "careless", 2, "platforms that do not mitigate orphans, besides -platforms: the first gives up on a create whose outcome it did not learn, the second also crashes in the middle of half its provisions and binds; the gateway's own orphan mitigation must clean up after both")
 	fs.StringVar(&o.mutation, "mutation", "", "build the gateway with one promise broken on purpose (see internal/mutation): "+strings.Join(mutationNames(), ", "))
+	fs.StringVar(&o.skip, "skip", "", "fault kinds to leave out of the schedule, comma-separated (e.g. clock-jump,redis-restart); the others stay as the seed drew them")
 	recheck := fs.String("recheck", "", "check again, offline, the run whose files are in this directory (kept with -keep, or after violations)")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
