@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/osb-gateway/osb-gateway/internal/clockjump"
 )
 
 // TestPlanMoreWhereTheyApply: the kinds of faults_more.go are drawn only
@@ -270,5 +274,72 @@ func TestSkipKinds(t *testing.T) {
 	}
 	if len(left) >= n || len(left) < n/2 {
 		t.Errorf("%d of %d faults left", len(left), n)
+	}
+}
+
+// TestOwnLinks: each replica reaches the store through a link of its own
+// in front of the shared one; cutting one replica's leaves the other's.
+func TestOwnLinks(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	shared, err := newLink("shared", echo.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	c := &cluster{store: "redis", storeLink: shared}
+	dir := t.TempDir()
+	var gws []*gatewayProc
+	for i := range 2 {
+		g := &gatewayProc{proc: proc{name: fmt.Sprintf("gw%d", i)}, config: filepath.Join(dir, fmt.Sprintf("gw%d.yaml", i))}
+		state, err := c.ownLinks(g, fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}}", shared.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.storeLink.Close()
+		if want := fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}}", g.storeLink.Addr()); state != want {
+			t.Errorf("%s: state %s, want %s", g.name, state, want)
+		}
+		if want := clockjump.EnvFile + "=" + g.config + ".clock"; len(g.env) != 1 || g.env[0] != want {
+			t.Errorf("%s: env %q, want %s", g.name, g.env, want)
+		}
+		gws = append(gws, g)
+	}
+	roundTrip := func(l *link) error {
+		conn, err := net.DialTimeout("tcp", l.Addr(), time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write([]byte("PING\n")); err != nil {
+			return err
+		}
+		buf := make([]byte, 5)
+		_, err = io.ReadFull(conn, buf)
+		return err
+	}
+	gws[1].storeLink.cut(true)
+	if err := roundTrip(gws[0].storeLink); err != nil {
+		t.Errorf("gw0 cut off with gw1: %v", err)
+	}
+	if err := roundTrip(gws[1].storeLink); err == nil {
+		t.Error("gw1 reached the store through its cut link")
+	}
+	gws[1].storeLink.heal()
+	if err := roundTrip(gws[1].storeLink); err != nil {
+		t.Errorf("gw1 after the heal: %v", err)
 	}
 }
