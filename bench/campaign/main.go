@@ -4,8 +4,10 @@
 // as Cloud Controller does, lets a nemesis inject seeded faults (kill -9 of
 // gateways and brokers, SIGSTOP of Redis or PostgreSQL, broker errors, latency and
 // hangs, slow, stalled and reset links, clients that half-close or hang
-// up), then drains and checks three independent views against the
-// gateway's promises. See docs/faults.md.
+// up; and a real deployment's: Redis restarted empty, one replica cut off
+// from the store, a replica's wall clock stepped, a full disk under bolt,
+// SIGTERM rolling restarts and reloads), then drains and checks three
+// independent views against the gateway's promises. See docs/faults.md.
 //
 //	go run ./bench/campaign -duration 60s -seed 1 -store bolt -replicas 1
 //	go run ./bench/campaign -duration 60s -seed 1 -store redis -replicas 2
