@@ -65,13 +65,6 @@ func (s *Steady) Gone(key, owner string) {
 	}
 }
 
-// left is the time l has left on the monotonic clock (negative: past),
-// when this process wrote it (mine).
-func (s *Steady) left(l Lock) (left time.Duration, mine bool) {
-	d, mine := s.of(l)
-	return time.Until(d.at), mine
-}
-
 func (s *Steady) of(l Lock) (steadyDue, bool) {
 	s.mu.Lock()
 	d, ok := s.due[l.Key]
@@ -83,10 +76,18 @@ func (s *Steady) of(l Lock) (steadyDue, bool) {
 // clock is up, when this process wrote it; else its Deadline has passed
 // (the package's Expired).
 func (s *Steady) Expired(l Lock, now time.Time) bool {
-	if left, mine := s.left(l); mine {
-		return left <= 0
+	_, expired := s.Judge(l, now)
+	return expired
+}
+
+// Judge is Shown and Expired at once, with one look-up.
+func (s *Steady) Judge(l Lock, now time.Time) (shown Lock, expired bool) {
+	d, mine := s.of(l)
+	if !mine {
+		return l, Expired(l.Deadline, now)
 	}
-	return Expired(l.Deadline, now)
+	mono := time.Now()
+	return d.shown(l, now, mono), !d.at.After(mono)
 }
 
 // Shown is l as a reader at now sees it: when its Deadline and the time
@@ -100,7 +101,12 @@ func (s *Steady) Shown(l Lock, now time.Time) Lock {
 	if !mine {
 		return l
 	}
-	mono, wall := time.Now(), now.Round(0)
+	return d.shown(l, now, time.Now())
+}
+
+// shown is Shown of l, whose due d is, at now and mono (time.Now).
+func (d steadyDue) shown(l Lock, now, mono time.Time) Lock {
+	wall := now.Round(0)
 	left := d.at.Sub(mono)
 	want := wall.Add(left)
 	if off := l.Deadline.Sub(want); off > time.Second || off < -time.Second {

@@ -277,10 +277,13 @@ func getLock(tx *bolt.Tx, key string) (store.Lock, bool, error) {
 // liveLock returns the lock key if it exists and has not expired at now.
 func (s *boltStore) liveLock(tx *bolt.Tx, key string, now time.Time) (store.Lock, bool, error) {
 	l, ok, err := getLock(tx, key)
-	if err != nil || !ok || s.steady.Expired(l, now) {
+	if err != nil || !ok {
 		return store.Lock{}, false, err
 	}
-	return s.steady.Shown(l, now), true, nil
+	if l, expired := s.steady.Judge(l, now); !expired {
+		return l, true, nil
+	}
+	return store.Lock{}, false, nil
 }
 
 // putLock writes l, replacing old (the zero Lock if there was none).

@@ -161,8 +161,8 @@ func (s *boltStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock,
 		if err != nil {
 			return err
 		}
-		if (f.Expired || !s.steady.Expired(l, now)) && f.Matches(l) {
-			out = append(out, s.steady.Shown(l, now)) // keys iterate in byte order: sorted by Key
+		if shown, expired := s.steady.Judge(l, now); (f.Expired || !expired) && f.Matches(l) {
+			out = append(out, shown) // keys iterate in byte order: sorted by Key
 		}
 		return nil
 	}
