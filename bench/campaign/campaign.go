@@ -38,7 +38,7 @@ func campaign(o options) (int, error) {
 	if o.mutation != "" {
 		fmt.Fprintf(out, "campaign: the gateway is built with the mutation %s (-tags %s): one promise broken on purpose\n", o.mutation, tagOf(o.mutation))
 	}
-	schedule := plan(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every)
+	schedule := skipKinds(planAll(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every), o.skip) // faults_more.go
 	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
 	if err != nil {
 		return 0, err
@@ -52,7 +52,7 @@ func campaign(o options) (int, error) {
 		fmt.Fprintf(out, "  %s\n", f)
 	}
 
-	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, tagOf(o.mutation))
+	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, gatewayTags(o.mutation))
 	if err != nil {
 		return 0, err
 	}
@@ -123,7 +123,7 @@ func campaign(o options) (int, error) {
 	case <-time.After(5 * time.Minute):
 		stuck = append(stuck, violation{Rule: "c", What: "the platforms' calls did not end within 5 minutes of the nemesis stopping"})
 	}
-	if err := waitQuiet(c); err != nil {
+	if err := waitQuiet(c, quietWithin(h)); err != nil { // faults_more.go
 		stuck = append(stuck, violation{Rule: "c", What: err.Error()})
 	}
 	// The inventory's documented lag (checker_inventory.go) ends before
@@ -160,9 +160,9 @@ func campaign(o options) (int, error) {
 }
 
 // waitQuiet waits until no lock remains and no orphan is due (a given-up or
-// reported orphan is never due), at most two minutes.
-func waitQuiet(c *cluster) error {
-	deadline := time.Now().Add(2 * time.Minute)
+// reported orphan is never due), at most within.
+func waitQuiet(c *cluster, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	var last string
 	for time.Now().Before(deadline) {
 		ls, err1 := c.locks()
@@ -179,7 +179,7 @@ func waitQuiet(c *cluster) error {
 		last = fmt.Sprintf("%d locks, %d orphans due (errors: %v, %v)", len(ls), due, err1, err2)
 		time.Sleep(500 * time.Millisecond)
 	}
-	return fmt.Errorf("not quiet two minutes after the platforms finished: %s", last)
+	return fmt.Errorf("not quiet %s after the platforms finished: %s", within, last)
 }
 
 // collect reads the three views.

@@ -33,10 +33,11 @@ import (
 
 // violation is one broken promise.
 type violation struct {
-	Rule   string // a..h
-	What   string
-	Around string    // the ops and faults near it
-	At     time.Time // when it happened (zero: at the end)
+	Rule     string // a..h
+	What     string
+	Around   string    // the ops and faults near it
+	At       time.Time // when it happened (zero: at the end)
+	Instance string    // the instance it is about ("": none)
 }
 
 func (v violation) String() string {
@@ -65,7 +66,7 @@ type verdict struct {
 }
 
 func (v *verdict) add(rule, what, instance string, from, to time.Time) {
-	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to), At: from})
+	v.violations = append(v.violations, violation{Rule: rule, What: what, Around: around(v.ops, v.faults, instance, from, to), At: from, Instance: instance})
 }
 
 func instanceOf(key string) string {
@@ -82,6 +83,7 @@ func (v *verdict) check() {
 	v.checkInvented()
 	v.checkReads()
 	v.checkInventory()
+	v.excuseForgotten() // checker_more.go
 }
 
 // lastOpOn is the time of the last op on an instance (for the report).
@@ -205,16 +207,16 @@ const (
 // broker's side or the store's (its polls fail meanwhile).
 func (v *verdict) checkLockAges() {
 	for _, l := range v.audit {
-		age := l.Last.Sub(l.Started)
+		age := l.Last.Sub(v.lockStart(l)) // checker_more.go
 		bound, excuses := syncLockBound, []string{fGatewayKill}
 		if l.Async || l.Shim != nil {
-			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide...)
+			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide, storeDown)
 		}
-		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.Last, excuses...) {
+		if age <= bound || v.faulted("", v.lockStart(l).Add(-time.Second), l.Last, excuses...) {
 			continue
 		}
 		if o := v.callOf(l); !l.Async && l.Shim == nil && age <= syncLockDeadline && o != nil && (o.Status == 0 || o.Status >= 500) &&
-			v.faulted(v.store, o.End.Add(-time.Second), o.End.Add(500*time.Millisecond), storeSide...) {
+			v.storeFaulted(o.End.Add(-time.Second), o.End.Add(500*time.Millisecond), o.Replica) {
 			// The store faulted as the call ended without an answer: the
 			// hold after it was not written, and the lock lasts to the
 			// deadline it was taken with, as documented (guard.hold).
@@ -257,7 +259,7 @@ func (v *verdict) check5xx() {
 		switch {
 		case strings.Contains(d, "operation state is unavailable") || strings.Contains(d, "state store") ||
 			strings.Contains(d, "inventory is unavailable"):
-			if !v.faulted(v.store, from.Add(-3*time.Second), to, storeSide...) {
+			if !v.storeFaulted(from.Add(-3*time.Second), to, o.Replica) {
 				v.add("d", fmt.Sprintf("%s: the state store blamed, and it was not faulted", o), o.Instance, o.Start, o.End)
 			}
 		case strings.Contains(d, "broker") || strings.Contains(d, "injected fault"):

@@ -33,7 +33,7 @@ import (
 func inventoryCaughtUp(faults []*fault, store string) time.Time {
 	var t time.Time
 	for _, f := range faults {
-		if f.Target != store {
+		if f.Target != store && f.Kind != fStoreCut {
 			continue
 		}
 		if from, to, ok := window(f); ok {

@@ -47,13 +47,14 @@ var tenants = []string{"cf1", "cf2"}
 
 func tenantPassword(t string) string { return t + "-campaign-secret" }
 
-// build compiles the gateway (with the build tag tags, when not empty: a
-// mutation's) and the sample broker into dir, or, when prebuilt names a
-// directory, takes them from there (a gateway with tags is always built).
+// build compiles the gateway (with the build tags tags: the campaign's
+// own, baseTags, and a mutation's) and the sample broker into dir, or, when
+// prebuilt names a directory, takes them from there (a gateway with more
+// tags than baseTags is always built).
 func build(dir, prebuilt, tags string) (gateway, broker string, err error) {
 	gateway, broker = filepath.Join(dir, "osb-gateway"), filepath.Join(dir, "osb-sample-broker")
 	for bin, pkg := range map[string]string{gateway: "./cmd/osb-gateway", broker: "./cmd/osb-sample-broker"} {
-		mutated := tags != "" && bin == gateway
+		mutated := tags != baseTags && bin == gateway
 		if prebuilt != "" && !mutated {
 			if err := copyFile(filepath.Join(prebuilt, filepath.Base(bin)), bin); err != nil {
 				return "", "", err
@@ -61,7 +62,7 @@ func build(dir, prebuilt, tags string) (gateway, broker string, err error) {
 			continue
 		}
 		args := []string{"build", "-o", bin}
-		if mutated {
+		if bin == gateway && tags != "" {
 			args = append(args, "-tags", tags)
 		}
 		cmd := exec.Command("go", append(args, pkg)...)
@@ -130,7 +131,11 @@ func newCluster(dir, store string, replicas int, prebuilt, tags string) (_ *clus
 	for i := range replicas {
 		g := &gatewayProc{proc: proc{name: fmt.Sprintf("gw%d", i)}, i: i, bin: c.gatewayBin, listen: freeAddr(), admin: freeAddr()}
 		g.config = filepath.Join(dir, g.name+".yaml")
-		if err := os.WriteFile(g.config, []byte(c.gatewayYAML(g, state)), 0o600); err != nil {
+		gstate, err := c.ownLinks(g, state) // faults_more.go
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(g.config, []byte(c.gatewayYAML(g, gstate)), 0o600); err != nil {
 			return nil, err
 		}
 		if g.log, err = os.Create(filepath.Join(dir, g.name+".log")); err != nil {
@@ -194,6 +199,9 @@ func (c *cluster) platformAddr(i int) string { return c.gateways[i].listen }
 func (c *cluster) stop() {
 	for _, g := range c.gateways {
 		g.kill9()
+		if g.storeLink != nil {
+			g.storeLink.Close()
+		}
 	}
 	for _, b := range c.brokers {
 		b.kill9()

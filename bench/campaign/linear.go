@@ -161,7 +161,7 @@ func (v *verdict) checkReads() {
 	// back, within its retry backoff (5 s at most): a read there may lag
 	// what the platform was told by that much (docs/legacy-brokers.md).
 	lag := func(o *op) bool {
-		return v.fetched[o.Broker] && v.faulted(v.store, o.Start.Add(-inventoryLag), o.End, storeSide...)
+		return v.fetched[o.Broker] && v.storeFaulted(o.Start.Add(-inventoryLag), o.End, -1)
 	}
 	hist := linearOps(v.ops, t0, lag)
 	keys := make([]string, 0, len(hist))

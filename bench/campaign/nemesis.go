@@ -33,6 +33,10 @@ type fault struct {
 	NewPID int         `json:"new_pid,omitempty"`
 	Fired  []time.Time `json:"fired,omitempty"`
 	Err    string      `json:"err,omitempty"`
+	// Offset is a clock-jump's step; Did says what a fault of
+	// faults_more.go did, as it happened (PIDs, exit codes, triggers).
+	Offset time.Duration `json:"offset,omitempty"`
+	Did    string        `json:"did,omitempty"`
 
 	status int
 	count  int
@@ -299,6 +303,8 @@ func (n *nemesis) do(f *fault) {
 			mode = modeHangUp
 		}
 		p.queueModes(mode, f.count)
+	default:
+		err = n.doMore(f) // faults_more.go
 	}
 }
 

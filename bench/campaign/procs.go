@@ -39,11 +39,15 @@ type proc struct {
 	done    chan struct{}
 	up      atomic.Bool
 	log     *os.File
+	env     []string // added to the campaign's environment
 }
 
 func (p *proc) startCmd(bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // nothing outlives the campaign
 	if err := cmd.Start(); err != nil {
 		return err
@@ -250,6 +254,11 @@ type gatewayProc struct {
 	listen string
 	admin  string
 	config string
+	// storeLink is this replica's own link to the store (to the shared
+	// storeLink, which the store-wide faults degrade): a store-partition
+	// cuts one replica off (faults_more.go). Nil with bolt.
+	storeLink *link
+	clockFile string // the offset file of its wall clock (clock.go)
 }
 
 func (g *gatewayProc) start() error {

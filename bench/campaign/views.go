@@ -86,7 +86,8 @@ type adminLock struct {
 // last time it was still there.
 type seenLock struct {
 	adminLock
-	Last time.Time `json:"last_seen"`
+	First time.Time `json:"first_seen"`
+	Last  time.Time `json:"last_seen"`
 }
 
 // lockAudit lists the gateways' locks every interval while the campaign
@@ -115,7 +116,7 @@ func (a *lockAudit) run(c *cluster, every time.Duration, stop <-chan struct{}) {
 		for _, l := range ls {
 			k := l.Key + " " + l.Owner
 			if a.locks[k] == nil {
-				a.locks[k] = &seenLock{adminLock: l}
+				a.locks[k] = &seenLock{adminLock: l, First: now}
 			}
 			a.locks[k].Last = now
 		}

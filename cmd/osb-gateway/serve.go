@@ -114,7 +114,7 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 			obs.close(context.Background())
 		}
 	}()
-	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: lg.access, Store: st}))
+	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: lg.access, Store: st, Now: gatewayClock}))
 	if err != nil {
 		return nil, err
 	}

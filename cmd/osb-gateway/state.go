@@ -20,7 +20,7 @@ import (
 // reach its state refuses mutating calls, so it says so at start); for
 // PostgreSQL it then creates or migrates the schema.
 func openStore(sc config.State, log *slog.Logger) (store.Store, error) {
-	st, err := backend.Open(storeConfig(sc), time.Now)
+	st, err := backend.Open(storeConfig(sc), gatewayClock)
 	if err != nil {
 		return nil, fmt.Errorf("state (%s): %w", sc.Backend, err)
 	}

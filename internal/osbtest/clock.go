@@ -13,8 +13,10 @@ type Clock struct {
 	t  time.Time
 }
 
-// NewClock returns a clock standing at start.
-func NewClock(start time.Time) *Clock { return &Clock{t: start} }
+// NewClock returns a clock standing at start, without its monotonic
+// reading (Round(0)): a fake clock's times are wall times only, as a
+// store's Steady expects of a clock that is not the machine's.
+func NewClock(start time.Time) *Clock { return &Clock{t: start.Round(0)} }
 
 // Now returns the clock's time.
 func (c *Clock) Now() time.Time {

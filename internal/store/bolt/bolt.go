@@ -93,8 +93,9 @@ type boltStore struct {
 	commits *committer
 	now     func() time.Time
 	path    string
-	keys    *lockKeys   // what Get of a key without a lock skips the file for
-	closed  atomic.Bool // set by Close: a Get that skips the file fails as a read would
+	keys    *lockKeys    // what Get of a key without a lock skips the file for
+	closed  atomic.Bool  // set by Close: a Get that skips the file fails as a read would
+	steady  store.Steady // this process's locks through a step of the wall clock
 }
 
 // boltPageSize is the page size of a new bolt file (a file keeps the one
@@ -166,7 +167,28 @@ func open(path string, timeout time.Duration, now func() time.Time) (*boltStore,
 		db.Close()
 		return nil, fmt.Errorf("store: prepare bolt file %s: %w", path, err)
 	}
-	return &boltStore{db: db, commits: &committer{db: db}, now: now, path: path, keys: keys}, nil
+	s := &boltStore{db: db, commits: &committer{db: db}, now: now, path: path, keys: keys}
+	if err := s.adoptLocks(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: read the locks of bolt file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// adoptLocks gives each lock in the file the time it has left by the
+// clock now, on the monotonic clock from then on (store.Steady): a step
+// of the wall clock during this process's life moves none of them.
+func (s *boltStore) adoptLocks() error {
+	now := s.now()
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLocks).ForEach(func(_, v []byte) error {
+			l, err := store.DecodeLock(v)
+			if err == nil {
+				s.steady.Wrote(l, now)
+			}
+			return nil // a record that does not decode fails its readers, not the start
+		})
+	})
 }
 
 // dropOldInventory deletes the inventory if tx holds a bucket of
@@ -253,12 +275,15 @@ func getLock(tx *bolt.Tx, key string) (store.Lock, bool, error) {
 }
 
 // liveLock returns the lock key if it exists and has not expired at now.
-func liveLock(tx *bolt.Tx, key string, now time.Time) (store.Lock, bool, error) {
+func (s *boltStore) liveLock(tx *bolt.Tx, key string, now time.Time) (store.Lock, bool, error) {
 	l, ok, err := getLock(tx, key)
-	if err != nil || !ok || store.Expired(l.Deadline, now) {
+	if err != nil || !ok {
 		return store.Lock{}, false, err
 	}
-	return l, true, nil
+	if l, expired := s.steady.Judge(l, now); !expired {
+		return l, true, nil
+	}
+	return store.Lock{}, false, nil
 }
 
 // putLock writes l, replacing old (the zero Lock if there was none).
@@ -283,8 +308,8 @@ func (s *boltStore) deleteLock(tx *bolt.Tx, l store.Lock) error {
 
 // ownedLock returns the live lock key if owner holds it, or in outcome the
 // error saying why not.
-func ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l store.Lock, outcome, err error) {
-	l, ok, err := liveLock(tx, key, now)
+func (s *boltStore) ownedLock(tx *bolt.Tx, key, owner string, now time.Time) (l store.Lock, outcome, err error) {
+	l, ok, err := s.liveLock(tx, key, now)
 	switch {
 	case err != nil:
 		return store.Lock{}, nil, err

@@ -69,7 +69,7 @@ func withFewSlots(t *testing.T, s *boltStore, n int) {
 // fileGet is Get by a read transaction, as it was before the key counts.
 func fileGet(s *boltStore, key string, now time.Time) (found bool, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
-		_, found, err = liveLock(tx, key, now)
+		_, found, err = s.liveLock(tx, key, now)
 		return err
 	})
 	return found, err

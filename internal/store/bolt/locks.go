@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +31,7 @@ func (s *boltStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, erro
 		if err != nil {
 			return err
 		}
-		if ok && !store.Expired(cur.Deadline, now) && cur.Owner != l.Owner {
+		if ok && !s.steady.Expired(cur, now) && cur.Owner != l.Owner {
 			holder, held = cur, true
 			return nil
 		}
@@ -46,8 +47,10 @@ func (s *boltStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, erro
 	case err != nil:
 		return store.Lock{}, err
 	case held:
-		return holder, store.HeldError(holder)
-	case holder.Key != "":
+		return s.steady.Shown(holder, now), store.HeldError(holder)
+	}
+	s.steady.Wrote(l, now)
+	if holder.Key != "" {
 		l.Replaced = &holder
 	}
 	return l, nil
@@ -64,7 +67,7 @@ func (s *boltStore) Update(ctx context.Context, l store.Lock) error {
 	}
 	var outcome error
 	err = s.write(ctx, func(tx *bolt.Tx) error {
-		cur, out, err := ownedLock(tx, l.Key, l.Owner, now)
+		cur, out, err := s.ownedLock(tx, l.Key, l.Owner, now)
 		if outcome = out; err != nil || out != nil {
 			return err
 		}
@@ -73,6 +76,9 @@ func (s *boltStore) Update(ctx context.Context, l store.Lock) error {
 	if err != nil {
 		return err
 	}
+	if outcome == nil {
+		s.steady.Wrote(l, now)
+	}
 	return outcome
 }
 
@@ -80,7 +86,7 @@ func (s *boltStore) Release(ctx context.Context, key, owner string) error {
 	now := s.now()
 	var outcome error
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		cur, out, err := ownedLock(tx, key, owner, now)
+		cur, out, err := s.ownedLock(tx, key, owner, now)
 		if outcome = out; err != nil || out != nil {
 			return err
 		}
@@ -88,6 +94,9 @@ func (s *boltStore) Release(ctx context.Context, key, owner string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if outcome == nil {
+		s.steady.Gone(key, owner)
 	}
 	return outcome
 }
@@ -98,11 +107,14 @@ func (s *boltStore) ForceRelease(ctx context.Context, key string) (store.Lock, e
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		var err error
-		if l, found, err = liveLock(tx, key, now); err != nil || !found {
+		if l, found, err = s.liveLock(tx, key, now); err != nil || !found {
 			return err
 		}
 		return s.deleteLock(tx, l)
 	})
+	if err == nil && found {
+		s.steady.Gone(key, l.Owner)
+	}
 	return store.FoundLock(l, found, err, key)
 }
 
@@ -127,7 +139,7 @@ func (s *boltStore) Get(ctx context.Context, key string) (store.Lock, error) {
 	var found bool
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		var err error
-		l, found, err = liveLock(tx, key, now)
+		l, found, err = s.liveLock(tx, key, now)
 		return err
 	})
 	if err == nil && !found {
@@ -149,8 +161,8 @@ func (s *boltStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock,
 		if err != nil {
 			return err
 		}
-		if (f.Expired || !store.Expired(l.Deadline, now)) && f.Matches(l) {
-			out = append(out, l) // keys iterate in byte order: sorted by Key
+		if shown, expired := s.steady.Judge(l, now); (f.Expired || !expired) && f.Matches(l) {
+			out = append(out, shown) // keys iterate in byte order: sorted by Key
 		}
 		return nil
 	}
@@ -181,7 +193,8 @@ func (s *boltStore) List(ctx context.Context, f store.ListFilter) ([]store.Lock,
 }
 
 // ExpireDue walks the deadline index from the earliest, so its cost is the
-// number of expired locks, not of all locks.
+// number of expired locks, not of all locks, and takes the locks this
+// process wrote whose time is up (store.Steady) besides.
 func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock, error) {
 	var out []store.Lock
 	err := s.write(ctx, func(tx *bolt.Tx) error {
@@ -191,12 +204,17 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 		for k, _ := c.First(); k != nil && timeOf(k) <= now.UnixMicro(); k, _ = c.Next() {
 			keys = append(keys, string(k[8:]))
 		}
+		for _, k := range s.steady.Due() { // time up, the wall clock stepped back since
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
 		for _, key := range keys {
 			l, ok, err := getLock(tx, key)
 			if err != nil {
 				return err
 			}
-			if ok && store.Expired(l.Deadline, now) {
+			if ok && s.steady.Expired(l, now) {
 				if err := s.deleteLock(tx, l); err != nil {
 					return err
 				}
@@ -207,6 +225,9 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 	})
 	if err != nil || len(out) == 0 {
 		return nil, err
+	}
+	for _, l := range out {
+		s.steady.Gone(l.Key, l.Owner)
 	}
 	return out, nil
 }
