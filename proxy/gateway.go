@@ -143,13 +143,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.guard.Inv = inv
-	polled := func(ctx context.Context, l store.Lock, a rules.Answer) {
+	polled := func(ctx context.Context, l store.Lock, a rules.Answer) error {
 		u := g.upstreams[l.Broker]
 		if u == nil {
-			return
+			return nil
 		}
 		c := rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}
-		inv.Polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
+		return inv.Polled(ctx, &Scope{Tenant: l.Tenant, Broker: u.Name, Call: c, Route: newRoute("", nil, u)}, l, a)
 	}
 	g.guard.Retry.Polled.Store(&polled)
 	g.guard.TookOver = g.guard.TakeOver

@@ -113,7 +113,7 @@ type releaser struct {
 	// polled, when set, records in the inventory what a poll answer that
 	// ended an operation tells (settlePoll), under the lock before its
 	// release: the latest Gateway's (a releaser outlives reloads).
-	Polled atomic.Pointer[func(context.Context, store.Lock, rules.Answer)]
+	Polled atomic.Pointer[func(context.Context, store.Lock, rules.Answer) error]
 }
 
 func NewReleaser(st store.Store, log *slog.Logger, m *metrics.Metrics) *releaser {
@@ -362,8 +362,11 @@ func (r *releaser) settlePoll(ctx context.Context, ps *pollSeen) error {
 		// The outcome the platform was told, in the inventory before the
 		// lock goes, as a poll that saw the lock records it (the 30-minute
 		// campaign's "store paused during a poll that ends an operation":
-		// the record of a success stayed "in progress").
-		(*f)(ctx, l, ps.answer)
+		// the record of a success stayed "in progress"); a record the
+		// store does not take keeps the lock, and this is tried again.
+		if err := (*f)(ctx, l, ps.answer); err != nil {
+			return err
+		}
 	}
 	err = r.st.Release(ctx, l.Key, l.Owner)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {

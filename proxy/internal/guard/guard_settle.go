@@ -321,8 +321,16 @@ func polls(c rules.Call, l store.Lock) bool {
 func (g *Guard) SettlePoll(ctx context.Context, a rules.Answer, s *core.Scope) {
 	if s.Polled != nil {
 		if a.Ends(upstream.PolledEndpoint(s)) {
-			g.Inv.Polled(ctx, s, *s.Polled, a) // under the lock, before it is released
-			g.Release(ctx, *s.Polled)
+			l := *s.Polled
+			if err := g.Inv.Polled(ctx, s, l, a); err != nil { // under the lock, before it is released
+				// The store did not take the record: the retry queue
+				// writes it, then releases the lock, so what the
+				// platform was told is never lost to a released lock
+				// (the campaign's "store writes fail while reads work").
+				g.Retry.Add(Pending{Lock: l, Cause: err, Record: func(ctx context.Context) error { return g.Inv.Polled(ctx, s, l, a) }})
+				return
+			}
+			g.Release(ctx, l)
 		}
 		return
 	}

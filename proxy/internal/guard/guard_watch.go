@@ -199,7 +199,9 @@ func (g *Guard) SettleOwn(ctx context.Context, u *upstream.Upstream, l store.Loc
 		}
 	}
 	s := &core.Scope{Tenant: cur.Tenant, Broker: u.Name, Call: c, Route: upstream.Route(u)}
-	g.Inv.Polled(ctx, s, cur, a) // under the lock, before it is released
+	if g.Inv.Polled(ctx, s, cur, a) != nil { // under the lock, before it is released
+		return false // the store did not take the record: the lock stays, the next try writes it
+	}
 	g.Release(ctx, cur)
 	g.Metrics.SettledByWatch(u.Name, a.State)
 	g.Log.LogAttrs(ctx, slog.LevelInfo, "async operation settled by the gateway's own poll: no platform polled it",

@@ -121,9 +121,9 @@ func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a ru
 // Polled records what a last_operation answer that ended the polled
 // operation l tells: the outcome, and for a deprovision or unbind that
 // succeeded, the record's removal.
-func (iv *Inventory) Polled(ctx context.Context, s *core.Scope, l store.Lock, a rules.Answer) {
+func (iv *Inventory) Polled(ctx context.Context, s *core.Scope, l store.Lock, a rules.Answer) error {
 	if !iv.Keeps(upstream.Of(s.Route)) {
-		return
+		return nil
 	}
 	op := store.LastOperation{Kind: l.Kind, Operation: l.Operation, Status: a.Status, Started: l.Started, Ended: iv.now()}
 	switch a.State {
@@ -143,6 +143,7 @@ func (iv *Inventory) Polled(ctx context.Context, s *core.Scope, l store.Lock, a 
 		err = iv.setOperation(ctx, u.Name, l.InstanceID, l.BindingID, op)
 	}
 	iv.failed(ctx, u.Name, rules.Call{Endpoint: rules.LockedBy(l.Kind), InstanceID: l.InstanceID, BindingID: l.BindingID}, err)
+	return err
 }
 
 // failed logs and counts a record the store did not take.
