@@ -59,17 +59,18 @@ type options struct {
 	out       io.Writer
 }
 
-// ciRuns is the short campaign CI runs (-ci): both stores at once, fixed
+// ciRuns is the short campaign CI runs (-ci): the three stores at once, fixed
 // seeds; its verdict is the sum of theirs.
 var ciRuns = []options{
 	{name: "bolt", seed: 1, store: "bolt", replicas: 1},
 	{name: "redis", seed: 2, store: "redis", replicas: 2},
+	{name: "postgres", seed: 3, store: "postgres", replicas: 2},
 }
 
 func run(args []string) (int, error) {
 	fs := flag.NewFlagSet("campaign", flag.ContinueOnError)
 	var o options
-	ci := fs.Bool("ci", false, "the CI campaign: -store bolt -seed 1 and -store redis -replicas 2 -seed 2 side by side, for -duration (default 30s here)")
+	ci := fs.Bool("ci", false, "the CI campaign: -store bolt -seed 1, -store redis -replicas 2 -seed 2 and -store postgres -replicas 2 -seed 3 side by side, for -duration (default 30s here)")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the platforms and the nemesis run (the drain and the check come after)")
 	fs.Uint64Var(&o.seed, "seed", 1, "the seed of the fault schedule and of every platform's choices")
 	fs.StringVar(&o.store, "store", "bolt", "the gateways' state: bolt (one file per replica), redis (a redis-server it starts, shared) or postgres (a PostgreSQL server it starts, shared)")
