@@ -206,9 +206,11 @@ const (
 func (v *verdict) checkLockAges() {
 	for _, l := range v.audit {
 		age := l.Last.Sub(l.Started)
-		bound, excuses := syncLockBound, []string{fGatewayKill}
+		// A failover may lose a release, which leaves the lock to block
+		// until its deadline (docs/state.md): never one that lets through.
+		bound, excuses := syncLockBound, []string{fGatewayKill, fStoreFailover}
 		if l.Async || l.Shim != nil {
-			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide...)
+			bound, excuses = asyncLockBound, append([]string{fGatewayKill, fRedisPause, fPgPause, fStoreFailover}, brokerSide...)
 		}
 		if age <= bound || v.faulted("", l.Started.Add(-time.Second), l.Last, excuses...) {
 			continue

@@ -53,6 +53,7 @@ type options struct {
 	giveUp    time.Duration
 	careless  int    // platforms that do not mitigate orphans, after the others
 	mutation  string // the gateway is built with this mutation (internal/mutation)
+	st        storeOpts
 	out       io.Writer
 }
 
@@ -80,6 +81,9 @@ func run(args []string) (int, error) {
 	fs.StringVar(&o.bin, "bin", "", "a directory with osb-gateway and osb-sample-broker already built (default: go build them)")
 	fs.IntVar(&o.careless, "careless", 2, "platforms that do not mitigate orphans, besides -platforms: the first gives up on a create whose outcome it did not learn, the second also crashes in the middle of half its provisions and binds; the gateway's own orphan mitigation must clean up after both")
 	fs.StringVar(&o.mutation, "mutation", "", "build the gateway with one promise broken on purpose (see internal/mutation): "+strings.Join(mutationNames(), ", "))
+	fs.BoolVar(&o.st.failover, "store-failover", false, "run the store (redis or postgres) as a primary and a replica, and fail it over (kill -9 of the primary, the replica promoted): with redis a Sentinel promotes a replica that lags, with postgres the standby is synchronous")
+	fs.DurationVar(&o.st.every, "failover-every", 45*time.Second, "with -store-failover, the mean time between two failovers (on top of the other faults)")
+	fs.IntVar(&o.st.acks, "replica-acks", 0, "with -store redis -store-failover, the gateways' state.redis.replica_acks: each write a promise rests on waits for this many replicas")
 	recheck := fs.String("recheck", "", "check again, offline, the run whose files are in this directory (kept with -keep, or after violations)")
 	if err := fs.Parse(args); err != nil {
 		return 0, err
