@@ -179,15 +179,6 @@ func lockServers(ps ...*proc) func() {
 	}
 }
 
-// pauseFor stops p (SIGSTOP) for d, then lets it run again.
-func pauseFor(d time.Duration, stop, cont func() error) error {
-	if err := stop(); err != nil {
-		return err
-	}
-	time.Sleep(d)
-	return cont()
-}
-
 // waitFor polls ok every 100 ms until it is true or within has passed.
 func waitFor(what string, within time.Duration, ok func() bool) error {
 	deadline := time.Now().Add(within)
