@@ -10,6 +10,7 @@
 //	go run ./bench/campaign -duration 60s -seed 1 -store bolt -replicas 1
 //	go run ./bench/campaign -duration 60s -seed 1 -store redis -replicas 2
 //	go run ./bench/campaign -duration 60s -seed 1 -store postgres -replicas 2
+//	go run ./bench/campaign -duration 20m -store redis -replicas 2 -store-failover -replica-acks 1
 //
 //	go run ./bench/campaign -mutation lock-free -duration 3m -store redis -replicas 2
 //	go run ./bench/campaign -recheck /tmp/osb-campaign-123
