@@ -23,6 +23,9 @@ func campaign(o options) (int, error) {
 	case o.replicas < 1 || o.platforms < 1:
 		return 0, fmt.Errorf("-replicas and -platforms must be at least 1")
 	}
+	if err := o.st.check(o.store); err != nil {
+		return 0, err
+	}
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "osb-campaign-")
 		if err != nil {
@@ -39,6 +42,12 @@ func campaign(o options) (int, error) {
 		fmt.Fprintf(out, "campaign: the gateway is built with the mutation %s (-tags %s): one promise broken on purpose\n", o.mutation, tagOf(o.mutation))
 	}
 	schedule := skipKinds(planAll(o.seed, o.duration, o.store, o.replicas, o.platforms, []string{"modern", "legacy"}, o.every), o.skip) // faults_more.go
+	if o.st.failover {
+		// A store that fails over is not also restarted empty: Sentinel
+		// tracks the primary and its replica (failover.go).
+		schedule = skipKinds(schedule, fRedisRestart)
+	}
+	schedule = withFailovers(schedule, o.seed, o.duration, o.store, o.st)
 	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
 	if err != nil {
 		return 0, err
@@ -52,7 +61,7 @@ func campaign(o options) (int, error) {
 		fmt.Fprintf(out, "  %s\n", f)
 	}
 
-	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, gatewayTags(o.mutation))
+	c, err := newCluster(o.dir, o.store, o.replicas, o.bin, gatewayTags(o.mutation), o.st)
 	if err != nil {
 		return 0, err
 	}
@@ -148,8 +157,8 @@ func campaign(o options) (int, error) {
 	report(out, v, ops, faults)
 	fmt.Fprintf(out, "campaign: %d operations, %d faults, %d violations\n", len(ops), len(faults), len(v.violations))
 	if len(v.violations) > 0 {
-		fmt.Fprintf(out, "campaign: files kept in %s (check them again: -recheck %s); rerun with -seed %d -store %s -replicas %d -duration %s\n",
-			o.dir, o.dir, o.seed, o.store, o.replicas, o.duration)
+		fmt.Fprintf(out, "campaign: files kept in %s (check them again: -recheck %s); rerun with -seed %d -store %s -replicas %d -duration %s%s\n",
+			o.dir, o.dir, o.seed, o.store, o.replicas, o.duration, o.st.flags())
 		return len(v.violations), nil
 	}
 	if !o.keep {

@@ -208,9 +208,11 @@ const (
 func (v *verdict) checkLockAges() {
 	for _, l := range v.audit {
 		age := l.Last.Sub(v.lockStart(l)) // checker_more.go
-		bound, excuses := syncLockBound, []string{fGatewayKill}
+		// A failover may lose a release, which leaves the lock to block
+		// until its deadline (docs/state.md): never one that lets through.
+		bound, excuses := syncLockBound, []string{fGatewayKill, fStoreFailover}
 		if l.Async || l.Shim != nil {
-			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause}, brokerSide, storeDown)
+			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause, fStoreFailover}, brokerSide, storeDown)
 		}
 		if age <= bound || v.faulted("", v.lockStart(l).Add(-time.Second), l.Last, excuses...) {
 			continue

@@ -26,6 +26,8 @@ type cluster struct {
 	storeLink  *link // to Redis or PostgreSQL
 	brokers    []*brokerProc
 	gateways   []*gatewayProc
+
+	failover storeFailover // -store-failover: a primary and a replica (failover.go)
 }
 
 const (
@@ -75,7 +77,7 @@ func build(dir, prebuilt, tags string) (gateway, broker string, err error) {
 }
 
 // newCluster starts brokers, Redis or PostgreSQL, and replicas gateways in dir.
-func newCluster(dir, store string, replicas int, prebuilt, tags string) (_ *cluster, err error) {
+func newCluster(dir, store string, replicas int, prebuilt, tags string, st storeOpts) (_ *cluster, err error) {
 	c := &cluster{dir: dir, store: store}
 	defer func() {
 		if err != nil {
@@ -110,7 +112,12 @@ func newCluster(dir, store string, replicas int, prebuilt, tags string) (_ *clus
 		c.brokers = append(c.brokers, b)
 	}
 	state := fmt.Sprintf("{backend: bolt, path: %q, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", filepath.Join(dir, "state.db"))
-	if store == "redis" {
+	if st.failover {
+		if state, err = c.startFailover(dir, st); err != nil {
+			return nil, err
+		}
+	}
+	if store == "redis" && !st.failover {
 		if c.redis, err = startRedis(dir); err != nil {
 			return nil, err
 		}
@@ -119,7 +126,7 @@ func newCluster(dir, store string, replicas int, prebuilt, tags string) (_ *clus
 		}
 		state = fmt.Sprintf("{backend: redis, redis: {addrs: [%q]}, operation_deadline: 2m, sweep_interval: 1s, reconcile: {after: 5s, every: 5s}}", c.storeLink.Addr())
 	}
-	if store == "postgres" {
+	if store == "postgres" && !st.failover {
 		if c.postgres, err = startPostgres(dir); err != nil {
 			return nil, err
 		}
@@ -206,6 +213,10 @@ func (c *cluster) stop() {
 	for _, b := range c.brokers {
 		b.kill9()
 		b.link.Close()
+	}
+	if c.failover != nil {
+		c.failover.stop()
+		c.redis, c.postgres = nil, nil
 	}
 	if c.redis != nil {
 		_ = c.redis.signal(syscall.SIGCONT)

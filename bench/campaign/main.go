@@ -12,6 +12,7 @@
 //	go run ./bench/campaign -duration 60s -seed 1 -store bolt -replicas 1
 //	go run ./bench/campaign -duration 60s -seed 1 -store redis -replicas 2
 //	go run ./bench/campaign -duration 60s -seed 1 -store postgres -replicas 2
+//	go run ./bench/campaign -duration 20m -store redis -replicas 2 -store-failover -replica-acks 1
 //
 //	go run ./bench/campaign -mutation lock-free -duration 3m -store redis -replicas 2
 //	go run ./bench/campaign -recheck /tmp/osb-campaign-123
@@ -56,6 +57,7 @@ type options struct {
 	careless  int    // platforms that do not mitigate orphans, after the others
 	mutation  string // the gateway is built with this mutation (internal/mutation)
 	skip      string // fault kinds left out of the schedule, comma-separated
+	st        storeOpts
 	out       io.Writer
 }
 
@@ -85,6 +87,9 @@ func run(args []string) (int, error) {
 	fs.IntVar(&o.careless, "careless", 2, "platforms that do not mitigate orphans, besides -platforms: the first gives up on a create whose outcome it did not learn, the second also crashes in the middle of half its provisions and binds; the gateway's own orphan mitigation must clean up after both")
 	fs.StringVar(&o.mutation, "mutation", "", "build the gateway with one promise broken on purpose (see internal/mutation): "+strings.Join(mutationNames(), ", "))
 	fs.StringVar(&o.skip, "skip", "", "fault kinds to leave out of the schedule, comma-separated (e.g. clock-jump,redis-restart); the others stay as the seed drew them")
+	fs.BoolVar(&o.st.failover, "store-failover", false, "run the store (redis or postgres) as a primary and a replica, and fail it over (kill -9 of the primary, the replica promoted): with redis a Sentinel promotes a replica that lags, with postgres the standby is synchronous")
+	fs.DurationVar(&o.st.every, "failover-every", 45*time.Second, "with -store-failover, the mean time between two failovers (on top of the other faults)")
+	fs.IntVar(&o.st.acks, "replica-acks", 0, "with -store redis -store-failover, the gateways' state.redis.replica_acks: each write a promise rests on waits for this many replicas")
 	recheck := fs.String("recheck", "", "check again, offline, the run whose files are in this directory (kept with -keep, or after violations)")
 	if err := fs.Parse(args); err != nil {
 		return 0, err

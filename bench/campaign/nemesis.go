@@ -231,6 +231,10 @@ func (n *nemesis) do(f *fault) {
 		n.h.addFault(f)
 		n.logf("%s", f)
 	}()
+	if done, ferr := n.doFailover(f); done {
+		err = ferr
+		return
+	}
 	switch f.Kind {
 	case fGatewayKill:
 		var g *gatewayProc

@@ -124,17 +124,18 @@ func (s *redisStore) fail(ctx context.Context, op string, err error) error {
 }
 
 // durable runs write, a write a promise rests on (a lock's acquire or
-// update, an inventory record, an orphan). With replica acknowledgements
-// (RedisConfig.ReplicaAcks) it runs on one connection of its own, and then
-// WAITs on that same connection (WAIT counts the writes of the connection
-// it is sent on) until as many replicas acknowledged them: a Sentinel
-// failover then promotes a replica that has the write. Not acknowledged
-// within ReplicaAckTimeout, the write is ErrUnavailable, the answer of a
-// store that does not answer, though it may have been applied on the
-// primary: callers already treat an unconfirmed write so (the guard
-// releases an unconfirmed lock by its owner token). Without acknowledgements
-// write runs on the pooled client, as it always did. write returns the
-// error of its commands as go-redis gave it; op names the write.
+// update, an inventory record or its removal, an orphan). With replica
+// acknowledgements (RedisConfig.ReplicaAcks) it runs on one connection of
+// its own, and then WAITs on that same connection (WAIT counts the writes
+// of the connection it is sent on) until as many replicas acknowledged
+// them: a Sentinel failover then promotes a replica that has the write.
+// Not acknowledged within ReplicaAckTimeout, the write is ErrUnavailable,
+// the answer of a store that does not answer, though it may have been
+// applied on the primary: callers already treat an unconfirmed write so
+// (the guard releases an unconfirmed lock by its owner token). Without
+// acknowledgements write runs on the pooled client, as it always did.
+// write returns the error of its commands as go-redis gave it; op names
+// the write.
 func (s *redisStore) durable(ctx context.Context, op string, write func(c redis.Cmdable) error) error {
 	if s.cfg.ReplicaAcks <= 0 {
 		return write(s.client)

@@ -103,3 +103,74 @@ func TestReplicaAcks(t *testing.T) {
 	replica.Resume()
 	storetest.MustAcquire(t, s, storetest.Lock("i5", "owner-5", time.Hour))
 }
+
+// TestReplicaAcksRemovals: with replica_acks, the removal of an inventory
+// record waits for the replica as its write did. A removal the promoted
+// replica lacks would bring back the record of an instance the platform
+// was told is gone, which nothing deletes again (the failover campaign's
+// (h): the inventory records what the broker no longer holds).
+func TestReplicaAcksRemovals(t *testing.T) {
+	primary := storetest.StartRedis(t)
+	replica := storetest.StartRedisReplica(t, primary)
+	now := osbtest.NewClock(storetest.T0).Now
+	ctx := context.Background()
+	base := primary.StoreConfig() // one key prefix for both stores below
+	open := func(timeout time.Duration) *redisStore {
+		cfg := base
+		cfg.Redis.ReplicaAcks, cfg.Redis.ReplicaAckTimeout = 1, timeout
+		return openRedisAt(t, cfg, now)
+	}
+	onReplica := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	t.Cleanup(func() { onReplica.Close() })
+	s := open(time.Minute)
+	for _, id := range []string{"i1", "i2"} {
+		if _, err := s.PutInstance(ctx, storetest.Instance("b1", id, "cf1")); err != nil {
+			t.Fatalf("PutInstance %s: %v", id, err)
+		}
+		if _, err := s.PutBinding(ctx, storetest.Binding("b1", id, "bd1")); err != nil {
+			t.Fatalf("PutBinding %s: %v", id, err)
+		}
+	}
+	// on the replica, the instance's member of the inventory index
+	onReplicaHas := func(id string) (instance, binding bool) {
+		raw, err := onReplica.ZRangeByLex(ctx, s.inv("b1").ix, lookupRange(id+"\x00")).Result()
+		if err != nil || len(raw) == 0 {
+			return false, false
+		}
+		m, err := store.ParseMember(raw[0])
+		if err != nil {
+			t.Fatalf("the replica's member of %s: %v", id, err)
+		}
+		return len(m.Instance) > 0, m.Binding("bd1") >= 0
+	}
+
+	// The replica up: each removal returns once the replica has it.
+	if err := s.DeleteBinding(ctx, "b1", "i1", "bd1"); err != nil {
+		t.Fatalf("DeleteBinding: %v", err)
+	}
+	if _, binding := onReplicaHas("i1"); binding {
+		t.Errorf("the replica still has the binding once DeleteBinding returned")
+	}
+	if _, err := s.DeleteInstance(ctx, "b1", "i1"); err != nil {
+		t.Fatalf("DeleteInstance: %v", err)
+	}
+	if instance, _ := onReplicaHas("i1"); instance {
+		t.Errorf("the replica still has the instance once DeleteInstance returned")
+	}
+
+	// The replica paused: a removal is not acknowledged, and says so.
+	replica.Pause()
+	short := open(200 * time.Millisecond)
+	unacked := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "0 of the 1 replicas") {
+			t.Errorf("%s with the replica paused: %v, want ErrUnavailable naming the missing acknowledgement", what, err)
+		}
+	}
+	unacked("DeleteBinding", short.DeleteBinding(ctx, "b1", "i2", "bd1"))
+	replica.Resume()
+	_, err := short.DeleteInstance(ctx, "b1", "i2") // the binding went on the primary; the instance goes now
+	if err != nil {
+		t.Errorf("DeleteInstance with the replica back: %v", err)
+	}
+}

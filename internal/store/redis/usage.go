@@ -72,7 +72,12 @@ func (s *redisStore) deleteInstance(ctx context.Context, broker, instanceID stri
 		for _, r := range used {
 			args = append(args, usageScore(r.Deleted), store.EncodeUsage(r))
 		}
-		res, err := deleteInstanceScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex, k.us}, args...).StringSlice()
+		var res []string
+		err = s.durable(ctx, "delete instance", func(c redis.Cmdable) error {
+			var err error
+			res, err = deleteInstanceScript.Run(ctx, c, []string{k.ix, k.n, k.ex, k.us}, args...).StringSlice()
+			return err
+		})
 		switch {
 		case errors.Is(err, redis.Nil):
 			return nil, store.NoInstance(broker, instanceID)
@@ -106,8 +111,13 @@ func (s *redisStore) deleteBinding(ctx context.Context, broker, instanceID, bind
 			return err
 		}
 		r := store.BindingUsage(bd, s.now())
-		n, err := deleteBindingScript.Run(ctx, s.client, []string{k.ix, k.n, k.ex, k.us},
-			instanceID, bindingID, rec, usageScore(r.Deleted), store.EncodeUsage(r)).Int()
+		var n int
+		err = s.durable(ctx, "delete binding", func(c redis.Cmdable) error {
+			var err error
+			n, err = deleteBindingScript.Run(ctx, c, []string{k.ix, k.n, k.ex, k.us},
+				instanceID, bindingID, rec, usageScore(r.Deleted), store.EncodeUsage(r)).Int()
+			return err
+		})
 		switch {
 		case err != nil:
 			return s.fail(ctx, "delete binding script", err)
