@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/osb-gateway/osb-gateway/internal/osbtest"
+	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
 )
 
@@ -134,5 +135,34 @@ func TestGonePlatformPutIsNot5xx(t *testing.T) {
 	}
 	if locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{}); len(locks) != 0 {
 		t.Errorf("locks left: %+v", locks)
+	}
+}
+
+// TestUndeliveredAcceptedKeepsItsOperation: an async provision's 202 whose
+// write fails is an orphan candidate, but its lock stays: it is the async
+// operation the broker works on, and a deprovision (the orphan's, or the
+// platform's) must not reach the broker during it.
+func TestUndeliveredAcceptedKeepsItsOperation(t *testing.T) {
+	e := newGuardEnv(t, nil, "blocking", "false")
+	req := httptest.NewRequest("PUT", "/t1/b/v2/service_instances/i1?accepts_incomplete=true",
+		strings.NewReader(provisionBody(samplebroker.PlanAsyncID, "")))
+	req.SetBasicAuth(t1User, t1Pass)
+	req.Header.Set("X-Broker-API-Version", "2.15")
+	req.Header.Set("Content-Type", "application/json")
+	w := &brokenFlushWriter{h: http.Header{}}
+	e.g.ServeHTTP(w, req)
+	if w.code != http.StatusAccepted {
+		t.Fatalf("provision: %d %s", w.code, w.body.String())
+	}
+	orphans, err := e.g.guard.St.ListOrphans(context.Background())
+	if err != nil || len(orphans) != 1 || orphans[0].InstanceID != "i1" {
+		t.Fatalf("orphans %+v (%v), want the provision of i1 as a candidate", orphans, err)
+	}
+	locks, _ := e.g.guard.St.List(context.Background(), store.ListFilter{})
+	if len(locks) != 1 || !locks[0].Async || locks[0].InstanceID != "i1" {
+		t.Fatalf("locks %+v, want the async provision of i1 kept", locks)
+	}
+	if code, body := e.call(t, "DELETE", "/v2/service_instances/i1?accepts_incomplete=true&service_id="+samplebroker.ServiceID+"&plan_id="+samplebroker.PlanAsyncID, "2.15", ""); code != http.StatusUnprocessableEntity && code != http.StatusBadRequest {
+		t.Errorf("a deprovision during the async provision: %d %s, want it refused as in progress", code, body)
 	}
 }

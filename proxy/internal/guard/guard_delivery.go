@@ -35,7 +35,8 @@ const whyGone = "the platform went away before the answer reached it"
 // settleCall), once its answer was written: flushed to a platform still
 // there, it ends the lock as any other; a failed write, or a platform
 // gone (a reset, not a half-close), makes it an orphan candidate, and
-// the record of what it created is dropped, before the lock is released.
+// the record of what it created is dropped, before the lock is released
+// (a 202's, the async operation, is kept).
 func (g *Guard) delivered(w http.ResponseWriter, s *core.Scope) {
 	h := s.Lock
 	h.Delivering = false
@@ -58,12 +59,21 @@ func (g *Guard) delivered(w http.ResponseWriter, s *core.Scope) {
 	if h.Status != http.StatusOK && g.Inv.Keeps(upstream.Of(s.Route)) { // 201 or 202: this call made it
 		g.Inv.failed(ctx, upstream.Of(s.Route).Name, s.Call, g.Inv.Removed(ctx, upstream.Of(s.Route).Name, s.Call.InstanceID, s.Call.BindingID, store.LastOperation{}))
 	}
+	// A 202's lock is the async operation the broker works on, whether or
+	// not the platform heard of it: it stays, so that nothing else reaches
+	// the broker on the instance meanwhile (the failover campaign's "202
+	// not delivered": a deprovision reached the broker during the async
+	// provision); the orphan waits for it, which the watch or the
+	// reconciler ends.
+	accepted := h.Status == http.StatusAccepted
 	_, why := rules.OrphanUnseen(s.Call, h.Status, whyGone)
 	if o, ok := g.NoteOrphan(ctx, s, why, g.Now(), "", time.Time{}); !ok {
-		g.Retry.Add(Pending{Lock: h.Lock, PutOrphan: &o})
+		g.Retry.Add(Pending{Lock: h.Lock, PutOrphan: &o, Keep: accepted})
 		return
 	}
-	g.Release(ctx, h.Lock)
+	if !accepted {
+		g.Release(ctx, h.Lock)
+	}
 }
 
 // holdLastByte puts a reader over res's body, of which body holds the
