@@ -131,8 +131,8 @@ var (
 	sentinelSource    = net.IPv4(127, 0, 0, 3) // Sentinel's connections
 )
 
-// handleVia is link.handle with target given: the connection c passes to
-// target through l's faults, and l's cut resets it.
+// handleVia passes the connection c to target through l's faults; l's
+// cut resets it (link.handle, and a front that picks l by source).
 func handleVia(l *link, c net.Conn, target string) {
 	l.mu.Lock()
 	refusing := l.refusing || l.closed

@@ -54,38 +54,8 @@ func (l *link) serve() {
 	}
 }
 
-func (l *link) handle(c net.Conn) {
-	l.mu.Lock()
-	refusing := l.refusing || l.closed
-	l.mu.Unlock()
-	if refusing {
-		reset(c)
-		return
-	}
-	up, err := net.DialTimeout("tcp", l.target, 5*time.Second)
-	if err != nil {
-		reset(c)
-		return
-	}
-	lc := &linkConn{a: c, b: up}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		reset(c)
-		reset(up)
-		return
-	}
-	l.conns[lc] = struct{}{}
-	l.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); l.pipe(up, c) }()
-	go func() { defer wg.Done(); l.pipe(c, up) }()
-	wg.Wait()
-	l.mu.Lock()
-	delete(l.conns, lc)
-	l.mu.Unlock()
-}
+// handle passes c to the link's target through its faults (handleVia).
+func (l *link) handle(c net.Conn) { handleVia(l, c, l.target) }
 
 // pipe copies src to dst through the link's faults; at src's EOF it
 // half-closes dst, as TCP would.

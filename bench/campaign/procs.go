@@ -230,18 +230,7 @@ func startRedis(dir string) (*redisProc, error) {
 	if err := r.startCmd(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir); err != nil {
 		return nil, err
 	}
-	err = waitReady("redis", func() bool {
-		c, err := net.DialTimeout("tcp", r.addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write([]byte("PING\r\n"))
-		buf := make([]byte, 16)
-		n, _ := c.Read(buf)
-		return strings.HasPrefix(string(buf[:n]), "+PONG")
-	})
+	err = waitReady("redis", func() bool { return pings(r.addr) })
 	r.up.Store(true)
 	return r, err
 }
@@ -304,4 +293,18 @@ func (g *gatewayProc) adminGet(path string, v any) error {
 		return fmt.Errorf("GET %s: %s %s", path, res.Status, raw)
 	}
 	return json.NewDecoder(res.Body).Decode(v)
+}
+
+// pings reports whether the Redis server at addr answers PING.
+func pings(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write([]byte("PING\r\n"))
+	buf := make([]byte, 16)
+	n, _ := c.Read(buf)
+	return strings.HasPrefix(string(buf[:n]), "+PONG")
 }

@@ -10,8 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 )
 
 // restartRedisEmpty kills Redis with SIGKILL and starts it again after
@@ -44,18 +42,7 @@ func (r *redisProc) restart(dir string) error {
 	if err := r.startCmd(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir); err != nil {
 		return err
 	}
-	err = waitReady("redis", func() bool {
-		c, err := net.DialTimeout("tcp", r.addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write([]byte("PING\r\n"))
-		buf := make([]byte, 16)
-		n, _ := c.Read(buf)
-		return strings.HasPrefix(string(buf[:n]), "+PONG")
-	})
+	err = waitReady("redis", func() bool { return pings(r.addr) })
 	if err == nil {
 		r.up.Store(true)
 	}
