@@ -68,12 +68,7 @@ func (w *brokenFlushWriter) FlushError() error           { return syscall.EPIPE 
 // released, and the inventory does not keep what it made.
 func TestUndeliveredSuccessIsAnOrphan(t *testing.T) {
 	e := newGuardEnv(t, nil, "blocking", "false")
-	req := httptest.NewRequest("PUT", "/t1/b/v2/service_instances/i1", strings.NewReader(syncProvision()))
-	req.SetBasicAuth(t1User, t1Pass)
-	req.Header.Set("X-Broker-API-Version", "2.15")
-	req.Header.Set("Content-Type", "application/json")
-	w := &brokenFlushWriter{h: http.Header{}}
-	e.g.ServeHTTP(w, req)
+	w := provisionUndelivered(e, "/t1/b/v2/service_instances/i1", syncProvision())
 	if w.code != http.StatusCreated {
 		t.Fatalf("provision: %d %s", w.code, w.body.String())
 	}
@@ -144,13 +139,7 @@ func TestGonePlatformPutIsNot5xx(t *testing.T) {
 // platform's) must not reach the broker during it.
 func TestUndeliveredAcceptedKeepsItsOperation(t *testing.T) {
 	e := newGuardEnv(t, nil, "blocking", "false")
-	req := httptest.NewRequest("PUT", "/t1/b/v2/service_instances/i1?accepts_incomplete=true",
-		strings.NewReader(provisionBody(samplebroker.PlanAsyncID, "")))
-	req.SetBasicAuth(t1User, t1Pass)
-	req.Header.Set("X-Broker-API-Version", "2.15")
-	req.Header.Set("Content-Type", "application/json")
-	w := &brokenFlushWriter{h: http.Header{}}
-	e.g.ServeHTTP(w, req)
+	w := provisionUndelivered(e, "/t1/b/v2/service_instances/i1?accepts_incomplete=true", provisionBody(samplebroker.PlanAsyncID, ""))
 	if w.code != http.StatusAccepted {
 		t.Fatalf("provision: %d %s", w.code, w.body.String())
 	}
@@ -165,4 +154,17 @@ func TestUndeliveredAcceptedKeepsItsOperation(t *testing.T) {
 	if code, body := e.call(t, "DELETE", "/v2/service_instances/i1?accepts_incomplete=true&service_id="+samplebroker.ServiceID+"&plan_id="+samplebroker.PlanAsyncID, "2.15", ""); code != http.StatusUnprocessableEntity && code != http.StatusBadRequest {
 		t.Errorf("a deprovision during the async provision: %d %s, want it refused as in progress", code, body)
 	}
+}
+
+// provisionUndelivered sends t1's provision to target through e's gateway
+// into a writer whose flush fails, as to a platform gone once the answer
+// is written.
+func provisionUndelivered(e *guardEnv, target, body string) *brokenFlushWriter {
+	req := httptest.NewRequest("PUT", target, strings.NewReader(body))
+	req.SetBasicAuth(t1User, t1Pass)
+	req.Header.Set("X-Broker-API-Version", "2.15")
+	req.Header.Set("Content-Type", "application/json")
+	w := &brokenFlushWriter{h: http.Header{}}
+	e.g.ServeHTTP(w, req)
+	return w
 }
