@@ -133,7 +133,8 @@ func TestReplicaAcksRemovals(t *testing.T) {
 	}
 	// on the replica, the instance's member of the inventory index
 	onReplicaHas := func(id string) (instance, binding bool) {
-		raw, err := onReplica.ZRangeByLex(ctx, s.inv("b1").ix, lookupRange(id+"\x00")).Result()
+		r := lookupRange(id + "\x00")
+		raw, err := onReplica.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.inv("b1").ix, Start: r.Min, Stop: r.Max, ByLex: true, Count: r.Count}).Result()
 		if err != nil || len(raw) == 0 {
 			return false, false
 		}
