@@ -140,21 +140,11 @@ func (a fixedAddr) Addr() net.Addr            { x, _ := net.ResolveTCPAddr("tcp"
 // link its source address picks: a stall of the replication link holds
 // the replica's bytes and no one else's, and its cut resets them.
 func TestFrontRoutesBySource(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); c.Close() }()
-		}
-	}()
-	var links [2]*link
+	echo := echoServer(t)
+	var (
+		links [2]*link
+		err   error
+	)
 	for i := range links {
 		if links[i], err = newLink("test", "127.0.0.1:1"); err != nil {
 			t.Fatal(err)
@@ -235,4 +225,25 @@ func TestCheckerExcusesAFailover(t *testing.T) {
 			t.Errorf("%s: rules %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// echoServer is a loopback server that sends back what each connection
+// sends it, closed when t ends.
+func echoServer(t *testing.T) net.Listener {
+	t.Helper()
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { echo.Close() })
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	return echo
 }

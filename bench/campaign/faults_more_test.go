@@ -280,20 +280,7 @@ func TestSkipKinds(t *testing.T) {
 // TestOwnLinks: each replica reaches the store through a link of its own
 // in front of the shared one; cutting one replica's leaves the other's.
 func TestOwnLinks(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); c.Close() }()
-		}
-	}()
+	echo := echoServer(t)
 	shared, err := newLink("shared", echo.Addr().String())
 	if err != nil {
 		t.Fatal(err)
