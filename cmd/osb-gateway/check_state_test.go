@@ -55,7 +55,7 @@ func TestCheckReportsPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := openStore(loaded.State, slog.New(slog.DiscardHandler))
+	gw, _, err := openStore(loaded.State, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

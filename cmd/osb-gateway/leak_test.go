@@ -82,7 +82,7 @@ tenants: [{name: t, credentials: [{username: u, password: ` + leakTenantPassword
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := openStore(cfg.State, log)
+	st, _, err := openStore(cfg.State, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (s *server) reloadFrom(trigger string) (admin.Reloaded, error) {
 		return admin.Reloaded{}, err
 	}
 	old := s.sw.Load()
-	g, err := proxy.New(cfg, s.obs.options(proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old, Now: gatewayClock}))
+	g, err := proxy.New(cfg, s.obs.options(proxy.Options{Logger: s.log, AccessLog: s.access, Previous: old, Now: nowOf(s.clock)}))
 	if err != nil {
 		s.configs.Reloaded(false)
 		return admin.Reloaded{}, err

@@ -85,7 +85,10 @@ type server struct {
 	// the demo replaces it.
 	load func(path string) (*config.Config, error)
 	// st keeps operation locks; stopSweep ends the expiry sweeper.
-	st        store.Store
+	st store.Store
+	// clock is the state store server's clock the gateway runs on, for a
+	// store replicas share; nil for bolt and memory (gatewayClock).
+	clock     *store.ServerClock
 	sweepCtx  context.Context
 	stopSweep context.CancelFunc
 	// obs is tracing, metrics and the audit log, set up once.
@@ -103,7 +106,7 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(cfg.State, log)
+	st, clk, err := openStore(cfg.State, log)
 	if err != nil {
 		obs.close(context.Background())
 		return nil, err
@@ -114,11 +117,11 @@ func newServer(cfg *config.Config, path string, lg logs) (srv *server, err error
 			obs.close(context.Background())
 		}
 	}()
-	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: lg.access, Store: st, Now: gatewayClock}))
+	g, err := proxy.New(cfg, obs.options(proxy.Options{Logger: log, AccessLog: lg.access, Store: st, Now: nowOf(clk)}))
 	if err != nil {
 		return nil, err
 	}
-	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, obs: obs,
+	s := &server{path: path, log: log, level: lg.level, access: lg.access, sw: proxy.NewSwitch(g), st: st, clock: clk, obs: obs,
 		load: func(p string) (*config.Config, error) { return config.Load(p) }, hashOf: hashFile}
 	if s.configs, err = proxy.NewConfigMetrics(obs.prov.Registerer); err != nil {
 		return nil, err
@@ -259,6 +262,7 @@ func (s *server) serve() error {
 	}
 	s.ready.Store(true)
 	s.warm(s.sw.Load())
+	go runClock(s.sweepCtx, s.clock, s.log)
 	go sweep(s.sweepCtx, s.sw, s.sw.Load().Config().State.SweepTick())
 	if s.console != nil {
 		go s.console.Run(s.sweepCtx, 0)

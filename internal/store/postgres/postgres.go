@@ -213,3 +213,22 @@ func us(t time.Time) int64 { return t.UnixMicro() }
 func (s *pgStore) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.db, fn)
 }
+
+// ServerTime is the PostgreSQL server's clock (clock_timestamp()): the
+// clock the replicas sharing it set and judge deadlines by
+// (store.ServerClock).
+func (s *pgStore) ServerTime(ctx context.Context) (time.Time, error) {
+	if s.closed.Load() {
+		return time.Time{}, store.ErrClosed
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if s.callTimeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, s.callTimeout)
+	}
+	defer cancel()
+	var t time.Time
+	if err := s.db.QueryRow(cctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+		return time.Time{}, s.fail(ctx, "clock_timestamp", err)
+	}
+	return t, nil
+}

@@ -262,3 +262,13 @@ func globEscape(s string) string {
 	}
 	return b.String()
 }
+
+// ServerTime is the Redis server's clock (TIME): the clock the replicas
+// sharing it set and judge deadlines by (store.ServerClock).
+func (s *redisStore) ServerTime(ctx context.Context) (time.Time, error) {
+	t, err := s.client.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, s.fail(ctx, "TIME", err)
+	}
+	return t, nil
+}
