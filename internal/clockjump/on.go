@@ -18,9 +18,9 @@ var offset atomic.Int64 // nanoseconds
 // clock, the step moves the wall reading and the monotonic one alike
 // only as Go's time.Now does: Add moves both, so a duration measured
 // across a step with Wall includes the step (a step the machine takes
-// leaves Go's monotonic readings alone; the gateway's clock reads the
-// wall once and then runs on the monotonic clock, see
-// store.SteadyClock).
+// leaves Go's monotonic readings alone: bolt's locks live their time on
+// the monotonic clock, see store.Steady, and replicas sharing a store run
+// on its server's clock carried by the monotonic one, store.ServerClock).
 func Wall() time.Time {
 	t := time.Now()
 	if d := offset.Load(); d != 0 {
