@@ -39,6 +39,9 @@ func TestRedisLossRefusedUntilAccepted(t *testing.T) {
 	if code, out := cli("state", "status"); code != exitOK || !strings.Contains(out, "holds the gateway's data") {
 		t.Errorf("state status before the loss: exit %d: %s", code, out)
 	}
+	if code, out := cli("check"); code != exitOK || !strings.Contains(out, "state: redis answers; epoch") {
+		t.Errorf("check before the loss: exit %d: %s", code, out)
+	}
 	if code, out := cli("state", "accept-loss"); code != exitFailed || !strings.Contains(out, "nothing to accept") {
 		t.Errorf("state accept-loss before any loss: exit %d: %s", code, out)
 	}
@@ -54,6 +57,9 @@ func TestRedisLossRefusedUntilAccepted(t *testing.T) {
 	code, out := cli("state", "status")
 	if code != exitFailed || !strings.Contains(out, "LOST") || !strings.Contains(out, "accept-loss") {
 		t.Errorf("state status after the loss: exit %d: %s", code, out)
+	}
+	if code, out := cli("check"); code != exitOK || !strings.Contains(out, "warning: state: redis lost the gateway's data") {
+		t.Errorf("check after the loss: exit %d: %s, want 0 and a warning", code, out)
 	}
 	if code, out := cli("inventory", "export"); code != exitFailed || !strings.Contains(out, "osb-gateway state accept-loss") {
 		t.Errorf("inventory export after the loss: exit %d: %s, want a refusal naming state accept-loss", code, out)
