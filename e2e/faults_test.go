@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/redis"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -326,6 +327,23 @@ var faultTable = []faultRow{
 		mitigated: &state{},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+	},
+	{
+		// Redis restarts without its data during an async provision: the
+		// lock goes with everything else. The gateway refuses to work on
+		// the emptied Redis (it used to go on with an empty store and let
+		// a second call through to the broker during the operation) until
+		// the operator accepts the loss; the lost lock stays lost.
+		name: "store restarts empty during an async provision",
+		env:  redisEnv,
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: provision, arm: restartStoreEmpty, after: acceptLoss,
+				want: state{saw: saw{503, "operation state is unavailable"}, calls: calls{"provision": 1}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: poll,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1}}}},
 	},
 	{
 		// A provision under a quota counts the tenant's instances first:
@@ -760,6 +778,23 @@ func shed(want map[*platformCall]saw) func(*testing.T, *faultEnv) {
 func stopStore(_ *testing.T, f *faultEnv) { f.redis.Stop() }
 
 func startStore(_ *testing.T, f *faultEnv) { f.redis.Start() }
+
+func restartStoreEmpty(_ *testing.T, f *faultEnv) { f.redis.RestartEmpty() }
+
+// acceptLoss is the operator's osb-gateway state accept-loss on the row's
+// Redis, once every gateway has refused it.
+func acceptLoss(t *testing.T, f *faultEnv) {
+	t.Helper()
+	cfg := store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{f.redis.Addr}}}.WithDefaults()
+	st, err := redis.OpenUnchecked(cfg.Redis, f.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if was, _, err := redis.AcceptLoss(context.Background(), st); err != nil || was.State != redis.EpochLost {
+		t.Fatalf("accept the loss: the marker was %v, %v; want the gateway to have marked the loss", was, err)
+	}
+}
 
 // queued counts the orphans due for mitigation.
 func queued(orphans []string) int {

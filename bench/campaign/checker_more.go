@@ -87,15 +87,19 @@ var forgettable = []string{"a", "b", "e", "f", "g", "h"}
 
 // excuseForgotten turns the violations a Redis restart explains into
 // notes: of a forgettable rule, on an instance the store held before the
-// restart; for (e) and (f), only for what happened before the calls in
-// flight at the kill had ended (a call's lock: syncLockBound after it).
+// restart; what happened at a time, (e), (f) and (g), only after the kill,
+// and for (e) and (f) only before the calls in flight at the kill had
+// ended (a call's lock: syncLockBound after it).
 func (v *verdict) excuseForgotten() {
 	kept := v.violations[:0]
 	for _, x := range v.violations {
 		w := v.forgotten(x.Instance)
 		excused := w != nil && slices.Contains(forgettable, x.Rule)
+		if excused && (x.Rule == "e" || x.Rule == "f" || x.Rule == "g") {
+			excused = !x.At.IsZero() && !x.At.Before(w.Start)
+		}
 		if excused && (x.Rule == "e" || x.Rule == "f") {
-			excused = !x.At.IsZero() && x.At.Before(w.Start.Add(syncLockBound))
+			excused = x.At.Before(w.Start.Add(syncLockBound))
 		}
 		if !excused {
 			kept = append(kept, x)

@@ -116,7 +116,8 @@ func TestStoreFaultedByReplica(t *testing.T) {
 // what it forgot, of the instances it held (an operation on them began
 // before the kill), and nothing of those whose operations all began after
 // it (refused until the acceptance, then written to the new store); (e)
-// only while the calls in flight at the kill may have run.
+// only while the calls in flight at the kill may have run, and what
+// happened at a time ((e), (g)) only after the kill.
 func TestCheckerForgotten(t *testing.T) {
 	wipe := &fault{N: 9, Kind: fRedisRestart, Target: "redis", Start: at(100), End: at(110)}
 	v := newVerdict()
@@ -134,6 +135,9 @@ func TestCheckerForgotten(t *testing.T) {
 		{Rule: "b", Instance: "after", At: at(113)},
 		{Rule: "e", Instance: "before", At: at(112)},
 		{Rule: "e", Instance: "before", At: at(100 + syncLockBound.Seconds() + 1)},
+		{Rule: "e", Instance: "before", At: at(99)},
+		{Rule: "g", Instance: "before", At: at(99)},
+		{Rule: "g", Instance: "before", At: at(101)},
 		{Rule: "d", Instance: "before", At: at(112)},
 		{Rule: "c", Instance: "before", At: at(112)},
 	}
@@ -142,12 +146,12 @@ func TestCheckerForgotten(t *testing.T) {
 	for _, x := range v.violations {
 		left = append(left, x.Rule+" "+x.Instance)
 	}
-	want := []string{"h during", "b after", "e before", "d before", "c before"}
+	want := []string{"h during", "b after", "e before", "e before", "g before", "d before", "c before"}
 	if !slices.Equal(left, want) {
 		t.Errorf("violations left %q, want %q", left, want)
 	}
-	if len(v.notes) != 2 {
-		t.Errorf("%d notes, want 2: %q", len(v.notes), v.notes)
+	if len(v.notes) != 3 {
+		t.Errorf("%d notes, want 3: %q", len(v.notes), v.notes)
 	}
 
 	v.faults[0].Err = "redis restarted as pid 0"
