@@ -14,6 +14,7 @@ import (
 	"github.com/osb-gateway/osb-gateway/internal/config"
 	"github.com/osb-gateway/osb-gateway/internal/samplebroker"
 	"github.com/osb-gateway/osb-gateway/internal/store"
+	"github.com/osb-gateway/osb-gateway/internal/store/redis"
 	"github.com/osb-gateway/osb-gateway/proxy"
 )
 
@@ -326,6 +327,24 @@ var faultTable = []faultRow{
 		mitigated: &state{},
 		retried: []faultStep{{call: provision,
 			want: state{saw: saw{201, ""}, calls: calls{"provision": 1}}}},
+	},
+	{
+		// Redis restarts without its data during an async provision: the
+		// lock goes with everything else. The gateway refuses to work on
+		// the emptied Redis (it used to go on with an empty store and let
+		// a second call through to the broker during the operation) until
+		// the operator imports what the broker holds and accepts the
+		// loss; the lost lock stays lost.
+		name: "store restarts empty during an async provision",
+		env:  redisEnv,
+		steps: []faultStep{
+			{call: provisionAsync, want: state{saw: saw{202, ""}, locks: []string{"b/i provision async"}, calls: calls{"provision": 1}}},
+			{call: provision, arm: restartStoreEmpty, after: acceptLoss,
+				want: state{saw: saw{503, "operation state is unavailable"}, calls: calls{"provision": 1}, inventory: []string{"instance i none"}}},
+		},
+		mitigated: &state{calls: calls{"provision": 1}},
+		retried: []faultStep{{call: poll,
+			want: state{saw: saw{200, ""}, calls: calls{"provision": 1, "instance_last_operation": 1}}}},
 	},
 	{
 		// A provision under a quota counts the tenant's instances first:
@@ -760,6 +779,38 @@ func shed(want map[*platformCall]saw) func(*testing.T, *faultEnv) {
 func stopStore(_ *testing.T, f *faultEnv) { f.redis.Stop() }
 
 func startStore(_ *testing.T, f *faultEnv) { f.redis.Start() }
+
+func restartStoreEmpty(_ *testing.T, f *faultEnv) { f.redis.RestartEmpty() }
+
+// acceptLoss is the operator's osb-gateway state accept-loss -import on
+// the row's Redis, once every gateway has refused it: a line for each
+// instance and binding the broker holds (read from its own database, or
+// the platform's list), then the acceptance.
+func acceptLoss(t *testing.T, f *faultEnv) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := store.Config{Backend: store.BackendRedis, Redis: store.RedisConfig{Addrs: []string{f.redis.Addr}}}.WithDefaults()
+	st, err := redis.OpenUnchecked(cfg.Redis, f.clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := f.broker.Holdings()
+	var lines []store.Entry
+	for _, id := range at.Instances {
+		lines = append(lines, store.Entry{Instance: &store.Instance{Broker: "b", InstanceID: id, Tenant: "t"}})
+	}
+	for _, b := range at.Bindings {
+		id, bid, _ := strings.Cut(b, "/")
+		lines = append(lines, store.Entry{Binding: &store.Binding{Broker: "b", InstanceID: id, BindingID: bid, Tenant: "t"}})
+	}
+	if _, err := st.Import(ctx, lines, false); err != nil {
+		t.Fatalf("import what the platform holds: %v", err)
+	}
+	if was, _, err := redis.AcceptLoss(ctx, st); err != nil || was.State != redis.EpochLost {
+		t.Fatalf("accept the loss: the marker was %v, %v; want the gateway to have marked the loss", was, err)
+	}
+}
 
 // queued counts the orphans due for mitigation.
 func queued(orphans []string) int {

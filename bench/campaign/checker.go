@@ -26,7 +26,9 @@ import (
 //	    emulations (the async shim's 202);
 //	(g) what platforms read is linearizable (linear.go);
 //	(h) what each broker holds is what the inventory records
-//	    (checker_inventory.go).
+//	    (checker_inventory.go);
+//	(i) no mutating call succeeded while Redis had lost the gateways'
+//	    data, until the operator accepted the loss (checker_more.go).
 //
 // A fault excuses only as it really happened (fault.Start to End, a
 // failed one never; a broker's injected fault only when it fired).
@@ -48,7 +50,7 @@ func (v violation) String() string {
 	return s
 }
 
-// verdict is the checker: every violation of (a) to (f).
+// verdict is the checker: every violation of (a) to (i).
 type verdict struct {
 	store      string // bolt, redis or postgres: the target of the store's faults
 	ops        []*op
@@ -83,7 +85,8 @@ func (v *verdict) check() {
 	v.checkInvented()
 	v.checkReads()
 	v.checkInventory()
-	v.excuseForgotten() // checker_more.go
+	v.checkRefusedWhileLost() // checker_more.go
+	v.excuseForgotten()
 }
 
 // lastOpOn is the time of the last op on an instance (for the report).

@@ -8,9 +8,12 @@ package main
 //     lags as after any store outage, for every replica's readers;
 //   - a disk-full under bolt is a store outage: mutating calls fail
 //     closed with 503 (docs/faults.md);
-//   - a redis-restart is an outage, and then a store that forgot
-//     everything: excused for what the store held before it, and only
-//     that (forgotten);
+//   - a redis-restart is an outage until the operator accepts the loss
+//     (the gateways refuse a Redis that lost their data: fault.End is the
+//     acceptance), and then a store that forgot what it held: excused for
+//     the instances it held before the kill, and only that (forgotten);
+//     nothing that began after the kill and ended before the acceptance
+//     may succeed (i);
 //   - a clock-jump, a rolling-restart and a reload excuse nothing.
 
 import (
@@ -50,10 +53,12 @@ func (v *verdict) wipes() []*fault {
 }
 
 // forgotten is the restart of Redis that forgot what the store held of
-// instance: one that ended after an operation on the instance began (so
-// its lock, record, orphan or async operation may have been in the store
-// it lost). Nil when every operation on it began after the last restart:
-// what the store holds of it was written since, and every promise holds.
+// instance: one killed after an operation on the instance began (so its
+// lock, record, orphan or async operation may have been in the store it
+// lost). Nil when every operation on it began after the kill: from the
+// kill to the acceptance of the loss the gateways refuse every call that
+// needs the store (i), so what the store holds of it was written after
+// the acceptance, and every promise holds.
 func (v *verdict) forgotten(instance string) *fault {
 	wipes := v.wipes()
 	if len(wipes) == 0 || instance == "" {
@@ -66,7 +71,7 @@ func (v *verdict) forgotten(instance string) *fault {
 		}
 	}
 	for _, w := range wipes {
-		if !first.IsZero() && first.Before(w.End) {
+		if !first.IsZero() && first.Before(w.Start) {
 			return w
 		}
 	}
@@ -82,16 +87,19 @@ var forgettable = []string{"a", "b", "e", "f", "g", "h"}
 
 // excuseForgotten turns the violations a Redis restart explains into
 // notes: of a forgettable rule, on an instance the store held before the
-// restart; for (e) and (f), only for what happened before the operations
-// in progress at the restart had ended (a call's lock: syncLockBound
-// after it).
+// restart; what happened at a time, (e), (f) and (g), only after the kill,
+// and for (e) and (f) only before the calls in flight at the kill had
+// ended (a call's lock: syncLockBound after it).
 func (v *verdict) excuseForgotten() {
 	kept := v.violations[:0]
 	for _, x := range v.violations {
 		w := v.forgotten(x.Instance)
 		excused := w != nil && slices.Contains(forgettable, x.Rule)
+		if excused && (x.Rule == "e" || x.Rule == "f" || x.Rule == "g") {
+			excused = !x.At.IsZero() && !x.At.Before(w.Start)
+		}
 		if excused && (x.Rule == "e" || x.Rule == "f") {
-			excused = !x.At.IsZero() && x.At.Before(w.End.Add(syncLockBound))
+			excused = x.At.Before(w.Start.Add(syncLockBound))
 		}
 		if !excused {
 			kept = append(kept, x)
@@ -101,6 +109,38 @@ func (v *verdict) excuseForgotten() {
 			x.Rule, w.Start.Format("15:04:05.000"), w.N, x.Instance, x.What))
 	}
 	v.violations = kept
+}
+
+// checkRefusedWhileLost is (i): from the kill of a Redis that restarts
+// empty to the operator's acceptance of the loss, the gateways fail
+// closed: no mutating call that began after the kill and ended before the
+// acceptance succeeded (a gateway that went on with the empty store let
+// them through), save one that shared the answer of an identical call in
+// flight since before the kill (flights).
+func (v *verdict) checkRefusedWhileLost() {
+	for _, w := range v.wipes() {
+		for _, o := range v.ops {
+			if !o.mutating() || o.Status < 200 || o.Status >= 300 || o.Start.Before(w.Start) || !o.End.Before(w.End) ||
+				v.sharedAnswer(o, w.Start) {
+				continue
+			}
+			v.add("i", fmt.Sprintf("%s: succeeded while Redis had lost the gateways' data (killed %s, the loss accepted %s)",
+				o, w.Start.Format("15:04:05.000"), w.End.Format("15:04:05.000")), o.Instance, o.Start, o.End)
+		}
+	}
+}
+
+// sharedAnswer reports whether an identical call to o (same tenant,
+// kind, instance and binding) began before the time before and was still
+// in flight when o began: o may have been given its answer.
+func (v *verdict) sharedAnswer(o *op, before time.Time) bool {
+	for _, p := range v.ops {
+		if p != o && p.Tenant == o.Tenant && p.Kind == o.Kind && p.Instance == o.Instance && p.Binding == o.Binding &&
+			p.Start.Before(before) && !p.End.Before(o.Start) {
+			return true
+		}
+	}
+	return false
 }
 
 // lockStart is when the lock l began, by the campaign's clock: its

@@ -114,33 +114,39 @@ func TestStoreFaultedByReplica(t *testing.T) {
 
 // TestCheckerForgotten: a Redis restart that forgot the store excuses
 // what it forgot, of the instances it held (an operation on them began
-// before it ended), and nothing of those that came after it; (e) only
-// while the operations in progress at the restart may have run.
+// before the kill), and nothing of those whose operations all began after
+// it (refused until the acceptance, then written to the new store); (e)
+// only while the calls in flight at the kill may have run, and what
+// happened at a time ((e), (g)) only after the kill.
 func TestCheckerForgotten(t *testing.T) {
-	wipe := &fault{N: 9, Kind: fRedisRestart, Target: "redis", Start: at(100), End: at(101)}
+	wipe := &fault{N: 9, Kind: fRedisRestart, Target: "redis", Start: at(100), End: at(110)}
 	v := newVerdict()
 	v.faults = []*fault{wipe}
 	v.ops = []*op{
 		{ID: 1, Kind: "provision", Broker: "legacy", Instance: "before", Start: at(50), End: at(51), Status: 201},
-		{ID: 2, Kind: "deprovision", Broker: "legacy", Instance: "before", Start: at(110), End: at(111), Status: 410},
-		{ID: 3, Kind: "provision", Broker: "legacy", Instance: "after", Start: at(102), End: at(103), Status: 201},
-		{ID: 4, Kind: "provision", Broker: "legacy", Instance: "during", Start: at(100.5), End: at(104), Status: 201},
+		{ID: 2, Kind: "deprovision", Broker: "legacy", Instance: "before", Start: at(112), End: at(113), Status: 410},
+		{ID: 3, Kind: "provision", Broker: "legacy", Instance: "after", Start: at(111), End: at(112), Status: 201},
+		{ID: 4, Kind: "provision", Broker: "legacy", Instance: "during", Start: at(100.5), End: at(101), Status: 503},
+		{ID: 5, Kind: "provision", Broker: "legacy", Instance: "during", Start: at(111), End: at(112), Status: 201},
 	}
 	v.violations = []violation{
-		{Rule: "b", Instance: "before", At: at(111)},
+		{Rule: "b", Instance: "before", At: at(113)},
 		{Rule: "h", Instance: "during", At: at(200)},
-		{Rule: "b", Instance: "after", At: at(111)},
-		{Rule: "e", Instance: "before", At: at(110)},
-		{Rule: "e", Instance: "before", At: at(101 + syncLockBound.Seconds() + 1)},
-		{Rule: "d", Instance: "before", At: at(110)},
-		{Rule: "c", Instance: "before", At: at(110)},
+		{Rule: "b", Instance: "after", At: at(113)},
+		{Rule: "e", Instance: "before", At: at(112)},
+		{Rule: "e", Instance: "before", At: at(100 + syncLockBound.Seconds() + 1)},
+		{Rule: "e", Instance: "before", At: at(99)},
+		{Rule: "g", Instance: "before", At: at(99)},
+		{Rule: "g", Instance: "before", At: at(101)},
+		{Rule: "d", Instance: "before", At: at(112)},
+		{Rule: "c", Instance: "before", At: at(112)},
 	}
 	v.excuseForgotten()
 	var left []string
 	for _, x := range v.violations {
 		left = append(left, x.Rule+" "+x.Instance)
 	}
-	want := []string{"b after", "e before", "d before", "c before"}
+	want := []string{"h during", "b after", "e before", "e before", "g before", "d before", "c before"}
 	if !slices.Equal(left, want) {
 		t.Errorf("violations left %q, want %q", left, want)
 	}
@@ -152,6 +158,36 @@ func TestCheckerForgotten(t *testing.T) {
 	v.violations = []violation{{Rule: "b", Instance: "before", At: at(111)}}
 	if v.excuseForgotten(); len(v.violations) != 1 {
 		t.Error("a restart that did not happen excused a violation")
+	}
+}
+
+// TestCheckerRefusedWhileLost is (i): a mutating call that began after
+// the kill of a Redis restarting empty and ended before the operator
+// accepted the loss must not succeed (the gateway went on with the empty
+// store), save one sharing the answer of an identical call in flight
+// since before the kill; a 503 meanwhile, a success across the
+// acceptance or before the kill, and reads are no violation.
+func TestCheckerRefusedWhileLost(t *testing.T) {
+	wipe := &fault{N: 3, Kind: fRedisRestart, Target: "redis", Start: at(100), End: at(110)}
+	v := newVerdict()
+	v.faults = []*fault{wipe}
+	v.ops = []*op{
+		{ID: 1, Tenant: "cf1", Kind: "provision", Instance: "ok-before", Start: at(98), End: at(99), Status: 201},
+		{ID: 2, Tenant: "cf1", Kind: "provision", Instance: "refused", Start: at(101), End: at(102), Status: 503},
+		{ID: 3, Tenant: "cf1", Kind: "update", Instance: "let-through", Start: at(104), End: at(105), Status: 202},
+		{ID: 4, Tenant: "cf1", Kind: "provision", Instance: "across", Start: at(109), End: at(111), Status: 201},
+		{ID: 5, Tenant: "cf1", Kind: "get", Instance: "read", Start: at(104), End: at(105), Status: 200},
+		{ID: 6, Tenant: "cf2", Kind: "bind", Instance: "shared", Binding: "b", Start: at(99), End: at(103), Status: 201},
+		{ID: 7, Tenant: "cf2", Kind: "bind", Instance: "shared", Binding: "b", Start: at(102), End: at(103), Status: 201},
+	}
+	v.checkRefusedWhileLost()
+	if got := rules(v); got != "i" || v.violations[0].Instance != "let-through" {
+		t.Errorf("violations %v, want (i) of let-through alone", v.violations)
+	}
+	wipe.Err = "redis restarted as pid 0"
+	v.violations = nil
+	if v.checkRefusedWhileLost(); len(v.violations) != 0 {
+		t.Errorf("a restart that did not happen: %v", v.violations)
 	}
 }
 

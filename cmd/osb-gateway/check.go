@@ -56,6 +56,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*offline {
 		reportPostgres(cfg, *path, stdout, stderr) // check_state.go: warnings only
+		reportRedis(cfg, *path, stdout, stderr)
 		if n := reportCatalogs(cfg, *path, stdout, stderr); n > 0 {
 			fmt.Fprintf(stderr, "%s: %s in the brokers' catalogs\n", *path, plural(n, "error"))
 			return exitFailed

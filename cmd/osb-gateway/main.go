@@ -9,6 +9,7 @@
 //	osb-gateway audit verify|query ...           check the audit log's hash chain, search it
 //	osb-gateway inventory export|import ...      write the inventory as JSON lines, store JSON lines in it
 //	osb-gateway operations list|reconcile|release ...  list, reconcile or release operation locks (admin API)
+//	osb-gateway state status|accept-loss ...     whether Redis still holds the state; accept its loss
 //	osb-gateway usage [-from T] [-to T] ...      the usage report (instance-hours, bindings) as CSV or JSON
 //	osb-gateway schema                           print the JSON Schema of gateway.yaml
 //	osb-gateway version                          print the version and build information
@@ -60,6 +61,9 @@ commands:
   operations     list, reconcile or release a running gateway's operation locks through its admin API:
                  operations list, operations reconcile [-state S -description D] BROKER INSTANCE [BINDING],
                  operations release -reason R BROKER INSTANCE [BINDING]
+  state          whether the state store still holds the gateway's data, and after Redis lost it,
+                 restore the inventory and accept the loss: state status [-config F],
+                 state accept-loss [-config F] [-import FILE]... [-replace]
   usage          the usage report of [from, to) per tenant, broker, service and plan: usage
                  [-config F] [-from T] [-to T] [-format csv|json] [-tenant T] [-broker B]
   policy         evaluate the policies against a recorded call and print each rule's verdict:
@@ -75,7 +79,8 @@ exit codes (every command):
   0  done: the file is valid, the gateway is healthy, serve stopped on a signal with every request finished
   1  failed: the configuration has problems, the gateway could not start or failed while serving,
      requests had to be cut at shutdown, the gateway is not healthy, an audit chain is broken,
-     an inventory export or import failed (the state store, an entry, a file)
+     an inventory export or import failed (the state store, an entry, a file), the state store
+     lost its data (state status)
   2  usage: unknown command, bad flags or arguments, or the configuration file cannot be read
 
 Run "osb-gateway <command> -h" for a command's flags.
@@ -113,6 +118,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runInventory(args, stdin, stdout, stderr)
 	case "operations":
 		return runOperations(args, stdout, stderr)
+	case "state":
+		return runState(args, stdin, stdout, stderr)
 	case "usage":
 		return runUsage(args, stdout, stderr)
 	case "policy":

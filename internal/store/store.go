@@ -92,6 +92,14 @@ var (
 // wraps ErrUnavailable.
 var ErrClosed = fmt.Errorf("%w: store closed", ErrUnavailable)
 
+// ErrLost is what a backend that can tell returns once its server has
+// lost the data it held (a Redis restarted without persistence, or
+// flushed): every lock, inventory record and orphan is gone, and the
+// store refuses every call until an operator accepts the loss (osb-gateway
+// state accept-loss). It wraps ErrUnavailable, so callers fail closed as
+// for a store that does not answer.
+var ErrLost = fmt.Errorf("%w: the store lost its data", ErrUnavailable)
+
 // NoLock is ErrNotFound for the lock key. Every poll of an operation the
 // gateway does not track ends here, so the text is put together only when
 // it is read.

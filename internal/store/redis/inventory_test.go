@@ -104,7 +104,7 @@ func TestRedisInventoryKeys(t *testing.T) {
 	}
 	slices.Sort(keys)
 	tag := s.prefix + "inv:{b%7B1%7D%25}:"
-	want := []string{s.prefix + "inv:brokers", tag + "ex", tag + "ix", tag + "n"}
+	want := []string{s.prefix + "epoch", s.prefix + "inv:brokers", tag + "ex", tag + "ix", tag + "n"}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("keys (-want +got):\n%s", d)
 	}
@@ -134,11 +134,11 @@ func TestRedisInventoryKeys(t *testing.T) {
 	if _, err := s.DeleteInstance(ctx, "b{1}%", "i1"); err != nil {
 		t.Fatal(err)
 	}
-	// Only the set of brokers and the usage records are left: empty
-	// hashes and sets are gone.
+	// Only the epoch marker, the set of brokers and the usage records are
+	// left: empty hashes and sets are gone.
 	keys, _ = raw.Keys(ctx, s.prefix+"*").Result()
 	slices.Sort(keys)
-	if !cmp.Equal([]string{s.prefix + "inv:brokers", tag + "us"}, keys) {
+	if !cmp.Equal([]string{s.prefix + "epoch", s.prefix + "inv:brokers", tag + "us"}, keys) {
 		t.Errorf("keys after deleting everything = %q", keys)
 	}
 }

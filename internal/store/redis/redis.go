@@ -28,6 +28,7 @@ import (
 //	<prefix>{orphans}           hash:   orphan id -> orphanRecord JSON
 //	<prefix>{orphans}:due       sorted set: orphan id scored by NextAttempt (µs since 1970)
 //	<prefix>session:<hex>       string: a console session (session.go), TTL = time to Expires + RedisTTLMargin
+//	<prefix>epoch               string: the marker of the store's data (epoch.go), no TTL
 //
 // Cluster: each lock is one key and every lock operation touches only that
 // key, so locks spread over the cluster's slots; List and ExpireDue SCAN
@@ -56,18 +57,35 @@ type redisStore struct {
 	now    func() time.Time
 	prefix string
 	cfg    store.RedisConfig // as opened, defaults applied
+
+	epoch     epochState // the epoch this store serves (epoch.go)
+	unchecked bool       // OpenUnchecked's: connections do not check the epoch
 }
 
 // Open returns a Store on the Redis cfg describes, taken as it is
 // (backend.Open applies store.Config's defaults first). now is the store's
 // clock (nil means time.Now); it decides which locks have expired. Open
 // does not connect yet (like sql.Open): call Ping to check that Redis can
-// be reached.
+// be reached. Each connection checks first that Redis still holds the
+// data the store knew (epoch.go): once it lost them, every call fails with
+// store.ErrLost until an operator accepts the loss (AcceptLoss).
 func Open(cfg store.RedisConfig, now func() time.Time) (store.Store, error) {
+	return openAs(cfg, now, false)
+}
+
+// OpenUnchecked is Open for the operator's recovery of a Redis that lost
+// the gateway's state: its connections do not check the epoch marker, so
+// it reads and writes (an inventory import, AcceptLoss) while the
+// gateways' stores refuse. Nothing else should use it.
+func OpenUnchecked(cfg store.RedisConfig, now func() time.Time) (store.Store, error) {
+	return openAs(cfg, now, true)
+}
+
+func openAs(cfg store.RedisConfig, now func() time.Time, unchecked bool) (store.Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s, err := open(cfg, now)
+	s, err := open(cfg, now, unchecked)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +93,8 @@ func Open(cfg store.RedisConfig, now func() time.Time) (store.Store, error) {
 }
 
 // open is Open, returning the backend's own type.
-func open(c store.RedisConfig, now func() time.Time) (*redisStore, error) {
+func open(c store.RedisConfig, now func() time.Time, unchecked bool) (*redisStore, error) {
+	s := &redisStore{now: now, prefix: c.KeyPrefix, cfg: c, unchecked: unchecked}
 	opts := &redis.UniversalOptions{
 		Addrs:                 c.Addrs,
 		ClientName:            "osb-gateway",
@@ -92,11 +111,13 @@ func open(c store.RedisConfig, now func() time.Time) (*redisStore, error) {
 		DialerRetries:         redisDialAttempts,
 		// The gateway has no use for server maintenance push notices.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		OnConnect:                s.checkEpoch,
 	}
 	if c.TLS {
 		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	return &redisStore{client: redis.NewUniversalClient(opts), now: now, prefix: c.KeyPrefix, cfg: c}, nil
+	s.client = redis.NewUniversalClient(opts)
+	return s, nil
 }
 
 func (s *redisStore) lockKey(key string) string { return s.prefix + "lock:" + key }

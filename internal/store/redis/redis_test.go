@@ -132,8 +132,8 @@ func TestRedisKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, err := raw.Keys(ctx, s.prefix+"*").Result()
-	if err != nil || len(keys) != 3 {
-		t.Errorf("keys under %s = %q, %v; want the lock, the orphans and their due set", s.prefix, keys, err)
+	if err != nil || len(keys) != 4 {
+		t.Errorf("keys under %s = %q, %v; want the epoch marker, the lock, the orphans and their due set", s.prefix, keys, err)
 	}
 	if err := s.Release(ctx, l.Key, l.Owner); err != nil {
 		t.Fatal(err)

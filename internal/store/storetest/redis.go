@@ -8,10 +8,14 @@ package storetest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +41,7 @@ type Redis struct {
 	dir  string
 	port string
 	args []string // more redis-server arguments
+	conf string   // a configuration file, the first argument ("": none)
 	cmd  *exec.Cmd
 	done chan struct{}   // closed when cmd has exited
 	out  *osbtest.Buffer // the server's log, shown when it fails
@@ -74,7 +79,11 @@ func (r *Redis) Start() {
 		r.tb.Fatalf("storetest: redis-server on %s is already running", r.Addr)
 	}
 	r.out = &osbtest.Buffer{}
-	cmd := exec.Command(r.bin,
+	cmd := exec.Command(r.bin)
+	if r.conf != "" {
+		cmd.Args = append(cmd.Args, r.conf)
+	}
+	cmd.Args = append(cmd.Args,
 		"--port", r.port, "--bind", "127.0.0.1",
 		"--dir", r.dir, "--dbfilename", "dump.rdb",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "")
@@ -121,6 +130,21 @@ func (r *Redis) Stop() {
 			r.Addr, reply, err, r.out)
 	}
 	r.cmd = nil
+}
+
+// RestartEmpty kills the server (SIGKILL, nothing saved), removes what an
+// earlier Stop saved, and starts it again on the same port: it comes back
+// empty, as a Redis without persistence does after a crash.
+func (r *Redis) RestartEmpty() {
+	r.tb.Helper()
+	if r.cmd == nil {
+		r.tb.Fatalf("storetest: redis-server on %s is not running", r.Addr)
+	}
+	r.kill()
+	if err := os.Remove(filepath.Join(r.dir, "dump.rdb")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.tb.Fatalf("storetest: remove the saved data: %v", err)
+	}
+	r.Start()
 }
 
 // Pause freezes the server (SIGSTOP): connections stay open but nothing
