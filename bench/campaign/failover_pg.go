@@ -143,7 +143,12 @@ func (s *pgServer) run(bin string) error {
 // query runs sql on the server itself (not through its front) and scans
 // its one row into dst.
 func (s *pgServer) query(sql string, dst ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return s.queryWithin(5*time.Second, sql, dst...)
+}
+
+// queryWithin is query with its own time limit.
+func (s *pgServer) queryWithin(limit time.Duration, sql string, dst ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.url(s.addr))
 	if err != nil {
@@ -167,6 +172,25 @@ func (s *pgServer) standbyOf(bin string, primary *pgServer) error {
 		return fmt.Errorf("pg_basebackup of %s from %s: %w; see %s", s.name, primary.name, err, s.log.Name())
 	}
 	return s.run(bin)
+}
+
+// promote promotes the standby and waits until it is a primary. A
+// promotion asked for is not taken back: when pg_promote's answer is lost
+// (a loaded machine, its connection's time limit), whether the server
+// left recovery decides, not the error.
+func (s *pgServer) promote() error {
+	var promoted bool
+	err := s.queryWithin(time.Minute, "SELECT pg_promote(true, 50)", &promoted)
+	if err == nil && promoted {
+		return nil
+	}
+	if werr := waitFor(s.name+" to leave recovery after pg_promote", time.Minute, func() bool {
+		var recovering bool
+		return s.query("SELECT pg_is_in_recovery()", &recovering) == nil && !recovering
+	}); werr != nil {
+		return fmt.Errorf("pg_promote on %s: %v (promoted: %v), and %w", s.name, err, promoted, werr)
+	}
+	return nil
 }
 
 // synced waits until primary has a synchronous standby streaming.
@@ -219,16 +243,25 @@ func (p *pgFailover) failover(f *fault) error {
 	if err != nil {
 		return err
 	}
-	var promoted bool
-	if err := next.query("SELECT pg_promote(true, 30)", &promoted); err != nil || !promoted {
-		return fmt.Errorf("pg_promote on %s: %v (promoted: %v); the old primary stays down", next.name, err, promoted)
+	if err := next.promote(); err != nil {
+		return fmt.Errorf("%w; the old primary stays down", err)
 	}
 	p.primary = 1 - p.primary
 	p.c.postgres = &next.pgProc
 	f.Detail = next.name + " promoted"
 	time.Sleep(f.For)
-	if err := old.standbyOf(p.bin, next); err != nil {
-		return err
+	// The new primary's commits wait for a standby: a rebuild that fails
+	// (a loaded machine) is tried again rather than leave them waiting
+	// for the rest of the run.
+	var err2 error
+	for range 3 {
+		if err2 = old.standbyOf(p.bin, next); err2 == nil {
+			break
+		}
+		old.stopIfRunning()
+	}
+	if err2 != nil {
+		return err2
 	}
 	if f.NewPID = old.pid(); f.NewPID == pid {
 		return fmt.Errorf("%s restarted as pid %d, killed pid %d", old.name, f.NewPID, pid)
@@ -267,4 +300,12 @@ func (p *pgFailover) stop() {
 func (p *pgFailover) url() string {
 	return "postgres://postgres@" + p.servers[0].front.Addr() + "," + p.servers[1].front.Addr() +
 		"/postgres?sslmode=disable&connect_timeout=2&target_session_attrs=read-write"
+}
+
+// stopIfRunning kills what a failed rebuild left running (a postgres that
+// did not come up in time), so that the next rebuild starts clean.
+func (s *pgServer) stopIfRunning() {
+	if s.running() {
+		_, _ = s.crash()
+	}
 }
