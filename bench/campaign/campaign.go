@@ -48,6 +48,7 @@ func campaign(o options) (int, error) {
 		schedule = skipKinds(schedule, fRedisRestart)
 	}
 	schedule = withFailovers(schedule, o.seed, o.duration, o.store, o.st)
+	schedule = skipKinds(withPgRestarts(schedule, o.seed, o.duration, o.store, o.st), o.skip) // pg_restart.go
 	sched, err := os.Create(filepath.Join(o.dir, "schedule.txt"))
 	if err != nil {
 		return 0, err

@@ -215,7 +215,7 @@ func (v *verdict) checkLockAges() {
 		// until its deadline (docs/state.md): never one that lets through.
 		bound, excuses := syncLockBound, []string{fGatewayKill, fStoreFailover}
 		if l.Async || l.Shim != nil {
-			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause, fStoreFailover}, brokerSide, storeDown)
+			bound, excuses = asyncLockBound, slices.Concat([]string{fGatewayKill, fRedisPause, fPgPause, fPgRestart, fStoreFailover}, brokerSide, storeDown)
 		}
 		if age <= bound || v.faulted("", v.lockStart(l).Add(-time.Second), l.Last, excuses...) {
 			continue

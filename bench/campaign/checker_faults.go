@@ -71,4 +71,4 @@ func (v *verdict) brokerFaulted(o *op, d string, from, to time.Time) bool {
 }
 
 var brokerSide = []string{fBrokerCrash, fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk, fLinkDelay, fLinkStall, fLinkCut}
-var storeSide = []string{fRedisPause, fPgPause, fLinkDelay, fLinkStall, fLinkCut, fStoreFailover}
+var storeSide = []string{fRedisPause, fPgPause, fPgRestart, fLinkDelay, fLinkStall, fLinkCut, fStoreFailover}

@@ -204,7 +204,7 @@ func (p *pgFailover) synced(primary *pgServer) error {
 
 // crash kills the postmaster and every process it runs (kill -9, as a
 // machine that dies), and checks they are gone and the port refuses.
-func (s *pgServer) crash() (int, error) {
+func (s *pgProc) crash() (int, error) {
 	kids := osbtest.Children(s.pid())
 	pid, err := s.kill9()
 	for _, k := range kids {

@@ -253,11 +253,14 @@ func (n *nemesis) do(f *fault) {
 			err = n.c.redis.signal(syscall.SIGCONT)
 		}
 	case fPgPause:
-		err = n.c.postgres.pause()
-		time.Sleep(f.For)
-		if err2 := n.c.postgres.resume(); err == nil {
-			err = err2
+		n.c.postgres.faultMu.Lock() // not during a restart
+		if err = n.c.postgres.pause(); err == nil {
+			time.Sleep(f.For)
+			err = n.c.postgres.resume()
 		}
+		n.c.postgres.faultMu.Unlock()
+	case fPgRestart:
+		err = n.restartPostgres(f) // pg_restart.go
 	case fBrokerError, fBrokerSlow, fBrokerHang, fBrokerFailOp, fBrokerJunk:
 		b := n.broker(f.Target)
 		fj := map[string]any{"endpoint": f.Endpoint, "count": f.count}

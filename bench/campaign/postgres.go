@@ -29,6 +29,7 @@ type pgProc struct {
 	proc
 	addr string
 	data string // the data directory's parent, also the socket's directory
+	bin  string // where initdb and postgres are (serve)
 	cred *syscall.Credential
 }
 
@@ -66,19 +67,32 @@ func startPostgres(dir string) (*pgProc, error) {
 	if err := initdb.Run(); err != nil {
 		return p, fmt.Errorf("initdb: %w; see %s", err, p.log.Name())
 	}
+	p.bin = bin
+	return p, p.serve()
+}
+
+// serve starts postgres on the data directory (again, after a restart
+// fault) and waits until it answers.
+func (p *pgProc) serve() error {
 	_, port, _ := net.SplitHostPort(p.addr)
-	cmd := p.command(filepath.Join(bin, "postgres"), "-D", filepath.Join(p.data, "data"), "-k", p.data, "-p", port,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+	// synchronous_commit on: a commit's WAL is written before it is
+	// answered, so a kill -9 of the server loses nothing the gateways were
+	// told (fsync stays off: the machine does not crash, the page cache
+	// keeps what was written).
+	cmd := p.command(filepath.Join(p.bin, "postgres"), "-D", filepath.Join(p.data, "data"), "-k", p.data, "-p", port,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=on",
 		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL // nothing outlives the campaign; its backends follow the postmaster
 	if err := cmd.Start(); err != nil {
-		return p, err
+		return err
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	p.mu.Lock()
 	p.cmd, p.done = cmd, done
-	err = waitReady("postgres", func() bool {
+	p.mu.Unlock()
+	err := waitReady("postgres", func() bool {
 		select {
 		case <-done:
 			return true
@@ -96,11 +110,11 @@ func startPostgres(dir string) (*pgProc, error) {
 	})
 	select {
 	case <-done:
-		return p, fmt.Errorf("postgres exited at start; see %s", p.log.Name())
+		return fmt.Errorf("postgres exited at start; see %s", p.log.Name())
 	default:
 	}
 	p.up.Store(true)
-	return p, err
+	return err
 }
 
 // url is the connection URL of database postgres as the superuser at addr
