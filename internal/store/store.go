@@ -220,6 +220,20 @@ type Store interface {
 	// ErrNotFound.
 	DeleteOrphan(ctx context.Context, id string) error
 
+	// PutInstanceCancelling is PutInstance(in) and DeleteOrphan(orphanID)
+	// in one call: what a provision that succeeded writes, its record and
+	// the cancellation of a pending undo of the instance, in the round
+	// trips of the put alone (one for a new instance). cancelled reports
+	// whether there was such an orphan (claimed or not) and it is gone; an
+	// empty orphanID deletes nothing. Memory and bolt do both in one
+	// atomic step; PostgreSQL deletes in the put's first statement (so
+	// atomically with the put of a new instance); Redis sends the deletion
+	// in the put's pipeline, after its script (with replica
+	// acknowledgements, acknowledged with it). An in that does not
+	// validate is ErrInvalid and changes nothing; after another error
+	// either may have taken effect, and the caller repeats both.
+	PutInstanceCancelling(ctx context.Context, in Instance, orphanID string) (stored Instance, cancelled bool, err error)
+
 	// DueOrphans returns up to limit orphans whose NextAttempt is not
 	// after now and that have no claim live at now (ClaimedUntil after
 	// now), sorted by NextAttempt, then ID; limit <= 0 means all. Claimed

@@ -25,6 +25,8 @@ var testInventoryContract = []struct {
 }{
 	{"InventoryInstance", testInventoryInstance},
 	{"InventoryInstanceStamps", testInventoryInstanceStamps},
+	{"InventoryKeepsCreated", testInventoryKeepsCreated},
+	{"PutInstanceCancelling", testPutInstanceCancelling},
 	{"InventoryBinding", testInventoryBinding},
 	{"InventoryDeleteInstance", testInventoryDeleteInstance},
 	{"InventoryInvalid", testInventoryInvalid},

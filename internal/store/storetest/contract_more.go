@@ -235,6 +235,7 @@ func Calls(ctx context.Context, s store.Store) map[string]error {
 	errs["Ping"] = s.Ping(ctx)
 	in, bd := Instance("b1", "i1", "cf1"), Binding("b1", "i1", "x1")
 	_, errs["PutInstance"] = s.PutInstance(ctx, in)
+	_, _, errs["PutInstanceCancelling"] = s.PutInstanceCancelling(ctx, in, "o1")
 	_, errs["GetInstance"] = s.GetInstance(ctx, "b1", "i1")
 	_, _, errs["ListInstances"] = s.ListInstances(ctx, store.InstanceFilter{Tenant: "cf1"}, "", 10)
 	_, errs["CountInstances"] = s.CountInstances(ctx, store.InstanceFilter{})
