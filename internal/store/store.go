@@ -166,6 +166,23 @@ type Store interface {
 	// Acquire is harmless.
 	Acquire(ctx context.Context, l Lock) (Lock, error)
 
+	// AcquireReading is Acquire(l) and, once the lock is taken,
+	// GetInstance(l.Broker, l.InstanceID): the look at the instance's
+	// record a call takes first under its lock (the owner stage's second
+	// look), in the round trips of Acquire alone where the backend can:
+	// PostgreSQL sends both statements in one batch, one implicit
+	// transaction, Redis both commands in one pipeline (on a Cluster,
+	// whose slots the two keys need not share, one after the other, as
+	// memory and bolt, which cost no round trip). The read runs after the
+	// acquire on the server, so it sees every record written before the
+	// lock was taken. in is the record, nil when the instance has none or
+	// the lock was not taken. l must name its instance (Broker,
+	// InstanceID; a binding's lock names the binding's instance): else
+	// ErrInvalid. Its errors are Acquire's or GetInstance's (not
+	// ErrNotFound); after one of the backend (not ErrHeld, not
+	// ErrInvalid) the lock may be held, as after an Acquire that failed.
+	AcquireReading(ctx context.Context, l Lock) (held Lock, in *Instance, err error)
+
 	// Update replaces the live lock l.Key with l, whole (start from the
 	// Lock Acquire returned), for example when the broker answers 202
 	// (Async, Operation and a later Deadline), if l.Owner holds it.

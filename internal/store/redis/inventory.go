@@ -129,23 +129,38 @@ func (s *redisStore) withBroker(ctx context.Context, broker string, sc *redis.Sc
 	after func(redis.Pipeliner), args ...any) (*redis.Cmd, error) {
 	var cmd *redis.Cmd
 	err := s.durable(ctx, "inventory record", func(c redis.Cmdable) error {
-		run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.SAdd(ctx, s.brokersKey(), broker)
-				cmd = eval(p)
-				if after != nil {
-					after(p)
-				}
-				return nil
-			})
-			return err
-		}
-		err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
-		}
+		var err error
+		cmd, err = scriptPipelined(ctx, c, sc, keys, args,
+			func(p redis.Pipeliner) { p.SAdd(ctx, s.brokersKey(), broker) }, after)
 		return err
 	})
+	return cmd, err
+}
+
+// scriptPipelined sends before's commands (if not nil), sc and after's
+// commands (if not nil) in one pipeline on c, all again with the script's
+// text if the server lacks it, and returns sc's command and the
+// pipeline's error (its first failed command's).
+func scriptPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, keys []string, args []any,
+	before, after func(redis.Pipeliner)) (*redis.Cmd, error) {
+	var cmd *redis.Cmd
+	run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if before != nil {
+				before(p)
+			}
+			cmd = eval(p)
+			if after != nil {
+				after(p)
+			}
+			return nil
+		})
+		return err
+	}
+	err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+	}
 	return cmd, err
 }
 

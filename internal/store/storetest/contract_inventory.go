@@ -27,6 +27,7 @@ var testInventoryContract = []struct {
 	{"InventoryInstanceStamps", testInventoryInstanceStamps},
 	{"InventoryKeepsCreated", testInventoryKeepsCreated},
 	{"PutInstanceCancelling", testPutInstanceCancelling},
+	{"AcquireReading", testAcquireReading},
 	{"InventoryBinding", testInventoryBinding},
 	{"InventoryDeleteInstance", testInventoryDeleteInstance},
 	{"InventoryInvalid", testInventoryInvalid},

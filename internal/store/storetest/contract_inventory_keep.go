@@ -167,3 +167,73 @@ func testPutInstanceCancelling(t *testing.T, b Backend) {
 		t.Errorf("GetOrphan after a refused put = %v; diff (-want +got):\n%s", err, cmp.Diff(o3, got))
 	}
 }
+
+// testAcquireReading: the lock as Acquire takes it (or its holder and
+// ErrHeld), and the record of its instance as it is once the lock is
+// taken; nothing for a lock not taken or an instance without a record.
+func testAcquireReading(t *testing.T, b Backend) {
+	ctx := context.Background()
+	c := osbtest.NewClock(T0)
+	s := b.Open(t, c.Now)
+	in := MustPutInstance(t, s, Instance("b1", "i1", "cf1"))
+	l := Lock("i1", "owner-1", time.Hour)
+	l.Started = time.Time{}
+	want := l
+	want.Started = T0
+	got, rec, err := s.AcquireReading(ctx, l)
+	if err != nil || !cmp.Equal(want, got) {
+		t.Fatalf("AcquireReading = %v; lock (-want +got):\n%s", err, cmp.Diff(want, got))
+	}
+	if rec == nil || !cmp.Equal(in, *rec) {
+		t.Errorf("AcquireReading read %v, want the instance's record", rec)
+	}
+	if held, err := s.Get(ctx, l.Key); err != nil || !cmp.Equal(want, held) {
+		t.Errorf("Get after AcquireReading = %v; diff (-want +got):\n%s", err, cmp.Diff(want, held))
+	}
+
+	// Held by another owner: the holder, and no record.
+	other := Lock("i1", "owner-2", time.Hour)
+	holder, rec, err := s.AcquireReading(ctx, other)
+	WantErr(t, "AcquireReading of a lock held", err, store.ErrHeld)
+	if !cmp.Equal(want, holder) || rec != nil {
+		t.Errorf("AcquireReading of a lock held returned %+v and %v, want the holder and no record", holder, rec)
+	}
+	// By its owner again: taken, as Acquire.
+	if _, rec, err := s.AcquireReading(ctx, l); err != nil || rec == nil {
+		t.Errorf("AcquireReading by the owner again: %v, record %v", err, rec)
+	}
+
+	// Expired: taken over, the lock replaced named.
+	c.Advance(2 * time.Hour)
+	other.Deadline = c.Now().Add(time.Hour)
+	got, rec, err = s.AcquireReading(ctx, other)
+	if err != nil || got.Replaced == nil || got.Replaced.Owner != "owner-1" || rec == nil {
+		t.Errorf("AcquireReading of an expired lock = %+v, record %v, %v; want it taken over and the record", got, rec, err)
+	}
+
+	// An instance without a record; a binding's lock reads its instance.
+	got, rec, err = s.AcquireReading(ctx, Lock("i2", "owner-3", 10*time.Hour))
+	if err != nil || rec != nil || got.Owner != "owner-3" {
+		t.Errorf("AcquireReading of an instance without a record = %+v, %v, %v; want the lock and no record", got, rec, err)
+	}
+	bl := Lock("i1", "owner-4", 10*time.Hour)
+	bl.Key, bl.Kind, bl.BindingID = store.BindingLockKey("b1", "i1", "x1"), store.KindBind, "x1"
+	if _, rec, err := s.AcquireReading(ctx, bl); err != nil || rec == nil || rec.InstanceID != "i1" {
+		t.Errorf("AcquireReading of a binding's lock = %v, record %v; want the instance's record", err, rec)
+	}
+
+	// A lock that does not name its instance, or not valid: nothing
+	// taken.
+	for _, bad := range []func(*store.Lock){
+		func(l *store.Lock) { l.Broker = "" },
+		func(l *store.Lock) { l.InstanceID = "" },
+		func(l *store.Lock) { l.Owner = "" },
+	} {
+		x := Lock("i3", "owner-5", 10*time.Hour)
+		bad(&x)
+		_, _, err := s.AcquireReading(ctx, x)
+		WantErr(t, "AcquireReading of an invalid lock", err, store.ErrInvalid)
+	}
+	_, err = s.Get(ctx, Lock("i3", "", time.Hour).Key)
+	WantErr(t, "Get after AcquireReading refused", err, store.ErrNotFound)
+}

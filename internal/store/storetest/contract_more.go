@@ -220,6 +220,7 @@ func Calls(ctx context.Context, s store.Store) map[string]error {
 	l := Lock("i1", "owner-1", time.Hour)
 	errs := map[string]error{}
 	_, errs["Acquire"] = s.Acquire(ctx, l)
+	_, _, errs["AcquireReading"] = s.AcquireReading(ctx, l)
 	errs["Update"] = s.Update(ctx, l)
 	errs["Release"] = s.Release(ctx, l.Key, l.Owner)
 	_, errs["ForceRelease"] = s.ForceRelease(ctx, l.Key)
