@@ -221,10 +221,11 @@ type Inventory interface {
 	// a zero Created to the Created of the record it replaces (a
 	// provision repeated over a recorded one keeps when the gateway first
 	// recorded the instance), or to now when there is none. The store
-	// reads that Created in the step that writes, so a writer need not
-	// read the record first: PostgreSQL and Redis read it only when a
-	// record is there (a second round trip, which the caller's read would
-	// have cost too), never for a new instance.
+	// reads that Created with the write, replacing the record only if it
+	// is still the one it read, so a writer need not read the record
+	// first (and nothing written in between is lost): a new instance costs
+	// no read; over a record PostgreSQL and Redis take a second round
+	// trip, which a read by the caller would have cost too.
 	PutInstance(ctx context.Context, in Instance) (Instance, error)
 
 	// GetInstance returns the instance, or ErrNotFound.

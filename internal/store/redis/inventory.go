@@ -52,9 +52,10 @@ import (
 // records (all of them, for a tenant with none), read by scripts of at
 // most filterBudget members each (about a millisecond of the server each).
 //
-// Cost: get, put and delete of one record are one round trip and O(log n)
-// on the server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a
-// SCAN. A page of a listing is one script per broker (O(log n + page)),
+// Cost: get and put of one record are one round trip and O(log n) on the
+// server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a SCAN; a
+// put without a Created over a record (putKeeping) and a delete (usage.go)
+// two, the first reading what the second replaces. A page of a listing is one script per broker (O(log n + page)),
 // after one SMEMBERS of inv:brokers when no broker is named. Counts are
 // HMGET per broker.
 //
