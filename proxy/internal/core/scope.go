@@ -161,13 +161,6 @@ type Scope struct {
 	// OwnerUnseen: the owner stage found no owner of the mutating call's
 	// instance; it looks again under the call's lock.
 	OwnerUnseen bool
-	// OwnerRead: the guard read the instance's record in the round trip
-	// that took the call's lock (store.Store.AcquireReading), because
-	// OwnerUnseen asked for that look; OwnerRecord is the record, nil
-	// when the instance has none. The owner stage's look under the lock
-	// reads them instead of the store.
-	OwnerRead   bool
-	OwnerRecord *store.Instance
 }
 
 type scopeKey struct{}

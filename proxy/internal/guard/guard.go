@@ -135,8 +135,7 @@ func WithGuard(g *Guard) core.Middleware {
 				s.Fail(w, err)
 				return
 			}
-			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context()}
-			s.OwnerRead, s.OwnerRecord = s.OwnerUnseen, rec
+			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context(), Read: s.OwnerUnseen, Instance: rec}
 			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})

@@ -113,7 +113,7 @@ func WithOwner(o *owners) core.Middleware {
 // its lock now, so an operation of another tenant that recorded the
 // instance in between (a provision that ended) is seen. The guard read
 // the instance's record in the round trip that took the lock
-// (core.Scope.OwnerRead): the look reads that, and the store only for a
+// (core.HeldLock.Read): the look reads that, and the store only for a
 // binding's record. nil without shared brokers.
 func WithOwnerHeld(o *owners) core.Middleware {
 	if o == nil {
@@ -128,8 +128,8 @@ func WithOwnerHeld(o *owners) core.Middleware {
 			}
 			var owner string
 			var err error
-			switch rec := s.OwnerRecord; {
-			case !s.OwnerRead:
+			switch rec := s.Lock.Instance; {
+			case !s.Lock.Read:
 				owner, err = o.ownerOf(r.Context(), s.Route.Broker.Name, s.Call, false)
 			case rec != nil && rec.Tenant != "":
 				owner = rec.Tenant
