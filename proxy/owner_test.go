@@ -24,6 +24,7 @@ import (
 // cf-one), dev through /dev (the broker's ids) and /dev-ids (namespace
 // idsNSTwo).
 type ownerEnv struct {
+	g      *Gateway
 	gw     *httptest.Server
 	broker *recordingBroker
 	st     *hookStore
@@ -63,6 +64,12 @@ func (h *hookStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, erro
 	return h.Store.Acquire(ctx, l)
 }
 
+// AcquireReading is Acquire and GetInstance above, hook and failure
+// included.
+func (h *hookStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	return store.AcquireThenRead(ctx, h, l)
+}
+
 func newOwnerEnv(t *testing.T) *ownerEnv {
 	t.Helper()
 	clock := osbtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -99,7 +106,7 @@ tenants:
 	t.Cleanup(func() { g.Close(nil) })
 	gw := httptest.NewServer(g)
 	t.Cleanup(gw.Close)
-	return &ownerEnv{gw: gw, broker: rec, st: st}
+	return &ownerEnv{g: g, gw: gw, broker: rec, st: st}
 }
 
 // instanceCalls counts the broker's calls but catalog fetches.
@@ -315,6 +322,31 @@ func TestOwnerLookedAtAgainUnderTheLock(t *testing.T) {
 	if l, err := e.st.List(ctx, store.ListFilter{}); err != nil || len(l) != 0 {
 		t.Errorf("locks left: %v %v", l, err)
 	}
+}
+
+// TestOwnerHeldLookFailsClosed: a mutating call whose look under the lock
+// cannot read the instance's record (read in the round trip that took
+// the lock, store.Store.AcquireReading) is 503 without reaching the
+// broker, and its lock goes.
+func TestOwnerHeldLookFailsClosed(t *testing.T) {
+	e := newOwnerEnv(t)
+	ctx := context.Background()
+	failReads := func() { e.st.failGet.Store(true) } // after the first look, before the second
+	e.st.onAcquire.Store(&failReads)
+	before := e.instanceCalls()
+	res, body := e.call(t, devPlain, "2.17", "PUT", "/v2/service_instances/unseen", ownerProvisionBody)
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("provision whose look under the lock failed: %d %s, want 503", res.StatusCode, body)
+	}
+	if e.instanceCalls() != before {
+		t.Errorf("the broker was called: %v", e.broker.requests())
+	}
+	e.st.failGet.Store(false)
+	waitFor(t, func() bool {
+		e.g.guard.Retry.RetryNow()
+		l, err := e.st.List(ctx, store.ListFilter{})
+		return err == nil && len(l) == 0
+	})
 }
 
 // TestOwnerStoreDownFailsClosed: on a shared broker, a call whose owner

@@ -169,6 +169,10 @@ func (s *lapsingStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, e
 	return s.Store.Acquire(ctx, l)
 }
 
+func (s *lapsingStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	return store.AcquireThenRead(ctx, s, l)
+}
+
 // TestQuotaLeaseLapsed: a provision whose quota's lock lapsed between its
 // count and its own operation lock, and was taken by another replica
 // (which may have counted without it), is not admitted: 429 with

@@ -104,7 +104,9 @@ type Instance struct {
 	// LastOperation is the last operation on the instance.
 	LastOperation LastOperation `json:"last_operation,omitzero"`
 	// Created is when the gateway first recorded the instance, Updated
-	// when it last changed; zero means the store's now on PutInstance.
+	// when it last changed. A zero Updated is the store's now on
+	// PutInstance; a zero Created the Created of the record it replaces,
+	// or the store's now for a new one.
 	Created time.Time `json:"created,omitzero"`
 	Updated time.Time `json:"updated,omitzero"`
 }
@@ -145,7 +147,7 @@ type Binding struct {
 	// LastOperation is the last operation on the binding.
 	LastOperation LastOperation `json:"last_operation,omitzero"`
 	// Created is when the gateway first recorded the binding, Updated when
-	// it last changed; zero means the store's now on PutBinding.
+	// it last changed; zero as on PutInstance (PutBinding).
 	Created time.Time `json:"created,omitzero"`
 	Updated time.Time `json:"updated,omitzero"`
 }
@@ -215,8 +217,15 @@ type ImportResult struct {
 // exports are not snapshots.
 type Inventory interface {
 	// PutInstance stores in, replacing the instance with the same Broker
-	// and InstanceID, and returns it as stored (zero Created and Updated
-	// set to now).
+	// and InstanceID, and returns it as stored: a zero Updated set to now,
+	// a zero Created to the Created of the record it replaces (a
+	// provision repeated over a recorded one keeps when the gateway first
+	// recorded the instance), or to now when there is none. The store
+	// reads that Created with the write, replacing the record only if it
+	// is still the one it read, so a writer need not read the record
+	// first (and nothing written in between is lost): a new instance costs
+	// no read; over a record PostgreSQL and Redis take a second round
+	// trip, which a read by the caller would have cost too.
 	PutInstance(ctx context.Context, in Instance) (Instance, error)
 
 	// GetInstance returns the instance, or ErrNotFound.
@@ -254,8 +263,8 @@ type Inventory interface {
 	CountInstances(ctx context.Context, f InstanceFilter) (int, error)
 
 	// PutBinding stores b, replacing the binding with the same Broker,
-	// InstanceID and BindingID, and returns it as stored (zero Created and
-	// Updated set to now).
+	// InstanceID and BindingID, and returns it as stored, its zero Created
+	// and Updated set as PutInstance sets an instance's.
 	PutBinding(ctx context.Context, b Binding) (Binding, error)
 
 	// GetBinding returns the binding, or ErrNotFound.
@@ -302,7 +311,8 @@ type Inventory interface {
 	// Import stores entries, each as PutInstance or PutBinding would, but
 	// keeps a record already stored unless replace is set (so an import
 	// adopting a broker's instances does not overwrite what the gateway
-	// recorded itself). It validates every entry first and writes nothing
+	// recorded itself), and takes each entry as it is: a zero Created is
+	// now, whatever the record it replaces. It validates every entry first and writes nothing
 	// if one is invalid (ErrInvalid, naming its index). Each record is
 	// written atomically; the batch as a whole is not (bolt writes it in
 	// one transaction, Redis pipelines it): after another error some

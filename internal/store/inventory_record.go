@@ -173,6 +173,55 @@ func PrepareBinding(b Binding, now time.Time) (Binding, []byte, error) {
 	return b, pack(rec), nil
 }
 
+// KeepInstanceCreated is a put of in over old, the instance record stored
+// (empty: none), where in and its record rec came from PrepareInstance of
+// an Instance whose Created was zero: the put keeps old's Created (see
+// Inventory.PutInstance), so in comes back with it and rec encoded again;
+// both as they are when old is empty or has the same Created. A backend
+// calls it with the record it replaces in hand, in the step that
+// replaces it.
+func KeepInstanceCreated(in Instance, rec, old []byte) (Instance, []byte, error) {
+	c, err := recordCreated(old)
+	switch {
+	case err != nil:
+		return Instance{}, nil, fmt.Errorf("%w: instance %s/%s: decode record: %w", ErrUnavailable, in.Broker, in.InstanceID, err)
+	case c.IsZero() || c.Equal(in.Created):
+		return in, rec, nil
+	}
+	in.Created = c
+	return in, pack(encodeInstance(in)), nil
+}
+
+// KeepBindingCreated is KeepInstanceCreated for a binding.
+func KeepBindingCreated(b Binding, rec, old []byte) (Binding, []byte, error) {
+	c, err := recordCreated(old)
+	switch {
+	case err != nil:
+		return Binding{}, nil, fmt.Errorf("%w: binding %s/%s/%s: decode record: %w", ErrUnavailable, b.Broker, b.InstanceID, b.BindingID, err)
+	case c.IsZero() || c.Equal(b.Created):
+		return b, rec, nil
+	}
+	b.Created = c
+	return b, pack(encodeBinding(b)), nil
+}
+
+// recordCreated is the Created of a stored instance or binding record,
+// zero for an empty one.
+func recordCreated(rec []byte) (time.Time, error) {
+	var c time.Time
+	if len(rec) == 0 {
+		return c, nil
+	}
+	_, err := fields(rec, func(tag byte, p []byte) error {
+		var err error
+		if tag == tagCreated {
+			c, err = decodeTime(p)
+		}
+		return err
+	})
+	return c, err
+}
+
 // stamp is t as stored, or now if t is zero.
 func stamp(t, now time.Time) time.Time {
 	if t.IsZero() {

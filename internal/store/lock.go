@@ -4,6 +4,8 @@ package store
 // service instance or a binding, its keys, and the filter List takes.
 
 import (
+	"context"
+	"errors"
 	"time"
 )
 
@@ -140,4 +142,26 @@ type ListFilter struct {
 	// is a call that was never settled (its gateway died): a quota counts
 	// it until the sweep has turned it into an orphan candidate.
 	Expired bool
+}
+
+// AcquireThenRead is AcquireReading as two calls of s, Acquire and then
+// GetInstance: what memory and bolt do (neither call costs a round trip),
+// and Redis on a Cluster (the lock and the record may be on two servers,
+// and a pipeline over both would not keep the order).
+func AcquireThenRead(ctx context.Context, s Store, l Lock) (Lock, *Instance, error) {
+	if err := CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
+		return Lock{}, nil, err
+	}
+	held, err := s.Acquire(ctx, l)
+	if err != nil {
+		return held, nil, err
+	}
+	in, err := s.GetInstance(ctx, l.Broker, l.InstanceID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return held, nil, nil
+	case err != nil:
+		return held, nil, err
+	}
+	return held, &in, nil
 }

@@ -174,6 +174,23 @@ type Store interface {
 	// Acquire is harmless.
 	Acquire(ctx context.Context, l Lock) (Lock, error)
 
+	// AcquireReading is Acquire(l) and, once the lock is taken,
+	// GetInstance(l.Broker, l.InstanceID): the look at the instance's
+	// record a call takes first under its lock (the owner stage's second
+	// look), in the round trips of Acquire alone where the backend can:
+	// PostgreSQL sends both statements in one batch, one implicit
+	// transaction, Redis both commands in one pipeline (on a Cluster,
+	// whose slots the two keys need not share, one after the other, as
+	// memory and bolt, which cost no round trip). The read runs after the
+	// acquire on the server, so it sees every record written before the
+	// lock was taken. in is the record, nil when the instance has none or
+	// the lock was not taken. l must name its instance (Broker,
+	// InstanceID; a binding's lock names the binding's instance): else
+	// ErrInvalid. Its errors are Acquire's or GetInstance's (not
+	// ErrNotFound); after one of the backend (not ErrHeld, not
+	// ErrInvalid) the lock may be held, as after an Acquire that failed.
+	AcquireReading(ctx context.Context, l Lock) (held Lock, in *Instance, err error)
+
 	// Update replaces the live lock l.Key with l, whole (start from the
 	// Lock Acquire returned), for example when the broker answers 202
 	// (Async, Operation and a later Deadline), if l.Owner holds it.
@@ -227,6 +244,20 @@ type Store interface {
 	// DeleteOrphan removes the orphan id, claimed or not, or returns
 	// ErrNotFound.
 	DeleteOrphan(ctx context.Context, id string) error
+
+	// PutInstanceCancelling is PutInstance(in) and DeleteOrphan(orphanID)
+	// in one call: what a provision that succeeded writes, its record and
+	// the cancellation of a pending undo of the instance, in the round
+	// trips of the put alone (one for a new instance). cancelled reports
+	// whether there was such an orphan (claimed or not) and it is gone; an
+	// empty orphanID deletes nothing. Memory and bolt do both in one
+	// atomic step; PostgreSQL deletes in the put's first statement (so
+	// atomically with the put of a new instance); Redis sends the deletion
+	// in the put's pipeline, after its script (with replica
+	// acknowledgements, acknowledged with it). An in that does not
+	// validate is ErrInvalid and changes nothing; after another error
+	// either may have taken effect, and the caller repeats both.
+	PutInstanceCancelling(ctx context.Context, in Instance, orphanID string) (stored Instance, cancelled bool, err error)
 
 	// DueOrphans returns up to limit orphans whose NextAttempt is not
 	// after now and that have no claim live at now (ClaimedUntil after

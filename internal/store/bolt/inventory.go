@@ -79,25 +79,51 @@ import (
 // transaction that blocks no write.
 
 func (s *boltStore) PutInstance(ctx context.Context, in store.Instance) (store.Instance, error) {
+	in, _, err := s.PutInstanceCancelling(ctx, in, "")
+	return in, err
+}
+
+// PutInstanceCancelling puts and deletes in one transaction: one commit.
+func (s *boltStore) PutInstanceCancelling(ctx context.Context, in store.Instance, orphanID string) (store.Instance, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
+	keep := in.Created.IsZero()
 	in, rec, err := store.PrepareInstance(in, s.now())
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
+	var stored store.Instance
+	var cancelled bool
 	err = s.write(ctx, func(tx *bolt.Tx) error {
 		writeFills(tx)
-		if err := replanTx(tx, in, s.now()); err != nil {
+		put, putRec := in, rec
+		if keep {
+			v, _, _, err := inventoryTx(tx).value(in.Broker, in.InstanceID)
+			if err != nil {
+				return err
+			}
+			if put, putRec, err = store.KeepInstanceCreated(in, rec, v.instance); err != nil {
+				return err
+			}
+		}
+		if err := replanTx(tx, put, s.now()); err != nil {
 			return err
 		}
-		_, err := putInstanceTx(tx, in, rec, true)
+		if _, err := putInstanceTx(tx, put, putRec, true); err != nil {
+			return err
+		}
+		stored, cancelled = put, false
+		if orphanID == "" {
+			return nil
+		}
+		cancelled, err = deleteOrphanTx(tx, orphanID)
 		return err
 	})
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
-	return in, nil
+	return stored, cancelled, nil
 }
 
 func (s *boltStore) GetInstance(ctx context.Context, broker, instanceID string) (store.Instance, error) {
@@ -195,19 +221,37 @@ func (s *boltStore) PutBinding(ctx context.Context, bd store.Binding) (store.Bin
 	if err := ctx.Err(); err != nil {
 		return store.Binding{}, err
 	}
+	keep := bd.Created.IsZero()
 	bd, rec, err := store.PrepareBinding(bd, s.now())
 	if err != nil {
 		return store.Binding{}, err
 	}
+	var stored store.Binding
 	err = s.write(ctx, func(tx *bolt.Tx) error {
 		writeFills(tx)
-		_, err := putBindingTx(tx, bd, rec, true)
+		put, putRec := bd, rec
+		if keep {
+			t := inventoryTx(tx)
+			v, _, _, err := t.value(bd.Broker, bd.InstanceID)
+			if err != nil {
+				return err
+			}
+			_, old, err := t.binding(bd.InstanceID, v, bd.BindingID)
+			if err != nil {
+				return err
+			}
+			if put, putRec, err = store.KeepBindingCreated(bd, rec, old); err != nil {
+				return err
+			}
+		}
+		stored = put
+		_, err := putBindingTx(tx, put, putRec, true)
 		return err
 	})
 	if err != nil {
 		return store.Binding{}, err
 	}
-	return bd, nil
+	return stored, nil
 }
 
 func (s *boltStore) GetBinding(ctx context.Context, broker, instanceID, bindingID string) (store.Binding, error) {

@@ -231,3 +231,9 @@ func (s *boltStore) ExpireDue(ctx context.Context, now time.Time) ([]store.Lock,
 	}
 	return out, nil
 }
+
+// AcquireReading is Acquire and then GetInstance (store.AcquireThenRead):
+// neither costs a round trip.
+func (s *boltStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	return store.AcquireThenRead(ctx, s, l)
+}

@@ -82,14 +82,9 @@ func (s *boltStore) ListOrphans(ctx context.Context) ([]store.Orphan, error) {
 func (s *boltStore) DeleteOrphan(ctx context.Context, id string) error {
 	var found bool
 	err := s.write(ctx, func(tx *bolt.Tx) error {
-		o, ok, err := getOrphan(tx, id)
-		if found = ok; err != nil || !ok {
-			return err
-		}
-		if err := tx.Bucket(bucketOrphanDue).Delete(timeKey(o.NextAttempt, o.ID)); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketOrphans).Delete([]byte(id))
+		var err error
+		found, err = deleteOrphanTx(tx, id)
+		return err
 	})
 	switch {
 	case err != nil:
@@ -98,6 +93,19 @@ func (s *boltStore) DeleteOrphan(ctx context.Context, id string) error {
 		return store.NoOrphan(id)
 	}
 	return nil
+}
+
+// deleteOrphanTx deletes the orphan id and its due index entry; false if
+// there is none.
+func deleteOrphanTx(tx *bolt.Tx, id string) (bool, error) {
+	o, ok, err := getOrphan(tx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := tx.Bucket(bucketOrphanDue).Delete(timeKey(o.NextAttempt, o.ID)); err != nil {
+		return false, err
+	}
+	return true, tx.Bucket(bucketOrphans).Delete([]byte(id))
 }
 
 // DueOrphans walks the due index from the earliest; claimed orphans are

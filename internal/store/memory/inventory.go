@@ -112,27 +112,44 @@ func (b *memBroker) putBinding(instance, id string, expires time.Time, rec []byt
 // the expensive part of a put.
 
 func (m *memory) PutInstance(ctx context.Context, in store.Instance) (store.Instance, error) {
+	in, _, err := m.PutInstanceCancelling(ctx, in, "")
+	return in, err
+}
+
+// PutInstanceCancelling puts and deletes under one hold of the mutex. A
+// record replaced keeps its Created by encoding the record again under
+// the mutex: a provision repeated over a recorded one, rare.
+func (m *memory) PutInstanceCancelling(ctx context.Context, in store.Instance, orphanID string) (store.Instance, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
+	keep := in.Created.IsZero()
 	in, rec, err := store.PrepareInstance(in, m.now())
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
 	if err := m.begin(ctx); err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
 	defer m.mu.Unlock()
 	b := m.broker(in.Broker, true)
-	r, replan, err := store.ReplanUsage(b.instances[in.InstanceID], in, m.now())
+	old := b.instances[in.InstanceID]
+	if keep {
+		if in, rec, err = store.KeepInstanceCreated(in, rec, old); err != nil {
+			return store.Instance{}, false, err
+		}
+	}
+	r, replan, err := store.ReplanUsage(old, in, m.now())
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
 	b.putInstance(in.InstanceID, rec, true)
 	if replan {
 		m.addUsage(r)
 	}
-	return in, nil
+	_, cancelled := m.orphans[orphanID]
+	delete(m.orphans, orphanID)
+	return in, cancelled, nil
 }
 
 // Reads take records from the maps under the mutex and decode them after
@@ -235,6 +252,7 @@ func (m *memory) PutBinding(ctx context.Context, bd store.Binding) (store.Bindin
 	if err := ctx.Err(); err != nil {
 		return store.Binding{}, err
 	}
+	keep := bd.Created.IsZero()
 	bd, rec, err := store.PrepareBinding(bd, m.now())
 	if err != nil {
 		return store.Binding{}, err
@@ -243,7 +261,15 @@ func (m *memory) PutBinding(ctx context.Context, bd store.Binding) (store.Bindin
 		return store.Binding{}, err
 	}
 	defer m.mu.Unlock()
-	m.broker(bd.Broker, true).putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, rec, true)
+	b := m.broker(bd.Broker, true)
+	if of := b.bindings[bd.InstanceID]; keep {
+		if i, ok := findBinding(of, bd.BindingID); ok {
+			if bd, rec, err = store.KeepBindingCreated(bd, rec, of[i].rec); err != nil {
+				return store.Binding{}, err
+			}
+		}
+	}
+	b.putBinding(bd.InstanceID, bd.BindingID, bd.ExpiresAt, rec, true)
 	return bd, nil
 }
 

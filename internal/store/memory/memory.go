@@ -277,3 +277,9 @@ func (m *memory) Close() error {
 	m.closed = true
 	return nil
 }
+
+// AcquireReading is Acquire and then GetInstance (store.AcquireThenRead):
+// neither costs a round trip.
+func (m *memory) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	return store.AcquireThenRead(ctx, m, l)
+}

@@ -87,3 +87,22 @@ func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 	}
 	return tx, err
 }
+
+// Batch sends b in one round trip, one implicit transaction (a statement
+// that fails takes the ones before it back), and reads its results with
+// read; again on another connection when its first error says it never
+// reached a live server session.
+func (d db) Batch(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	var err error
+	for range d.tries {
+		br := d.pool.SendBatch(ctx, b)
+		err = read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if !retryable(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	return err
+}

@@ -14,19 +14,24 @@ import (
 
 // The inventory of the postgres backend: a row per instance and per
 // binding, the packed record beside the columns listings filter and sort
-// on. A put is one INSERT … ON CONFLICT; an instance's put replaces a
-// record only if it is still the one it read (see PutInstance); a delete
-// is one transaction deleting the records and writing their usage records.
+// on. A put is one INSERT … ON CONFLICT; a put that replaces a record
+// (of an instance, or of a binding keeping its Created) replaces it only
+// if it is still the one it read (see PutInstance); a delete is one
+// transaction deleting the records and writing their usage records.
 
 // insertInstanceSQL inserts the instance if it has no row, else reads the
-// row's record. The SELECT sees the statement's snapshot: a row inserted
-// by another transaction since comes back as neither.
-const insertInstanceSQL = `WITH put AS (
+// row's record, and deletes the orphan $5 (NULL: none): whether it
+// inserted, the record it found (NULL when it inserted), and whether it
+// deleted an orphan. The record's SELECT sees the statement's snapshot: a
+// row inserted by another transaction since comes back as neither
+// inserted nor found.
+const insertInstanceSQL = `WITH gone AS (DELETE FROM orphans WHERE id = $5 RETURNING true),
+put AS (
 	INSERT INTO instances (broker, instance_id, tenant, rec) VALUES ($1, $2, $3, $4)
 	ON CONFLICT (broker, instance_id) DO NOTHING RETURNING true)
-SELECT true, NULL::bytea FROM put
-UNION ALL
-SELECT false, rec FROM instances WHERE broker = $1 AND instance_id = $2 AND NOT EXISTS (SELECT FROM put)`
+SELECT EXISTS (SELECT FROM put),
+	(SELECT rec FROM instances WHERE broker = $1 AND instance_id = $2 AND NOT EXISTS (SELECT FROM put)),
+	EXISTS (SELECT FROM gone)`
 
 // replaceInstanceSQL replaces the record $5 with $4: nothing when the row
 // holds another by now.
@@ -45,6 +50,17 @@ ON CONFLICT (broker, instance_id) DO UPDATE SET tenant = excluded.tenant, rec = 
 const putBindingSQL = `INSERT INTO bindings (broker, instance_id, binding_id, expires_us, rec) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (broker, instance_id, binding_id) DO UPDATE SET expires_us = excluded.expires_us, rec = excluded.rec`
 
+// insertBindingSQL is insertInstanceSQL for a binding, without an orphan.
+const insertBindingSQL = `WITH put AS (
+	INSERT INTO bindings (broker, instance_id, binding_id, expires_us, rec) VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (broker, instance_id, binding_id) DO NOTHING RETURNING true)
+SELECT EXISTS (SELECT FROM put),
+	(SELECT rec FROM bindings WHERE broker = $1 AND instance_id = $2 AND binding_id = $3 AND NOT EXISTS (SELECT FROM put))`
+
+// replaceBindingSQL is replaceInstanceSQL for a binding.
+const replaceBindingSQL = `UPDATE bindings SET expires_us = $4, rec = $5
+WHERE broker = $1 AND instance_id = $2 AND binding_id = $3 AND rec = $6`
+
 // expires is the expires_us of a binding: NULL when it has no ExpiresAt.
 func expires(bd store.Binding) any {
 	if bd.ExpiresAt.IsZero() {
@@ -53,82 +69,112 @@ func expires(bd store.Binding) any {
 	return us(bd.ExpiresAt)
 }
 
-// PutInstance is one statement for an instance without a row: the
-// INSERT. A row there comes back instead, and a second statement replaces
-// that record only if the row still holds it, writing the usage record of
-// a plan change in the same statement. Only when the record changed
-// between the two does it take the row's lock, in a transaction
-// (putInstanceLocked). Either way the put and its usage record are one
-// atomic step, and the usage record is the one of the record replaced.
 func (s *pgStore) PutInstance(ctx context.Context, in store.Instance) (store.Instance, error) {
+	in, _, err := s.PutInstanceCancelling(ctx, in, "")
+	return in, err
+}
+
+// PutInstanceCancelling is one statement for an instance without a row:
+// the INSERT, and the orphan's DELETE beside it. A row there comes back
+// instead, and a second statement replaces that record (with its Created,
+// when in has none) only if the row still holds it, writing the usage
+// record of a plan change in the same statement. Only when the record
+// changed between the two does it take the row's lock, in a transaction
+// (putInstanceLocked). Either way the put and its usage record are one
+// atomic step, and the usage record and the Created kept are the ones of
+// the record replaced.
+func (s *pgStore) PutInstanceCancelling(ctx context.Context, in store.Instance, orphanID string) (store.Instance, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
+	keep := in.Created.IsZero()
 	in, rec, err := store.PrepareInstance(in, s.now())
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
 	cctx, cancel, err := s.begin(ctx)
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
 	defer cancel()
-	done, err := s.putInstance(cctx, in, rec)
+	stored, done, cancelled, err := s.putInstance(cctx, in, rec, keep, orphanID)
 	if err == nil && !done {
-		err = s.putInstanceLocked(cctx, in, rec)
+		stored, err = s.putInstanceLocked(cctx, in, rec, keep)
 	}
 	if err != nil {
-		return store.Instance{}, s.fail(ctx, "put instance", err)
+		return store.Instance{}, false, s.fail(ctx, "put instance", err)
 	}
-	return in, nil
+	return stored, cancelled, nil
 }
 
 // putInstance inserts the instance, or replaces the record it finds if
-// nothing else replaced it meanwhile; false: something did.
-func (s *pgStore) putInstance(ctx context.Context, in store.Instance, rec []byte) (bool, error) {
-	key := []any{b(in.Broker), b(in.InstanceID), b(in.Tenant), rec}
+// nothing else replaced it meanwhile (keep: with that record's Created),
+// and deletes the orphan orphanID; done false: something replaced it.
+func (s *pgStore) putInstance(ctx context.Context, in store.Instance, rec []byte, keep bool, orphanID string) (
+	stored store.Instance, done, cancelled bool, err error) {
+	var orphan any // NULL: no orphan
+	if orphanID != "" {
+		orphan = b(orphanID)
+	}
 	var inserted bool
 	var old []byte
-	err := s.db.QueryRow(ctx, insertInstanceSQL, key...).Scan(&inserted, &old)
+	err = s.db.QueryRow(ctx, insertInstanceSQL, b(in.Broker), b(in.InstanceID), b(in.Tenant), rec, orphan).Scan(&inserted, &old, &cancelled)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows): // inserted by another transaction since the statement began
-		return false, nil
-	case err != nil || inserted:
-		return inserted, err
+	case err != nil:
+		return store.Instance{}, false, false, err
+	case inserted:
+		return in, true, cancelled, nil
+	case old == nil: // inserted by another transaction since the statement began
+		return store.Instance{}, false, cancelled, nil
+	}
+	if keep {
+		if in, rec, err = store.KeepInstanceCreated(in, rec, old); err != nil {
+			return store.Instance{}, false, cancelled, err
+		}
 	}
 	r, replan, err := store.ReplanUsage(old, in, s.now())
 	if err != nil {
-		return false, err
+		return store.Instance{}, false, cancelled, err
 	}
+	key := []any{b(in.Broker), b(in.InstanceID), b(in.Tenant), rec, old}
 	var tag pgconn.CommandTag
 	if replan {
-		tag, err = s.db.Exec(ctx, replanInstanceSQL, append(key, old, us(r.Deleted), b(r.Broker), store.EncodeUsage(r))...)
+		tag, err = s.db.Exec(ctx, replanInstanceSQL, append(key, us(r.Deleted), b(r.Broker), store.EncodeUsage(r))...)
 	} else {
-		tag, err = s.db.Exec(ctx, replaceInstanceSQL, append(key, old)...)
+		tag, err = s.db.Exec(ctx, replaceInstanceSQL, key...)
 	}
-	return tag.RowsAffected() == 1, err
+	return in, tag.RowsAffected() == 1, cancelled, err
 }
 
 // putInstanceLocked puts the instance in a transaction that first locks
 // the row it replaces (and reads its record, for the usage record of a
-// plan change).
-func (s *pgStore) putInstanceLocked(ctx context.Context, in store.Instance, rec []byte) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+// plan change, and with keep its Created).
+func (s *pgStore) putInstanceLocked(ctx context.Context, in store.Instance, rec []byte, keep bool) (store.Instance, error) {
+	var stored store.Instance
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var old []byte
 		err := tx.QueryRow(ctx, `SELECT rec FROM instances WHERE broker = $1 AND instance_id = $2 FOR UPDATE`,
 			b(in.Broker), b(in.InstanceID)).Scan(&old)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		if _, err := tx.Exec(ctx, putInstanceSQL, b(in.Broker), b(in.InstanceID), b(in.Tenant), rec); err != nil {
+		put, putRec := in, rec
+		if keep {
+			if put, putRec, err = store.KeepInstanceCreated(in, rec, old); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, putInstanceSQL, b(put.Broker), b(put.InstanceID), b(put.Tenant), putRec); err != nil {
 			return err
 		}
-		r, replan, err := store.ReplanUsage(old, in, s.now())
+		stored = put
+		r, replan, err := store.ReplanUsage(old, put, s.now())
 		if err != nil || !replan {
 			return err
 		}
 		return addUsage(ctx, tx, r)
 	})
+	return stored, err
 }
 
 func (s *pgStore) GetInstance(ctx context.Context, broker, instanceID string) (store.Instance, error) {
@@ -222,6 +268,7 @@ func (s *pgStore) PutBinding(ctx context.Context, bd store.Binding) (store.Bindi
 	if err := ctx.Err(); err != nil {
 		return store.Binding{}, err
 	}
+	keep := bd.Created.IsZero()
 	bd, rec, err := store.PrepareBinding(bd, s.now())
 	if err != nil {
 		return store.Binding{}, err
@@ -231,11 +278,55 @@ func (s *pgStore) PutBinding(ctx context.Context, bd store.Binding) (store.Bindi
 		return store.Binding{}, err
 	}
 	defer cancel()
-	_, err = s.db.Exec(cctx, putBindingSQL, b(bd.Broker), b(bd.InstanceID), b(bd.BindingID), expires(bd), rec)
+	if keep {
+		bd, err = s.putBindingKeeping(cctx, bd, rec)
+	} else {
+		_, err = s.db.Exec(cctx, putBindingSQL, b(bd.Broker), b(bd.InstanceID), b(bd.BindingID), expires(bd), rec)
+	}
 	if err != nil {
 		return store.Binding{}, s.fail(ctx, "put binding", err)
 	}
 	return bd, nil
+}
+
+// putBindingKeeping puts a binding that keeps the Created of the record
+// it replaces, as PutInstance does: one statement for a new binding, a
+// second replacing the record it found if the row still holds it, else a
+// transaction holding the row's lock.
+func (s *pgStore) putBindingKeeping(ctx context.Context, bd store.Binding, rec []byte) (store.Binding, error) {
+	key := []any{b(bd.Broker), b(bd.InstanceID), b(bd.BindingID)}
+	var inserted bool
+	var old []byte
+	if err := s.db.QueryRow(ctx, insertBindingSQL, append(key, expires(bd), rec)...).Scan(&inserted, &old); err != nil || inserted {
+		return bd, err
+	}
+	if old != nil {
+		put, putRec, err := store.KeepBindingCreated(bd, rec, old)
+		if err != nil {
+			return store.Binding{}, err
+		}
+		tag, err := s.db.Exec(ctx, replaceBindingSQL, append(key, expires(put), putRec, old)...)
+		if err != nil || tag.RowsAffected() == 1 {
+			return put, err
+		}
+	}
+	var stored store.Binding
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var old []byte
+		err := tx.QueryRow(ctx, `SELECT rec FROM bindings WHERE broker = $1 AND instance_id = $2 AND binding_id = $3 FOR UPDATE`,
+			key...).Scan(&old)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		put, putRec, err := store.KeepBindingCreated(bd, rec, old)
+		if err != nil {
+			return err
+		}
+		stored = put
+		_, err = tx.Exec(ctx, putBindingSQL, append(key, expires(put), putRec)...)
+		return err
+	})
+	return stored, err
 }
 
 func (s *pgStore) GetBinding(ctx context.Context, broker, instanceID, bindingID string) (store.Binding, error) {

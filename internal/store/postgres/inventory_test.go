@@ -81,6 +81,40 @@ func TestPostgresPutInstanceStatements(t *testing.T) {
 	clock.Advance(time.Hour)
 	in.PlanID = "plan-2"
 	put("a plan change", 2)
+	// Without a Created, the same: the first statement reads the record
+	// whose Created the put keeps.
+	keep := in
+	keep.InstanceID, keep.Created = "i2", time.Time{}
+	count.n.Store(0)
+	if _, cancelled, err := s.PutInstanceCancelling(context.Background(), keep, "o-i2"); err != nil || cancelled {
+		t.Fatalf("PutInstanceCancelling of a new instance: %v, cancelled %v", err, cancelled)
+	}
+	if n := count.n.Load(); n != 1 {
+		t.Errorf("a new instance without a Created, with an orphan to cancel: %d statements, want 1", n)
+	}
+	count.n.Store(0)
+	if got, err := s.PutInstance(context.Background(), keep); err != nil || !got.Created.Equal(clock.Now()) {
+		t.Fatalf("PutInstance over a record: Created %v, %v", got.Created, err)
+	}
+	if n := count.n.Load(); n != 2 {
+		t.Errorf("over a record without a Created: %d statements, want 2", n)
+	}
+	// Bindings alike; one with a Created is one upsert.
+	bd := storetest.Binding("b1", "i1", "x1")
+	for _, c := range []struct {
+		what    string
+		created time.Time
+		want    int64
+	}{{"a new binding without a Created", time.Time{}, 1}, {"the same again", time.Time{}, 2}, {"with a Created", storetest.T0, 1}} {
+		bd.Created = c.created
+		count.n.Store(0)
+		if _, err := s.PutBinding(context.Background(), bd); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if n := count.n.Load(); n != c.want {
+			t.Errorf("PutBinding, %s: %d statements, want %d", c.what, n, c.want)
+		}
+	}
 	want := []store.UsageRecord{{Tenant: "cf1", Broker: "b1", ServiceID: "svc-1", PlanID: "plan-1", InstanceID: "i1",
 		Created: in.Created, Deleted: clock.Now()}}
 	if d := cmp.Diff(want, usage(t, s)); d != "" {
@@ -116,16 +150,18 @@ func TestPostgresPutInstanceReplacedMeanwhile(t *testing.T) {
 	var meanwhile atomic.Bool
 	tr.after = func() {
 		x := in
-		x.PlanID = "plan-3"
+		x.PlanID, x.Created = "plan-3", storetest.T0.Add(time.Minute)
 		if _, err := other.PutInstance(ctx, x); err != nil {
 			t.Error(err)
 		}
 		meanwhile.Store(true)
 		clock.Advance(time.Hour)
 	}
-	in.PlanID = "plan-2"
+	put := in
+	put.PlanID, put.Created = "plan-2", time.Time{} // keeping the Created of the record it replaces
 	tr.n.Store(0)
-	if _, err := s.PutInstance(ctx, in); err != nil {
+	stored, err := s.PutInstance(ctx, put)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !meanwhile.Load() {
@@ -138,13 +174,16 @@ func TestPostgresPutInstanceReplacedMeanwhile(t *testing.T) {
 		t.Errorf("%d statements, want 7", n)
 	}
 	got, err := s.GetInstance(ctx, "b1", "i1")
-	if err != nil || got.PlanID != "plan-2" {
-		t.Errorf("GetInstance: plan %q, %v; want plan-2", got.PlanID, err)
+	if err != nil || got.PlanID != "plan-2" || !cmp.Equal(stored, got) {
+		t.Errorf("GetInstance: plan %q, %v; want plan-2 as PutInstance returned it (-returned +got):\n%s", got.PlanID, err, cmp.Diff(stored, got))
+	}
+	if want := storetest.T0.Add(time.Minute); !got.Created.Equal(want) {
+		t.Errorf("Created %v, want %v, the Created of the record it replaced", got.Created, want)
 	}
 	r := store.UsageRecord{Tenant: "cf1", Broker: "b1", ServiceID: "svc-1", InstanceID: "i1", Created: in.Created}
 	want := []store.UsageRecord{r, r}
 	want[0].PlanID, want[0].Deleted = "plan-1", storetest.T0.Add(time.Hour)
-	want[1].PlanID, want[1].Deleted = "plan-3", storetest.T0.Add(2*time.Hour)
+	want[1].PlanID, want[1].Deleted, want[1].Created = "plan-3", storetest.T0.Add(2*time.Hour), storetest.T0.Add(time.Minute)
 	if d := cmp.Diff(want, usage(t, s)); d != "" {
 		t.Errorf("usage records (-want +got):\n%s", d)
 	}

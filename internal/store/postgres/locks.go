@@ -73,6 +73,74 @@ func (s *pgStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, error)
 	return store.Lock{}, fmt.Errorf("%w: lock %s: the holder changed %d times while acquiring", store.ErrUnavailable, l.Key, acquireTries)
 }
 
+// AcquireReading sends acquireSQL and the instance record's SELECT in
+// one batch: one round trip and one implicit transaction, so a SELECT
+// that fails takes the acquire back. The SELECT takes its snapshot after
+// the INSERT ran (READ COMMITTED: one per statement), so it sees the
+// record of an operation that released the lock before. A lock held is
+// read as Acquire reads it, in a second statement; a holder gone by then
+// leaves it to Acquire and GetInstance.
+func (s *pgStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Lock{}, nil, err
+	}
+	if err := store.CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
+		return store.Lock{}, nil, err
+	}
+	now := s.now()
+	l, err := store.PrepareLock(l, now)
+	if err != nil {
+		return store.Lock{}, nil, err
+	}
+	cctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return store.Lock{}, nil, err
+	}
+	defer cancel()
+	batch := &pgx.Batch{}
+	batch.Queue(acquireSQL, b(l.Key), b(l.Owner), us(l.Deadline), store.EncodeLock(l), us(now))
+	batch.Queue(`SELECT rec FROM instances WHERE broker = $1 AND instance_id = $2`, b(l.Broker), b(l.InstanceID))
+	var replaced, rec []byte
+	var took bool
+	err = s.db.Batch(cctx, batch, func(br pgx.BatchResults) error {
+		replaced, rec = nil, nil
+		err := br.QueryRow().Scan(&replaced)
+		if took = err == nil; err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := br.QueryRow().Scan(&rec); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Lock{}, nil, s.fail(ctx, "acquire and read the instance", err)
+	}
+	if !took {
+		holder, found, err := s.getLock(cctx, ctx, l.Key, now, false)
+		switch {
+		case err != nil:
+			return store.Lock{}, nil, err
+		case found && holder.Owner != l.Owner:
+			return holder, nil, store.HeldError(holder)
+		}
+		return store.AcquireThenRead(ctx, s, l)
+	}
+	if replaced != nil {
+		if old, err := store.DecodeLock(replaced); err == nil {
+			l.Replaced = &old // expired: taken over
+		}
+	}
+	if rec == nil {
+		return l, nil, nil
+	}
+	in, err := store.DecodeInstance(l.Broker, l.InstanceID, rec)
+	if err != nil {
+		return l, nil, err
+	}
+	return l, &in, nil
+}
+
 // getLock reads the lock key: live ones only unless expired is set.
 func (s *pgStore) getLock(cctx, ctx context.Context, key string, now time.Time, expired bool) (store.Lock, bool, error) {
 	var rec []byte

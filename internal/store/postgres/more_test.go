@@ -67,6 +67,71 @@ func TestPostgresAcquireOneStatement(t *testing.T) {
 	}
 }
 
+// roundTrips is a pgx tracer counting statements and batches: a batch is
+// one round trip, whatever it holds.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestPostgresAcquireReadingOneRoundTrip: AcquireReading sends the
+// acquire and the record's read in one batch, once its statements are
+// prepared; a held lock costs a second statement, to read the holder, as
+// Acquire's. A batch whose read fails takes the acquire back: one
+// implicit transaction.
+func TestPostgresAcquireReadingOneRoundTrip(t *testing.T) {
+	srv := storetest.StartPostgres(t)
+	clock := osbtest.NewClock(storetest.T0)
+	var count roundTrips
+	s, err := open(srv.StoreConfig(t).WithDefaults().Postgres, clock.Now, &count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	in := storetest.MustPutInstance(t, s, storetest.Instance("b1", "i1", "cf1"))
+	if _, _, err := s.AcquireReading(ctx, storetest.Lock("warm-up", "a", time.Minute)); err != nil { // prepares
+		t.Fatal(err)
+	}
+	count.n.Store(0)
+	if _, rec, err := s.AcquireReading(ctx, storetest.Lock("i1", "a", time.Minute)); err != nil || rec == nil || !rec.Created.Equal(in.Created) {
+		t.Fatalf("free key: record %v, %v", rec, err)
+	}
+	if n := count.n.Load(); n != 1 {
+		t.Errorf("free key: %d round trips, want 1", n)
+	}
+	count.n.Store(0)
+	if got, _, err := s.AcquireReading(ctx, storetest.Lock("i1", "b", time.Minute)); !errors.Is(err, store.ErrHeld) || got.Owner != "a" {
+		t.Fatalf("held: holder %q, %v; want a and ErrHeld", got.Owner, err)
+	}
+	if n := count.n.Load(); n != 2 {
+		t.Errorf("held: %d round trips, want 2", n)
+	}
+
+	// The read fails (its table is gone): the acquire is taken back.
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE instances RENAME TO instances_gone`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AcquireReading(ctx, storetest.Lock("i2", "c", time.Minute)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("AcquireReading with its read failing: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Get(ctx, store.LockKey("b1", "i2")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the lock after a batch whose read failed: %v, want none", err)
+	}
+}
+
 // TestPostgresDown: with the server down every call fails within the
 // connect timeout with ErrUnavailable (so the gateway answers 503), and
 // the same Store works again once the server is back.

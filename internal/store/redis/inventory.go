@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -51,9 +52,10 @@ import (
 // records (all of them, for a tenant with none), read by scripts of at
 // most filterBudget members each (about a millisecond of the server each).
 //
-// Cost: get, put and delete of one record are one round trip and O(log n)
-// on the server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a
-// SCAN. A page of a listing is one script per broker (O(log n + page)),
+// Cost: get and put of one record are one round trip and O(log n) on the
+// server (ZRANGEBYLEX LIMIT 1; a script doing ZREM/ZADD), never a SCAN; a
+// put without a Created over a record (putKeeping) and a delete (usage.go)
+// two, the first reading what the second replaces. A page of a listing is one script per broker (O(log n + page)),
 // after one SMEMBERS of inv:brokers when no broker is named. Counts are
 // HMGET per broker.
 //
@@ -122,50 +124,154 @@ func replaceArg(b bool) string {
 }
 
 // withBroker runs sc in the same round trip as adding broker to the
-// brokers set (again with the script's text if the server lacks it).
+// brokers set (again with the script's text if the server lacks it), and
+// then queues after (if not nil) in that round trip.
 func (s *redisStore) withBroker(ctx context.Context, broker string, sc *redis.Script, keys []string,
-	args ...any) (*redis.Cmd, error) {
+	after func(redis.Pipeliner), args ...any) (*redis.Cmd, error) {
 	var cmd *redis.Cmd
 	err := s.durable(ctx, "inventory record", func(c redis.Cmdable) error {
-		run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.SAdd(ctx, s.brokersKey(), broker)
-				cmd = eval(p)
-				return nil
-			})
-			return err
-		}
-		err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
-		}
+		var err error
+		cmd, err = scriptPipelined(ctx, c, sc, keys, args,
+			func(p redis.Pipeliner) { p.SAdd(ctx, s.brokersKey(), broker) }, after)
 		return err
 	})
 	return cmd, err
 }
 
-func (s *redisStore) PutInstance(ctx context.Context, in store.Instance) (store.Instance, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Instance{}, err
+// scriptPipelined sends before's commands (if not nil), sc and after's
+// commands (if not nil) in one pipeline on c, all again with the script's
+// text if the server lacks it, and returns sc's command and the
+// pipeline's error (its first failed command's).
+func scriptPipelined(ctx context.Context, c redis.Cmdable, sc *redis.Script, keys []string, args []any,
+	before, after func(redis.Pipeliner)) (*redis.Cmd, error) {
+	var cmd *redis.Cmd
+	run := func(eval func(redis.Pipeliner) *redis.Cmd) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if before != nil {
+				before(p)
+			}
+			cmd = eval(p)
+			if after != nil {
+				after(p)
+			}
+			return nil
+		})
+		return err
 	}
+	err := run(func(p redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, p, keys, args...) })
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = run(func(p redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, p, keys, args...) })
+	}
+	return cmd, err
+}
+
+func (s *redisStore) PutInstance(ctx context.Context, in store.Instance) (store.Instance, error) {
+	in, _, err := s.PutInstanceCancelling(ctx, in, "")
+	return in, err
+}
+
+// PutInstanceCancelling sends the orphan's HDEL and ZREM in the pipeline
+// of the put's first script, after it: one round trip (and one WAIT with
+// replica acknowledgements) for a new instance. The two deletions are
+// not one MULTI as DeleteOrphan's (a pipeline may span a Cluster's
+// slots): a reader between them finds the due entry of an orphan that is
+// gone, which every reader of the due set skips. An in with a Created is
+// one script, replacing whatever record is there; without, the put keeps
+// the Created of the record it replaces (putKeeping).
+func (s *redisStore) PutInstanceCancelling(ctx context.Context, in store.Instance, orphanID string) (store.Instance, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Instance{}, false, err
+	}
+	keep := in.Created.IsZero()
 	in, rec, err := store.PrepareInstance(in, s.now())
 	if err != nil {
-		return store.Instance{}, err
+		return store.Instance{}, false, err
 	}
+	var dels []*redis.IntCmd
+	var cancel func(redis.Pipeliner)
+	if orphanID != "" {
+		cancel = func(p redis.Pipeliner) {
+			dels = append(dels, p.HDel(ctx, s.orphansKey(), orphanID))
+			p.ZRem(ctx, s.orphanDueKey(), orphanID)
+		}
+	}
+	if keep {
+		in, err = s.putKeeping(ctx, in, rec, cancel)
+	} else {
+		err = s.putReplacing(ctx, in, rec, cancel)
+	}
+	if err != nil {
+		return store.Instance{}, false, err
+	}
+	cancelled := false
+	for _, d := range dels { // the pipeline runs twice when the server lacked the script
+		cancelled = cancelled || d.Val() > 0
+	}
+	return in, cancelled, nil
+}
+
+// putReplacing stores in over whatever record is there, in one script.
+func (s *redisStore) putReplacing(ctx context.Context, in store.Instance, rec []byte, after func(redis.Pipeliner)) error {
 	k := s.inv(in.Broker)
-	cmd, err := s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n},
+	cmd, err := s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n}, after,
 		in.InstanceID, rec, in.Tenant, replaceArg(true), "1")
 	if err != nil {
-		return store.Instance{}, s.fail(ctx, "put instance script", err)
+		return s.fail(ctx, "put instance script", err)
 	}
 	was, err := cmd.Text()
 	if err != nil {
-		return store.Instance{}, s.fail(ctx, "put instance script", err)
+		return s.fail(ctx, "put instance script", err)
 	}
-	if err := s.replan(ctx, []byte(was), in); err != nil {
-		return store.Instance{}, err
+	return s.replan(ctx, []byte(was), in)
+}
+
+// putKeeping stores in (prepared with rec from an Instance without a
+// Created) keeping the Created of the record it replaces: its script
+// stores it only if the instance has no record, else returns the record,
+// and a second script replaces that record, with its Created, if it is
+// still there (compare-and-set, as a deletion's usage records; read again
+// if not). A new instance is one round trip. after goes with the first.
+func (s *redisStore) putKeeping(ctx context.Context, in store.Instance, rec []byte, after func(redis.Pipeliner)) (store.Instance, error) {
+	k := s.inv(in.Broker)
+	put, putRec, expect := in, rec, ""
+	for range redisUsageRetries {
+		cmd, err := s.withBroker(ctx, in.Broker, putInstanceScript, []string{k.ix, k.n}, after,
+			in.InstanceID, putRec, in.Tenant, "=", "0", expect)
+		if err != nil {
+			return store.Instance{}, s.fail(ctx, "put instance script", err)
+		}
+		after = nil
+		cur, found, err := otherRecord(cmd)
+		switch {
+		case err != nil:
+			return store.Instance{}, s.fail(ctx, "put instance script", err)
+		case !found: // stored
+			return put, s.replan(ctx, []byte(expect), put)
+		}
+		if put, putRec, err = store.KeepInstanceCreated(in, rec, []byte(cur)); err != nil {
+			return store.Instance{}, err
+		}
+		expect = cur
 	}
-	return in, nil
+	return store.Instance{}, fmt.Errorf("%w: instance %s/%s changed %d times while being put", store.ErrUnavailable,
+		in.Broker, in.InstanceID, redisUsageRetries)
+}
+
+// otherRecord reads the answer of a put script with "=": found is false
+// when it stored, else cur is the record it found instead.
+func otherRecord(cmd *redis.Cmd) (cur string, found bool, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return "", false, err
+	}
+	if l, ok := v.([]any); ok && len(l) == 1 {
+		cur, ok := l[0].(string)
+		if !ok {
+			return "", false, fmt.Errorf("put script answered %T in a list", l[0])
+		}
+		return cur, true, nil
+	}
+	return "", false, nil
 }
 
 func (s *redisStore) GetInstance(ctx context.Context, broker, instanceID string) (store.Instance, error) {
@@ -211,17 +317,43 @@ func (s *redisStore) PutBinding(ctx context.Context, bd store.Binding) (store.Bi
 	if err := ctx.Err(); err != nil {
 		return store.Binding{}, err
 	}
+	keep := bd.Created.IsZero()
 	bd, rec, err := store.PrepareBinding(bd, s.now())
 	if err != nil {
 		return store.Binding{}, err
 	}
 	k := s.inv(bd.Broker)
-	_, err = s.withBroker(ctx, bd.Broker, putBindingScript, []string{k.ix, k.n, k.ex},
-		bd.InstanceID, bd.BindingID, rec, replaceArg(true), expiryScore(bd.ExpiresAt))
-	if err != nil {
-		return store.Binding{}, s.fail(ctx, "put binding script", err)
+	keys := []string{k.ix, k.n, k.ex}
+	if !keep {
+		_, err = s.withBroker(ctx, bd.Broker, putBindingScript, keys, nil,
+			bd.InstanceID, bd.BindingID, rec, replaceArg(true), expiryScore(bd.ExpiresAt))
+		if err != nil {
+			return store.Binding{}, s.fail(ctx, "put binding script", err)
+		}
+		return bd, nil
 	}
-	return bd, nil
+	// Keeping the Created of the binding it replaces: as putKeeping.
+	put, putRec, expect := bd, rec, ""
+	for range redisUsageRetries {
+		cmd, err := s.withBroker(ctx, bd.Broker, putBindingScript, keys, nil,
+			bd.InstanceID, bd.BindingID, putRec, "=", expiryScore(bd.ExpiresAt), expect)
+		if err != nil {
+			return store.Binding{}, s.fail(ctx, "put binding script", err)
+		}
+		cur, found, err := otherRecord(cmd)
+		switch {
+		case err != nil:
+			return store.Binding{}, s.fail(ctx, "put binding script", err)
+		case !found:
+			return put, nil
+		}
+		if put, putRec, err = store.KeepBindingCreated(bd, rec, []byte(cur)); err != nil {
+			return store.Binding{}, err
+		}
+		expect = cur
+	}
+	return store.Binding{}, fmt.Errorf("%w: binding %s/%s/%s changed %d times while being put", store.ErrUnavailable,
+		bd.Broker, bd.InstanceID, bd.BindingID, redisUsageRetries)
 }
 
 func (s *redisStore) GetBinding(ctx context.Context, broker, instanceID, bindingID string) (store.Binding, error) {

@@ -83,19 +83,23 @@ const (
 )
 
 // putInstanceScript stores ARGV[2] as instance ARGV[1] with tenant ARGV[3]
-// unless it exists and ARGV[4] is not "1"; it returns 1 if it stored, 0
-// if it kept the existing record, or, with ARGV[5] "1", the instance
-// record it replaced ("" for none) instead of 1, for the usage record of a
-// plan change. The instance's bindings stay. KEYS: ix, n.
+// as ARGV[4] says: "1" whatever record is there, "0" unless there is one,
+// "=" only if the record there is ARGV[6] ("" for none). It returns 1 if
+// it stored, 0 if "0" kept the existing record, {the record there ("" for
+// none)} if "=" found another; or, with ARGV[5] "1", the instance record
+// it replaced ("" for none) instead of 1, for the usage record of a plan
+// change. The instance's bindings stay. KEYS: ix, n.
 var putInstanceScript = redis.NewScript(memberLua + `
 local id = ARGV[1]
 local old = find(KEYS[1], id .. '\0')
 local rest = ''
 local was = ''
+if ARGV[4] == '=' and not old and ARGV[6] ~= '' then return {''} end
 if old then
   local inst, at = instOf(old, #id)
+  if ARGV[4] == '=' and inst ~= ARGV[6] then return {inst} end
   if #inst > 0 then
-    if ARGV[4] ~= '1' then return 0 end
+    if ARGV[4] == '0' then return 0 end
     count(KEYS[2], tenantOf(inst), -1)
     count(KEYS[2], '\0i', -1)
     was = inst
@@ -140,20 +144,23 @@ return out
 `)
 
 // putBindingScript stores ARGV[3] as binding ARGV[2] of instance ARGV[1]
-// unless it exists and ARGV[4] is not "1", and scores it ARGV[5] in ex
-// (or takes it out where ARGV[5] is ""); 1 if stored, else 0. KEYS: ix,
-// n, ex.
+// as ARGV[4] says ("1", "0" or "=" ARGV[6], as putInstanceScript), and
+// scores it ARGV[5] in ex (or takes it out where ARGV[5] is ""); 1 if
+// stored, 0 if "0" kept it, {the record there ("" for none)} if "="
+// found another. KEYS: ix, n, ex.
 var putBindingScript = redis.NewScript(memberLua + `
 local id, bid, rec = ARGV[1], ARGV[2], ARGV[3]
 local old = find(KEYS[1], id .. '\0')
 local m
 if not old then
+  if ARGV[4] == '=' and ARGV[6] ~= '' then return {''} end
   m = id .. '\0' .. p24(0) .. entry(bid, rec)
   count(KEYS[2], '\0b', 1)
 else
-  local s, e = seek(old, #id, bid)
+  local s, e, cur = seek(old, #id, bid)
+  if ARGV[4] == '=' and (cur or '') ~= ARGV[6] then return {cur or ''} end
   if s then
-    if ARGV[4] ~= '1' then return 0 end
+    if ARGV[4] == '0' then return 0 end
     m = string.sub(old, 1, s - 1) .. entry(bid, rec) .. string.sub(old, e + 1)
   else
     m = old .. entry(bid, rec)

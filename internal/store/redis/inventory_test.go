@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 	s.client.AddHook(&rt)
 	s.client.AddHook(cmds)
 	in, bd := storetest.Instance("b1", "i9", "x"), storetest.Binding("b1", "i9", "x1")
+	// Without a Created, a put keeps the Created of the record it
+	// replaces: one round trip for a new record, two over one.
+	fresh, freshB := in, storetest.Binding("b1", "i8", "x8")
+	fresh.InstanceID, fresh.Created, freshB.Created = "i8", time.Time{}, time.Time{}
 
 	tests := []struct {
 		name string
@@ -63,10 +68,18 @@ func TestRedisInventoryRoundTrips(t *testing.T) {
 		{"ExpiringBindings of a broker", func() error { _, err := s.ExpiringBindings(ctx, "b1", storetest.T0.AddDate(1, 0, 0), 10); return err }, 1},
 		{"ExpiringBindings of all", func() error { _, err := s.ExpiringBindings(ctx, "", storetest.T0.AddDate(1, 0, 0), 10); return err }, 2},
 		{"CountExpiring", func() error { _, err := s.CountExpiring(ctx, storetest.T0.AddDate(1, 0, 0)); return err }, 2},
+		{"PutInstanceCancelling of a new instance without a Created", func() error {
+			_, _, err := s.PutInstanceCancelling(ctx, fresh, "o-i8")
+			return err
+		}, 1},
+		{"PutInstance without a Created over a record", func() error { _, err := s.PutInstance(ctx, fresh); return err }, 2},
+		{"PutBinding without a Created, a new binding", func() error { _, err := s.PutBinding(ctx, freshB); return err }, 1},
+		{"PutBinding without a Created over a record", func() error { _, err := s.PutBinding(ctx, freshB); return err }, 2},
 		// A deletion reads the member, then deletes it with its usage
 		// records if it did not change (usage.go).
 		{"DeleteBinding", func() error { return s.DeleteBinding(ctx, "b1", "i9", "x1") }, 2},
 		{"DeleteInstance", func() error { _, err := s.DeleteInstance(ctx, "b1", "i9"); return err }, 2},
+		{"DeleteInstance of one without a Created", func() error { _, err := s.DeleteInstance(ctx, "b1", "i8"); return err }, 2},
 	}
 	// The first pass loads the scripts; the second counts.
 	for pass := range 2 {
@@ -181,5 +194,80 @@ func TestRedisTenantFilterBudget(t *testing.T) {
 	}
 	if n, err := s.CountInstances(ctx, store.InstanceFilter{Tenant: "few"}); n != 4 || err != nil {
 		t.Errorf("CountInstances(few) = %d, %v; want 4", n, err)
+	}
+}
+
+// afterFirstPipeline runs after once the first pipeline it sees is done.
+type afterFirstPipeline struct {
+	after func()
+	done  atomic.Bool
+}
+
+func (h *afterFirstPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *afterFirstPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *afterFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if !h.done.Swap(true) {
+			h.after()
+		}
+		return err
+	}
+}
+
+// TestRedisPutKeepingReplacedMeanwhile: a put without a Created whose
+// record another replica replaces between the script that read it and the
+// one that replaces it does not write over that record: it reads again,
+// keeps the Created of the record it does replace, and writes the usage
+// record of that record's plan.
+func TestRedisPutKeepingReplacedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	srv := storetest.StartRedis(t)
+	clock := osbtest.NewClock(storetest.T0)
+	cfg := srv.StoreConfig() // one key prefix: one store shared by two replicas
+	s := openRedisAt(t, cfg, clock.Now)
+	other := openRedisAt(t, cfg, clock.Now)
+	in := storetest.Instance("b1", "i1", "cf1")
+	storetest.MustPutInstance(t, s, in)
+	clock.Advance(time.Hour)
+	meanwhile := in
+	meanwhile.PlanID, meanwhile.Created = "plan-3", storetest.T0.Add(time.Minute)
+	h := &afterFirstPipeline{after: func() {
+		storetest.MustPutInstance(t, other, meanwhile)
+		clock.Advance(time.Hour)
+	}}
+	s.client.AddHook(h)
+	cmds := &commands{n: map[string]int{}}
+	s.client.AddHook(cmds)
+	put := in
+	put.PlanID, put.Created, put.Updated = "plan-2", time.Time{}, time.Time{}
+	got := storetest.MustPutInstance(t, s, put)
+	if !h.done.Load() {
+		t.Fatal("the other put did not run")
+	}
+	if !got.Created.Equal(meanwhile.Created) {
+		t.Errorf("Created %v, want %v, the Created of the record replaced", got.Created, meanwhile.Created)
+	}
+	// The script that found the record, the one that found another, the
+	// one that replaced it.
+	if n := cmds.n["evalsha"]; n != 3 {
+		t.Errorf("%d scripts, want 3", n)
+	}
+	var used []store.UsageRecord
+	for r, err := range s.UsageRecords(ctx, "", time.Time{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		used = append(used, r)
+	}
+	// The other put's plan change, then this one's.
+	want := []store.UsageRecord{
+		{Tenant: "cf1", Broker: "b1", ServiceID: "svc-1", PlanID: "plan-1", InstanceID: "i1",
+			Created: in.Created, Deleted: storetest.T0.Add(time.Hour)},
+		{Tenant: "cf1", Broker: "b1", ServiceID: "svc-1", PlanID: "plan-3", InstanceID: "i1",
+			Created: meanwhile.Created, Deleted: storetest.T0.Add(2 * time.Hour)},
+	}
+	if d := cmp.Diff(want, used); d != "" {
+		t.Errorf("usage records (-want +got):\n%s", d)
 	}
 }

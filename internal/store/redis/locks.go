@@ -102,10 +102,17 @@ func (s *redisStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, err
 		}
 		return err
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return store.Lock{}, s.fail(ctx, op, err)
-	case set:
+	}
+	return acquired(l, set, res)
+}
+
+// acquired is Acquire's answer: l taken by SET NX (set), else by the
+// acquire script, whose answer res says whether it took l and which lock
+// it replaced or found.
+func acquired(l store.Lock, set bool, res []any) (store.Lock, error) {
+	if set {
 		return l, nil
 	}
 	held, cur, ok := acquireReply(res)
@@ -122,6 +129,77 @@ func (s *redisStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, err
 		l.Replaced = &other // expired: taken over
 	}
 	return l, nil
+}
+
+// AcquireReading sends Acquire's SET NX (or, for a key there, its
+// script) and the ZRANGEBYLEX of the instance's member in one pipeline:
+// the server runs them in order, so the read comes after the lock is
+// taken. On a Cluster the two keys need not share a server, and a
+// pipeline over two servers keeps no order: there it is Acquire and then
+// GetInstance (store.AcquireThenRead).
+func (s *redisStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
+	if _, cluster := s.client.(*redis.ClusterClient); cluster {
+		return store.AcquireThenRead(ctx, s, l)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Lock{}, nil, err
+	}
+	if err := store.CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
+		return store.Lock{}, nil, err
+	}
+	now := s.now()
+	l, err := store.PrepareLock(l, now)
+	if err != nil {
+		return store.Lock{}, nil, err
+	}
+	k, rec, ttl := s.lockKey(l.Key), store.EncodeLock(l), s.ttl(l, now)
+	ix, lookup := s.inv(l.Broker).ix, lookupRange(l.InstanceID+"\x00")
+	var set bool
+	var res []any
+	var member []string
+	op := "SET NX"
+	err = s.durable(ctx, "acquire", func(c redis.Cmdable) error {
+		var setNX *redis.BoolCmd
+		var read *redis.StringSliceCmd
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			setNX, read = p.SetNX(ctx, k, rec, ttl), p.ZRangeByLex(ctx, ix, lookup)
+			return nil
+		})
+		if set, err = setNX.Result(); err != nil {
+			return err
+		}
+		if !set {
+			op = "acquire script"
+			var script *redis.Cmd
+			script, err = scriptPipelined(ctx, c, acquireScript, []string{k}, []any{rec, l.Owner, us(now), ms(ttl)},
+				nil, func(p redis.Pipeliner) { read = p.ZRangeByLex(ctx, ix, lookup) })
+			if res, err = script.Slice(); errors.Is(err, redis.Nil) {
+				set, err = true, nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		op = "read the instance"
+		member, err = read.Result()
+		return err
+	})
+	if err != nil {
+		return store.Lock{}, nil, s.fail(ctx, op, err)
+	}
+	held, err := acquired(l, set, res)
+	if err != nil || len(member) == 0 {
+		return held, nil, err
+	}
+	m, err := store.ParseMember(member[0])
+	if err != nil || len(m.Instance) == 0 {
+		return held, nil, err
+	}
+	in, err := store.DecodeInstance(l.Broker, l.InstanceID, m.Instance)
+	if err != nil {
+		return held, nil, err
+	}
+	return held, &in, nil
 }
 
 // acquireReply reads acquireScript's {flag, record}.

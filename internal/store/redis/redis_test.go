@@ -240,6 +240,20 @@ func TestRedisRoundTrips(t *testing.T) {
 			}
 			return err
 		}, 2},
+		// AcquireReading: the acquire and the record's read in one
+		// pipeline.
+		{"AcquireReading of a free lock", func() error {
+			_, _, err := s.AcquireReading(ctx, storetest.Lock("i2", "owner-1", time.Hour))
+			return err
+		}, 1},
+		{"AcquireReading of a held lock", func() error {
+			_, _, err := s.AcquireReading(ctx, storetest.Lock("i2", "owner-2", time.Hour))
+			if errors.Is(err, store.ErrHeld) {
+				return nil
+			}
+			return err
+		}, 2},
+		{"Release after AcquireReading", func() error { return s.Release(ctx, store.LockKey("b1", "i2"), "owner-1") }, 1},
 		{"Update", func() error { return s.Update(ctx, l) }, 1},
 		{"Get", func() error { _, err := s.Get(ctx, l.Key); return err }, 1},
 		{"Release", func() error { return s.Release(ctx, l.Key, l.Owner) }, 1},

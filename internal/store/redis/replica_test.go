@@ -66,6 +66,23 @@ func TestReplicaAcks(t *testing.T) {
 	if !has(s.orphansKey()) {
 		t.Errorf("the replica lacks the orphan once PutOrphan returned")
 	}
+	// A provision's record and the cancellation of its orphan come back
+	// once the replica has both; the lock and read of AcquireReading once
+	// it has the lock.
+	keep := storetest.Instance("b1", "i6", "cf1")
+	keep.Created = time.Time{}
+	if _, cancelled, err := s.PutInstanceCancelling(ctx, keep, "o1"); err != nil || !cancelled {
+		t.Fatalf("PutInstanceCancelling: cancelled %v, %v", cancelled, err)
+	}
+	if has(s.orphansKey()) {
+		t.Errorf("the replica still has the orphan once PutInstanceCancelling returned")
+	}
+	if _, rec, err := s.AcquireReading(ctx, storetest.Lock("i6", "owner-6", time.Hour)); err != nil || rec == nil {
+		t.Fatalf("AcquireReading: record %v, %v", rec, err)
+	}
+	if !has(s.lockKey(store.LockKey("b1", "i6"))) {
+		t.Errorf("the replica lacks the lock once AcquireReading returned")
+	}
 
 	// The replica paused: nothing is acknowledged within the timeout.
 	replica.Pause()
@@ -86,6 +103,10 @@ func TestReplicaAcks(t *testing.T) {
 	_, err = short.PutBinding(ctx, storetest.Binding("b1", "i1", "bd2"))
 	unacked("PutBinding", err)
 	unacked("PutOrphan", short.PutOrphan(ctx, storetest.Orphan("o2", storetest.T0)))
+	_, _, err = short.PutInstanceCancelling(ctx, keep, "o2")
+	unacked("PutInstanceCancelling", err)
+	_, _, err = short.AcquireReading(ctx, storetest.Lock("i7", "owner-7", time.Hour))
+	unacked("AcquireReading", err)
 	if _, err := short.Get(ctx, l.Key); err != nil {
 		t.Errorf("Get with the replica paused: %v", err)
 	}

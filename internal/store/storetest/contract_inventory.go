@@ -25,6 +25,9 @@ var testInventoryContract = []struct {
 }{
 	{"InventoryInstance", testInventoryInstance},
 	{"InventoryInstanceStamps", testInventoryInstanceStamps},
+	{"InventoryKeepsCreated", testInventoryKeepsCreated},
+	{"PutInstanceCancelling", testPutInstanceCancelling},
+	{"AcquireReading", testAcquireReading},
 	{"InventoryBinding", testInventoryBinding},
 	{"InventoryDeleteInstance", testInventoryDeleteInstance},
 	{"InventoryInvalid", testInventoryInvalid},

@@ -220,6 +220,7 @@ func Calls(ctx context.Context, s store.Store) map[string]error {
 	l := Lock("i1", "owner-1", time.Hour)
 	errs := map[string]error{}
 	_, errs["Acquire"] = s.Acquire(ctx, l)
+	_, _, errs["AcquireReading"] = s.AcquireReading(ctx, l)
 	errs["Update"] = s.Update(ctx, l)
 	errs["Release"] = s.Release(ctx, l.Key, l.Owner)
 	_, errs["ForceRelease"] = s.ForceRelease(ctx, l.Key)
@@ -235,6 +236,7 @@ func Calls(ctx context.Context, s store.Store) map[string]error {
 	errs["Ping"] = s.Ping(ctx)
 	in, bd := Instance("b1", "i1", "cf1"), Binding("b1", "i1", "x1")
 	_, errs["PutInstance"] = s.PutInstance(ctx, in)
+	_, _, errs["PutInstanceCancelling"] = s.PutInstanceCancelling(ctx, in, "o1")
 	_, errs["GetInstance"] = s.GetInstance(ctx, "b1", "i1")
 	_, _, errs["ListInstances"] = s.ListInstances(ctx, store.InstanceFilter{Tenant: "cf1"}, "", 10)
 	_, errs["CountInstances"] = s.CountInstances(ctx, store.InstanceFilter{})

@@ -23,4 +23,11 @@ type HeldLock struct {
 	// Record is the inventory record of a delivering call the store did
 	// not take: retried with the lock's release (nil: recorded).
 	Record func(context.Context) error
+	// Read: the guard read the instance's record in the round trip that
+	// took the lock (store.Store.AcquireReading), the look under the lock
+	// the owner stage asks for (Scope.OwnerUnseen); Instance is the
+	// record, nil when the instance has none. The owner stage reads them
+	// instead of the store.
+	Read     bool
+	Instance *store.Instance
 }

@@ -98,7 +98,9 @@ func WithGuard(g *Guard) core.Middleware {
 			if s.Request != nil {
 				l.ServiceID, l.PlanID = s.Request.ServiceID, s.Request.PlanID
 			}
-			held, err := g.acquire(r.Context(), up, l)
+			// An owner stage that found no owner looks again under the
+			// lock: its record comes with the lock, in one round trip.
+			held, rec, err := g.acquire(r.Context(), up, l, s.OwnerUnseen)
 			if mutation.LockFree && errors.Is(err, store.ErrHeld) {
 				err = nil // broken on purpose (bench/campaign -mutation lock-free)
 			}
@@ -133,7 +135,7 @@ func WithGuard(g *Guard) core.Middleware {
 				s.Fail(w, err)
 				return
 			}
-			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context()}
+			s.Lock = &core.HeldLock{Lock: l, Platform: r.Context(), Read: s.OwnerUnseen, Instance: rec}
 			defer g.finish(w, s) // however the call ends: error, timeout, panic
 			next.ServeHTTP(w, r)
 		})
@@ -157,8 +159,20 @@ func WithGuard(g *Guard) core.Middleware {
 // is found, l is released again and the blocker comes back with an error
 // wrapping store.ErrHeld. Under lock_granularity instance every call locks
 // the instance key, and Acquire alone decides.
-func (g *Guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock) (store.Lock, error) {
-	if held, err := g.St.Acquire(ctx, l); err != nil {
+//
+// With reading set it takes the lock with store.Store.AcquireReading and
+// returns the instance's record read with it (nil: none); a read that
+// failed fails the acquire, whose lock then goes as an unconfirmed one's.
+func (g *Guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock, reading bool) (store.Lock, *store.Instance, error) {
+	var held store.Lock
+	var rec *store.Instance
+	var err error
+	if reading {
+		held, rec, err = g.St.AcquireReading(ctx, l)
+	} else {
+		held, err = g.St.Acquire(ctx, l)
+	}
+	if err != nil {
 		if !errors.Is(err, store.ErrHeld) {
 			// No answer is not a no: a store that timed out (Redis paused)
 			// may still take the lock when it wakes, and nobody would hold
@@ -167,22 +181,22 @@ func (g *Guard) acquire(ctx context.Context, u *upstream.Upstream, l store.Lock)
 			// lock").
 			g.Retry.Add(Pending{Lock: l, Unconfirmed: true, Cause: err})
 		}
-		return held, err
+		return held, nil, err
 	} else if held.Replaced != nil && g.TookOver != nil {
 		g.TookOver(ctx, *held.Replaced)
 	}
 	if !u.BindingLocks {
-		return store.Lock{}, nil
+		return store.Lock{}, rec, nil
 	}
 	blocker, found, err := g.blocker(ctx, u, l)
 	if err == nil && !found {
-		return store.Lock{}, nil
+		return store.Lock{}, rec, nil
 	}
 	g.Release(ctx, l)
 	if err != nil {
-		return store.Lock{}, err
+		return store.Lock{}, nil, err
 	}
-	return blocker, fmt.Errorf("%w: %s is locked by a %s in progress", store.ErrHeld, blocker.Key, blocker.Kind)
+	return blocker, nil, fmt.Errorf("%w: %s is locked by a %s in progress", store.ErrHeld, blocker.Key, blocker.Kind)
 }
 
 // blocker finds a lock held by another operation that blocks l (see

@@ -24,7 +24,9 @@ import (
 //     state.operation_deadline); anything else releases it;
 //   - orphans: a success the platform gets cancels a pending mitigation of
 //     the same instance or binding (before the lock is released, so a
-//     mitigation waiting for the lock finds nothing to undo); a failure
+//     mitigation waiting for the lock finds nothing to undo; a
+//     provision's in the store call that writes its inventory record,
+//     store.Store.PutInstanceCancelling); a failure
 //     records a candidate per the orphan-mitigation table, as does a
 //     success the platform does not get (cut short, refused, or the
 //     platform gone: a reset, never a half-close). A provision's or
@@ -70,6 +72,14 @@ func (g *Guard) settleCall(ctx context.Context, status int, s *core.Scope, a ups
 	// platform's overlaps it (the 30-minute campaign's "the platform
 	// hangs up before an async deprovision's 202").
 	unheard := gone && !a.Cut && !a.Refused && status == http.StatusAccepted && a.Object
+	orphan, why, reportOnly := orphanOf(s.Call, status, a, gone)
+	// cancel is the pending orphan a success the platform sees cancels,
+	// before the lock is released; a provision's record takes it to the
+	// store in the same call (nil: none to cancel).
+	var cancel *orphanCancel
+	if !orphan && seen && rules.OrphanSettled(s.Call, status) {
+		cancel = &orphanCancel{id: orphanIDOf(upstream.Of(s.Route), s.Call)}
+	}
 	// record is the inventory record the store did not take, retried
 	// until it does, before the lock goes: what the broker made stays
 	// named (nil: recorded, or nothing to record).
@@ -80,16 +90,16 @@ func (g *Guard) settleCall(ctx context.Context, status int, s *core.Scope, a ups
 		// it: no poll reports a success the inventory does not name.
 		if mutation.AckBeforeStore { // broken on purpose (bench/campaign -mutation ack-before-store)
 			late, body := *s, bytes.Clone(a.Body)
-			mutation.Later(func() { _ = g.Inv.called(context.Background(), &late, status, a.Answer, body) })
-		} else if err := g.Inv.called(ctx, s, status, a.Answer, a.Body); err != nil {
+			mutation.Later(func() { _ = g.Inv.called(context.Background(), &late, status, a.Answer, body, nil) })
+		} else if err := g.Inv.called(ctx, s, status, a.Answer, a.Body, cancel); err != nil {
 			body := bytes.Clone(a.Body) // a.body goes back to its pool with the answer
-			record = func(ctx context.Context) error { return g.Inv.called(ctx, s, status, a.Answer, body) }
+			record = func(ctx context.Context) error { return g.Inv.called(ctx, s, status, a.Answer, body, nil) }
 			if shimmed {
 				s.Shim.Record, record = record, nil
 			}
 		}
 	}
-	if orphan, why, reportOnly := orphanOf(s.Call, status, a, gone); orphan {
+	if orphan {
 		due := g.Now()
 		if reportOnly {
 			due = NeverDue
@@ -100,21 +110,23 @@ func (g *Guard) settleCall(ctx context.Context, status int, s *core.Scope, a ups
 			g.Retry.Add(Pending{Lock: h.Lock, PutOrphan: &o, Keep: shimmed, Record: record})
 			return
 		}
-	} else if seen && rules.OrphanSettled(s.Call, status) {
-		if id := orphanIDOf(upstream.Of(s.Route), s.Call); !g.cancelOrphan(ctx, s, id) {
-			// The store did not take the cancellation: keep the lock
-			// until it does, so no mitigation can undo what just
-			// succeeded; the retry queue cancels, then releases.
-			p := Pending{Lock: h.Lock, cancelOrphan: id, Keep: accepted || shimmed, Record: record}
-			if accepted {
-				// The 202's lock is the async operation, written after
-				// the cancellation (the 30-minute campaign's "store
-				// paused as an async unbind is accepted").
-				p.Lock, p.async = g.asyncLock(s), true
-			}
-			g.Retry.Add(p)
-			return
+	} else if cancel != nil && cancel.done {
+		if cancel.cancelled {
+			g.cancelled(ctx, s, cancel.id)
 		}
+	} else if cancel != nil && !g.cancelOrphan(ctx, s, cancel.id) {
+		// The store did not take the cancellation: keep the lock until
+		// it does, so no mitigation can undo what just succeeded; the
+		// retry queue cancels, then releases.
+		p := Pending{Lock: h.Lock, cancelOrphan: cancel.id, Keep: accepted || shimmed, Record: record}
+		if accepted {
+			// The 202's lock is the async operation, written after the
+			// cancellation (the 30-minute campaign's "store paused as
+			// an async unbind is accepted").
+			p.Lock, p.async = g.asyncLock(s), true
+		}
+		g.Retry.Add(p)
+		return
 	}
 	if shimmed {
 		return

@@ -28,7 +28,7 @@ import (
 // store refuses is logged and counted, never turned into a failed call:
 // the inventory follows the traffic, it does not gate it.
 type Inventory struct {
-	St      store.Inventory
+	St      store.Store
 	keys    *seal.Keyring // nil: no key file; secrets are not kept
 	now     func() time.Time
 	Log     *slog.Logger
@@ -37,7 +37,7 @@ type Inventory struct {
 
 // NewInventory builds the inventory of a Gateway; it loads the key file
 // when the configuration names one.
-func NewInventory(cfg *config.Config, st store.Inventory, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*Inventory, error) {
+func NewInventory(cfg *config.Config, st store.Store, now func() time.Time, log *slog.Logger, m *metrics.Metrics) (*Inventory, error) {
 	iv := &Inventory{St: st, now: now, Log: log, Metrics: m}
 	if f := cfg.Inventory.KeyFile; f != "" {
 		k, err := seal.LoadFile(f)
@@ -74,7 +74,12 @@ func (iv *Inventory) SealsFor(u *upstream.Upstream) bool {
 // says it made; left out, the inventory would not name an instance the
 // platform holds (and emulate.gone would answer its deprovision in the
 // broker's place).
-func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a rules.Answer, body []byte) error {
+//
+// cancel, when not nil, is the cancellation of a pending orphan that the
+// call's success makes (see Guard.Answered): a provision's record takes it
+// to the store in the same call (store.Store.PutInstanceCancelling) and
+// marks it done; the caller sends whatever is not done itself.
+func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a rules.Answer, body []byte, cancel *orphanCancel) error {
 	if !iv.Keeps(upstream.Of(s.Route)) || a.Malformed() {
 		return nil
 	}
@@ -99,7 +104,7 @@ func (iv *Inventory) called(ctx context.Context, s *core.Scope, status int, a ru
 	var err error
 	switch s.Call.Endpoint {
 	case rules.Provision:
-		err = iv.putInstance(ctx, s, req, rules.ReadResult(body), op)
+		err = iv.putInstance(ctx, s, req, rules.ReadResult(body), op, cancel)
 	case rules.Update:
 		err = iv.updateInstance(ctx, s, req, rules.ReadResult(body), op, "")
 	case rules.Bind:
@@ -157,8 +162,15 @@ func (iv *Inventory) failed(ctx context.Context, broker string, c rules.Call, er
 		slog.String("instance_id", c.InstanceID), slog.String("binding_id", c.BindingID), slog.String("error", err.Error()))
 }
 
-// putInstance stores a provisioned (or provisioning) instance, whole.
-func (iv *Inventory) putInstance(ctx context.Context, s *core.Scope, req *rules.Request, res rules.Result, op store.LastOperation) error {
+// putInstance stores a provisioned (or provisioning) instance, whole, and
+// cancel's orphan with it (if not nil). Its Created is left to the store:
+// a provision repeated over a recorded one keeps the record's, read by
+// the store in the step that replaces it (store.Inventory.PutInstance),
+// so nothing that writes the record meanwhile (a reconcile, an import,
+// another replica after the lock lapsed) can slip between a read here
+// and the put.
+func (iv *Inventory) putInstance(ctx context.Context, s *core.Scope, req *rules.Request, res rules.Result, op store.LastOperation,
+	cancel *orphanCancel) error {
 	u := upstream.Of(s.Route)
 	in := store.Instance{Broker: u.Name, InstanceID: s.Call.InstanceID, Tenant: s.Tenant, LastOperation: op,
 		DashboardURL: res.DashboardURL, Metadata: res.Metadata}
@@ -170,10 +182,12 @@ func (iv *Inventory) putInstance(ctx context.Context, s *core.Scope, req *rules.
 			return err
 		}
 	}
-	if old, err := iv.St.GetInstance(ctx, u.Name, in.InstanceID); err == nil {
-		in.Created = old.Created // a provision retried after a recorded one
+	if cancel == nil {
+		_, err := iv.St.PutInstance(ctx, in)
+		return err
 	}
-	_, err := iv.St.PutInstance(ctx, in)
+	_, cancelled, err := iv.St.PutInstanceCancelling(ctx, in, cancel.id)
+	cancel.done, cancel.cancelled = err == nil, cancelled
 	return err
 }
 
@@ -244,10 +258,7 @@ func (iv *Inventory) putBinding(ctx context.Context, s *core.Scope, req *rules.R
 	if err := iv.sealInto(&b.SealedCredentials, u, res.Credentials, "credentials", b.InstanceID, b.BindingID); err != nil {
 		return err
 	}
-	if old, err := iv.St.GetBinding(ctx, u.Name, b.InstanceID, b.BindingID); err == nil {
-		b.Created = old.Created
-	}
-	_, err := iv.St.PutBinding(ctx, b)
+	_, err := iv.St.PutBinding(ctx, b) // a bind repeated keeps the record's Created, as putInstance
 	return err
 }
 

@@ -125,6 +125,17 @@ func (g *Guard) PutCandidate(ctx context.Context, up *upstream.Upstream, o store
 	return o, true
 }
 
+// orphanCancel is the cancellation of the pending orphan id that a
+// success the platform sees makes (see Answered). A provision's inventory
+// record takes it to the store in the same call (Inventory.called), which
+// sets done, and cancelled when there was one; the guard deletes an
+// orphan whose cancellation is not done itself (cancelOrphan), one store
+// call more.
+type orphanCancel struct {
+	id              string
+	done, cancelled bool
+}
+
 // cancelOrphan deletes the pending orphan id after a success the platform
 // saw; false means the store failed and nothing is known.
 func (g *Guard) cancelOrphan(ctx context.Context, s *core.Scope, id string) bool {
@@ -135,10 +146,15 @@ func (g *Guard) cancelOrphan(ctx context.Context, s *core.Scope, id string) bool
 	case err != nil:
 		return false
 	}
+	g.cancelled(ctx, s, id)
+	return true
+}
+
+// cancelled notes that s's success cancelled the pending orphan id.
+func (g *Guard) cancelled(ctx context.Context, s *core.Scope, id string) {
 	s.Orphan = "cancelled"
 	g.Log.LogAttrs(ctx, slog.LevelInfo, "orphan mitigation cancelled: the platform's call succeeded", slog.String("id", id),
 		slog.String("broker", s.Broker), slog.String("instance_id", s.Call.InstanceID), slog.String("binding_id", s.Call.BindingID))
-	return true
 }
 
 // OnTimeout is what the gateway does when it gives up on a mutating call

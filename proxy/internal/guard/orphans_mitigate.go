@@ -88,7 +88,7 @@ func (g *Guard) mitigateOnce(ctx context.Context, o store.Orphan) string {
 	l := store.Lock{Key: u.LockKey(o.InstanceID, o.BindingID), Owner: owner, Kind: o.Kind, Tenant: o.Tenant, Broker: o.Broker,
 		InstanceID: o.InstanceID, BindingID: o.BindingID, ServiceID: o.ServiceID, PlanID: o.PlanID,
 		Started: now, Deadline: now.Add(u.Timeout + SyncHoldMargin)}
-	if _, err := gd.acquire(ctx, u, l); err != nil {
+	if _, _, err := gd.acquire(ctx, u, l, false); err != nil {
 		// Nothing is written: a call holding the lock may cancel the
 		// orphan, and a write here could bring it back. The claim lapses
 		// and the orphan is due again then.

@@ -111,8 +111,10 @@ func WithOwner(o *owners) core.Middleware {
 // WithOwnerHeld is the owner stage's second look, just inside the guard:
 // a mutating call whose instance had no owner when WithOwner looked holds
 // its lock now, so an operation of another tenant that recorded the
-// instance in between (a provision that ended) is seen. nil without
-// shared brokers.
+// instance in between (a provision that ended) is seen. The guard read
+// the instance's record in the round trip that took the lock
+// (core.HeldLock.Read): the look reads that, and the store only for a
+// binding's record. nil without shared brokers.
 func WithOwnerHeld(o *owners) core.Middleware {
 	if o == nil {
 		return nil
@@ -124,7 +126,16 @@ func WithOwnerHeld(o *owners) core.Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			owner, err := o.ownerOf(r.Context(), s.Route.Broker.Name, s.Call, false)
+			var owner string
+			var err error
+			switch rec := s.Lock.Instance; {
+			case !s.Lock.Read:
+				owner, err = o.ownerOf(r.Context(), s.Route.Broker.Name, s.Call, false)
+			case rec != nil && rec.Tenant != "":
+				owner = rec.Tenant
+			default:
+				owner, err = o.bindingOwner(r.Context(), s.Route.Broker.Name, s.Call, false)
+			}
 			switch {
 			case err != nil:
 				o.unavailable(w, r, s, err)
@@ -150,6 +161,13 @@ func (o *owners) ownerOf(ctx context.Context, broker string, c rules.Call, lock 
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return "", err
 	}
+	return o.bindingOwner(ctx, broker, c, lock)
+}
+
+// bindingOwner is ownerOf past an instance record that names no tenant:
+// the binding record's tenant, else (with lock) the tenant of the
+// operation in progress.
+func (o *owners) bindingOwner(ctx context.Context, broker string, c rules.Call, lock bool) (string, error) {
 	if c.BindingID != "" {
 		b, err := o.st.GetBinding(ctx, broker, c.InstanceID, c.BindingID)
 		switch {
