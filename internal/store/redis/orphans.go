@@ -135,10 +135,16 @@ func (s *redisStore) DeleteOrphan(ctx context.Context, id string) error {
 		return err
 	}
 	var del *redis.IntCmd
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.HDel(ctx, s.orphansKey(), id)
-		p.ZRem(ctx, s.orphanDueKey(), id)
-		return nil
+	// Durable: a deletion a promoted replica lacked would bring back the
+	// orphan of an instance the platform was since told exists (a
+	// provision's success cancels it), and the mitigator would delete it.
+	err := s.durable(ctx, "delete orphan", func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			del = p.HDel(ctx, s.orphansKey(), id)
+			p.ZRem(ctx, s.orphanDueKey(), id)
+			return nil
+		})
+		return err
 	})
 	switch {
 	case err != nil:

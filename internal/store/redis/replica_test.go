@@ -126,7 +126,7 @@ func TestReplicaAcks(t *testing.T) {
 }
 
 // TestReplicaAcksRemovals: with replica_acks, the removal of an inventory
-// record waits for the replica as its write did. A removal the promoted
+// record (and of an orphan, a provision's success cancelling it) waits for the replica as its write did. A removal the promoted
 // replica lacks would bring back the record of an instance the platform
 // was told is gone, which nothing deletes again (the failover campaign's
 // (h): the inventory records what the broker no longer holds).
@@ -180,6 +180,18 @@ func TestReplicaAcksRemovals(t *testing.T) {
 		t.Errorf("the replica still has the instance once DeleteInstance returned")
 	}
 
+	for _, id := range []string{"o1", "o2"} {
+		if err := s.PutOrphan(ctx, storetest.Orphan(id, storetest.T0)); err != nil {
+			t.Fatalf("PutOrphan %s: %v", id, err)
+		}
+	}
+	if err := s.DeleteOrphan(ctx, "o1"); err != nil {
+		t.Fatalf("DeleteOrphan: %v", err)
+	}
+	if has, _ := onReplica.HExists(ctx, s.orphansKey(), "o1").Result(); has {
+		t.Errorf("the replica still has the orphan once DeleteOrphan returned")
+	}
+
 	// The replica paused: a removal is not acknowledged, and says so.
 	replica.Pause()
 	short := open(200 * time.Millisecond)
@@ -190,6 +202,7 @@ func TestReplicaAcksRemovals(t *testing.T) {
 		}
 	}
 	unacked("DeleteBinding", short.DeleteBinding(ctx, "b1", "i2", "bd1"))
+	unacked("DeleteOrphan", short.DeleteOrphan(ctx, "o2"))
 	replica.Resume()
 	_, err := short.DeleteInstance(ctx, "b1", "i2") // the binding went on the primary; the instance goes now
 	if err != nil {
