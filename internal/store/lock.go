@@ -144,6 +144,19 @@ type ListFilter struct {
 	Expired bool
 }
 
+// PrepareReading is what AcquireReading checks before its round trip, on
+// the backends that make it one: the context, the instance's key and the
+// lock itself (PrepareLock at now).
+func PrepareReading(ctx context.Context, l Lock, now time.Time) (Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, err
+	}
+	if err := CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
+		return Lock{}, err
+	}
+	return PrepareLock(l, now)
+}
+
 // AcquireThenRead is AcquireReading as two calls of s, Acquire and then
 // GetInstance: what memory and bolt do (neither call costs a round trip),
 // and Redis on a Cluster (the lock and the record may be on two servers,

@@ -81,14 +81,8 @@ func (s *pgStore) Acquire(ctx context.Context, l store.Lock) (store.Lock, error)
 // read as Acquire reads it, in a second statement; a holder gone by then
 // leaves it to Acquire and GetInstance.
 func (s *pgStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lock, *store.Instance, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Lock{}, nil, err
-	}
-	if err := store.CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
-		return store.Lock{}, nil, err
-	}
 	now := s.now()
-	l, err := store.PrepareLock(l, now)
+	l, err := store.PrepareReading(ctx, l, now)
 	if err != nil {
 		return store.Lock{}, nil, err
 	}

@@ -141,14 +141,8 @@ func (s *redisStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lo
 	if _, cluster := s.client.(*redis.ClusterClient); cluster {
 		return store.AcquireThenRead(ctx, s, l)
 	}
-	if err := ctx.Err(); err != nil {
-		return store.Lock{}, nil, err
-	}
-	if err := store.CheckInstanceKey(l.Broker, l.InstanceID); err != nil {
-		return store.Lock{}, nil, err
-	}
 	now := s.now()
-	l, err := store.PrepareLock(l, now)
+	l, err := store.PrepareReading(ctx, l, now)
 	if err != nil {
 		return store.Lock{}, nil, err
 	}
