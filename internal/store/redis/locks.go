@@ -159,6 +159,9 @@ func (s *redisStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lo
 			setNX, read = p.SetNX(ctx, k, rec, ttl), p.ZRangeByLex(ctx, ix, lookup)
 			return nil
 		})
+		if err != nil {
+			return err
+		}
 		if set, err = setNX.Result(); err != nil {
 			return err
 		}
@@ -167,6 +170,9 @@ func (s *redisStore) AcquireReading(ctx context.Context, l store.Lock) (store.Lo
 			var script *redis.Cmd
 			script, err = scriptPipelined(ctx, c, acquireScript, []string{k}, []any{rec, l.Owner, us(now), ms(ttl)},
 				nil, func(p redis.Pipeliner) { read = p.ZRangeByLex(ctx, ix, lookup) })
+			if err != nil && !errors.Is(err, redis.Nil) { // redis.Nil: the script's nil, read below
+				return err
+			}
 			if res, err = script.Slice(); errors.Is(err, redis.Nil) {
 				set, err = true, nil
 			}
